@@ -1,0 +1,83 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+static void *gs_libc_malloc(void *user, size_t size)
+{
+    (void)user;
+    return malloc(size);
+}
+
+static void *gs_libc_realloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    return realloc(ptr, size);
+}
+
+static void gs_libc_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+GPUSCHED_API int gpusched_allocator_check(const gpusched_allocator *alloc)
+{
+    gs_alloc tmp;
+    return gs_alloc_init(&tmp, alloc);
+}
+
+int gs_alloc_init(gs_alloc *dst, const gpusched_allocator *src)
+{
+    if (!src) {
+        *dst = (gs_alloc){gs_libc_malloc, gs_libc_realloc, gs_libc_free, NULL};
+        return 0;
+    }
+    gpusched_allocator a;
+    int rc = gs_struct_copy_in(&a, sizeof a, src, sizeof a, NULL, "allocator");
+    if (rc)
+        return rc;
+    if (a.reserved0 || !a.malloc_fn || !a.realloc_fn || !a.free_fn)
+        return GPUSCHED_EINVAL;
+    *dst = (gs_alloc){a.malloc_fn, a.realloc_fn, a.free_fn, a.user};
+    return 0;
+}
+
+void *gs_malloc(const gs_alloc *a, size_t size)
+{
+    return a->malloc_fn(a->user, size ? size : 1);
+}
+
+void *gs_calloc(const gs_alloc *a, size_t count, size_t elem)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(count, elem, &bytes))
+        return NULL;
+    void *p = gs_malloc(a, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(count, elem, &bytes))
+        return NULL;
+    return a->realloc_fn(a->user, ptr, bytes ? bytes : 1);
+}
+
+void gs_free(const gs_alloc *a, void *ptr)
+{
+    if (ptr)
+        a->free_fn(a->user, ptr);
+}
+
+char *gs_strdup(const gs_alloc *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = gs_malloc(a, n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}

@@ -1,0 +1,96 @@
+/* Internal core API shared by every module. Never installed. */
+#ifndef GS_CORE_H
+#define GS_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusched/common.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define GS_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define GS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GS_PRINTF(fmt, args)
+#define GS_LIKELY(x) (x)
+#define GS_UNLIKELY(x) (x)
+#endif
+
+#define GS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- allocation ------------------------------------------------------ */
+
+/* A resolved allocator: copied into every handle so that the caller's
+ * struct need not outlive the constructor call. */
+typedef struct gs_alloc {
+    void *(*malloc_fn)(void *user, size_t size);
+    void *(*realloc_fn)(void *user, void *ptr, size_t size);
+    void (*free_fn)(void *user, void *ptr);
+    void *user;
+} gs_alloc;
+
+/* Validates `src` (NULL means libc) and resolves it into `dst`. */
+int gs_alloc_init(gs_alloc *dst, const gpusched_allocator *src);
+void *gs_malloc(const gs_alloc *a, size_t size);
+/* Zeroed array of `count` elements; NULL on overflow or failure. */
+void *gs_calloc(const gs_alloc *a, size_t count, size_t elem);
+/* Resizes an array; on failure returns NULL and leaves `ptr` valid. */
+void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem);
+void gs_free(const gs_alloc *a, void *ptr);
+/* Duplicates a NUL-terminated string. */
+char *gs_strdup(const gs_alloc *a, const char *s);
+
+/* ---- errors ---------------------------------------------------------- */
+
+#define GS_ERRMSG_MAX 256
+
+/* Last error of a handle: every handle embeds one and exposes `msg`. */
+typedef struct gs_err {
+    int code;
+    char msg[GS_ERRMSG_MAX];
+} gs_err;
+
+/* Records `code` and a formatted message in `e` (if non-NULL) and returns
+ * `code`, so that callers write `return gs_error(&h->err, GPUSCHED_EINVAL, ...)`. */
+int gs_error(gs_err *e, int code, const char *fmt, ...) GS_PRINTF(3, 4);
+int gs_verror(gs_err *e, int code, const char *fmt, va_list ap) GS_PRINTF(3, 0);
+/* Clears the last error (called at the start of a successful public call). */
+void gs_err_clear(gs_err *e);
+/* Copies the message of `e` to a caller buffer (may be NULL / 0). */
+void gs_err_export(const gs_err *e, char *buf, size_t len);
+
+/* ---- extensible structs ---------------------------------------------- */
+
+/* Copies a caller's size-prefixed struct into `dst` (known size
+ * `known`): reads min(caller size, known) bytes, zero-fills the rest, and
+ * rejects a caller size below `min_size` (EINVAL) or non-zero bytes past
+ * `known` (E2BIG). The caller's size is its first uint32_t. */
+int gs_struct_copy_in(void *dst, size_t known, const void *src, size_t min_size,
+                      gs_err *e, const char *what);
+
+/* ---- CPU features and dispatch --------------------------------------- */
+
+/* Detected features (GPUSCHED_CPU_* bits); pure, cheap enough to call at
+ * handle creation. */
+uint32_t gs_cpu_detect(void);
+/* Paths compiled into this build (bit 1u << GPUSCHED_SIMD_*). */
+uint32_t gs_simd_compiled(void);
+/* Paths this CPU can run (bit 1u << GPUSCHED_SIMD_*). */
+uint32_t gs_simd_runnable(uint32_t cpu_features);
+/* Picks a path for a module that implements the paths in `module_mask`:
+ * the env override GPUSCHED_SIMD if set, else the best path in
+ * module_mask & compiled & runnable. Scalar is always a candidate. */
+int gs_simd_choose(uint32_t module_mask, uint32_t *out, gs_err *e);
+
+/* ---- small helpers --------------------------------------------------- */
+
+static inline uint32_t gs_popcount64(uint64_t x) { return (uint32_t)__builtin_popcountll(x); }
+static inline uint32_t gs_ctz64(uint64_t x) { return (uint32_t)__builtin_ctzll(x); }
+
+/* FNV-1a 64-bit, used for name hashing and image checksums. */
+uint64_t gs_hash_bytes(const void *data, size_t len, uint64_t seed);
+
+#endif

@@ -1,0 +1,31 @@
+/* Pins the layout of every struct that crosses the ABI. A failure here
+ * means a released caller would misread the struct: append fields, never
+ * move or resize one (doc/abi.md). */
+#include <stddef.h>
+
+#include <criterion/criterion.h>
+
+#include <gpusched/gpusched.h>
+
+#define PIN(type, field, off, sz)                                                   \
+    do {                                                                            \
+        cr_assert_eq(offsetof(type, field), (size_t)(off), #type "." #field " offset"); \
+        cr_assert_eq(sizeof(((type *)0)->field), (size_t)(sz), #type "." #field " size"); \
+    } while (0)
+
+Test(layout, allocator)
+{
+    PIN(gpusched_allocator, size, 0, 4);
+    PIN(gpusched_allocator, reserved0, 4, 4);
+    PIN(gpusched_allocator, malloc_fn, 8, sizeof(void *));
+    PIN(gpusched_allocator, realloc_fn, 8 + sizeof(void *), sizeof(void *));
+    PIN(gpusched_allocator, free_fn, 8 + 2 * sizeof(void *), sizeof(void *));
+    PIN(gpusched_allocator, user, 8 + 3 * sizeof(void *), sizeof(void *));
+    cr_assert_eq(sizeof(gpusched_allocator), 8 + 4 * sizeof(void *));
+}
+
+Test(layout, enums_are_int_sized)
+{
+    cr_assert_eq(sizeof(gpusched_status), sizeof(int));
+    cr_assert_eq(sizeof(gpusched_simd), sizeof(int));
+}

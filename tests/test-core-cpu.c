@@ -1,0 +1,89 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "core.h"
+
+static void clear_env(void) { unsetenv("GPUSCHED_SIMD"); }
+
+TestSuite(cpu, .init = clear_env);
+
+Test(cpu, detection_is_consistent)
+{
+    uint32_t f = 0, p = 99;
+    cr_assert_eq(gpusched_cpu_features(&f, &p), 0);
+    cr_assert_eq(f, gs_cpu_detect());
+    cr_assert(p < GPUSCHED_SIMD_COUNT);
+    cr_assert(gpusched_simd_compiled() & (1u << p), "chosen path is compiled");
+    cr_assert(gs_simd_runnable(f) & (1u << p), "chosen path is runnable");
+    if (f & GPUSCHED_CPU_AVX512)
+        cr_assert(f & GPUSCHED_CPU_AVX2, "AVX-512 implies AVX2 here");
+#if defined(__x86_64__)
+    cr_assert(f & GPUSCHED_CPU_SSE2, "x86-64 always has SSE2");
+#endif
+    cr_assert_eq(gpusched_cpu_features(NULL, NULL), 0);
+}
+
+Test(cpu, best_path_is_chosen_by_default)
+{
+    uint32_t usable = gs_simd_compiled() & gs_simd_runnable(gs_cpu_detect());
+    uint32_t p;
+    cr_assert_eq(gs_simd_choose(~0u, &p, NULL), 0);
+    cr_assert_eq(usable >> p, 1u, "nothing better than %s is usable", gpusched_simd_name(p));
+    cr_assert_eq(gs_simd_choose(1u << GPUSCHED_SIMD_SCALAR, &p, NULL), 0);
+    cr_assert_eq(p, GPUSCHED_SIMD_SCALAR, "a scalar-only module gets scalar");
+}
+
+Test(cpu, env_forces_every_usable_path)
+{
+    uint32_t usable = gs_simd_compiled() & gs_simd_runnable(gs_cpu_detect());
+    for (uint32_t p = 0; p < GPUSCHED_SIMD_COUNT; p++) {
+        setenv("GPUSCHED_SIMD", gpusched_simd_name(p), 1);
+        uint32_t got = 99;
+        gs_err e;
+        int rc = gs_simd_choose(~0u, &got, &e);
+        if (usable & (1u << p)) {
+            cr_assert_eq(rc, 0, "%s: %s", gpusched_simd_name(p), e.msg);
+            cr_assert_eq(got, p);
+        } else {
+            cr_assert_eq(rc, GPUSCHED_ENOTSUP, "%s", gpusched_simd_name(p));
+            cr_assert(strstr(e.msg, gpusched_simd_name(p)) != NULL);
+        }
+    }
+}
+
+Test(cpu, forced_path_missing_from_module_falls_back_below)
+{
+    setenv("GPUSCHED_SIMD", "avx512", 1);
+    uint32_t p = 99;
+    cr_assert_eq(gs_simd_choose(1u << GPUSCHED_SIMD_SCALAR, &p, NULL), 0);
+    cr_assert_eq(p, GPUSCHED_SIMD_SCALAR);
+}
+
+Test(cpu, bad_env_is_an_error)
+{
+    setenv("GPUSCHED_SIMD", "mmx", 1);
+    uint32_t p = 7;
+    gs_err e;
+    cr_assert_eq(gs_simd_choose(~0u, &p, &e), GPUSCHED_EINVAL);
+    cr_assert_eq(p, 7, "output untouched on error");
+    cr_assert(strstr(e.msg, "mmx") != NULL);
+    cr_assert_eq(gpusched_cpu_features(NULL, &p), GPUSCHED_EINVAL);
+}
+
+Test(cpu, names)
+{
+    cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_SCALAR), "scalar");
+    cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_AVX512), "avx512");
+    cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_COUNT), "unknown");
+    cr_assert(gpusched_simd_compiled() & 1u, "scalar is always compiled");
+}
+
+Test(hash, stable_values)
+{
+    /* Image checksums depend on it: the value is pinned. */
+    cr_assert_eq(gs_hash_bytes("", 0, 0), 0xcbf29ce484222325ull);
+    cr_assert_eq(gs_hash_bytes("a", 1, 0), 0xaf63dc4c8601ec8cull);
+    cr_assert_neq(gs_hash_bytes("a", 1, 1), gs_hash_bytes("a", 1, 0));
+}
