@@ -1,0 +1,252 @@
+/**
+ * @file topo.h
+ * @brief Topology: levels, domains as node ranges, nodes, GPU classes, labels.
+ *
+ * @defgroup topo Topology
+ * @brief The immutable physical shape of a cluster.
+ *
+ * A topology has 1 to #GPUSCHED_TOPO_MAX_LEVELS named levels above the node
+ * (for example zone, block, rack), then nodes with 1 to
+ * #GPUSCHED_TOPO_MAX_NODE_GPUS GPUs each. Level 0 is the top level. Every
+ * domain at every level is one contiguous range of node indices; domains are
+ * numbered per level in node order.
+ *
+ * Lifetime and threads: a #gpusched_topo is built once (builder, text,
+ * generator or preset), then frozen. It is read-only and reference counted:
+ * any number of threads may read it and any number of cluster states may
+ * share it. gpusched_topo_ref() and gpusched_topo_unref() are thread-safe.
+ * A #gpusched_topo_builder is used by one thread at a time.
+ *
+ * Because a topology is shared between threads it keeps no last-error
+ * message; its accessors return error codes only. Builders and one-shot
+ * constructors report messages (with line and column for text).
+ * @{
+ */
+#ifndef GPUSCHED_TOPO_H
+#define GPUSCHED_TOPO_H
+
+#include <gpusched/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most levels above the node. */
+#define GPUSCHED_TOPO_MAX_LEVELS 8
+/** Most GPUs on one node. */
+#define GPUSCHED_TOPO_MAX_NODE_GPUS 64
+/** Most distinct labels in one topology. */
+#define GPUSCHED_TOPO_MAX_LABELS 64
+/** Most distinct GPU classes in one topology. */
+#define GPUSCHED_TOPO_MAX_CLASSES 255
+/** Longest name of a level, node, domain component, class or label (bytes, without NUL). */
+#define GPUSCHED_TOPO_NAME_MAX 63
+/** "No level", "no domain", "no class": a value no index takes. */
+#define GPUSCHED_NONE UINT32_MAX
+
+/** An immutable topology. */
+typedef struct gpusched_topo gpusched_topo;
+/** A topology under construction. */
+typedef struct gpusched_topo_builder gpusched_topo_builder;
+
+/* ---- building ---------------------------------------------------------- */
+
+/**
+ * Creates an empty builder.
+ * @param alloc Allocator for the builder and the topology it freezes; NULL: libc.
+ * @param[out] out The builder.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `out` is NULL or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_topo_builder_new(const gpusched_allocator *alloc, gpusched_topo_builder **out);
+
+/** Frees a builder; NULL is accepted. Topologies it froze are not affected. */
+GPUSCHED_API void gpusched_topo_builder_free(gpusched_topo_builder *b);
+
+/** The message of the builder's last error ("" if the last call succeeded). */
+GPUSCHED_API const char *gpusched_topo_builder_errmsg(const gpusched_topo_builder *b);
+
+/**
+ * Names the levels above the node, top first. Must be called once, before
+ * any node is added.
+ * @param b The builder.
+ * @param nlevels 1 to #GPUSCHED_TOPO_MAX_LEVELS.
+ * @param names `nlevels` distinct non-empty names.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL Bad names. @retval GPUSCHED_ELIMIT Too many levels.
+ * @retval GPUSCHED_ESTATE Levels already set.
+ */
+GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint32_t nlevels,
+                                                  const char *const *names);
+
+/**
+ * Adds a node, in any order.
+ * @param b The builder.
+ * @param path One domain name per level, top first (for example
+ *        {"z0", "b3", "r12"}); a name is relative to its parent.
+ * @param name The node's name, unique in the topology.
+ * @param gpus 1 to #GPUSCHED_TOPO_MAX_NODE_GPUS.
+ * @param gpu_class Class name such as "gb200"; NULL or "" means "default".
+ * @param labels `nlabels` label names (NULL if none).
+ * @param nlabels Number of labels.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL Bad argument. @retval GPUSCHED_EEXIST Duplicate node name.
+ * @retval GPUSCHED_ELIMIT Too many labels or classes. @retval GPUSCHED_ESTATE Levels not set.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const char *const *path,
+                                                const char *name, uint32_t gpus,
+                                                const char *gpu_class, const char *const *labels,
+                                                uint32_t nlabels);
+
+/**
+ * Adds the content of a topology text (doc/topology-format.md) to the builder.
+ * On error the builder is unchanged and its message names line and column.
+ * @retval 0 Success. @retval GPUSCHED_EPARSE Syntax error.
+ */
+GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const char *text, size_t len);
+
+/**
+ * Freezes the builder's content into a topology: sorts nodes so that each
+ * domain is contiguous, builds the indexes. The builder can then be freed.
+ * @param b The builder.
+ * @param[out] out The topology, with one reference held by the caller.
+ * @retval 0 Success.
+ * @retval GPUSCHED_ESTATE No levels or no nodes.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched_topo **out);
+
+/**
+ * Parses a topology text in one call.
+ * @param text The text (need not be NUL-terminated).
+ * @param len Its length in bytes.
+ * @param alloc Allocator; NULL: libc.
+ * @param[out] out The topology.
+ * @param errbuf Receives the error message (may be NULL).
+ * @param errbuf_len Size of `errbuf`.
+ * @retval 0 Success. @retval GPUSCHED_EPARSE Syntax error (message has line and column).
+ */
+GPUSCHED_API int gpusched_topo_parse(const char *text, size_t len, const gpusched_allocator *alloc,
+                                     gpusched_topo **out, char *errbuf, size_t errbuf_len);
+
+/**
+ * Builds a uniform topology: every domain of level l has fanout[l+1]
+ * children, there are fanout[0] top-level domains, every lowest domain has
+ * fanout[nlevels] nodes and every node `gpus_per_node` GPUs of one class.
+ * Names are generated (level name initial plus index, for example z0/b3/r12,
+ * nodes n0...) and not stored per node.
+ * @param nlevels Number of levels above the node.
+ * @param level_names `nlevels` names.
+ * @param fanout `nlevels + 1` counts, each at least 1.
+ * @param gpus_per_node GPUs on every node.
+ * @param gpu_class Class name (NULL: "default").
+ * @param alloc Allocator; NULL: libc.
+ * @param[out] out The topology.
+ * @param errbuf Receives the error message (may be NULL).
+ * @param errbuf_len Size of `errbuf`.
+ * @retval 0 Success. @retval GPUSCHED_EINVAL Bad argument.
+ * @retval GPUSCHED_ELIMIT More than 2^32-1 nodes or GPUs.
+ */
+GPUSCHED_API int gpusched_topo_uniform(uint32_t nlevels, const char *const *level_names,
+                                       const uint32_t *fanout, uint32_t gpus_per_node,
+                                       const char *gpu_class, const gpusched_allocator *alloc,
+                                       gpusched_topo **out, char *errbuf, size_t errbuf_len);
+
+/**
+ * Builds a named preset, for example "gb200-nvl72-1m", "h100-superpod" or
+ * "tiny" (gpusched_topo_preset_name() lists them).
+ * @retval 0 Success. @retval GPUSCHED_ENOENT No preset of that name.
+ */
+GPUSCHED_API int gpusched_topo_preset(const char *name, const gpusched_allocator *alloc,
+                                      gpusched_topo **out, char *errbuf, size_t errbuf_len);
+
+/** Name of preset number `i`, or NULL when `i` is past the last one. */
+GPUSCHED_API const char *gpusched_topo_preset_name(uint32_t i);
+
+/** Adds a reference; returns `t`. */
+GPUSCHED_API gpusched_topo *gpusched_topo_ref(gpusched_topo *t);
+
+/** Drops a reference and frees the topology with the last one; NULL is accepted. */
+GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
+
+/**
+ * Writes the topology in the text format; parsing the output gives an
+ * identical topology.
+ * @param t The topology.
+ * @param buf Destination (may be NULL when `cap` is 0).
+ * @param cap Size of `buf`.
+ * @param[out] len Bytes the full text takes, without a terminating NUL.
+ * @retval 0 Success: the text and a NUL fit in `buf`.
+ * @retval GPUSCHED_ERANGE `buf` is too small; `*len` says how much is needed.
+ */
+GPUSCHED_API int gpusched_topo_export(const gpusched_topo *t, char *buf, size_t cap, size_t *len);
+
+/* ---- reading ----------------------------------------------------------- */
+
+/** Number of levels above the node. */
+GPUSCHED_API uint32_t gpusched_topo_level_count(const gpusched_topo *t);
+/** Name of a level, or NULL if out of range. */
+GPUSCHED_API const char *gpusched_topo_level_name(const gpusched_topo *t, uint32_t level);
+/** Finds a level by name. @retval GPUSCHED_ENOENT No such level. */
+GPUSCHED_API int gpusched_topo_level_find(const gpusched_topo *t, const char *name, uint32_t *level);
+/** Number of nodes. */
+GPUSCHED_API uint32_t gpusched_topo_node_count(const gpusched_topo *t);
+/** Number of GPUs. */
+GPUSCHED_API uint64_t gpusched_topo_gpu_count(const gpusched_topo *t);
+/** Number of domains at `level` (0 if out of range). */
+GPUSCHED_API uint32_t gpusched_topo_domain_count(const gpusched_topo *t, uint32_t level);
+
+/**
+ * The node range of a domain.
+ * @retval 0 Success. @retval GPUSCHED_ERANGE Level or domain out of range.
+ */
+GPUSCHED_API int gpusched_topo_domain_nodes(const gpusched_topo *t, uint32_t level, uint32_t domain,
+                                            uint32_t *first, uint32_t *count);
+/** The parent of a domain (level - 1); GPUSCHED_ERANGE at level 0 or out of range. */
+GPUSCHED_API int gpusched_topo_domain_parent(const gpusched_topo *t, uint32_t level, uint32_t domain,
+                                             uint32_t *parent);
+/** The domain of `node` at `level`. @retval GPUSCHED_ERANGE Out of range. */
+GPUSCHED_API int gpusched_topo_node_domain(const gpusched_topo *t, uint32_t node, uint32_t level,
+                                           uint32_t *domain);
+/**
+ * The full path name of a domain, for example "z0/b3/r12".
+ * @retval GPUSCHED_ERANGE Out of range or `cap` too small.
+ */
+GPUSCHED_API int gpusched_topo_domain_name(const gpusched_topo *t, uint32_t level, uint32_t domain,
+                                           char *buf, size_t cap);
+/** Finds a domain by full path name. @retval GPUSCHED_ENOENT Not found. */
+GPUSCHED_API int gpusched_topo_domain_find(const gpusched_topo *t, uint32_t level, const char *path,
+                                           uint32_t *domain);
+/** GPUs on `node` (0 if out of range). */
+GPUSCHED_API uint32_t gpusched_topo_node_gpus(const gpusched_topo *t, uint32_t node);
+/** GPU class index of `node` (#GPUSCHED_NONE if out of range). */
+GPUSCHED_API uint32_t gpusched_topo_node_class(const gpusched_topo *t, uint32_t node);
+/** Label bit mask of `node` (bit i: label i). */
+GPUSCHED_API uint64_t gpusched_topo_node_labels(const gpusched_topo *t, uint32_t node);
+/** The node's name. @retval GPUSCHED_ERANGE Out of range or `cap` too small. */
+GPUSCHED_API int gpusched_topo_node_name(const gpusched_topo *t, uint32_t node, char *buf, size_t cap);
+/** Finds a node by name. @retval GPUSCHED_ENOENT Not found. */
+GPUSCHED_API int gpusched_topo_node_find(const gpusched_topo *t, const char *name, uint32_t *node);
+/** Number of GPU classes. */
+GPUSCHED_API uint32_t gpusched_topo_class_count(const gpusched_topo *t);
+/** Name of a GPU class, or NULL if out of range. */
+GPUSCHED_API const char *gpusched_topo_class_name(const gpusched_topo *t, uint32_t cls);
+/** Finds a GPU class by name. @retval GPUSCHED_ENOENT Not found. */
+GPUSCHED_API int gpusched_topo_class_find(const gpusched_topo *t, const char *name, uint32_t *cls);
+/** Number of labels. */
+GPUSCHED_API uint32_t gpusched_topo_label_count(const gpusched_topo *t);
+/** Name of label bit `label`, or NULL if out of range. */
+GPUSCHED_API const char *gpusched_topo_label_name(const gpusched_topo *t, uint32_t label);
+/** Finds a label by name. @retval GPUSCHED_ENOENT Not found. */
+GPUSCHED_API int gpusched_topo_label_find(const gpusched_topo *t, const char *name, uint32_t *label);
+/** Bytes of memory the topology holds. */
+GPUSCHED_API size_t gpusched_topo_memory_bytes(const gpusched_topo *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+/** @} */
+#endif
