@@ -26,6 +26,9 @@ static uint32_t gs_dom_lookup(const gpusched_topo_builder *b, uint32_t l, uint32
                               const char *s, size_t len)
 {
     const gs_blevel *lv = &b->lv[l];
+    uint32_t last = b->last_dom[l];
+    if (last < lv->n && lv->parent[last] == parent && gs_pool_eq(&b->pool, lv->name[last], s, len))
+        return last;
     if (!lv->index.slots)
         return GPUSCHED_NONE;
     uint32_t h = gs_dom_hash(parent, s, len);
@@ -157,6 +160,7 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
             ids[l] = id;
         }
         parent = ids[l];
+        b->last_dom[l] = ids[l];
     }
     uint32_t n = b->nnodes++;
     b->node_leaf[n] = parent;
