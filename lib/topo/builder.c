@@ -6,8 +6,8 @@
 
 bool gs_name_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.' || c == ':' || c == '+';
+    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_' || c == '-' ||
+           c == '.' || c == ':' || c == '+';
 }
 
 const char *gs_name_check(const char *s, size_t len)

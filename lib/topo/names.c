@@ -3,7 +3,7 @@
 
 #include "topo-names.h"
 
-int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
+int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len, bool index_nodes)
 {
     const gs_alloc *a = &t->alloc;
     gs_names *n = t->names;
@@ -13,7 +13,7 @@ int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
     n->node_name = gs_calloc(a, t->nnodes, sizeof *n->node_name);
     if (!n->pool.buf || !n->node_name)
         return GPUSCHED_ENOMEM;
-    int rc = gs_hindex_reserve(&n->node_index, a, t->nnodes);
+    int rc = index_nodes ? gs_hindex_reserve(&n->node_index, a, t->nnodes) : 0;
     for (uint32_t l = 0; !rc && l < t->nlevels; l++) {
         n->dom_name[l] = gs_calloc(a, t->ndom[l], sizeof *n->dom_name[l]);
         if (!n->dom_name[l])
@@ -23,10 +23,10 @@ int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
     return rc;
 }
 
-void gs_names_index(gpusched_topo *t)
+void gs_names_index(gpusched_topo *t, bool index_nodes)
 {
     gs_names *n = t->names;
-    for (uint32_t i = 0; i < t->nnodes; i++) {
+    for (uint32_t i = 0; index_nodes && i < t->nnodes; i++) {
         const char *s = gs_pool_str(&n->pool, n->node_name[i]);
         gs_hindex_insert(&n->node_index, i, gs_hash32(s, strlen(s), 0));
     }
