@@ -133,7 +133,7 @@ static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)
     for (uint32_t l = 0; l < b->nlevels; l++)
         for (uint32_t d = 0; d < ndom[l]; d++)
             nm->dom_name[l][lmap[l][d]] = b->lv[l].name[d];
-    gs_names_index(t, false);
+    (void)gs_names_index(t, false); /* the builder's interning made names unique */
     gs_remap_index(nix, &b->node_index, perm);
     gs_free(&b->alloc, map);
     *out = t;

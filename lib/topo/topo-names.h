@@ -35,8 +35,9 @@ struct gs_names {
  * gs_names_index(). Without `index_nodes` the caller provides the node
  * index itself (freeze remaps the builder's instead of rehashing). */
 int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len, bool index_nodes);
-/* Builds the hash indexes of stored names into the reserved capacity. */
-void gs_names_index(gpusched_topo *t, bool index_nodes);
+/* Builds the hash indexes of stored names into the reserved capacity;
+ * EEXIST if two nodes, or two children of one parent, share a name. */
+int gs_names_index(gpusched_topo *t, bool index_nodes);
 /* Generated names for a uniform topology. */
 int gs_names_new_uniform(gpusched_topo *t, const uint32_t *fanout);
 void gs_names_free(const gs_alloc *a, gs_names *n);
