@@ -17,11 +17,14 @@
 /* Quick runs use one zone: the same shape, an eighth of the size. */
 static uint32_t gsb_topo_zones(const gsb_ctx *b) { return gsb_quick(b) ? 1 : GSB_ZONES; }
 
-static void gsb_topo_params(const gsb_ctx *b, char *buf, size_t cap)
+/* The shape, and a byte count under `bytes_key` unless it is NULL. */
+static void gsb_topo_params(const gsb_ctx *b, char *buf, size_t cap, const char *bytes_key, size_t bytes)
 {
-    snprintf(buf, cap, "\"gpus\": %u, \"nodes\": %u",
-             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES * 4,
-             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES);
+    int n = snprintf(buf, cap, "\"gpus\": %u, \"nodes\": %u",
+                     gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES * 4,
+                     gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES);
+    if (bytes_key && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ", \"%s\": %zu", bytes_key, bytes);
 }
 
 typedef struct gsb_names {
@@ -94,7 +97,7 @@ static void gsb_topo_build(gsb_ctx *b)
         gpusched_topo_unref(t);
     }
     char params[160];
-    gsb_topo_params(b, params, sizeof params);
+    gsb_topo_params(b, params, sizeof params, NULL, 0);
     double gpus = (double)nodes * 4;
     gsb_report(b, "topo.build.gb200-nvl72-1m.ms", gsb_median(total, (size_t)reps) / 1e6, "ms", params);
     gsb_report(b, "topo.freeze.gb200-nvl72-1m.ms", gsb_median(freeze, (size_t)reps) / 1e6, "ms", params);
@@ -129,9 +132,7 @@ static void gsb_topo_image(gsb_ctx *b, const gpusched_topo *t)
         gpusched_topo_unref(back);
     }
     char params[200];
-    gsb_topo_params(b, params, sizeof params);
-    size_t n = strlen(params);
-    snprintf(params + n, sizeof params - n, ", \"image_bytes\": %zu", size);
+    gsb_topo_params(b, params, sizeof params, "image_bytes", size);
     gsb_report(b, "topo.image.write.gb200-nvl72-1m.stored_names.ms", gsb_median(wr, (size_t)reps), "ms", params);
     gsb_report(b, "topo.image.read.gb200-nvl72-1m.stored_names.ms", gsb_median(rd, (size_t)reps), "ms", params);
     free(img);
@@ -163,9 +164,7 @@ static void gsb_topo_parse(gsb_ctx *b)
         exp_ms[r] = (gsb_now_ns() - t0) / 1e6;
     }
     char params[200];
-    gsb_topo_params(b, params, sizeof params);
-    size_t n = strlen(params);
-    snprintf(params + n, sizeof params - n, ", \"text_bytes\": %zu", len);
+    gsb_topo_params(b, params, sizeof params, "text_bytes", len);
     gsb_report(b, "topo.parse.gb200-nvl72-1m.ms", gsb_median(ms, (size_t)reps), "ms", params);
     gsb_report(b, "topo.export.gb200-nvl72-1m.ms", gsb_median(exp_ms, (size_t)reps), "ms", params);
     gpusched_topo *parsed;
