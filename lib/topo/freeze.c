@@ -5,7 +5,7 @@
  * string comparison. */
 #include <string.h>
 
-#include "topo-build.h"
+#include "topo-construct.h"
 #include "topo-builder.h"
 
 /* Stable counting sort of one level's builder domains by the final index of
