@@ -4,12 +4,6 @@
 
 #include "topo-builder.h"
 
-bool gs_name_char(unsigned char c)
-{
-    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_' || c == '-' ||
-           c == '.' || c == ':' || c == '+';
-}
-
 const char *gs_name_check(const char *s, size_t len)
 {
     if (len == 0)
@@ -130,6 +124,12 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
                             (int)name.len, name.s, gs_pool_str(&b->pool, b->level_name[l]),
                             (int)(path[l].len > 63 ? 63 : path[l].len), path[l].s, why);
     }
+    return gs_builder_add_valid(b, path, name, gpus, cls, labels);
+}
+
+int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
+                         uint32_t cls, uint64_t labels)
+{
     uint32_t name_hash = gs_hash32(name.s, name.len, 0);
     if (gs_node_lookup(b, name.s, name.len, name_hash) != GPUSCHED_NONE)
         return gs_error(&b->err, GPUSCHED_EEXIST, "duplicate node name '%.*s'", (int)name.len,
