@@ -12,6 +12,7 @@
 #define GPUSCHED_H
 
 #include <gpusched/common.h>
+#include <gpusched/topo.h>
 #include <gpusched/cluster.h>
 
 #endif
