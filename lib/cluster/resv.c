@@ -47,7 +47,7 @@ static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint
     uint64_t *old = r->masks;
     uint32_t gpus = r->ngpus;
     for (uint32_t x = 0; x < n; x++)
-        gpus += gs_popcount64(masks[x]);
+        gpus += gs_mask_count(masks[x]);
     if (m == 1) {
         r->node0 = one_node;
         r->mask0 = one_mask;
