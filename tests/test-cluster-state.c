@@ -550,19 +550,16 @@ Test(cluster, checker_finds_tampering)
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "node 2: free 0xe reserved 0x0, expected 0xf and 0x0");
     c->node_free[2] |= 1;
 
-    gs_agg_row(c, 1, 3)[GS_AGG_FREE_GPUS]++;
+    c->agg[1].free_gpus[3]++;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
     cr_assert_str_eq(gpusched_cluster_errmsg(c),
                      "level 1 domain 3: 17 free GPUs, 4 free nodes kept; 16 and 4 recomputed"
-                     " (or the histograms or sizes differ)");
-    gs_agg_row(c, 1, 3)[GS_AGG_FREE_GPUS]--;
+                     " (or the histograms differ)");
+    c->agg[1].free_gpus[3]--;
 
-    c->root[GS_AGG_HIST + 4]++;
+    c->root_hist[4]++;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
-    c->root[GS_AGG_HIST + 4]--;
-    gs_agg_row(c, 0, 1)[GS_AGG_NODES]++;
-    cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
-    gs_agg_row(c, 0, 1)[GS_AGG_NODES]--;
+    c->root_hist[4]--;
 
     c->full_doms[0]++;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);

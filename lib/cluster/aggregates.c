@@ -14,125 +14,100 @@ uint32_t gs_topo_dom_gpus(const struct gpusched_topo *t, uint32_t l, uint32_t d)
     return gs_gpu_base(t, t->dom_start[l][d + 1]) - gs_gpu_base(t, t->dom_start[l][d]);
 }
 
-/* One 64-byte aligned block of `nrows` rows (zeroed). */
-static uint32_t *gs_rows_alloc(const gs_alloc *a, size_t nrows, uint32_t stride, void **mem)
-{
-    size_t n;
-    if (__builtin_mul_overflow(nrows, (size_t)stride, &n) || n > SIZE_MAX / 4 - 16)
-        return NULL;
-    *mem = gs_calloc(a, n + 16, sizeof(uint32_t));
-    if (!*mem)
-        return NULL;
-    uintptr_t p = ((uintptr_t)*mem + 63) & ~(uintptr_t)63;
-    return (uint32_t *)p;
-}
-
-static uint32_t gs_row_stride(uint32_t hist_width)
-{
-    uint32_t need = GS_AGG_HIST + hist_width;
-    return need <= 8 ? 8 : (need + 15) & ~15u; /* whole 32- or 64-byte blocks */
-}
-
 int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a)
 {
     const struct gpusched_topo *t = c->topo;
-    c->agg_stride = gs_row_stride(c->hist_width);
-    c->root = gs_rows_alloc(a, 1, c->agg_stride, &c->root_mem);
-    if (!c->root)
+    c->root_hist = gs_calloc(a, c->hist_width, sizeof(uint32_t));
+    if (!c->root_hist)
         return GPUSCHED_ENOMEM;
-    c->root[GS_AGG_NODES] = t->nnodes;
-    c->root[GS_AGG_GPUS] = (uint32_t)t->ngpus;
     for (uint32_t l = 0; l < t->nlevels; l++) {
-        c->rows[l] = gs_rows_alloc(a, t->ndom[l], c->agg_stride, &c->rows_mem[l]);
-        if (!c->rows[l])
+        gs_agg *g = &c->agg[l];
+        g->free_gpus = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
+        g->free_nodes = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
+        g->hist = gs_calloc(a, (size_t)t->ndom[l] * c->hist_width, sizeof(uint32_t));
+        g->dom_gpus = gs_malloc(a, (size_t)t->ndom[l] * sizeof(uint32_t));
+        if (!g->free_gpus || !g->free_nodes || !g->hist || !g->dom_gpus)
             return GPUSCHED_ENOMEM;
-        for (uint32_t d = 0; d < t->ndom[l]; d++) {
-            uint32_t *row = gs_agg_row(c, l, d);
-            row[GS_AGG_NODES] = gs_topo_dom_nodes(t, l, d);
-            row[GS_AGG_GPUS] = gs_topo_dom_gpus(t, l, d);
-        }
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            g->dom_gpus[d] = gs_topo_dom_gpus(t, l, d);
     }
     return 0;
 }
 
 void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a)
 {
-    gs_free(a, c->root_mem);
-    c->root_mem = NULL;
-    c->root = NULL;
+    gs_free(a, c->root_hist);
+    c->root_hist = NULL;
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++) {
-        gs_free(a, c->rows_mem[l]);
-        c->rows_mem[l] = NULL;
-        c->rows[l] = NULL;
+        gs_free(a, c->agg[l].free_gpus);
+        gs_free(a, c->agg[l].free_nodes);
+        gs_free(a, c->agg[l].hist);
+        gs_free(a, c->agg[l].dom_gpus);
+        memset(&c->agg[l], 0, sizeof c->agg[l]);
     }
 }
 
 size_t gs_aggs_bytes(const struct gpusched_cluster *c)
 {
-    size_t rows = 1;
+    size_t b = (size_t)c->hist_width * sizeof(uint32_t);
     for (uint32_t l = 0; l < c->nlevels; l++)
-        rows += c->topo->ndom[l];
-    return (rows * c->agg_stride + 16 * (c->nlevels + 1)) * sizeof(uint32_t);
-}
-
-static void gs_row_clear(uint32_t *row, uint32_t H)
-{
-    row[GS_AGG_FREE_GPUS] = 0;
-    row[GS_AGG_FREE_NODES] = 0;
-    memset(row + GS_AGG_HIST, 0, H * sizeof *row);
-}
-
-static void gs_row_add(uint32_t *dst, const uint32_t *src, uint32_t H)
-{
-    dst[GS_AGG_FREE_GPUS] += src[GS_AGG_FREE_GPUS];
-    dst[GS_AGG_FREE_NODES] += src[GS_AGG_FREE_NODES];
-    for (uint32_t k = 0; k < H; k++)
-        dst[GS_AGG_HIST + k] += src[GS_AGG_HIST + k];
+        b += (size_t)c->topo->ndom[l] * (3 + c->hist_width) * sizeof(uint32_t);
+    return b;
 }
 
 /* Sums children into parents, level by level, then counts fully free
- * domains: O(nodes + domains * hist_width). Reads only `src`'s node state
- * and the topology, so the checker can compute into a scratch struct. */
+ * domains: O(nodes + domains * hist_width). */
 void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster *src)
 {
     const struct gpusched_topo *t = src->topo;
     const uint32_t H = dst->hist_width, nl = t->nlevels, leaf = nl - 1;
-    for (uint32_t l = 0; l < nl; l++)
-        for (uint32_t d = 0; d < t->ndom[l]; d++)
-            gs_row_clear(gs_agg_row(dst, l, d), H);
-    gs_row_clear(dst->root, H);
+    for (uint32_t l = 0; l < nl; l++) {
+        memset(dst->agg[l].free_gpus, 0, t->ndom[l] * sizeof(uint32_t));
+        memset(dst->agg[l].free_nodes, 0, t->ndom[l] * sizeof(uint32_t));
+        memset(dst->agg[l].hist, 0, (size_t)t->ndom[l] * H * sizeof(uint32_t));
+    }
+    memset(dst->root_hist, 0, H * sizeof(uint32_t));
     memset(dst->full_doms, 0, sizeof dst->full_doms);
     memset(dst->full_gpus, 0, sizeof dst->full_gpus);
+    dst->root_free_gpus = 0;
+    dst->root_free_nodes = 0;
 
+    gs_agg *g = &dst->agg[leaf];
     for (uint32_t n = 0; n < t->nnodes; n++) {
         uint64_t avail = gs_cluster_node_avail(src, n);
         uint32_t k = gs_mask_count(avail);
         uint32_t full = avail == gs_node_all_mask(t->node_gpus[n]);
-        uint32_t *row = gs_agg_row(dst, leaf, t->node_leaf[n]);
-        row[GS_AGG_FREE_GPUS] += k;
-        row[GS_AGG_FREE_NODES] += full;
-        row[GS_AGG_HIST + k]++;
+        uint32_t d = t->node_leaf[n];
+        g->free_gpus[d] += k;
+        g->free_nodes[d] += full;
+        g->hist[(size_t)d * H + k]++;
+        dst->root_free_gpus += k;
+        dst->root_free_nodes += full;
+        dst->root_hist[k]++;
         dst->full_doms[nl] += full;
         dst->full_gpus[nl] += full ? t->node_gpus[n] : 0;
     }
-    for (uint32_t l = leaf; l > 0; l--)
-        for (uint32_t d = 0; d < t->ndom[l]; d++)
-            gs_row_add(gs_agg_row(dst, l - 1, t->dom_parent[l][d]), gs_agg_row(dst, l, d), H);
-    for (uint32_t d = 0; d < t->ndom[0]; d++)
-        gs_row_add(dst->root, gs_agg_row(dst, 0, d), H);
-    for (uint32_t l = 0; l < nl; l++)
+    for (uint32_t l = leaf; l > 0; l--) {
+        gs_agg *c = &dst->agg[l], *p = &dst->agg[l - 1];
         for (uint32_t d = 0; d < t->ndom[l]; d++) {
-            const uint32_t *row = gs_agg_row(dst, l, d);
-            if (row[GS_AGG_FREE_NODES] == row[GS_AGG_NODES]) {
-                dst->full_doms[l]++;
-                dst->full_gpus[l] += row[GS_AGG_GPUS];
-            }
+            uint32_t up = t->dom_parent[l][d];
+            p->free_gpus[up] += c->free_gpus[d];
+            p->free_nodes[up] += c->free_nodes[d];
+            for (uint32_t k = 0; k < H; k++)
+                p->hist[(size_t)up * H + k] += c->hist[(size_t)d * H + k];
         }
+    }
+    for (uint32_t l = 0; l < nl; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            if (dst->agg[l].free_nodes[d] == gs_topo_dom_nodes(t, l, d)) {
+                dst->full_doms[l]++;
+                dst->full_gpus[l] += dst->agg[l].dom_gpus[d];
+            }
 }
 
-/* The hot path of every allocation and release: one row per level. The
- * build has -fno-strict-aliasing, so each counter store would make the
- * compiler reload every field it reads; they are read into locals first. */
+/* The hot path of every allocation and release. The build has
+ * -fno-strict-aliasing, so each counter store would make the compiler
+ * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
     const struct gpusched_topo *t = c->topo;
@@ -140,43 +115,45 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
-    const size_t S = c->agg_stride;
+    const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
     const uint32_t gpus = t->node_gpus[n];
     const uint64_t all = gs_node_all_mask(gpus);
     const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
-    uint32_t *row = c->root;
-    row[GS_AGG_FREE_GPUS] += dfree;
-    row[GS_AGG_FREE_NODES] += (uint32_t)dfull;
-    row[GS_AGG_HIST + ok]--;
-    row[GS_AGG_HIST + nk]++;
+    uint32_t *const root_hist = c->root_hist;
+
+    c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
+    root_hist[ok]--;
+    root_hist[nk]++;
     uint32_t d = t->node_leaf[n];
     if (!dfull) {
         for (uint32_t l = nl; l-- > 0;) {
-            row = c->rows[l] + d * S;
-            row[GS_AGG_FREE_GPUS] += dfree;
-            row[GS_AGG_HIST + ok]--;
-            row[GS_AGG_HIST + nk]++;
+            const gs_agg g = c->agg[l];
+            g.free_gpus[d] += dfree;
+            g.hist[d * H + ok]--;
+            g.hist[d * H + nk]++;
             if (l)
                 d = t->dom_parent[l][d];
         }
         return;
     }
+    c->root_free_nodes += (uint32_t)dfull;
     c->full_doms[nl] += (uint32_t)dfull;
     c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
     for (uint32_t l = nl; l-- > 0;) {
-        row = c->rows[l] + d * S;
-        row[GS_AGG_FREE_GPUS] += dfree;
-        row[GS_AGG_HIST + ok]--;
-        row[GS_AGG_HIST + nk]++;
-        const uint32_t size = row[GS_AGG_NODES];
-        const uint32_t before = row[GS_AGG_FREE_NODES], after = before + (uint32_t)dfull;
-        row[GS_AGG_FREE_NODES] = after;
+        const gs_agg g = c->agg[l];
+        const uint32_t *start = t->dom_start[l];
+        g.free_gpus[d] += dfree;
+        g.hist[d * H + ok]--;
+        g.hist[d * H + nk]++;
+        const uint32_t size = start[d + 1] - start[d];
+        const uint32_t before = g.free_nodes[d], after = before + (uint32_t)dfull;
+        g.free_nodes[d] = after;
         if (before == size || after == size) {
             const int32_t sign = after == size ? 1 : -1;
             c->full_doms[l] += (uint32_t)sign;
-            c->full_gpus[l] += (uint64_t)(sign * (int64_t)row[GS_AGG_GPUS]);
+            c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
         }
         if (l)
             d = t->dom_parent[l][d];
@@ -185,7 +162,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)
 {
-    const uint32_t *h = gs_agg_row(c, l, d) + GS_AGG_HIST;
+    const uint32_t *h = l == GPUSCHED_NONE ? c->root_hist : &c->agg[l].hist[(size_t)d * c->hist_width];
     uint32_t sum = 0;
     for (uint32_t k = g; k < c->hist_width; k++)
         sum += h[k];
@@ -217,7 +194,7 @@ GPUSCHED_API int gpusched_cluster_domain_free_gpus(gpusched_cluster *c, uint32_t
     int rc = gs_domain_arg(c, level, domain, gpus);
     if (rc)
         return rc;
-    *gpus = gs_agg_row(c, level, domain)[GS_AGG_FREE_GPUS];
+    *gpus = level == GPUSCHED_NONE ? c->root_free_gpus : c->agg[level].free_gpus[domain];
     gs_err_clear(&c->err);
     return 0;
 }
@@ -228,7 +205,7 @@ GPUSCHED_API int gpusched_cluster_domain_free_nodes(gpusched_cluster *c, uint32_
     int rc = gs_domain_arg(c, level, domain, nodes);
     if (rc)
         return rc;
-    *nodes = gs_agg_row(c, level, domain)[GS_AGG_FREE_NODES];
+    *nodes = level == GPUSCHED_NONE ? c->root_free_nodes : c->agg[level].free_nodes[domain];
     gs_err_clear(&c->err);
     return 0;
 }
@@ -260,7 +237,9 @@ GPUSCHED_API int gpusched_cluster_domain_histogram(gpusched_cluster *c, uint32_t
                         c->hist_width, cap);
     if (!hist)
         return gs_error(&c->err, GPUSCHED_EINVAL, "hist is NULL");
-    memcpy(hist, gs_agg_row(c, level, domain) + GS_AGG_HIST, c->hist_width * sizeof *hist);
+    const uint32_t *h =
+        level == GPUSCHED_NONE ? c->root_hist : &c->agg[level].hist[(size_t)domain * c->hist_width];
+    memcpy(hist, h, c->hist_width * sizeof *hist);
     gs_err_clear(&c->err);
     return 0;
 }
@@ -277,7 +256,7 @@ GPUSCHED_API int gpusched_cluster_frag(gpusched_cluster *c, uint32_t level, uint
     if (free_domains)
         *free_domains = c->full_doms[level];
     if (stranded_gpus)
-        *stranded_gpus = c->root[GS_AGG_FREE_GPUS] - c->full_gpus[level];
+        *stranded_gpus = c->root_free_gpus - c->full_gpus[level];
     if (gang_gpus)
         *gang_gpus = c->full_gpus[level];
     gs_err_clear(&c->err);

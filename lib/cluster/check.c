@@ -88,29 +88,24 @@ static int gs_check_nodes(gpusched_cluster *c, const uint32_t *expect)
     return 0;
 }
 
-static int gs_check_row(gpusched_cluster *c, const gpusched_cluster *x, uint32_t l, uint32_t d)
-{
-    const uint32_t *a = gs_agg_row(c, l, d), *b = gs_agg_row(x, l, d);
-    if (memcmp(a, b, (GS_AGG_HIST + c->hist_width) * sizeof *a) == 0)
-        return 0;
-    if (l == GPUSCHED_NONE)
-        return GS_BAD(c, "cluster totals: %u free GPUs and %u free nodes kept, %u and %u recomputed"
-                      " (or the histograms differ)",
-                      a[GS_AGG_FREE_GPUS], a[GS_AGG_FREE_NODES], b[GS_AGG_FREE_GPUS], b[GS_AGG_FREE_NODES]);
-    return GS_BAD(c, "level %u domain %u: %u free GPUs, %u free nodes kept; %u and %u recomputed"
-                  " (or the histograms or sizes differ)",
-                  l, d, a[GS_AGG_FREE_GPUS], a[GS_AGG_FREE_NODES], b[GS_AGG_FREE_GPUS], b[GS_AGG_FREE_NODES]);
-}
-
 static int gs_check_aggs(gpusched_cluster *c, const gpusched_cluster *x)
 {
     const struct gpusched_topo *t = c->topo;
-    int rc = gs_check_row(c, x, GPUSCHED_NONE, 0);
-    for (uint32_t l = 0; !rc && l < t->nlevels; l++)
-        for (uint32_t d = 0; !rc && d < t->ndom[l]; d++)
-            rc = gs_check_row(c, x, l, d);
-    if (rc)
-        return rc;
+    const uint32_t H = c->hist_width;
+    if (c->root_free_gpus != x->root_free_gpus || c->root_free_nodes != x->root_free_nodes ||
+        memcmp(c->root_hist, x->root_hist, H * sizeof(uint32_t)))
+        return GS_BAD(c, "cluster totals: %llu free GPUs and %u free nodes kept, %llu and %u recomputed",
+                      (unsigned long long)c->root_free_gpus, c->root_free_nodes,
+                      (unsigned long long)x->root_free_gpus, x->root_free_nodes);
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++) {
+            const gs_agg *a = &c->agg[l], *b = &x->agg[l];
+            if (a->free_gpus[d] != b->free_gpus[d] || a->free_nodes[d] != b->free_nodes[d] ||
+                memcmp(&a->hist[(size_t)d * H], &b->hist[(size_t)d * H], H * sizeof(uint32_t)))
+                return GS_BAD(c, "level %u domain %u: %u free GPUs, %u free nodes kept; %u and %u recomputed"
+                              " (or the histograms differ)",
+                              l, d, a->free_gpus[d], a->free_nodes[d], b->free_gpus[d], b->free_nodes[d]);
+        }
     for (uint32_t l = 0; l <= t->nlevels; l++)
         if (c->full_doms[l] != x->full_doms[l] || c->full_gpus[l] != x->full_gpus[l])
             return GS_BAD(c, "level %u: %u fully free domains (%llu GPUs) kept, %u (%llu) recomputed", l,

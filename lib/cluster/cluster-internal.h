@@ -18,18 +18,14 @@
  * Reserved GPUs are never in it: they are usable only by the reservation's
  * own job (see "Reservations and placement" below).
  *
- * Per domain, per level l, plus the whole cluster (the "root"), one row of
- * uint32 counters, all kept incrementally in O(levels) per node change by
- * gs_cluster_node_changed(). A row is contiguous so that an update touches
- * one cache line per level (rows are 64-byte aligned, `agg_stride` uint32s
- * apart); read it with gs_agg_row(c, l, d) (l = GPUSCHED_NONE: the root):
- *   row[GS_AGG_FREE_GPUS]   sum of popcount(avail) over the domain's nodes
- *   row[GS_AGG_FREE_NODES]  nodes with avail == every GPU of the node
- *   row[GS_AGG_NODES]       nodes in the domain (constant)
- *   row[GS_AGG_GPUS]        GPUs in the domain (constant)
- *   row[GS_AGG_HIST + k]    nodes with popcount(avail) == k,
- *                           k = 0 .. max_node_gpus (hist_width entries);
- *                           non-up nodes count in k = 0.
+ * Per domain, per level l (arrays of ndom[l]), plus the whole cluster
+ * (`root`), all kept incrementally in O(levels) per node change by
+ * gs_cluster_node_changed():
+ *   free_gpus[d]   sum of popcount(avail) over the domain's nodes
+ *   free_nodes[d]  nodes with avail == every GPU of the node
+ *   hist[d * hist_width + k]  nodes with popcount(avail) == k,
+ *                  k = 0 .. max_node_gpus (hist_width = max_node_gpus + 1);
+ *                  non-up nodes count in k = 0.
  * "Can domain d hold k nodes with g free GPUs each" is
  *   gs_cluster_hist_at_least(c, l, d, g) >= k           (suffix sum, no node visited)
  * Per level (and for the node level, index nlevels) for the fragmentation
@@ -102,13 +98,13 @@ typedef struct gs_holdtab {
     uint32_t hcap;
 } gs_holdtab;
 
-enum {
-    GS_AGG_FREE_GPUS = 0,
-    GS_AGG_FREE_NODES = 1,
-    GS_AGG_NODES = 2,
-    GS_AGG_GPUS = 3,
-    GS_AGG_HIST = 4,
-};
+/* Per-level aggregates. */
+typedef struct gs_agg {
+    uint32_t *free_gpus;    /* ndom */
+    uint32_t *free_nodes;   /* ndom */
+    uint32_t *hist;         /* ndom * hist_width */
+    uint32_t *dom_gpus;     /* ndom: GPUs in the domain (constant, from the topology) */
+} gs_agg;
 
 struct gpusched_cluster {
     gs_alloc alloc;
@@ -122,13 +118,11 @@ struct gpusched_cluster {
     uint8_t *node_health;
     uint32_t *gpu_holder;           /* topo->ngpus entries */
 
-    /* Aggregate rows (see the top comment): rows[l] has ndom[l] rows,
-     * root one; each block starts 64-byte aligned inside its *_mem. */
-    uint32_t agg_stride;            /* uint32s per row: GS_AGG_HIST + hist_width, rounded up */
-    uint32_t *rows[GS_MAX_LEVELS];
-    uint32_t *root;
-    void *rows_mem[GS_MAX_LEVELS];
-    void *root_mem;
+    gs_agg agg[GS_MAX_LEVELS];
+    /* The whole cluster. */
+    uint64_t root_free_gpus;
+    uint32_t root_free_nodes;
+    uint32_t *root_hist;            /* hist_width */
     /* Fragmentation counters, index 0..nlevels (nlevels: nodes). */
     uint32_t full_doms[GS_MAX_LEVELS + 1];
     uint64_t full_gpus[GS_MAX_LEVELS + 1];
@@ -169,12 +163,6 @@ static inline uint64_t gs_cluster_node_avail(const struct gpusched_cluster *c, u
 static inline uint64_t gs_cluster_node_allocated(const struct gpusched_cluster *c, uint32_t n)
 {
     return gs_node_all_mask(c->topo->node_gpus[n]) & ~c->node_free[n] & ~c->node_resv[n];
-}
-
-/* The aggregate row of domain d at level l; l = GPUSCHED_NONE: the root. */
-static inline uint32_t *gs_agg_row(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
-{
-    return l == GPUSCHED_NONE ? c->root : c->rows[l] + (size_t)d * c->agg_stride;
 }
 
 /* Nodes of domain d at level l (GPUSCHED_NONE: the whole cluster) with at
