@@ -73,7 +73,6 @@ static void gsb_alloc_release(gsb_ctx *b)
     gpusched_cluster_free(c);
 }
 
-#if GSB_CLUSTER_SNAPSHOT /* enabled once the topology image is merged */
 static uint64_t gsb_rng(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -181,13 +180,9 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
     gpusched_cluster_free(c);
 }
 
-#endif
-
 const gsb_scenario gsb_cluster_scenarios[] = {
     {"cluster.bytes_per_gpu.gb200-nvl72-1m", gsb_bytes_per_gpu},
     {"cluster.alloc_release.ns", gsb_alloc_release},
-#if GSB_CLUSTER_SNAPSHOT
     {"cluster.snapshot.roundtrip.ms", gsb_snapshot_roundtrip},
-#endif
     {NULL, NULL},
 };
