@@ -269,6 +269,9 @@ void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uin
 /* Release a job / drop a reservation (its GPUs become free). */
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h);
 void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r);
+/* Iteration: the id of live record `index` of `t`. */
+int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
+                     const char *what);
 int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
                          const uint64_t **masks, uint32_t *n, uint32_t *gpus);
 

@@ -267,18 +267,22 @@ GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c)
     return c ? c->jobs.count : 0;
 }
 
-GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
+                     const char *what)
 {
-    if (!c)
-        return GPUSCHED_EINVAL;
     if (!job_id)
         return gs_error(&c->err, GPUSCHED_EINVAL, "job_id is NULL");
-    if (index >= c->jobs.count)
-        return gs_error(&c->err, GPUSCHED_ERANGE, "job index %u out of range (%u jobs)", index,
-                        c->jobs.count);
-    *job_id = c->jobs.rec[c->jobs.live[index]].id;
+    if (index >= t->count)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "%s index %u out of range (%u %ss)", what, index, t->count,
+                        what);
+    *job_id = t->rec[t->live[index]].id;
     gs_err_clear(&c->err);
     return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+{
+    return c ? gs_cluster_id_at(c, &c->jobs, index, job_id, "job") : GPUSCHED_EINVAL;
 }
 
 GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id, gpusched_job *job)
