@@ -3,6 +3,7 @@
  * against a reference model made of plain per-GPU arrays, recomputed from
  * scratch and compared after every step. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -358,6 +359,26 @@ static void step(gpusched_cluster *c, model *m)
     }
 }
 
+/* Whatever state the sequence reached restores to the same state and the
+ * same bytes. */
+static void snapshot_round_trip(gpusched_cluster *c)
+{
+    size_t len, len2;
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ERANGE);
+    uint8_t *a = malloc(len), *b = malloc(len);
+    cr_assert_eq(gpusched_cluster_snapshot(c, a, len, &len), 0);
+    gpusched_cluster *back;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(a, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ct_fingerprint(back), ct_fingerprint(c));
+    cr_assert_eq(gpusched_cluster_snapshot(back, b, len, &len2), 0);
+    cr_assert_eq(len2, len);
+    cr_assert_arr_eq(a, b, len);
+    gpusched_cluster_free(back);
+    free(a);
+    free(b);
+}
+
 static void run(gpusched_topo *t, uint64_t seed, int steps)
 {
     rng_state = seed;
@@ -368,6 +389,8 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
     for (int i = 0; i < steps; i++) {
         step(c, &m);
         compare(c, &m);
+        if (i % 97 == 0)
+            snapshot_round_trip(c);
     }
     gpusched_cluster_free(c);
     /* The sequence must reach the interesting states, not only errors. */
@@ -378,7 +401,7 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
     cr_assert_gt(n_down, 5, "%u nodes went down under jobs", n_down);
 }
 
-Test(cluster_model, uniform_seed_1) { run(ct_uniform(), 0x9e3779b97f4a7c15ull, 3000); }
-Test(cluster_model, uniform_seed_2) { run(ct_uniform(), 12345, 3000); }
-Test(cluster_model, mixed_seed_1) { run(ct_mixed(), 777, 3000); }
-Test(cluster_model, mixed_seed_2) { run(ct_mixed(), 0xdeadbeef, 3000); }
+Test(cluster_model, uniform_seed_1) { run(ct_uniform(), 0x9e3779b97f4a7c15ull, 10000); }
+Test(cluster_model, uniform_seed_2) { run(ct_uniform(), 12345, 10000); }
+Test(cluster_model, mixed_seed_1) { run(ct_mixed(), 777, 10000); }
+Test(cluster_model, mixed_seed_2) { run(ct_mixed(), 0xdeadbeef, 10000); }
