@@ -165,7 +165,7 @@ GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `ids`.
  * @param[out] count Number of jobs on the node (even when it exceeds `cap`).
  * @retval 0 Success: all ids fit.
- * @retval GPUSCHED_EINVAL `c` or `count` is NULL.
+ * @retval GPUSCHED_EINVAL `c` or `count` is NULL, or `ids` is NULL while the node has jobs.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small (`*count` says how many).
  */
 GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, uint64_t *ids,
@@ -186,7 +186,8 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `hit`.
  * @param[out] nhit Number of jobs hit; may be NULL.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL `c` is NULL or `health` is not a health.
+ * @retval GPUSCHED_EINVAL `c` is NULL, `health` is not a health, or `hit` is NULL
+ *         while jobs are hit.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small: nothing changed,
  *         `*nhit` says how many ids are needed.
  */
