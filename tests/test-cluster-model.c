@@ -327,7 +327,7 @@ static void step(gpusched_cluster *c, model *m)
         cr_assert_eq(nhit, expect);
         m->health[node] = (uint8_t)h;
         n_down += h == GPUSCHED_NODE_DOWN && nhit > 0;
-    } else if (op < 98) {
+    } else if (op < 96) {
         /* The placement engine's path: lend a reservation, then commit its
          * job on what it may use, or give it back. */
         if (!m->reserved[id] || m->running[id])
@@ -351,6 +351,17 @@ static void step(gpusched_cluster *c, model *m)
             m->running[id] = 1;
         } else {
             gs_cluster_resv_unlend(c, r);
+        }
+    } else if (op < 99) {
+        /* Preemption's step: evict a victim, keep its GPUs for another job. */
+        uint64_t target = below(IDS);
+        int rc = gpusched_cluster_release_to_resv(c, id, target);
+        cr_assert_eq(rc, m->running[id] ? 0 : GPUSCHED_ENOENT, "%s", gpusched_cluster_errmsg(c));
+        if (!rc) {
+            for (uint32_t n = 0; n < m->nnodes; n++)
+                model_set(m, n, model_mask(m, n, ALLOC, id), RESV, target);
+            m->running[id] = 0;
+            m->reserved[target] = 1;
         }
     } else {
         gpusched_job j = ct_job(id);

@@ -402,6 +402,24 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
                                           const uint32_t *nodes, const uint64_t *masks);
 
 /**
+ * Releases a running job and keeps all its GPUs reserved for another job,
+ * atomically: the preemption step "evict a victim, hold its GPUs for the
+ * preemptor". The GPUs are added to the reservation of `resv_job_id`
+ * (created if needed), whatever the health of their nodes; none of them
+ * becomes free in between.
+ * @param c The cluster.
+ * @param job_id The running job to release (the victim).
+ * @param resv_job_id The job the GPUs are kept for.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ * @retval GPUSCHED_ENOENT No running job has id `job_id`.
+ * @retval GPUSCHED_ELIMIT Too many reservations.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t job_id,
+                                                  uint64_t resv_job_id);
+
+/**
  * Drops a reservation: its GPUs become free.
  * @param c The cluster.
  * @param job_id The reservation's job.
