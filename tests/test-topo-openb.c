@@ -9,7 +9,6 @@
 #include <criterion/criterion.h>
 
 #include "openb.h"
-#include "topo/topo-image.h"
 #include "topocheck.h"
 
 static gpusched_topo *load(void)
@@ -70,24 +69,7 @@ Test(topo_openb, shape_classes_and_racks)
 Test(topo_openb, text_and_image_round_trips)
 {
     gpusched_topo *t = load();
-    size_t len;
-    char *text = topo_export_string(t, &len);
-    gpusched_topo *back;
-    cr_assert_eq(gpusched_topo_parse(text, len, NULL, &back, NULL, 0), 0);
-    topo_assert_equal(t, back);
-    gpusched_topo_unref(back);
-    free(text);
-
-    size_t size, written, consumed;
-    cr_assert_eq(gs_topo_image_size(t, &size), 0);
-    uint8_t *img = malloc(size);
-    cr_assert_eq(gs_topo_image_write(t, img, size, &written), 0);
-    gs_alloc a;
-    gs_alloc_init(&a, NULL);
-    cr_assert_eq(gs_topo_image_read(img, size, &a, &back, &consumed, NULL), 0);
-    topo_assert_equal(t, back);
-    gpusched_topo_unref(back);
-    free(img);
+    topo_assert_roundtrips(t);
     gpusched_topo_unref(t);
 }
 
