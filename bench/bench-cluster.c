@@ -70,7 +70,7 @@ static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t str
     j.id = 1u << 20;
     uint64_t mask = 0xf;
     uint32_t node = nnodes / 2;
-    for (int r = 0; r < reps; r++) {
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up, not timed */
         double t0 = gsb_now_ns();
         for (int i = 0; i < ops; i++) {
             j.id++;
@@ -80,7 +80,8 @@ static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t str
                 return -1;
             }
         }
-        t[r] = (gsb_now_ns() - t0) / ops;
+        if (r >= 0)
+            t[r] = (gsb_now_ns() - t0) / ops;
     }
     return gsb_median(t, (size_t)reps);
 }
