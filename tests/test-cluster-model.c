@@ -52,7 +52,7 @@ static void model_init(model *m, gpusched_topo *t)
 static uint64_t model_mask(const model *m, uint32_t n, int kind, uint64_t id)
 {
     uint64_t mask = 0;
-    for (uint32_t g = 0; g < m->gpus[n]; g++)
+    for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++)
         if (m->kind[n][g] == kind && (kind == FREE || m->who[n][g] == id))
             mask |= 1ull << g;
     return mask;
@@ -84,7 +84,7 @@ static int model_check_pairs(const model *m, uint32_t n, const uint32_t *nodes, 
 
 static void model_set(model *m, uint32_t n, uint64_t mask, int kind, uint64_t id)
 {
-    for (uint32_t g = 0; g < m->gpus[n]; g++)
+    for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++)
         if (mask >> g & 1) {
             m->kind[n][g] = (uint8_t)kind;
             m->who[n][g] = kind == FREE ? 0 : id;
@@ -177,7 +177,7 @@ static void compare(gpusched_cluster *c, const model *m)
         cr_assert_eq(gpusched_cluster_node_state(c, n, &f, &r, &a, &h), 0);
         uint64_t mf = model_mask(m, n, FREE, 0);
         uint64_t mr = 0, ma = 0;
-        for (uint32_t g = 0; g < m->gpus[n]; g++) {
+        for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++) {
             mr |= (uint64_t)(m->kind[n][g] == RESV) << g;
             ma |= (uint64_t)(m->kind[n][g] == ALLOC) << g;
             uint32_t st;
