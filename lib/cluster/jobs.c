@@ -179,8 +179,10 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     h->flags = job->flags;
     gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
-    for (uint32_t i = 0; i < n; i++)
-        gs_node_claim(c, nodes[i], masks[i], holder);
+    if (n == 1)
+        gs_node_claim(c, nodes[0], masks[0], holder);
+    else
+        gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
     return 0;
 }
 
@@ -217,8 +219,10 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
-    for (uint32_t i = 0; i < h->npairs; i++)
-        gs_node_unclaim(c, nodes[i], masks[i]);
+    if (h->npairs == 1)
+        gs_node_unclaim(c, nodes[0], masks[0]);
+    else
+        gs_cluster_nodes_set(c, h->npairs, nodes, masks, 0, 0);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
 
