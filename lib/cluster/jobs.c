@@ -157,9 +157,27 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
     __builtin_prefetch(&t->node_gpu_base[node]);
 }
 
+/* The second round of lines an update of `node` touches, whose addresses
+ * depend on the first (the node's GPU base and lowest domain): started
+ * before the table work so that both overlap. */
+static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf = t->node_leaf[node], l = c->nlevels - 1;
+    __builtin_prefetch(&c->gpu_holder[t->node_gpu_base[node]], 1);
+    __builtin_prefetch(&c->agg[l].free_gpus[leaf], 1);
+    __builtin_prefetch(&c->agg[l].free_nodes[leaf], 1);
+    __builtin_prefetch(&c->agg[l].hist[(size_t)leaf * c->hist_width], 1);
+    __builtin_prefetch(&t->dom_start[l][leaf]);
+    if (l)
+        __builtin_prefetch(&t->dom_parent[l][leaf]);
+}
+
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
                       const uint64_t *masks)
 {
+    if (n == 1)
+        gs_prefetch_node_deps(c, nodes[0]);
     int rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
     if (rc)
         return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
