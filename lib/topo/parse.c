@@ -300,7 +300,7 @@ static int gs_node_expand(gs_parser *p, const gs_tok *f, const gs_pat *path, con
             gs_span nm = gs_expand(name, counter++, bufs[GS_MAX_LEVELS]);
             if (nm.len > GPUSCHED_TOPO_NAME_MAX)
                 return gs_perr(p, f[2].col, "node name '%.*s...' is longer than 63 bytes", 32, nm.s);
-            int rc = gs_builder_add(b, comp, nm, (uint32_t)pr->gpus, pr->cls, pr->labels);
+            int rc = gs_builder_add_valid(b, comp, nm, (uint32_t)pr->gpus, pr->cls, pr->labels);
             if (rc)
                 return gs_pwrap(p, rc, f[2].col);
         }
