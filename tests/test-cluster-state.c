@@ -818,3 +818,30 @@ Test(cluster, release_to_resv_survives_every_allocation_failure)
     cr_assert_gt(failalloc_sweep(fa_release_to_resv, fa_free, &x), 0);
     gpusched_topo_unref(x.topo);
 }
+
+Test(cluster, memory_grows_with_jobs_and_job_find_respects_a_larger_struct)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    size_t empty = gpusched_cluster_memory_bytes(c);
+    /* 96 GPUs in nodes of 4: masks and health per node, holder per GPU. */
+    cr_assert_geq(empty, 24 * 17 + 96 * 4);
+    gpusched_job j = ct_job(1);
+    uint32_t nodes[] = {0, 1, 2};
+    uint64_t masks[] = {1, 1, 1};
+    OK(c, gpusched_cluster_alloc(c, &j, 3, nodes, masks));
+    cr_assert_gt(gpusched_cluster_memory_bytes(c), empty + 3 * 12);
+    /* A newer caller's struct is longer: the library fills what it knows
+     * and leaves the rest, keeping the caller's size. */
+    struct {
+        gpusched_job j;
+        uint64_t future;
+    } big;
+    memset(&big, 0, sizeof big);
+    big.j.size = sizeof big;
+    big.future = 0xabcdef;
+    OK(c, gpusched_cluster_job_find(c, 1, &big.j));
+    cr_assert_eq(big.j.size, sizeof big);
+    cr_assert_eq(big.j.id, 1);
+    cr_assert_eq(big.future, 0xabcdef);
+    gpusched_cluster_free(c);
+}
