@@ -845,3 +845,31 @@ Test(cluster, memory_grows_with_jobs_and_job_find_respects_a_larger_struct)
     cr_assert_eq(big.future, 0xabcdef);
     gpusched_cluster_free(c);
 }
+
+Test(cluster, large_jobs_take_the_batched_update)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    OK(c, alloc1(c, 1, 5, 0x1));
+    uint32_t nodes[24];
+    uint64_t masks[24];
+    uint32_t n = 0;
+    for (uint32_t i = 2; i < 22; i++, n++) {
+        nodes[n] = i;
+        masks[n] = i == 5 ? 0xe : i % 3 ? 0xf : 0x3;
+    }
+    gpusched_job j = ct_job(2);
+    OK(c, gpusched_cluster_alloc(c, &j, n, nodes, masks));
+    OK(c, gpusched_cluster_check(c));
+    uint32_t fd;
+    uint64_t s, gang;
+    OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
+    cr_assert_eq(fd, 0);
+    OK(c, gpusched_cluster_set_node_health(c, 9, GPUSCHED_NODE_DOWN, (uint64_t[4]){0}, 4, NULL));
+    OK(c, gpusched_cluster_release(c, 2));
+    OK(c, gpusched_cluster_check(c));
+    OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
+    cr_assert_eq(fd, 4, "racks 1 and 2 hold node 5's job and the down node 9");
+    OK(c, gpusched_cluster_release_to_resv(c, 1, 7));
+    OK(c, gpusched_cluster_check(c));
+    gpusched_cluster_free(c);
+}
