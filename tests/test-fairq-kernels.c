@@ -112,6 +112,7 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
 {
     gs_fq_frame f;
     gs_fq_frame_build(q, now, mask, &f);
+    gs_fq_frame_keys(q, &f);
     gs_fq_scan_args a = {
         .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
         .kterm = q->kterm, .now = now, .wscale = f.wscale, .wpred = q->p.w_pred,
