@@ -23,10 +23,11 @@
 /* ---- id maps: u64 -> u32 index, keys read from the caller's column ---- */
 
 /* Open addressing, linear probing, backward-shift deletion. A table entry
- * is index + 1 (0: empty); the 64-bit key is read from `keys[index]`, so an
- * entry costs 4 bytes and the id is stored once, in its column. */
+ * is (32-bit hash << 32) | (index + 1), 0 when empty; the 64-bit key is
+ * stored once, in its column, and read only when the hash matches, so a
+ * probe rarely leaves the table. */
 typedef struct gs_fq_idmap {
-    uint32_t *tab;
+    uint64_t *tab;
     uint32_t mask;   /* capacity - 1; capacity is a power of two */
     uint32_t count;
 } gs_fq_idmap;
@@ -34,6 +35,11 @@ typedef struct gs_fq_idmap {
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Like find, skipping entries whose alive[index] is 0 (stale entries). */
+uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+                               const uint32_t *alive);
+/* Removes the entry of exactly this index. */
+void gs_fq_idmap_remove_index(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
 /* Needs reserved room. */
 void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
 void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
