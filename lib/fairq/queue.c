@@ -7,20 +7,11 @@
 #include "config.h"
 #include "fairq-internal.h"
 
-/* The rescore kernels this build contains. */
+/* The rescore kernels this build contains: one per compiled SIMD path but
+ * SSE2, for which fairq has no kernel (forced sse2 runs the scalar one). */
 static uint32_t gs_fq_kernels(void)
 {
-    uint32_t m = 1u << GPUSCHED_SIMD_SCALAR;
-#if GPUSCHED_HAVE_AVX2
-    m |= 1u << GPUSCHED_SIMD_AVX2;
-#endif
-#if GPUSCHED_HAVE_AVX512
-    m |= 1u << GPUSCHED_SIMD_AVX512;
-#endif
-#if GPUSCHED_HAVE_NEON
-    m |= 1u << GPUSCHED_SIMD_NEON;
-#endif
-    return m;
+    return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
 }
 
 static gs_fq_scan_fn gs_fq_kernel(uint32_t simd)
