@@ -113,12 +113,19 @@ void gs_fq_scan_sse2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out);
-/* Scores slots [lo, hi) one by one (kernels use it for their edges). */
+/* Scores slots [lo, hi) one by one, keeping the first maximum in *b. */
 void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_best *b);
-/* Merges per-lane bests: max score, then lowest slot. */
-void gs_fq_best_merge(gs_fq_best *b, double score, uint32_t slot);
-/* Merges the lanes of a vector kernel (slots held as exact doubles). */
-void gs_fq_merge_lanes(gs_fq_best *b, const double *score, const double *slot, size_t n);
+
+/* The vector kernels only compute the maximum score of a block of slots
+ * ([lo, hi), hi - lo a multiple of `step`); the driver keeps the first
+ * block holding the overall maximum and rescans that one block with the
+ * reference to find its first slot with that score. The scores are the
+ * reference's, bit for bit, so the answer is the reference's; the kernels
+ * save the per-lane slot bookkeeping. */
+typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi);
+#define GS_FQ_BLOCK 4096u
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn fn, uint32_t step,
+                       gs_fq_best *out);
 
 /* ---- the handle ------------------------------------------------------ */
 
