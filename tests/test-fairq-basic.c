@@ -294,3 +294,60 @@ Test(fairq, compaction_keeps_order)
     }
     gpusched_fairq_free(q);
 }
+
+/* A long random run of enqueues, cancels and polls against a list-based
+ * model of the literal DES formula: every poll's pick has the top literal
+ * score and its reported terms match the model. */
+Test(fairq, random_run_matches_model)
+{
+    enum { CAP = 4000 };
+    static struct { uint64_t id; uint32_t tenant; double t; bool live; } m[CAP];
+    uint32_t n = 0;
+    srand(11);
+    gpusched_fairq *q = mkq(7);
+    double clock = 0;
+    for (int step = 0; step < 12000 && n < CAP; step++) {
+        int op = rand() % 10;
+        if (op < 5) {
+            clock += (rand() % 3) * 0.37;
+            m[n].id = 1000 + n, m[n].tenant = (uint32_t)(rand() % 7), m[n].t = clock, m[n].live = true;
+            cr_assert_eq(enq(q, m[n].id, m[n].tenant, 0, clock), 0);
+            n++;
+        } else if (op < 6 && n) {
+            uint32_t i = (uint32_t)rand() % n;
+            cr_assert_eq(gpusched_fairq_cancel(q, m[i].id), m[i].live ? 0 : GPUSCHED_ENOENT);
+            m[i].live = false;
+        } else {
+            double now = clock + (rand() % 5);
+            double backlog[7] = {0}, maxb = 0, maxw = 0, best = -1;
+            for (uint32_t i = 0; i < n; i++)
+                if (m[i].live) {
+                    backlog[m[i].tenant]++;
+                    maxw = fmax(maxw, now - m[i].t);
+                }
+            for (int t = 0; t < 7; t++)
+                maxb = fmax(maxb, backlog[t]);
+            for (uint32_t i = 0; i < n; i++)
+                if (m[i].live)
+                    best = fmax(best, 0.1 * backlog[m[i].tenant] / maxb +
+                                          0.9 * (maxw > 0 ? (now - m[i].t) / maxw : 0));
+            uint64_t id;
+            gpusched_fairq_decision d = GPUSCHED_FAIRQ_DECISION_INIT;
+            int rc = gpusched_fairq_poll(q, now, ~0ull, &id, &d);
+            if (best < 0) {
+                cr_assert_eq(rc, GPUSCHED_EEMPTY);
+                continue;
+            }
+            cr_assert_eq(rc, 0);
+            uint32_t i = (uint32_t)(id - 1000);
+            cr_assert(m[i].live);
+            double s = 0.1 * backlog[m[i].tenant] / maxb + 0.9 * (maxw > 0 ? (now - m[i].t) / maxw : 0);
+            cr_assert(fabs(s - best) < 1e-12, "step %d: pick %.17g, best %.17g", step, s, best);
+            cr_assert_float_eq(d.term_backlog, backlog[m[i].tenant] / maxb, 1e-15);
+            cr_assert_float_eq(d.max_wait, maxw, 1e-12);
+            m[i].live = false;
+            clock = now;
+        }
+    }
+    gpusched_fairq_free(q);
+}

@@ -195,6 +195,10 @@ struct gpusched_fairq {
     gs_fq_tenant *ten;
     uint32_t *active_tenants;
     uint32_t nactive_tenants;
+    /* tenants per backlog value, so the largest backlog is kept in O(1) */
+    uint32_t *bhist;
+    uint32_t bhist_cap;
+    uint32_t max_backlog;
 
     /* keys (index 0 is the hole key) */
     uint32_t nkeys, keycap;
@@ -237,6 +241,7 @@ typedef struct gs_fq_frame {
     double bscale;          /* W_BACKLOG / max backlog */
     double vscale;          /* W_VTIME / (vmax - vmin), 0 if equal */
     double wv;              /* W_VTIME */
+    bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
     uint64_t candidates;
 } gs_fq_frame;
 

@@ -79,7 +79,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten,
+    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -108,6 +108,23 @@ static int gs_fq_grow(const gs_alloc *a, void **col, uint32_t cap, size_t elem)
 
 static void gs_fq_compact(gpusched_fairq *q);
 
+/* No backlog can exceed the number of queued tasks. */
+static int gs_fq_bhist_reserve(gpusched_fairq *q, uint64_t want)
+{
+    if (want <= q->bhist_cap)
+        return 0;
+    uint64_t cap = q->bhist_cap ? q->bhist_cap : 64;
+    while (cap < want)
+        cap *= 2;
+    uint32_t *h = gs_realloc_array(&q->alloc, q->bhist, (size_t)cap, sizeof *h);
+    if (!h)
+        return gs_error(&q->err, GPUSCHED_ENOMEM, "out of memory growing the backlog histogram");
+    memset(h + q->bhist_cap, 0, (size_t)(cap - q->bhist_cap) * sizeof *h);
+    q->bhist = h;
+    q->bhist_cap = (uint32_t)cap;
+    return 0;
+}
+
 int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
 {
     if ((uint64_t)q->live + extra > GS_FQ_MAX_SLOTS)
@@ -115,6 +132,8 @@ int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
     int rc = gs_fq_idmap_reserve(&q->ids, &q->alloc, q->id, extra);
     if (rc)
         return gs_error(&q->err, rc, "out of memory growing the id index");
+    if ((rc = gs_fq_bhist_reserve(q, q->live + extra + 1)))
+        return rc;
     if ((uint64_t)q->hi + extra <= q->cap)
         return 0;
     /* Squeeze holes out rather than grow when they are at least half. */
@@ -207,6 +226,12 @@ static void gs_fq_list_push(gpusched_fairq *q, uint32_t k, uint32_t slot)
 static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
 {
     gs_fq_tenant *ten = &q->ten[t];
+    uint32_t b = ten->backlog;
+    if (b)
+        q->bhist[b]--;
+    q->bhist[b + 1]++;
+    if (b + 1 > q->max_backlog)
+        q->max_backlog = b + 1;
     if (ten->backlog++ == 0) {
         ten->active_pos = q->nactive_tenants;
         q->active_tenants[q->nactive_tenants++] = t;
@@ -219,6 +244,13 @@ static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
 static void gs_fq_tenant_backlog_dec(gpusched_fairq *q, uint32_t t)
 {
     gs_fq_tenant *ten = &q->ten[t];
+    uint32_t b = ten->backlog;
+    q->bhist[b]--;
+    if (b > 1)
+        q->bhist[b - 1]++;
+    /* The tenant now has b - 1, so the largest backlog drops by at most 1. */
+    if (b == q->max_backlog && q->bhist[b] == 0)
+        q->max_backlog = b - 1;
     if (--ten->backlog == 0) {
         uint32_t last = q->active_tenants[--q->nactive_tenants];
         q->active_tenants[ten->active_pos] = last;
