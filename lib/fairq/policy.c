@@ -255,6 +255,8 @@ void gs_fq_decay(gpusched_fairq *q, double now)
         for (uint32_t t = 0; t < q->ntenants; t++)
             q->ten[t].vtime *= f;
         q->vclock *= f;
+        for (uint32_t i = 0; i < q->nactive_tenants; i++)
+            gs_fq_hot_sync(q, q->active_tenants[i]);
     }
     q->decay_time = now;
 }

@@ -52,7 +52,14 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     q->ntenants = max_tenants;
     q->ten = gs_calloc(&a, max_tenants, sizeof *q->ten);
     q->active_tenants = gs_calloc(&a, max_tenants, sizeof *q->active_tenants);
-    if (!q->ten || !q->active_tenants) {
+    q->hot_b = gs_calloc(&a, max_tenants, sizeof *q->hot_b);
+    q->hot_e = gs_calloc(&a, max_tenants, sizeof *q->hot_e);
+    q->hot_v = gs_calloc(&a, max_tenants, sizeof *q->hot_v);
+    q->hot_s = gs_calloc(&a, max_tenants, sizeof *q->hot_s);
+    q->hot_types = gs_calloc(&a, max_tenants, sizeof *q->hot_types);
+    q->hot_slot = gs_calloc(&a, max_tenants, sizeof *q->hot_slot);
+    if (!q->ten || !q->active_tenants || !q->hot_b || !q->hot_e || !q->hot_v || !q->hot_s ||
+        !q->hot_types || !q->hot_slot) {
         gpusched_fairq_free(q);
         return GPUSCHED_ENOMEM;
     }
@@ -79,7 +86,8 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist,
+    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
+                      q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -255,6 +263,7 @@ static void gs_fq_tenant_backlog_dec(gpusched_fairq *q, uint32_t t)
         uint32_t last = q->active_tenants[--q->nactive_tenants];
         q->active_tenants[ten->active_pos] = last;
         q->ten[last].active_pos = ten->active_pos;
+        gs_fq_hot_sync(q, last);
     }
 }
 
@@ -276,6 +285,7 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
     gs_fq_idmap_insert(&q->ids, q->id, s);
     gs_fq_list_push(q, k, s);
     gs_fq_tenant_backlog_inc(q, q->keys[k].tenant);
+    gs_fq_hot_sync(q, q->keys[k].tenant);
     q->last_enq = enq;
 }
 
@@ -451,6 +461,7 @@ void gs_fq_remove_slot(gpusched_fairq *q, uint32_t s)
     gs_fq_tenant_backlog_dec(q, t);
     if (q->ten[t].backlog && q->ten[t].oldest == s)
         gs_fq_tenant_refresh(q, t);
+    gs_fq_hot_sync(q, t);
     if (q->live == 0) {
         q->lo = q->hi = 0; /* everything is a hole: start over */
         gs_fq_idmap_clear(&q->ids);
@@ -490,6 +501,8 @@ static void gs_fq_compact(gpusched_fairq *q)
         gs_fq_idmap_insert(&q->ids, q->id, s);
         gs_fq_list_push(q, q->key[s], s);
     }
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        gs_fq_hot_sync(q, q->active_tenants[i]);
 }
 
 GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)
