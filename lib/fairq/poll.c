@@ -44,23 +44,28 @@ static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
     gs_fq_heads_scores(q, f);
     /* Pass 2: the worker's mask, then the best (ties to the lowest slot).
      * A tenant with some types outside the mask is scored from its
-     * eligible FIFO heads instead. */
-    uint64_t cand = 0, mask = f->mask;
-    double best = -INFINITY;
+     * eligible FIFO heads instead. Arrays and bounds in locals: the calls
+     * below could alias them as far as the compiler knows. */
+    const uint32_t n = q->nactive_tenants;
+    const uint64_t *types_of = q->hot_types, mask = f->mask;
+    const uint32_t *slot_of = q->hot_slot;
+    const double *hs = q->hot_s, *hb = q->hot_b;
+    double best = -INFINITY, full = 0; /* full: backlog of fully eligible tenants, exact below 2^53 */
+    uint64_t partial = 0;
     uint32_t best_slot = GS_FQ_NONE;
-    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
-        uint64_t types = q->hot_types[i], elig = types & mask;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t types = types_of[i], elig = types & mask;
         if (!elig)
             continue;
-        double s = q->hot_s[i];
-        uint32_t slot = q->hot_slot[i];
+        double s = hs[i];
+        uint32_t slot = slot_of[i];
         if (GS_LIKELY(elig == types)) {
-            cand += (uint64_t)q->hot_b[i];
+            full += hb[i];
         } else {
             uint32_t tn = q->active_tenants[i];
             double enq = 0;
             slot = GS_FQ_NONE;
-            gs_fq_tenant_oldest(q, tn, mask, &slot, &enq, &cand);
+            gs_fq_tenant_oldest(q, tn, mask, &slot, &enq, &partial);
             s = gs_fq_score(gs_fq_tenant_term(f, &q->ten[tn]), f->now, enq, f->wscale);
         }
         if (s > best || (s == best && slot < best_slot)) {
@@ -70,7 +75,7 @@ static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
     }
     b->score = best;
     b->slot = best_slot;
-    f->candidates = cand;
+    f->candidates = (uint64_t)full + partial;
 }
 
 static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
