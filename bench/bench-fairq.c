@@ -141,7 +141,7 @@ static void gsb_fq_scan(gsb_ctx *b)
         gsb_report(b, "fairq.poll.scan.vs_numpy", np / (best / 1e3), "ratio", params);
     }
     gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
-    snprintf(params, sizeof params, "\"tasks\": %u, \"tenants\": %u, \"heads\": %u", n,
+    snprintf(params, sizeof params, "\"tasks\": %u, \"tenants\": %u, \"fifos\": %u", n,
              GSB_FQ_TENANTS, q->nactive_keys);
     gsb_report(b, "fairq.poll.heads.us", gsb_fq_time_peek(b, q, 200) / 1e3, "us", params);
     gpusched_fairq_free(q);

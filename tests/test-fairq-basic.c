@@ -110,11 +110,13 @@ Test(fairq, ties_go_to_the_oldest)
     /* Equal backlogs and all waits zero: every score is 0.1. */
     for (uint64_t i = 0; i < 6; i++)
         cr_assert_eq(enq(q, 50 - i, (uint32_t)(2 - i % 3), 0, 5.0), 0);
+    /* Ids 50, 49, 48 go to tenants 2, 1, 0, then 47, 46, 45 again. Each
+     * poll: the largest backlog wins, then the oldest task; by hand that
+     * is exactly enqueue order here. */
     for (uint64_t i = 0; i < 6; i++) {
         uint64_t id;
         cr_assert_eq(gpusched_fairq_poll(q, 5.0, ~0ull, &id, NULL), 0);
-        /* after each poll backlogs differ; the larger backlog wins, then age */
-        (void)id;
+        cr_assert_eq(id, 50 - i, "poll %llu chose %llu", (unsigned long long)i, (unsigned long long)id);
     }
     gpusched_fairq_free(q);
     q = mkq(2);
