@@ -142,22 +142,20 @@ int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
         return gs_error(&q->err, rc, "out of memory growing the id index");
     if ((rc = gs_fq_bhist_reserve(q, q->live + extra + 1)))
         return rc;
-    if ((uint64_t)q->hi + extra <= q->cap)
-        return 0;
-    /* Squeeze holes out rather than grow when they are at least half. */
-    if (q->hi - q->live >= q->live && (uint64_t)q->live + extra <= q->cap) {
+    uint64_t want = (uint64_t)q->hi + extra;
+    /* Squeeze holes out rather than grow when they are at least half, or
+     * when growing would pass the slot limit. */
+    if (want > q->cap && (q->hi - q->live >= q->live || want > GS_FQ_MAX_SLOTS)) {
         gs_fq_compact(q);
-        return 0;
+        want = (uint64_t)q->hi + extra;
     }
-    uint64_t want = (uint64_t)q->hi + extra, cap = q->cap ? q->cap : 64;
+    if (want <= q->cap)
+        return 0;
+    uint64_t cap = q->cap ? q->cap : 64;
     while (cap < want)
         cap *= 2;
     if (cap > GS_FQ_MAX_SLOTS)
-        cap = GS_FQ_MAX_SLOTS > want ? GS_FQ_MAX_SLOTS : want;
-    if (cap > GS_FQ_MAX_SLOTS) {
-        gs_fq_compact(q);
         cap = GS_FQ_MAX_SLOTS;
-    }
     uint32_t c = (uint32_t)cap;
     if (gs_fq_grow(&q->alloc, (void **)&q->id, c, sizeof *q->id) ||
         gs_fq_grow(&q->alloc, (void **)&q->enq, c, sizeof *q->enq) ||
