@@ -9,6 +9,8 @@
 
 #include <gpusched/gpusched.h>
 
+#include "fairq-test.h"
+
 static void clear_env(void) { unsetenv("GPUSCHED_SIMD"); }
 
 TestSuite(fairq, .init = clear_env);
@@ -22,12 +24,7 @@ static gpusched_fairq *mkq(uint32_t tenants)
 
 static int enq(gpusched_fairq *q, uint64_t id, uint32_t tenant, uint32_t type, double t)
 {
-    gpusched_fairq_task task = GPUSCHED_FAIRQ_TASK_INIT;
-    task.id = id;
-    task.tenant = tenant;
-    task.type = type;
-    task.enqueue_time = t;
-    return gpusched_fairq_enqueue(q, &task);
+    return fq_enqueue(q, id, tenant, type, t, 0);
 }
 
 /* Tenant A (0) enqueues at 0, 2, 4; tenant B (1) at 1; polls at now = 10.
