@@ -31,8 +31,11 @@ static gpusched_fairq *gsb_fq_build(uint32_t n, uint32_t tenants)
     uint32_t *ten = malloc(n * sizeof *ten);
     uint8_t *ty = malloc(n);
     double *tm = malloc(n * sizeof *tm);
-    if (!ids || !ten || !ty || !tm || gpusched_fairq_new(NULL, tenants, &q))
+    int rc = GPUSCHED_ENOMEM;
+    if (!ids || !ten || !ty || !tm || (rc = gpusched_fairq_new(NULL, tenants, &q))) {
+        fprintf(stderr, "bench-fairq: cannot create a queue: %s\n", gpusched_strerror(rc));
         goto out;
+    }
     for (uint32_t i = 0; i < n; i++) {
         ids[i] = i;
         ten[i] = (uint32_t)(gsb_fq_next() % tenants);
