@@ -113,6 +113,10 @@ static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
         .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
         .kterm = q->kterm, .now = f->now, .wscale = f->wscale, .wpred = q->p.w_pred,
         .lo = q->lo, .hi = q->hi,
+        .enq32 = q->enq32, .now32 = f->now - q->t0, .blockmax = q->blockmax,
+        /* |float(x) - x| <= 2^-24 |x| and every offset is at most
+         * last_enq - t0; twice that covers the double roundings too. */
+        .quant = ldexp(q->last_enq - q->t0, -23),
     };
     q->scan(&a, b);
 }
