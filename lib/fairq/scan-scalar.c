@@ -68,7 +68,8 @@ static double gs_fq_prefilter(const gs_fq_scan_args *a, gs_fq_block_max_fn appro
      * wscale times that plus a few roundings of numbers up to |top|.
      * 2^-40 is thousands of times the largest such rounding. */
     double eps = a->wscale * (a->quant + ldexp(fabs(a->now32), -40)) + ldexp(fabs(top) + 1.0, -40);
-    return top - 2.0 * eps;
+    double min = top - 2.0 * eps;
+    return isfinite(min) ? min : -INFINITY; /* no usable bound: every block is a candidate */
 }
 
 void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
