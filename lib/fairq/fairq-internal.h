@@ -166,7 +166,7 @@ typedef struct gs_fq_key {
  * its types (its best task whenever the worker runs all of them). */
 typedef struct gs_fq_tenant {
     double weight;
-    double vtime;
+    double vtime;           /* virtual time / q->vunit (see gs_fq_decay) */
     double service;
     double oldest_enq;
     uint64_t types;         /* bit per type with queued tasks */
@@ -215,6 +215,7 @@ struct gpusched_fairq {
     float *x;               /* log1p(size) */
     gs_fq_idmap ids;
     double last_enq, last_now, decay_time, vclock;
+    double vunit;           /* decay so far: true virtual time = stored * vunit */
 
     /* tenants */
     uint32_t ntenants;

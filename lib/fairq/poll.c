@@ -223,7 +223,7 @@ static void gs_fq_dispatch(gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, 
     gs_fq_decay(q, f->now);
     if (t->vtime > q->vclock)
         q->vclock = t->vtime; /* the virtual clock: start tag of the latest dispatch */
-    t->vtime += cost / t->weight;
+    t->vtime += cost / t->weight / q->vunit;
     t->service += cost;
     t->running++;
     gs_fq_run_add(q, q->id[s], &(gs_fq_run){.tenant = tn, .key = k, .x = q->x[s], .charged = cost});

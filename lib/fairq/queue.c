@@ -77,6 +77,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     q->simd = simd;
     q->scan = gs_fq_kernel(simd);
     q->last_enq = q->last_now = q->decay_time = -INFINITY;
+    q->vunit = 1.0;
     *out = q;
     return 0;
 }
