@@ -65,6 +65,7 @@ typedef struct gs_fq_moments {
     double n;            /* observations, saturating: weight of the history */
     double mx, my;       /* means */
     double vxx, vxy, vyy;/* co-moments (variances and covariance) */
+    double c0, c1;       /* the fit, refreshed per observation: log d = c0 + c1 x */
 } gs_fq_moments;
 
 void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y);
