@@ -59,7 +59,7 @@ void gs_fq_idmap_clear(gs_fq_idmap *m);
 
 /* ---- predictor ------------------------------------------------------- */
 
-/* Exponentially weighted moments of x = log1p(size) and y = log(duration):
+/* Exponentially weighted moments of x = log(1 + size) and y = log(duration):
  * a recursive least-squares fit of y = a + b x with forgetting factor. */
 typedef struct gs_fq_moments {
     double n;            /* observations, saturating: weight of the history */
@@ -183,7 +183,7 @@ typedef struct gs_fq_tenant {
 typedef struct gs_fq_run {
     uint32_t tenant;
     uint32_t key;
-    double x;               /* log1p(size) */
+    double x;               /* log(1 + size) */
     double charged;         /* predicted cost charged at dispatch */
 } gs_fq_run;
 
@@ -213,7 +213,7 @@ struct gpusched_fairq {
     uint32_t *key;
     uint32_t *next;
     float *pred;
-    float *x;               /* log1p(size) */
+    float *x;               /* log(1 + size) */
     gs_fq_idmap ids;
     double last_enq, last_now, decay_time, vclock;
     double vunit;           /* decay so far: true virtual time = stored * vunit */
@@ -315,7 +315,9 @@ void gs_fq_decay(gpusched_fairq *q, double now);
 /* predict.c */
 double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, double x);
 void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration);
-static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log1p(size) : 0.0; }
+/* log(1 + size), not log1p: sizes are counts (bytes), where the two agree
+ * to the last digit that matters, and log is twice as fast. */
+static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log(1.0 + size) : 0.0; }
 
 /* running.c */
 int gs_fq_run_reserve(gpusched_fairq *q, uint32_t extra);

@@ -1,5 +1,5 @@
 /* Duration prediction: per (tenant, type) key, exponentially weighted
- * moments of x = log1p(size) and y = log(duration). They give an
+ * moments of x = log(1 + size) and y = log(duration). They give an
  * exponentially weighted estimate of log duration (my) and the weighted
  * least-squares slope on log size (vxy / vxx), which is recursive least
  * squares with forgetting factor 1 - alpha, in closed form for one
