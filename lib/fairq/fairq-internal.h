@@ -45,6 +45,10 @@ typedef struct gs_fq_idmap {
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Starts loading the table line `key` will probe first: a large index
+ * lives in the last-level cache or memory, and a lookup that follows
+ * other work need not wait for it. */
+void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key);
 /* Like find, skipping entries whose alive[index] is 0 (stale entries). */
 uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
                                const uint32_t *alive);

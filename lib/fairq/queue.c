@@ -307,8 +307,8 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
                         last_enq);
     if (!(size >= 0) || !isfinite(size))
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: work size %g, expected >= 0", where, size);
-    if (gs_fq_idmap_find_live(&q->ids, q->id, id, q->key) != GS_FQ_NONE ||
-        gs_fq_idmap_find(&q->runmap, q->run_id, id) != GS_FQ_NONE)
+    if (gs_fq_idmap_find(&q->runmap, q->run_id, id) != GS_FQ_NONE ||
+        gs_fq_idmap_find_live(&q->ids, q->id, id, q->key) != GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_EEXIST, "%s: task id %llu is already queued or running",
                         where, (unsigned long long)id);
     return 0;
@@ -323,6 +323,7 @@ GPUSCHED_API int gpusched_fairq_enqueue(gpusched_fairq *q, const gpusched_fairq_
                                "gpusched_fairq_task");
     if (rc)
         return rc;
+    gs_fq_idmap_prefetch(&q->ids, t.id);
     if (t.reserved0)
         return gs_error(&q->err, GPUSCHED_EINVAL, "task: reserved0 must be zero");
     rc = gs_fq_check_task(q, t.id, t.tenant, t.type, t.enqueue_time, t.work_size, q->last_enq, "task");
