@@ -1,0 +1,333 @@
+/* Internal layout of the fair-share queue (doc/fairq.md explains the why).
+ *
+ * Slots: every enqueued task gets the next slot at the end of the columns,
+ * so slot order is enqueue order and "lowest slot" means "oldest". A removed
+ * task leaves a hole (key 0, whose term is -inf) until compaction squeezes
+ * the holes out in place. The full rescore reads two columns per slot
+ * (enqueue time and key), plus the prediction when W_PRED is on.
+ *
+ * Keys: one per (tenant, type) pair ever seen, never deleted. Each key keeps
+ * a FIFO of its slots (singly linked through `next`, holes skipped lazily)
+ * and the enqueue time of its head, so the fast path reads only keys. */
+#ifndef GS_FAIRQ_INTERNAL_H
+#define GS_FAIRQ_INTERNAL_H
+
+#include "core.h"
+#include "gpusched/fairq.h"
+
+/* Bit-identical scores on every path need every multiply and add rounded
+ * on its own: no contraction into fused multiply-adds, whatever -std or
+ * -ffp-contract the build uses (GNU C modes contract by default, and the
+ * AVX2 kernels are compiled with -mfma). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#define GS_FQ_NONE UINT32_MAX
+#define GS_FQ_HOLE_KEY 0u
+#define GS_FQ_MAX_SLOTS (1u << 31)
+#define GS_FQ_PRED_MIN 1e-9
+
+/* ---- id maps: u64 -> u32 index, keys read from the caller's column ---- */
+
+/* Open addressing, linear probing, backward-shift deletion. A table entry
+ * is (32-bit hash << 32) | (index + 1), 0 when empty; the 64-bit key is
+ * stored once, in its column, and read only when the hash matches, so a
+ * probe rarely leaves the table. */
+typedef struct gs_fq_idmap {
+    uint64_t *tab;
+    uint32_t mask;   /* capacity - 1; capacity is a power of two */
+    uint32_t count;
+} gs_fq_idmap;
+
+int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
+void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
+uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Starts loading the table line `key` will probe first: a large index
+ * lives in the last-level cache or memory, and a lookup that follows
+ * other work need not wait for it. */
+void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key);
+/* Like find, skipping entries whose alive[index] is 0 (stale entries). */
+uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+                               const uint32_t *alive);
+/* Removes the entry of exactly this index. */
+void gs_fq_idmap_remove_index(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
+/* Needs reserved room. */
+void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
+void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Moves the entry of `key` to a new index (the key column moved too). */
+void gs_fq_idmap_relabel(gs_fq_idmap *m, const uint64_t *keys, uint64_t key, uint32_t index);
+void gs_fq_idmap_clear(gs_fq_idmap *m);
+
+/* ---- predictor ------------------------------------------------------- */
+
+/* Exponentially weighted moments of x = log(1 + size) and y = log(duration):
+ * a recursive least-squares fit of y = a + b x with forgetting factor. */
+typedef struct gs_fq_moments {
+    double n;            /* observations, saturating: weight of the history */
+    double mx, my;       /* means */
+    double vxx, vxy, vyy;/* co-moments (variances and covariance) */
+    double c0, c1;       /* the fit, refreshed per observation: log d = c0 + c1 x */
+} gs_fq_moments;
+
+void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y);
+/* log-duration estimate at x; false if the moments hold no observation. */
+bool gs_fq_moments_predict(const gs_fq_moments *m, double x, double *logd);
+
+/* ---- scan kernels ---------------------------------------------------- */
+
+typedef struct gs_fq_scan_args {
+    const double *enq;      /* enqueue times per slot */
+    const uint32_t *key;    /* key per slot (0: hole) */
+    const float *pred;      /* predicted durations, or NULL when W_PRED is 0 */
+    const double *kterm;    /* per key: tenant terms, -inf if ineligible */
+    double now;
+    double wscale;          /* W_WAIT / max wait (0 if max wait is 0) */
+    double wpred;           /* W_PRED */
+    uint32_t lo, hi;        /* slots to scan */
+    /* Optional prefilter (see gs_fq_scan_blocks): enqueue times as float
+     * offsets from t0, `now - t0`, a bound on the offsets' rounding
+     * error, and room for one value per block. */
+    const float *enq32;
+    double now32;
+    double quant;
+    double *blockmax;
+} gs_fq_scan_args;
+
+typedef struct gs_fq_best {
+    double score;
+    uint32_t slot;          /* GS_FQ_NONE when nothing is eligible */
+} gs_fq_best;
+
+typedef void (*gs_fq_scan_fn)(const gs_fq_scan_args *a, gs_fq_best *out);
+
+/* The reference: every kernel must return exactly its answer. Scores are
+ * computed with separate multiply and add (no fused multiply-add) so that
+ * every path rounds identically; the maximum score wins, then the lowest
+ * slot. */
+static inline double gs_fq_score(double kterm, double now, double enq, double wscale)
+{
+    double wait = now - enq;
+    double t = wait * wscale;
+    return kterm + t;
+}
+
+static inline double gs_fq_score_pred(double kterm, double now, double enq, double wscale,
+                                      double wpred, float pred)
+{
+    double wait = now - enq;
+    double t = wait * wscale;
+    double s = kterm + t;
+    double r = wait / (wait + (double)pred);
+    double p = wpred * r;
+    return s + p;
+}
+
+static inline bool gs_fq_better(double s, uint32_t slot, const gs_fq_best *b)
+{
+    return s > b->score || (s == b->score && slot < b->slot);
+}
+
+void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_sse2(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out);
+/* Scores slots [lo, hi) one by one, keeping the first maximum in *b. */
+void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_best *b);
+
+/* The vector kernels only compute the maximum score of a block of slots
+ * ([lo, hi), hi - lo a multiple of `step`); the driver keeps the first
+ * block holding the overall maximum and rescans that one block with the
+ * reference to find its first slot with that score. The scores are the
+ * reference's, bit for bit, so the answer is the reference's; the kernels
+ * save the per-lane slot bookkeeping.
+ *
+ * With a prefilter (`approx`, only without the prediction term), a first
+ * pass reads 8 bytes per task instead of 12: scores from float time
+ * offsets, each within a proven bound eps of the exact score. Only blocks
+ * whose approximate maximum is within 2 eps of the best approximate
+ * maximum can hold the exact maximum; those are rescored exactly. */
+typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi);
+#define GS_FQ_BLOCK 4096u
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
+                       gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out);
+
+/* ---- the handle ------------------------------------------------------ */
+
+typedef struct gs_fq_key {
+    uint32_t tenant;
+    uint32_t type;
+    uint32_t head, tail;    /* slots; GS_FQ_NONE when empty */
+    uint32_t count;         /* queued tasks */
+    uint32_t active_pos;    /* index in active_keys while count > 0 */
+    uint32_t next_key;      /* next key of the same tenant; 0 ends the list */
+    double head_enq;        /* enqueue time of head */
+} gs_fq_key;
+
+/* The fast path reads only this: a tenant's oldest queued task over all
+ * its types (its best task whenever the worker runs all of them). */
+typedef struct gs_fq_tenant {
+    double weight;
+    double vtime;           /* virtual time / q->vunit (see gs_fq_decay) */
+    double service;
+    double oldest_enq;
+    uint64_t types;         /* bit per type with queued tasks */
+    uint32_t oldest;        /* slot of the oldest queued task */
+    uint32_t first_key;     /* this tenant's keys, linked by next_key; 0: none */
+    uint32_t backlog;
+    uint32_t running;
+    uint32_t active_pos;    /* index in active_tenants while backlog > 0 */
+    uint32_t reserved;
+} gs_fq_tenant;
+
+/* A polled task until complete(). */
+typedef struct gs_fq_run {
+    uint32_t tenant;
+    uint32_t key;
+    double x;               /* log(1 + size) */
+    double charged;         /* predicted cost charged at dispatch */
+} gs_fq_run;
+
+typedef struct gs_fq_params {
+    double w_backlog, w_wait, w_vtime, w_pred;
+    double half_life, pred_alpha, pred_default, explore;
+    double seed;
+    double scan_full;       /* 1: never take the fast path */
+    double log_on;
+} gs_fq_params;
+
+struct gpusched_fairq {
+    gs_alloc alloc;
+    gs_err err;
+    uint32_t simd;
+    gs_fq_scan_fn scan;
+    gs_fq_params p;
+    uint64_t rng;
+
+    /* slots (columns) */
+    uint32_t cap, lo, hi, live;
+    uint64_t *id;
+    double *enq;
+    float *enq32;           /* enq - t0 as float: the prefilter's column */
+    double t0;              /* time base of enq32 (oldest task at the last rebase) */
+    double *blockmax;       /* scratch: one value per block of slots */
+    uint32_t *key;
+    uint32_t *next;
+    float *pred;
+    float *x;               /* log(1 + size) */
+    gs_fq_idmap ids;
+    double last_enq, last_now, decay_time, vclock;
+    double vunit;           /* decay so far: true virtual time = stored * vunit */
+
+    /* tenants */
+    uint32_t ntenants;
+    gs_fq_tenant *ten;
+    uint32_t *active_tenants;
+    uint32_t nactive_tenants;
+    /* Mirror of the backlogged tenants' fast-path fields, by position in
+     * active_tenants, so the fast path streams contiguous arrays. */
+    double *hot_b, *hot_e, *hot_v, *hot_s;
+    uint64_t *hot_types;
+    uint32_t *hot_slot;
+    /* tenants per backlog value, so the largest backlog is kept in O(1) */
+    uint32_t *bhist;
+    uint32_t bhist_cap;
+    uint32_t max_backlog;
+
+    /* keys (index 0 is the hole key) */
+    uint32_t nkeys, keycap;
+    gs_fq_key *keys;
+    uint64_t *key_code;     /* tenant << 6 | type */
+    gs_fq_moments *key_pred;
+    double *kterm;          /* scratch: key terms of the current poll */
+    gs_fq_idmap keymap;
+    uint32_t *active_keys;
+    uint32_t nactive_keys;
+    gs_fq_moments type_pred[GPUSCHED_FAIRQ_MAX_TYPES];
+    gs_fq_moments all_pred;
+
+    /* running tasks: dense arrays, swap-removed */
+    uint32_t nrun, runcap;
+    uint64_t *run_id;
+    gs_fq_run *run;
+    gs_fq_idmap runmap;
+
+    /* decision log */
+    gpusched_fairq_decision *log;
+    uint64_t nlog, logcap;
+};
+
+/* Refreshes tenant t's fast-path mirror (no-op while it is idle). */
+static inline void gs_fq_hot_sync(gpusched_fairq *q, uint32_t t)
+{
+    const gs_fq_tenant *x = &q->ten[t];
+    if (!x->backlog)
+        return;
+    uint32_t i = x->active_pos;
+    q->hot_b[i] = x->backlog;
+    q->hot_e[i] = x->oldest_enq;
+    q->hot_v[i] = x->vtime;
+    q->hot_types[i] = x->types;
+    q->hot_slot[i] = x->oldest;
+}
+
+/* queue.c */
+/* Oldest queued task of tenant t among the types in mask; adds the
+ * number of such tasks to *count. slot stays GS_FQ_NONE if none. */
+void gs_fq_tenant_oldest(const gpusched_fairq *q, uint32_t t, uint64_t mask, uint32_t *slot,
+                         double *enq, uint64_t *count);
+int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra);
+int gs_fq_key_get(gpusched_fairq *q, uint32_t tenant, uint32_t type, uint32_t *key);
+void gs_fq_remove_slot(gpusched_fairq *q, uint32_t slot);
+
+/* policy.c: the per-poll tenant and key terms. */
+typedef struct gs_fq_frame {
+    double now;
+    uint64_t mask;
+    double max_backlog, max_wait, vmin, vmax;
+    double wscale;          /* W_WAIT / max wait, 0 if max wait is 0 */
+    double bscale;          /* W_BACKLOG / max backlog */
+    double vscale;          /* W_VTIME / (vmax - vmin), 0 if equal */
+    double wv;              /* W_VTIME */
+    bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
+    uint64_t candidates;
+} gs_fq_frame;
+
+/* A tenant's part of the score, identical for every path. */
+static inline double gs_fq_tenant_term(const gs_fq_frame *f, const gs_fq_tenant *t)
+{
+    double b = (double)t->backlog * f->bscale;
+    double v = f->vmax > f->vmin ? (f->vmax - t->vtime) * f->vscale : f->wv;
+    return b + v;
+}
+
+void gs_fq_params_default(gs_fq_params *p);
+int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e);
+/* The per-poll constants: maxima over the queue, scales. */
+void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f);
+/* The key terms (kterm) and candidate count, for the full rescore. */
+void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f);
+double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot);
+void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
+                 gpusched_fairq_decision *d);
+bool gs_fq_heads_apply(const gpusched_fairq *q);
+void gs_fq_decay(gpusched_fairq *q, double now);
+
+/* predict.c */
+double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, double x);
+void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration);
+/* log(1 + size), not log1p: sizes are counts (bytes), where the two agree
+ * to the last digit that matters, and log is twice as fast. */
+static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log(1.0 + size) : 0.0; }
+
+/* running.c */
+int gs_fq_run_reserve(gpusched_fairq *q, uint32_t extra);
+void gs_fq_run_add(gpusched_fairq *q, uint64_t id, const gs_fq_run *r);
+
+/* declog.c */
+int gs_fq_log_reserve(gpusched_fairq *q, uint64_t extra);
+
+#endif
