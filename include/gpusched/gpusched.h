@@ -12,6 +12,8 @@
 #define GPUSCHED_H
 
 #include <gpusched/common.h>
+#include <gpusched/topo.h>
 #include <gpusched/cluster.h>
+#include <gpusched/place.h>
 
 #endif
