@@ -163,12 +163,10 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
                                        gpusched_place_result *res);
 
 /**
- * Places a sequence of gangs in order, each seeing the ones before it: a
- * committed request's GPUs are taken for the requests after it, and so are
- * a plan-only request's (they are given back when the call returns, so a
- * batch of plan-only requests is a what-if of the whole sequence). A
- * request that does not fit is reported in its result and the batch goes on.
- * Every request is validated before anything is placed.
+ * Places a sequence of gangs in order, each seeing the committed ones
+ * before it (a plan-only request in a batch changes nothing, as alone). A
+ * request that does not fit is reported in its result and the batch goes
+ * on. Every request is validated before anything is placed.
  * @param p The placer.
  * @param n Number of requests.
  * @param reqs `n` requests.
