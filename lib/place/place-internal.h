@@ -18,7 +18,7 @@
 /* Locality keys: the vector of domains used per counted level, packed in
  * mixed radix (level j weighs prod_{k>j}(count_k + 1)), so that comparing
  * keys compares vectors lexicographically. */
-typedef unsigned __int128 gs_key;
+__extension__ typedef unsigned __int128 gs_key;
 #define GS_KEY_INF (~(gs_key)0)
 
 /* A placement constraint after normalization: every piece of `size` GPUs
@@ -55,7 +55,7 @@ typedef struct gs_pl_req {
 typedef struct gs_arena_chunk {
     struct gs_arena_chunk *next;
     size_t cap, top;
-    unsigned char data[];
+    _Alignas(16) unsigned char data[];
 } gs_arena_chunk;
 
 typedef struct gs_arena {

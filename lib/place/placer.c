@@ -26,7 +26,7 @@ static void static_sizes(gpusched_placer *p)
             p->min_node_gpus = t->node_gpus[n];
 }
 
-void gpusched_placer_free(gpusched_placer *p)
+GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
 {
     if (!p)
         return;
@@ -42,7 +42,7 @@ void gpusched_placer_free(gpusched_placer *p)
     gs_free(&a, p);
 }
 
-int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_allocator *alloc, gpusched_placer **out)
+GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_allocator *alloc, gpusched_placer **out)
 {
     if (!cluster || !out)
         return GPUSCHED_EINVAL;
@@ -140,7 +140,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     return rc;
 }
 
-int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
+GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
 {
     if (!p)
         return GPUSCHED_EINVAL;
@@ -190,7 +190,7 @@ static void roll_back(gpusched_placer *p, uint32_t upto, const gpusched_place_re
         }
 }
 
-int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
+GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
                                 gpusched_place_result *const *results, uint32_t *placed)
 {
     if (!p)

@@ -5,7 +5,7 @@
 
 #include "place-internal.h"
 
-int gpusched_place_result_new(const gpusched_allocator *alloc, gpusched_place_result **out)
+GPUSCHED_API int gpusched_place_result_new(const gpusched_allocator *alloc, gpusched_place_result **out)
 {
     if (!out)
         return GPUSCHED_EINVAL;
@@ -22,7 +22,7 @@ int gpusched_place_result_new(const gpusched_allocator *alloc, gpusched_place_re
     return 0;
 }
 
-void gpusched_place_result_free(gpusched_place_result *res)
+GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res)
 {
     if (!res)
         return;
@@ -164,7 +164,7 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
     return 0;
 }
 
-uint32_t gpusched_place_result_reason(const gpusched_place_result *res)
+GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *res)
 {
     return res ? res->reason : GPUSCHED_PLACE_NOT_RUN;
 }
@@ -174,12 +174,12 @@ const char *gpusched_place_result_message(const gpusched_place_result *res)
     return res ? res->msg : "";
 }
 
-int gpusched_place_result_committed(const gpusched_place_result *res)
+GPUSCHED_API int gpusched_place_result_committed(const gpusched_place_result *res)
 {
     return res ? res->committed : 0;
 }
 
-int gpusched_place_result_nodes(const gpusched_place_result *res, const uint32_t **nodes, const uint64_t **masks,
+GPUSCHED_API int gpusched_place_result_nodes(const gpusched_place_result *res, const uint32_t **nodes, const uint64_t **masks,
                                 uint32_t *n)
 {
     if (!res || !nodes || !masks || !n)
@@ -190,7 +190,7 @@ int gpusched_place_result_nodes(const gpusched_place_result *res, const uint32_t
     return 0;
 }
 
-int gpusched_place_result_pods(const gpusched_place_result *res, const uint32_t **pod_nodes, uint32_t *n)
+GPUSCHED_API int gpusched_place_result_pods(const gpusched_place_result *res, const uint32_t **pod_nodes, uint32_t *n)
 {
     if (!res || !pod_nodes || !n)
         return GPUSCHED_EINVAL;
@@ -199,7 +199,7 @@ int gpusched_place_result_pods(const gpusched_place_result *res, const uint32_t 
     return 0;
 }
 
-int gpusched_place_result_domains(const gpusched_place_result *res, uint32_t level, const uint32_t **domains,
+GPUSCHED_API int gpusched_place_result_domains(const gpusched_place_result *res, uint32_t level, const uint32_t **domains,
                                   uint32_t *n)
 {
     if (!res || !domains || !n)
@@ -216,7 +216,7 @@ int gpusched_place_result_domains(const gpusched_place_result *res, uint32_t lev
     return 0;
 }
 
-int gpusched_place_result_locality(const gpusched_place_result *res, const uint32_t **counts, uint32_t *n)
+GPUSCHED_API int gpusched_place_result_locality(const gpusched_place_result *res, const uint32_t **counts, uint32_t *n)
 {
     if (!res || !counts || !n)
         return GPUSCHED_EINVAL;
