@@ -80,6 +80,11 @@ struct gpusched_place_result {
     uint32_t reason;
     int committed;
     char msg[GS_ERRMSG_MAX];
+    /* A placement's message is written when first asked for: formatting
+     * costs more than a small placement. */
+    const struct gpusched_topo *msg_topo;  /* non-NULL: message still to write */
+    uint32_t msg_gpus;
+    struct gpusched_topo *topo;             /* a reference, for the level names */
     uint32_t nlevels;
     uint32_t n, cap;            /* nodes */
     uint32_t *nodes;

@@ -31,6 +31,7 @@ GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res)
     gs_free(&a, res->masks);
     gs_free(&a, res->pod_nodes);
     gs_free(&a, res->doms);
+    gpusched_topo_unref(res->topo);
     gs_free(&a, res);
 }
 
@@ -39,6 +40,7 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
     res->reason = GPUSCHED_PLACE_NOT_RUN;
     res->committed = 0;
     res->msg[0] = '\0';
+    res->msg_topo = NULL;
     res->nlevels = nlevels;
     res->n = res->npods = res->ndoms_total = 0;
     memset(res->dom_off, 0, sizeof res->dom_off);
@@ -94,15 +96,17 @@ static void fill_domains(gpusched_placer *p, gpusched_place_result *res)
     res->ndoms_total = o;
 }
 
-static void describe(gpusched_placer *p, gpusched_place_result *res)
+static void describe(gpusched_place_result *res)
 {
     char gpus[32], nodes[32];
-    gs_pl_fmt_count(gpus, sizeof gpus, p->req->gpus);
+    const struct gpusched_topo *t = res->msg_topo;
+    res->msg_topo = NULL;
+    gs_pl_fmt_count(gpus, sizeof gpus, res->msg_gpus);
     gs_pl_fmt_count(nodes, sizeof nodes, res->n);
     int o = snprintf(res->msg, sizeof res->msg, "%s GPUs on %s nodes in", gpus, nodes);
-    for (uint32_t l = 0; l < p->nlevels && o > 0 && (size_t)o < sizeof res->msg; l++)
+    for (uint32_t l = 0; l < res->nlevels && o > 0 && (size_t)o < sizeof res->msg; l++)
         o += snprintf(res->msg + o, sizeof res->msg - (size_t)o, "%s %u %s%s", l ? "," : "", res->locality[l],
-                      p->t->level_names[l], res->locality[l] == 1 ? "" : "s");
+                      t->level_names[l], res->locality[l] == 1 ? "" : "s");
 }
 
 int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
@@ -121,7 +125,12 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
             res->pod_nodes[res->npods++] = p->out_nodes[i];
     fill_domains(p, res);
     res->reason = GPUSCHED_PLACE_OK;
-    describe(p, res);
+    if (res->topo != p->t) {
+        gpusched_topo_unref(res->topo);
+        res->topo = gpusched_topo_ref((gpusched_topo *)p->t);
+    }
+    res->msg_topo = p->t;
+    res->msg_gpus = r->gpus;
     return 0;
 }
 
@@ -132,7 +141,11 @@ GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *
 
 const char *gpusched_place_result_message(const gpusched_place_result *res)
 {
-    return res ? res->msg : "";
+    if (!res)
+        return "";
+    if (res->msg_topo)
+        describe((gpusched_place_result *)res);
+    return res->msg;
 }
 
 GPUSCHED_API int gpusched_place_result_committed(const gpusched_place_result *res)
