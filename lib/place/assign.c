@@ -148,14 +148,19 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
             t = o.prev[at] - 1;
         }
     }
-    /* The table caps at Y: trim the excess, leaving each child at least one. */
+    /* The table caps at Y: trim the excess, leaving each child at least
+     * one, from the smallest share up, so that the large shares stay whole
+     * and the remainder lands on the smallest piece (best fit). */
     uint64_t excess = sum - Y;
-    for (uint32_t i = o.nkids; i-- > 0 && excess;)
-        if (amount[i] > 1) {
-            uint32_t cut = amount[i] - 1 < excess ? amount[i] - 1 : (uint32_t)excess;
-            amount[i] -= cut;
-            excess -= cut;
-        }
+    while (excess) {
+        uint32_t pick = UINT32_MAX;
+        for (uint32_t i = 0; i < o.nkids; i++)
+            if (amount[i] > 1 && (pick == UINT32_MAX || amount[i] <= amount[pick]))
+                pick = i;
+        uint32_t cut = amount[pick] - 1 < excess ? amount[pick] - 1 : (uint32_t)excess;
+        amount[pick] -= cut;
+        excess -= cut;
+    }
     return descend(p, l, o.first, amount, o.nkids);
 }
 
