@@ -201,7 +201,10 @@ Test(place_api, bad_requests_say_which_field)
     struct {
         gpusched_place_request q;
         uint32_t extra;
-    } big = {req(8), 1};
+    } big;
+    memset(&big, 0, sizeof big); /* the padding too */
+    big.q = req(8);
+    big.extra = 1;
     big.q.size = sizeof big;
     REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 112 is non-zero but this library knows only 112 bytes");
     big.extra = 0;
