@@ -4,12 +4,6 @@
 
 #include "topo-builder.h"
 
-bool gs_name_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.' || c == ':' || c == '+';
-}
-
 const char *gs_name_check(const char *s, size_t len)
 {
     if (len == 0)
@@ -26,6 +20,9 @@ static uint32_t gs_dom_lookup(const gpusched_topo_builder *b, uint32_t l, uint32
                               const char *s, size_t len)
 {
     const gs_blevel *lv = &b->lv[l];
+    uint32_t last = b->last_dom[l];
+    if (last < lv->n && lv->parent[last] == parent && gs_pool_eq(&b->pool, lv->name[last], s, len))
+        return last;
     if (!lv->index.slots)
         return GPUSCHED_NONE;
     uint32_t h = gs_dom_hash(parent, s, len);
@@ -39,11 +36,10 @@ static uint32_t gs_dom_lookup(const gpusched_topo_builder *b, uint32_t l, uint32
     return GPUSCHED_NONE;
 }
 
-static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, size_t len)
+static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, size_t len, uint32_t h)
 {
     if (!b->node_index.slots)
         return GPUSCHED_NONE;
-    uint32_t h = gs_hash32(s, len, 0);
     for (uint32_t i = gs_hindex_first(&b->node_index, h); b->node_index.slots[i].id != GS_HEMPTY;
          i = gs_hindex_next(&b->node_index, i)) {
         uint32_t id = b->node_index.slots[i].id;
@@ -51,6 +47,12 @@ static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, si
             return id;
     }
     return GPUSCHED_NONE;
+}
+
+void gs_builder_prefetch_name(const gpusched_topo_builder *b, const char *s, size_t len)
+{
+    if (b->node_index.slots)
+        __builtin_prefetch(&b->node_index.slots[gs_hindex_first(&b->node_index, gs_hash32(s, len, 0))]);
 }
 
 static uint32_t gs_grow_cap(uint32_t cap)
@@ -122,7 +124,14 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
                             (int)name.len, name.s, gs_pool_str(&b->pool, b->level_name[l]),
                             (int)(path[l].len > 63 ? 63 : path[l].len), path[l].s, why);
     }
-    if (gs_node_lookup(b, name.s, name.len) != GPUSCHED_NONE)
+    return gs_builder_add_valid(b, path, name, gpus, cls, labels);
+}
+
+int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
+                         uint32_t cls, uint64_t labels)
+{
+    uint32_t name_hash = gs_hash32(name.s, name.len, 0);
+    if (gs_node_lookup(b, name.s, name.len, name_hash) != GPUSCHED_NONE)
         return gs_error(&b->err, GPUSCHED_EEXIST, "duplicate node name '%.*s'", (int)name.len,
                         name.s);
 
@@ -157,6 +166,7 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
             ids[l] = id;
         }
         parent = ids[l];
+        b->last_dom[l] = ids[l];
     }
     uint32_t n = b->nnodes++;
     b->node_leaf[n] = parent;
@@ -164,7 +174,7 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
     b->node_gpus[n] = (uint8_t)gpus;
     b->node_class[n] = (uint8_t)cls;
     b->node_labels[n] = labels;
-    gs_hindex_insert(&b->node_index, n, gs_hash32(name.s, name.len, 0));
+    gs_hindex_insert(&b->node_index, n, name_hash);
     b->ngpus += gpus;
     gs_err_clear(&b->err);
     return 0;
@@ -360,6 +370,8 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
         return gs_error(&b->err, GPUSCHED_EINVAL, "path or name is NULL");
     if (nlabels && !labels)
         return gs_error(&b->err, GPUSCHED_EINVAL, "labels are NULL");
+    size_t name_len = strlen(name);
+    gs_builder_prefetch_name(b, name, name_len);
     gs_span spans[GS_MAX_LEVELS];
     for (uint32_t l = 0; l < b->nlevels; l++) {
         if (!path[l])
@@ -382,7 +394,7 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
         mask |= (uint64_t)1 << (bit & 63);
     }
     if (!rc)
-        rc = gs_builder_add(b, spans, (gs_span){name, strlen(name)}, gpus, cls, mask);
+        rc = gs_builder_add(b, spans, (gs_span){name, name_len}, gpus, cls, mask);
     if (rc)
         gs_builder_rollback(b, &m);
     return rc;
