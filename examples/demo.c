@@ -81,6 +81,9 @@ out:
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
     gpusched_cluster_free(c);
+    gpusched_topo_unref(t);
+}
+
 static void show_topo(void)
 {
     gpusched_topo *t = NULL;
@@ -106,7 +109,7 @@ static void show_topo(void)
 int main(void)
 {
     show_core();
-    show_place();
     show_topo();
+    show_place();
     return 0;
 }
