@@ -98,7 +98,10 @@ typedef struct gpusched_job {
 GPUSCHED_API int gpusched_cluster_new(gpusched_topo *topo, const gpusched_allocator *alloc,
                                       gpusched_cluster **out);
 
-/** Frees a cluster and drops its topology reference; NULL is accepted. */
+/**
+ * Frees a cluster and drops its topology reference.
+ * @param c The cluster; NULL is accepted (no-op).
+ */
 GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c);
 
 /**
@@ -165,7 +168,7 @@ GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `ids`.
  * @param[out] count Number of jobs on the node (even when it exceeds `cap`).
  * @retval 0 Success: all ids fit.
- * @retval GPUSCHED_EINVAL `c` or `count` is NULL.
+ * @retval GPUSCHED_EINVAL `c` or `count` is NULL, or `ids` is NULL while the node has jobs.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small (`*count` says how many).
  */
 GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, uint64_t *ids,
@@ -186,7 +189,8 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `hit`.
  * @param[out] nhit Number of jobs hit; may be NULL.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL `c` is NULL or `health` is not a health.
+ * @retval GPUSCHED_EINVAL `c` is NULL, `health` is not a health, or `hit` is NULL
+ *         while jobs are hit.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small: nothing changed,
  *         `*nhit` says how many ids are needed.
  */
@@ -326,12 +330,17 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id);
  * @param c The cluster.
  * @param job The new descriptor; `job->id` names the job.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL NULL argument or bad flags. @retval GPUSCHED_E2BIG Unknown trailing bytes.
+ * @retval GPUSCHED_EINVAL NULL argument or bad flags.
+ * @retval GPUSCHED_E2BIG Unknown trailing bytes.
  * @retval GPUSCHED_ENOENT No running job has this id.
  */
 GPUSCHED_API int gpusched_cluster_job_update(gpusched_cluster *c, const gpusched_job *job);
 
-/** Number of running jobs (0 if `c` is NULL). */
+/**
+ * Number of running jobs.
+ * @param c The cluster.
+ * @return The count, 0 if `c` is NULL.
+ */
 GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c);
 
 /**
@@ -401,6 +410,24 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
                                           const uint32_t *nodes, const uint64_t *masks);
 
 /**
+ * Releases a running job and keeps all its GPUs reserved for another job,
+ * atomically: the preemption step "evict a victim, hold its GPUs for the
+ * preemptor". The GPUs are added to the reservation of `resv_job_id`
+ * (created if needed), whatever the health of their nodes; none of them
+ * becomes free in between.
+ * @param c The cluster.
+ * @param job_id The running job to release (the victim).
+ * @param resv_job_id The job the GPUs are kept for.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ * @retval GPUSCHED_ENOENT No running job has id `job_id`.
+ * @retval GPUSCHED_ELIMIT Too many reservations.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t job_id,
+                                                  uint64_t resv_job_id);
+
+/**
  * Drops a reservation: its GPUs become free.
  * @param c The cluster.
  * @param job_id The reservation's job.
@@ -410,12 +437,21 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
  */
 GPUSCHED_API int gpusched_cluster_unreserve(gpusched_cluster *c, uint64_t job_id);
 
-/** Number of reservations (0 if `c` is NULL). */
+/**
+ * Number of reservations.
+ * @param c The cluster.
+ * @return The count, 0 if `c` is NULL.
+ */
 GPUSCHED_API uint32_t gpusched_cluster_resv_count(const gpusched_cluster *c);
 
 /**
- * Iterates reservations: the job id of reservation number `index`.
- * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ * Iterates reservations: the job id of reservation number `index`, 0 to
+ * gpusched_cluster_resv_count() - 1 (deterministic order, changed by drops).
+ * @param c The cluster.
+ * @param index Position.
+ * @param[out] job_id The reservation's job id.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` or `job_id` is NULL.
  * @retval GPUSCHED_ERANGE `index` is past the last reservation.
  */
 GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id);

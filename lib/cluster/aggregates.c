@@ -25,8 +25,11 @@ int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a)
         g->free_gpus = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
         g->free_nodes = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
         g->hist = gs_calloc(a, (size_t)t->ndom[l] * c->hist_width, sizeof(uint32_t));
-        if (!g->free_gpus || !g->free_nodes || !g->hist)
+        g->dom_gpus = gs_malloc(a, (size_t)t->ndom[l] * sizeof(uint32_t));
+        if (!g->free_gpus || !g->free_nodes || !g->hist || !g->dom_gpus)
             return GPUSCHED_ENOMEM;
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            g->dom_gpus[d] = gs_topo_dom_gpus(t, l, d);
     }
     return 0;
 }
@@ -39,6 +42,7 @@ void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a)
         gs_free(a, c->agg[l].free_gpus);
         gs_free(a, c->agg[l].free_nodes);
         gs_free(a, c->agg[l].hist);
+        gs_free(a, c->agg[l].dom_gpus);
         memset(&c->agg[l], 0, sizeof c->agg[l]);
     }
 }
@@ -47,7 +51,7 @@ size_t gs_aggs_bytes(const struct gpusched_cluster *c)
 {
     size_t b = (size_t)c->hist_width * sizeof(uint32_t);
     for (uint32_t l = 0; l < c->nlevels; l++)
-        b += (size_t)c->topo->ndom[l] * (2 + c->hist_width) * sizeof(uint32_t);
+        b += (size_t)c->topo->ndom[l] * (3 + c->hist_width) * sizeof(uint32_t);
     return b;
 }
 
@@ -71,7 +75,7 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
     gs_agg *g = &dst->agg[leaf];
     for (uint32_t n = 0; n < t->nnodes; n++) {
         uint64_t avail = gs_cluster_node_avail(src, n);
-        uint32_t k = gs_popcount64(avail);
+        uint32_t k = gs_mask_count(avail);
         uint32_t full = avail == gs_node_all_mask(t->node_gpus[n]);
         uint32_t d = t->node_leaf[n];
         g->free_gpus[d] += k;
@@ -97,52 +101,165 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
         for (uint32_t d = 0; d < t->ndom[l]; d++)
             if (dst->agg[l].free_nodes[d] == gs_topo_dom_nodes(t, l, d)) {
                 dst->full_doms[l]++;
-                dst->full_gpus[l] += gs_topo_dom_gpus(t, l, d);
+                dst->full_gpus[l] += dst->agg[l].dom_gpus[d];
             }
 }
 
+/* The hot path of every allocation and release. The build has
+ * -fno-strict-aliasing, so each counter store would make the compiler
+ * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
     const struct gpusched_topo *t = c->topo;
-    uint64_t avail = gs_cluster_node_avail(c, n);
-    uint32_t ok = gs_popcount64(old_avail), nk = gs_popcount64(avail);
+    const uint64_t avail = gs_cluster_node_avail(c, n);
+    const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
-    const uint32_t H = c->hist_width, nl = c->nlevels;
-    uint32_t gpus = t->node_gpus[n];
-    uint64_t all = gs_node_all_mask(gpus);
-    int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
-    uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
+    const size_t H = c->hist_width;
+    const uint32_t nl = c->nlevels;
+    const uint32_t gpus = t->node_gpus[n];
+    const uint64_t all = gs_node_all_mask(gpus);
+    const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
+    const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
+    uint32_t *const root_hist = c->root_hist;
 
     c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
-    c->root_free_nodes += (uint32_t)dfull;
-    c->root_hist[ok]--;
-    c->root_hist[nk]++;
-    if (dfull) {
-        c->full_doms[nl] += (uint32_t)dfull;
-        c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
-    }
+    root_hist[ok]--;
+    root_hist[nk]++;
     uint32_t d = t->node_leaf[n];
-    for (uint32_t l = nl; l-- > 0;) {
-        if (l != nl - 1)
-            d = t->dom_parent[l + 1][d];
-        gs_agg *g = &c->agg[l];
-        g->free_gpus[d] += dfree;
-        uint32_t *h = &g->hist[(size_t)d * H];
-        h[ok]--;
-        h[nk]++;
-        if (dfull) {
-            uint32_t size = gs_topo_dom_nodes(t, l, d);
-            uint32_t before = g->free_nodes[d];
-            uint32_t after = before + (uint32_t)dfull;
-            g->free_nodes[d] = after;
-            if (before == size || after == size) {
-                int32_t s = after == size ? 1 : -1;
-                c->full_doms[l] += (uint32_t)s;
-                c->full_gpus[l] += (uint64_t)(int64_t)(s * (int64_t)gs_topo_dom_gpus(t, l, d));
-            }
+    if (!dfull) {
+        for (uint32_t l = nl; l-- > 0;) {
+            const gs_agg g = c->agg[l];
+            g.free_gpus[d] += dfree;
+            g.hist[d * H + ok]--;
+            g.hist[d * H + nk]++;
+            if (l)
+                d = t->dom_parent[l][d];
         }
+        return;
     }
+    c->root_free_nodes += (uint32_t)dfull;
+    c->full_doms[nl] += (uint32_t)dfull;
+    c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
+    for (uint32_t l = nl; l-- > 0;) {
+        const gs_agg g = c->agg[l];
+        const uint32_t *start = t->dom_start[l];
+        g.free_gpus[d] += dfree;
+        g.hist[d * H + ok]--;
+        g.hist[d * H + nk]++;
+        const uint32_t size = start[d + 1] - start[d];
+        const uint32_t before = g.free_nodes[d], after = before + (uint32_t)dfull;
+        g.free_nodes[d] = after;
+        if (before == size || after == size) {
+            const int32_t sign = after == size ? 1 : -1;
+            c->full_doms[l] += (uint32_t)sign;
+            c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
+        }
+        if (l)
+            d = t->dom_parent[l][d];
+    }
+}
+
+/* ---- batched updates for large allocations ------------------------------ */
+
+/* Changes of the nodes of one lowest domain, gathered before they are
+ * applied to it and its ancestors once. */
+typedef struct gs_leaf_delta {
+    int32_t free_gpus;
+    int32_t free_nodes;
+    int64_t full_gpus;          /* GPUs of nodes that became (un)fully free */
+    uint32_t lo, hi;            /* histogram buckets touched: [lo, hi] */
+    int32_t hist[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+} gs_leaf_delta;
+
+static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
+{
+    uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    if (ok == nk)
+        return;
+    uint64_t all = gs_node_all_mask(gpus);
+    int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
+    x->free_gpus += (int32_t)nk - (int32_t)ok;
+    x->free_nodes += dfull;
+    x->full_gpus += (int64_t)dfull * gpus;
+    x->hist[ok]--;
+    x->hist[nk]++;
+    uint32_t lo = ok < nk ? ok : nk, hi = ok < nk ? nk : ok;
+    x->lo = lo < x->lo ? lo : x->lo;
+    x->hi = hi > x->hi ? hi : x->hi;
+}
+
+static void gs_delta_row(uint32_t *free_gpus, uint32_t *free_nodes, uint32_t *hist, const gs_leaf_delta *x)
+{
+    *free_gpus += (uint32_t)x->free_gpus;
+    *free_nodes += (uint32_t)x->free_nodes;
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        hist[k] += (uint32_t)x->hist[k];
+}
+
+static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_delta *x)
+{
+    if (x->lo > x->hi)
+        return;
+    const struct gpusched_topo *t = c->topo;
+    const size_t H = c->hist_width;
+    const uint32_t nl = c->nlevels;
+    c->root_free_gpus += (uint64_t)(int64_t)x->free_gpus;
+    c->root_free_nodes += (uint32_t)x->free_nodes;
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        c->root_hist[k] += (uint32_t)x->hist[k];
+    c->full_doms[nl] += (uint32_t)x->free_nodes;
+    c->full_gpus[nl] += (uint64_t)x->full_gpus;
+    uint32_t d = leaf;
+    for (uint32_t l = nl; l-- > 0;) {
+        const gs_agg g = c->agg[l];
+        const uint32_t size = t->dom_start[l][d + 1] - t->dom_start[l][d];
+        const uint32_t before = g.free_nodes[d];
+        gs_delta_row(&g.free_gpus[d], &g.free_nodes[d], &g.hist[d * H], x);
+        const uint32_t after = g.free_nodes[d];
+        if ((before == size) != (after == size)) {
+            const int32_t sign = after == size ? 1 : -1;
+            c->full_doms[l] += (uint32_t)sign;
+            c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
+        }
+        if (l)
+            d = t->dom_parent[l][d];
+    }
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        x->hist[k] = 0;
+    x->free_gpus = x->free_nodes = 0;
+    x->full_gpus = 0;
+    x->lo = UINT32_MAX;
+    x->hi = 0;
+}
+
+/* A large allocation or release touches thousands of nodes that share
+ * lowest domains (nodes are ascending and domains contiguous), so the
+ * aggregates are updated once per lowest domain instead of once per node:
+ * O(levels * hist_width) per domain touched plus O(1) per node. */
+void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                          int claim, uint32_t holder)
+{
+    const struct gpusched_topo *t = c->topo;
+    gs_leaf_delta x;
+    memset(&x, 0, sizeof x);
+    x.lo = UINT32_MAX;
+    uint32_t leaf = n ? t->node_leaf[nodes[0]] : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t node = nodes[i];
+        const uint64_t mask = masks[i];
+        if (t->node_leaf[node] != leaf) {
+            gs_delta_apply(c, leaf, &x);
+            leaf = t->node_leaf[node];
+        }
+        const uint64_t old = gs_cluster_node_avail(c, node);
+        c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
+        uint32_t *h = &c->gpu_holder[t->node_gpu_base[node]];
+        for (uint64_t m = mask; m; m &= m - 1)
+            h[gs_ctz64(m)] = holder;
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), t->node_gpus[node]);
+    }
+    gs_delta_apply(c, leaf, &x);
 }
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)

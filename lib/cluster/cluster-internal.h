@@ -53,6 +53,13 @@
  * its caller; nothing else may change the cluster while one is lent.
  * While lent: R->lent = 1, R's GPUs have gpu_holder = GS_HOLDER_RESV | slot
  * and are in node_free, not in node_resv.
+ *
+ * For the preemption engine: running jobs are c->jobs.rec[c->jobs.live[i]],
+ * i < c->jobs.count (priority, flags, cost_hint, start_time and the pairs
+ * in each gs_hold); the jobs on a node are found from gpu_holder
+ * (gs_cluster_holder_job). Evicting a victim while keeping its GPUs for the
+ * preemptor is gpusched_cluster_release_to_resv() (atomic: allocates first);
+ * the preemptor is then placed with its reservation lent as above.
  */
 #ifndef GS_CLUSTER_INTERNAL_H
 #define GS_CLUSTER_INTERNAL_H
@@ -103,6 +110,7 @@ typedef struct gs_agg {
     uint32_t *free_gpus;    /* ndom */
     uint32_t *free_nodes;   /* ndom */
     uint32_t *hist;         /* ndom * hist_width */
+    uint32_t *dom_gpus;     /* ndom: GPUs in the domain (constant, from the topology) */
 } gs_agg;
 
 struct gpusched_cluster {
@@ -132,6 +140,21 @@ struct gpusched_cluster {
 };
 
 /* ---- node helpers ------------------------------------------------------ */
+
+/* Population count of a GPU mask. Without -mpopcnt, __builtin_popcountll
+ * is a libgcc call that costs more than the rest of an aggregate update;
+ * the SWAR form is a dozen inlined instructions. */
+static inline uint32_t gs_mask_count(uint64_t x)
+{
+#if defined(__POPCNT__)
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
 
 static inline uint64_t gs_node_all_mask(uint32_t gpus)
 {
@@ -169,6 +192,12 @@ size_t gs_aggs_bytes(const struct gpusched_cluster *c);
  * gs_cluster_node_avail(c, n) now; updates every aggregate on its path.
  * O(levels). */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail);
+
+/* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
+ * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
+ * updated once per lowest domain touched. Never touches node_resv. */
+void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                          int claim, uint32_t holder);
 
 /* ---- jobs and reservations --------------------------------------------- */
 
@@ -253,6 +282,9 @@ void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uin
 /* Release a job / drop a reservation (its GPUs become free). */
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h);
 void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r);
+/* Iteration: the id of live record `index` of `t`. */
+int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
+                     const char *what);
 int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
                          const uint64_t **masks, uint32_t *n, uint32_t *gpus);
 
