@@ -127,9 +127,23 @@ static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
  * costs no more than the frontier entry it was chosen by. */
 static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
 {
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t *share = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *share);
+    if (!share)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < b - a; i++)
+        share[i] = 0;
+    gs_key key;
+    bool direct;
+    int rc = gs_pl_subsets(p, l, d, y, &key, share, &direct);
+    if (rc)
+        return rc;
+    if (direct)
+        return key == GS_KEY_INF ? GPUSCHED_ENOSPC : descend(p, l, a, share, b - a);
     uint32_t Y = y * p->req->ratio[LV(l)];
     gs_pl_dp_out o = {.want_choices = true};
-    int rc = gs_pl_dp(p, l, d, Y, &o);
+    rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
     if (o.dp[Y] == GS_KEY_INF)

@@ -170,6 +170,11 @@ typedef struct gs_pl_dp_out {
     uint32_t nkids, first;
 } gs_pl_dp_out;
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* subsets.c: the exact shortcut for domains whose grandchildren are the
+ * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
+ * if `amount` is given, each child's share (indexed from the first child). */
+int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key, uint32_t *amount,
+                  bool *applicable);
 /* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
 int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
 
