@@ -89,15 +89,18 @@ static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y
     if (!r->agg_exact_nodes)
         return 0;
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
-    uint32_t avail_of[GPUSCHED_TOPO_MAX_NODE_GPUS + 1] = {0}; /* nodes per unit value */
+    uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
+    uint32_t avail_of[GPUSCHED_TOPO_MAX_NODE_GPUS + 1]; /* nodes per unit value */
+    uint32_t full[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+    for (uint32_t v = 0; v <= vmax; v++)
+        avail_of[v] = full[v] = 0;
     for (uint32_t k = r->u0; k < c->hist_width; k++) {
         uint32_t v = r->whole_w ? (k == r->whole_w) : k / r->u0;
         avail_of[v] += h[k];
     }
-    uint32_t full[GPUSCHED_TOPO_MAX_NODE_GPUS + 1] = {0};
     uint64_t rem = (uint64_t)y * r->ratio[LV(l)];
     uint32_t part_v = 0, part = 0, pending = 0;
-    for (uint32_t v = GPUSCHED_TOPO_MAX_NODE_GPUS; v >= 1 && rem; v--) {
+    for (uint32_t v = vmax; v >= 1 && rem; v--) {
         while (avail_of[v] && rem > v) {
             uint64_t t = (rem - 1) / v; /* full nodes before the remainder */
             if (t > avail_of[v])
