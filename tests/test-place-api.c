@@ -325,3 +325,61 @@ Test(place_api, allocation_failures_leave_nothing_behind)
     failalloc_sweep(fa_place, fa_undo, &x);
     gpusched_topo_unref(x.t);
 }
+
+typedef struct fa_batch {
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res[3];
+} fa_batch;
+
+static int fa_batch_op(failalloc *fa, void *vctx)
+{
+    fa_batch *x = vctx;
+    int rc = gpusched_cluster_new(x->t, NULL, &x->c);
+    cr_assert_eq(rc, 0);
+    if ((rc = gpusched_placer_new(x->c, &fa->a, &x->p)))
+        goto fail_cluster;
+    int made = 0;
+    for (; made < 3; made++)
+        if ((rc = gpusched_place_result_new(&fa->a, &x->res[made])))
+            goto fail_results;
+    gpusched_place_request q[3];
+    const gpusched_place_request *qp[3];
+    for (int i = 0; i < 3; i++) {
+        q[i] = req(8 + 16 * (uint32_t)i);
+        q[i].job_id = 50 + (uint64_t)i;
+        q[i].flags = GPUSCHED_PLACE_COMMIT;
+        qp[i] = &q[i];
+    }
+    uint64_t before = ct_fingerprint(x->c);
+    if ((rc = gpusched_placer_place_batch(x->p, 3, qp, x->res, NULL))) {
+        cr_assert_eq(ct_fingerprint(x->c), before, "a failed batch changed the cluster");
+        goto fail_results;
+    }
+    return 0;
+fail_results:
+    while (made-- > 0)
+        gpusched_place_result_free(x->res[made]);
+    gpusched_placer_free(x->p);
+fail_cluster:
+    gpusched_cluster_free(x->c);
+    return rc;
+}
+
+static void fa_batch_undo(void *vctx)
+{
+    fa_batch *x = vctx;
+    cr_assert_eq(gpusched_cluster_job_count(x->c), 3);
+    for (int i = 0; i < 3; i++)
+        gpusched_place_result_free(x->res[i]);
+    gpusched_placer_free(x->p);
+    gpusched_cluster_free(x->c);
+}
+
+Test(place_api, batch_out_of_memory_rolls_back)
+{
+    fa_batch x = {.t = ct_uniform()};
+    cr_assert_gt(failalloc_sweep(fa_batch_op, fa_batch_undo, &x), 3);
+    gpusched_topo_unref(x.t);
+}
