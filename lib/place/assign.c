@@ -241,6 +241,8 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
+    if (o.over_budget)
+        return assign_greedy(p, l, d, y);
     if (o.dp[Y] == GS_KEY_INF)
         return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
     uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);
