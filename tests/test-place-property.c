@@ -58,6 +58,15 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes)
         for (uint32_t l = 0; l <= want.nlevels; l++)
             cr_assert_eq(got[l], want.locality[l], "%s: level %u uses %u domains, optimum %u", ctx, l, got[l],
                          want.locality[l]);
+        uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint32_t nfit;
+        place_ref_fit(c, &q, nodes, n, fit, &nfit);
+        cr_assert_eq(nfit, want.nfit, "%s: single-domain levels %u, reference %u", ctx, nfit, want.nfit);
+        for (uint32_t l = 0; l < nfit; l++)
+            cr_assert_eq(fit[l], want.fit[l],
+                         "%s: level %u: chose domain %llu with %llu free GPUs, the tightest is %llu with %llu", ctx, l,
+                         (unsigned long long)(fit[l] & 0xffffffff), (unsigned long long)(fit[l] >> 32),
+                         (unsigned long long)(want.fit[l] & 0xffffffff), (unsigned long long)(want.fit[l] >> 32));
     }
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
