@@ -365,9 +365,10 @@ static void bp_small8(gsb_ctx *b)
     gsb_report(b, "place.small8.per_s", 1e9 / nb, "1/s", params);
     snprintf(params, sizeof params,
              "\"big_gpus\": %llu, \"small_gpus\": %llu, \"big_ns\": %.1f, \"small_ns\": %.1f, "
-             "\"big_release_ns\": %.1f, \"small_release_ns\": %.1f",
+             "\"big_release_ns\": %.1f, \"small_release_ns\": %.1f, \"place_commit_only_ratio\": %.3f",
              (unsigned long long)gpusched_topo_gpu_count(big.e.t),
-             (unsigned long long)gpusched_topo_gpu_count(small.e.t), nb, ns, relb, rels);
+             (unsigned long long)gpusched_topo_gpu_count(small.e.t), nb, ns, relb, rels,
+             ns > rels ? (nb - relb) / (ns - rels) : 0.0);
     gsb_report(b, "place.small8.scaling", nb / ns, "ratio", params);
     uint32_t nops = gsb_quick(b) ? 50 : 300;
     double tn[32];
