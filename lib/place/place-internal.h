@@ -79,6 +79,7 @@ struct gpusched_place_result {
     gs_alloc alloc;
     uint32_t reason;
     int committed;
+    int held;                   /* a batch holds it as a job until the batch ends */
     char msg[GS_ERRMSG_MAX];
     /* A placement's message is written when first asked for: formatting
      * costs more than a small placement. */
