@@ -114,12 +114,11 @@ struct gpusched_placer {
     uint32_t *avoid_gen;        /* per node: == gen when avoided */
     uint32_t gen;
     gs_arena arena;
-    /* What the search chose, in ascending order: nodes with their units
-     * and GPU masks, and the domains used at each level. */
-    uint32_t *out_nodes;
-    uint32_t *out_units;
-    uint64_t *out_masks;
-    uint32_t nout, out_cap;
+    /* What the search chose, in ascending order: nodes and GPU masks go
+     * straight into the result being filled (no copy of a large gang's
+     * arrays), the domains used at each level into the placer. */
+    gpusched_place_result *res;
+    uint32_t nout;
     uint32_t *out_doms[GS_MAX_LEVELS];
     uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */

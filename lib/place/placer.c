@@ -36,9 +36,6 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
         gs_free(&a, p->cap_gen[l]);
     }
     gs_free(&a, p->avoid_gen);
-    gs_free(&a, p->out_nodes);
-    gs_free(&a, p->out_units);
-    gs_free(&a, p->out_masks);
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);
@@ -117,6 +114,8 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     if (resv)
         gs_cluster_resv_lend(p->c, resv);
     gs_arena_reset(&p->arena);
+    gs_pl_result_reset(res, p->nlevels);
+    p->res = res;
     int rc = gs_pl_search(p);
     if (rc == GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
@@ -137,6 +136,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     if (resv)
         gs_cluster_resv_unlend(p->c, resv);
     p->req = NULL;
+    p->res = NULL;
     if (rc && rc != GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
