@@ -123,6 +123,7 @@ struct gpusched_placer {
     uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
+    uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };
 
 /* request.c */
