@@ -3,7 +3,7 @@
  * out sorted without a sort. */
 #include "place-internal.h"
 
-static int grow_out(gpusched_placer *p)
+__attribute__((noinline)) static int grow_out(gpusched_placer *p)
 {
     gpusched_place_result *res = p->res;
     uint32_t cap = res->cap ? 2 * res->cap : 256;
@@ -33,7 +33,7 @@ static uint64_t take_gpus(uint64_t avail, uint32_t count)
     return m;
 }
 
-static int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
+static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
 {
     gpusched_place_result *res = p->res;
     if (p->nout == res->cap && grow_out(p))
