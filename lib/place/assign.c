@@ -1,0 +1,295 @@
+/* Turning a decision into nodes: a chosen domain hands its units down to
+ * its children, children in ascending index order, so that the nodes come
+ * out sorted without a sort. */
+#include "place-internal.h"
+
+__attribute__((noinline)) static int grow_out(gpusched_placer *p)
+{
+    gpusched_place_result *res = p->res;
+    uint32_t cap = res->cap ? 2 * res->cap : 256;
+    uint32_t *n = gs_realloc_array(&res->alloc, res->nodes, cap, sizeof *n);
+    if (!n)
+        return GPUSCHED_ENOMEM;
+    res->nodes = n;
+    uint64_t *m = gs_realloc_array(&res->alloc, res->masks, cap, sizeof *m);
+    if (!m)
+        return GPUSCHED_ENOMEM;
+    res->masks = m;
+    res->cap = cap;
+    return 0;
+}
+
+/* The lowest usable GPUs of the node: a job's GPUs stay packed. */
+static uint64_t take_gpus(uint64_t avail, uint32_t count)
+{
+    if (count >= gs_popcount64(avail))
+        return avail;
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t bit = avail & (~avail + 1);
+        m |= bit;
+        avail ^= bit;
+    }
+    return m;
+}
+
+static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
+{
+    gpusched_place_result *res = p->res;
+    if (p->nout == res->cap && grow_out(p))
+        return GPUSCHED_ENOMEM;
+    res->nodes[p->nout] = node;
+    res->masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
+    return 0;
+}
+
+static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
+{
+    return emit_node_avail(p, node, units, gs_cluster_node_avail(p->c, node));
+}
+
+/* A lowest-level domain handing over everything it can hold (every rack
+ * of a large gang of whole racks): one pass over its nodes. */
+static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+{
+    const gs_pl_req *r = p->req;
+    uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
+    uint64_t want = (uint64_t)y * r->ratio[LV(l)], total = 0;
+    *done = false;
+    if (r->agg_exact_nodes) {
+        total = gs_pl_ub_units(p, l, d);
+    } else {
+        for (uint32_t n = a; n < b; n++)
+            total += gs_pl_node_units(p, n);
+    }
+    if (total != want)
+        return 0;
+    for (uint32_t n = a; n < b; n++) {
+        uint64_t avail = gs_cluster_node_avail(p->c, n);
+        uint32_t u = r->filtered && !gs_pl_node_eligible(p, n) ? 0 : gs_pl_units_of_mask(r, p->t, n, avail);
+        if (u && emit_node_avail(p, n, u, avail))
+            return GPUSCHED_ENOMEM;
+    }
+    *done = true;
+    return 0;
+}
+
+/* The greedy choice of assign_greedy (largest first, ties lowest index,
+ * the remainder to the tightest node that takes it), planned on the
+ * domain's histogram and carried out by reading nodes only until the
+ * planned ones are found. Only when the aggregates count units exactly. */
+static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    *done = false;
+    if (!r->agg_exact_nodes)
+        return 0;
+    const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
+    uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
+    uint32_t avail_of[GPUSCHED_TOPO_MAX_NODE_GPUS + 1]; /* nodes per unit value */
+    uint32_t full[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+    for (uint32_t v = 0; v <= vmax; v++)
+        avail_of[v] = full[v] = 0;
+    for (uint32_t k = r->u0; k < c->hist_width; k++) {
+        uint32_t v = r->whole_w ? (k == r->whole_w) : k / r->u0;
+        avail_of[v] += h[k];
+    }
+    uint64_t rem = (uint64_t)y * r->ratio[LV(l)];
+    uint32_t part_v = 0, part = 0, pending = 0;
+    for (uint32_t v = vmax; v >= 1 && rem; v--) {
+        while (avail_of[v] && rem > v) {
+            uint64_t t = (rem - 1) / v; /* full nodes before the remainder */
+            if (t > avail_of[v])
+                t = avail_of[v];
+            full[v] += (uint32_t)t;
+            avail_of[v] -= (uint32_t)t;
+            pending += (uint32_t)t;
+            rem -= t * v;
+        }
+        if (avail_of[v] && rem <= v) {
+            for (part_v = (uint32_t)rem; !avail_of[part_v]; part_v++)
+                ;
+            part = (uint32_t)rem;
+            pending++;
+            rem = 0;
+        }
+    }
+    if (rem)
+        return 0;
+    uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
+    for (uint32_t n = a; n < b && pending; n++) {
+        uint64_t avail = gs_cluster_node_avail(c, n);
+        uint32_t v = gs_pl_units_of_mask(r, p->t, n, avail);
+        uint32_t take = 0;
+        if (v && full[v]) {
+            full[v]--;
+            take = v;
+        } else if (v && v == part_v && part) {
+            take = part;
+            part = 0;
+        }
+        if (take) {
+            pending--;
+            if (emit_node_avail(p, n, take, avail))
+                return GPUSCHED_ENOMEM;
+        }
+    }
+    *done = true;
+    return 0;
+}
+
+int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d)
+{
+    if (p->ndoms[l] == p->doms_cap[l]) {
+        uint32_t cap = p->doms_cap[l] ? 2 * p->doms_cap[l] : 64;
+        uint32_t *n = gs_realloc_array(&p->alloc, p->out_doms[l], cap, sizeof *n);
+        if (!n)
+            return GPUSCHED_ENOMEM;
+        p->out_doms[l] = n;
+        p->doms_cap[l] = cap;
+    }
+    p->out_doms[l][p->ndoms[l]++] = d;
+    return 0;
+}
+
+static int descend(gpusched_placer *p, int32_t l, uint32_t first, const uint32_t *amount, uint32_t n)
+{
+    if (l + 1 == (int32_t)p->nlevels) {
+        for (uint32_t i = 0; i < n; i++) {
+            int rc = amount[i] ? emit_node(p, first + i, amount[i]) : 0;
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (amount[i]) {
+            int rc = gs_pl_assign(p, l + 1, first + i, amount[i]);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+/* The fewest children: the largest ones, then the tightest child that
+ * takes the rest (best fit). */
+static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    gs_kid *k;
+    uint32_t n;
+    uint64_t total;
+    int rc = gs_pl_kids(p, l, d, &k, &n, &total);
+    if (rc)
+        return rc;
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t *amount = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *amount);
+    if (!amount)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < b - a; i++)
+        amount[i] = 0;
+    uint64_t rem = (uint64_t)y * p->req->ratio[LV(l)];
+    if (rem == total) {
+        for (uint32_t i = 0; i < n; i++)
+            amount[k[i].idx - a] = k[i].cap;
+        rem = 0;
+    }
+    for (uint32_t i = 0; i < n && rem; i++) {
+        gs_pl_kid_select(k, i, n);
+        if (k[i].cap < rem) {
+            amount[k[i].idx - a] = k[i].cap;
+            rem -= k[i].cap;
+            continue;
+        }
+        uint32_t fit = i;
+        for (uint32_t j = i + 1; j < n; j++)
+            if (k[j].cap >= rem && (k[j].cap < k[fit].cap || (k[j].cap == k[fit].cap && k[j].idx < k[fit].idx)))
+                fit = j;
+        amount[k[fit].idx - a] = (uint32_t)rem;
+        rem = 0;
+    }
+    if (rem)
+        return GPUSCHED_ENOSPC; /* the caller checked the capacity: unreachable */
+    return descend(p, l, a, amount, b - a);
+}
+
+/* Counted levels below the children: the knapsack decides how much each
+ * child takes; each child then re-solves for exactly that much, which
+ * costs no more than the frontier entry it was chosen by. */
+static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t *share = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *share);
+    if (!share)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < b - a; i++)
+        share[i] = 0;
+    gs_key key;
+    bool direct;
+    int rc = gs_pl_subsets(p, l, d, y, &key, share, &direct);
+    if (rc)
+        return rc;
+    if (direct)
+        return key == GS_KEY_INF ? GPUSCHED_ENOSPC : descend(p, l, a, share, b - a);
+    uint32_t Y = y * p->req->ratio[LV(l)];
+    gs_pl_dp_out o = {.want_choices = true};
+    rc = gs_pl_dp(p, l, d, Y, &o);
+    if (rc)
+        return rc;
+    if (o.over_budget)
+        return assign_greedy(p, l, d, y);
+    if (o.dp[Y] == GS_KEY_INF)
+        return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
+    uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);
+    if (!amount)
+        return GPUSCHED_ENOMEM;
+    uint64_t sum = 0;
+    uint32_t t = Y;
+    for (uint32_t i = o.nkids; i-- > 0;) {
+        size_t at = (size_t)i * (Y + 1) + t;
+        amount[i] = 0;
+        if (o.prev[at]) {
+            amount[i] = o.fronts[i].units[o.entry[at]];
+            sum += amount[i];
+            t = o.prev[at] - 1;
+        }
+    }
+    /* The table caps at Y: trim the excess, leaving each child at least
+     * one, from the smallest share up, so that the large shares stay whole
+     * and the remainder lands on the smallest piece (best fit). */
+    uint64_t excess = sum - Y;
+    while (excess) {
+        uint32_t pick = UINT32_MAX;
+        for (uint32_t i = 0; i < o.nkids; i++)
+            if (amount[i] > 1 && (pick == UINT32_MAX || amount[i] <= amount[pick]))
+                pick = i;
+        uint32_t cut = amount[pick] - 1 < excess ? amount[pick] - 1 : (uint32_t)excess;
+        amount[pick] -= cut;
+        excess -= cut;
+    }
+    return descend(p, l, o.first, amount, o.nkids);
+}
+
+int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    if (!y)
+        return 0;
+    if (l == (int32_t)p->nlevels)
+        return emit_node(p, d, y);
+    if (l >= 0 && gs_pl_use_domain(p, (uint32_t)l, d))
+        return GPUSCHED_ENOMEM;
+    if (l + 1 == (int32_t)p->nlevels) {
+        bool done;
+        int rc = take_all_nodes(p, l, d, y, &done);
+        if (!rc && !done)
+            rc = nodes_from_hist(p, l, d, y, &done);
+        if (rc || done)
+            return rc;
+    }
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    int rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}

@@ -1,0 +1,224 @@
+/* The placement engine's internals. Never installed. doc/placement.md
+ * explains the objective and the search; this header names the pieces.
+ *
+ * Levels in the search: -1 is the whole cluster (the "root"), 0 .. L-1 the
+ * topology's domain levels, L (= nlevels) the nodes. Arrays indexed by such
+ * a level are shifted by one (LV(l) = l + 1). */
+#ifndef GS_PLACE_INTERNAL_H
+#define GS_PLACE_INTERNAL_H
+
+#include "cluster/cluster-internal.h"
+#include "core.h"
+#include "gpusched/place.h"
+#include "topo/topo-internal.h"
+
+#define GS_PL_LEVELS (GS_MAX_LEVELS + 2) /* root, domain levels, nodes */
+#define LV(l) ((l) + 1)
+
+/* Locality keys: the vector of domains used per counted level, packed in
+ * mixed radix (level j weighs prod_{k>j}(count_k + 1)), so that comparing
+ * keys compares vectors lexicographically. */
+__extension__ typedef unsigned __int128 gs_key;
+#define GS_KEY_INF (~(gs_key)0)
+
+/* A placement constraint after normalization: every piece of `size` GPUs
+ * lies in one domain of `level`. The required level is the constraint
+ * whose size is the whole gang. */
+typedef struct gs_pl_cons {
+    uint32_t level;
+    uint32_t size;
+} gs_pl_cons;
+
+/* A validated, normalized request. */
+typedef struct gs_pl_req {
+    gpusched_place_request in;  /* the caller's fields, copied in */
+    uint32_t gpus;              /* G */
+    uint32_t split;
+    uint32_t u0;                /* GPUs per node-level unit: 1, pod, node size */
+    uint32_t whole_w;           /* whole nodes: node GPU count, else 0 */
+    uint32_t ncons;             /* constraints, shallowest first, sizes decreasing */
+    gs_pl_cons cons[GPUSCHED_PLACE_MAX_SLICES + 1];
+    int32_t stop;               /* shallowest level a single domain may be: the
+                                 * required level, or -1 */
+    int32_t pref;               /* deepest counted level (L when none) */
+    int32_t deepest_cons;       /* level of the deepest constraint, -1 if none */
+    bool filtered;              /* class, labels or avoided nodes */
+    bool agg_exact_nodes;       /* aggregates give exact node-level units */
+    /* unit[LV(l)]: GPUs per unit counted at level l; ratio[LV(l)]: units of
+     * level l+1 per unit of level l (l = -1 .. L-1). */
+    uint32_t unit[GS_PL_LEVELS];
+    uint32_t ratio[GS_PL_LEVELS];
+    gs_key weight[GS_PL_LEVELS];/* key weight of one domain at level l (0: not counted) */
+} gs_pl_req;
+
+/* Memory for one search: chunks that never move, released by mark. */
+typedef struct gs_arena_chunk {
+    struct gs_arena_chunk *next;
+    size_t cap, top;
+    _Alignas(16) unsigned char data[];
+} gs_arena_chunk;
+
+typedef struct gs_arena {
+    const gs_alloc *alloc;
+    gs_arena_chunk *head;       /* oldest chunk; `next` goes to newer ones */
+    gs_arena_chunk *cur;        /* the chunk being filled (NULL: none yet) */
+} gs_arena;
+
+typedef struct gs_arena_mark {
+    gs_arena_chunk *chunk;
+    size_t top;
+} gs_arena_mark;
+
+void *gs_arena_get(gs_arena *a, size_t bytes);
+gs_arena_mark gs_arena_save(const gs_arena *a);
+void gs_arena_restore(gs_arena *a, gs_arena_mark m);
+void gs_arena_reset(gs_arena *a);
+void gs_arena_free(gs_arena *a);
+
+struct gpusched_place_result {
+    gs_alloc alloc;
+    uint32_t reason;
+    int committed;
+    int held;                   /* a batch holds it as a job until the batch ends */
+    char msg[GS_ERRMSG_MAX];
+    /* A placement's message is written when first asked for: formatting
+     * costs more than a small placement. */
+    const struct gpusched_topo *msg_topo;  /* non-NULL: message still to write */
+    uint32_t msg_gpus;
+    struct gpusched_topo *topo;             /* a reference, for the level names */
+    uint32_t nlevels;
+    uint32_t n, cap;            /* nodes */
+    uint32_t *nodes;
+    uint64_t *masks;
+    uint32_t npods, pod_cap;
+    uint32_t *pod_nodes;
+    uint32_t ndoms_total, doms_cap;
+    uint32_t *doms;             /* domains of every level, concatenated */
+    uint32_t dom_off[GS_MAX_LEVELS + 2];
+    uint32_t locality[GS_MAX_LEVELS + 1];
+};
+
+struct gpusched_placer {
+    gs_alloc alloc;
+    gs_err err;
+    struct gpusched_cluster *c;
+    const struct gpusched_topo *t;
+    uint32_t nlevels;
+    /* Static: most GPUs in one domain of each level (nodes: largest node). */
+    uint32_t max_dom_gpus[GS_PL_LEVELS];
+    uint8_t min_node_gpus;
+    /* Memoized exact capacities of the current search, valid where the
+     * stamp equals `gen`. Per level l = 0 .. L-1. */
+    uint32_t *cap_val[GS_MAX_LEVELS];
+    uint32_t *cap_gen[GS_MAX_LEVELS];
+    uint32_t *avoid_gen;        /* per node: == gen when avoided */
+    uint32_t gen;
+    gs_arena arena;
+    /* What the search chose, in ascending order: nodes and GPU masks go
+     * straight into the result being filled (no copy of a large gang's
+     * arrays), the domains used at each level into the placer. */
+    gpusched_place_result *res;
+    uint32_t nout;
+    uint32_t *out_doms[GS_MAX_LEVELS];
+    uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
+    const gs_pl_req *req;       /* the request being placed */
+    uint64_t dp_budget;         /* knapsack steps left for this placement */
+    uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+};
+
+/* request.c */
+int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
+
+/* capacity.c: units of the current request (p->req). Node units are
+ * inline: the large placements evaluate them once per node returned. */
+static inline bool gs_pl_node_eligible(const gpusched_placer *p, uint32_t n)
+{
+    const gpusched_place_request *q = &p->req->in;
+    const struct gpusched_topo *t = p->t;
+    if (q->gpu_class != GPUSCHED_NONE && t->node_class[n] != q->gpu_class)
+        return false;
+    uint64_t labels = t->node_labels[n];
+    if ((labels & q->labels_required) != q->labels_required || (labels & q->labels_forbidden))
+        return false;
+    return !(q->avoid_count && p->avoid_gen[n] == p->gen);
+}
+
+static inline uint32_t gs_pl_units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n,
+                                           uint64_t avail)
+{
+    if (r->whole_w)
+        return t->node_gpus[n] == r->whole_w && avail == gs_node_all_mask(r->whole_w);
+    return gs_popcount64(avail) / r->u0;
+}
+
+static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
+{
+    if (p->req->filtered && !gs_pl_node_eligible(p, node))
+        return 0;
+    return gs_pl_units_of_mask(p->req, p->t, node, gs_cluster_node_avail(p->c, node));
+}
+/* Exact capacity of domain d at level l (-1 .. L) in units of level l. */
+uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
+/* Upper bound of a domain's node-level units from the aggregates alone. */
+uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Usable free GPUs of a domain: the cheapest bound, one load. */
+uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Upper bound of the units of the best single node in a domain. */
+uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Children of domain d at level l: a range of level l+1. */
+void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *first, uint32_t *end);
+
+/* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
+ * GPUSCHED_ENOMEM. */
+int gs_pl_search(gpusched_placer *p);
+
+/* assign.c: places y units of level l in domain d, appending nodes;
+ * gs_pl_use_domain records a domain used (ascending per level). */
+int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y);
+int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d);
+/* Frontier of a domain: the best key for each amount (see search.c). */
+typedef struct gs_front {
+    uint32_t n;
+    gs_key *key;                /* ascending */
+    uint32_t *units;            /* strictly ascending: most units at that key */
+} gs_front;
+int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f);
+
+/* frontier.c: children with capacity, and the knapsack over children. */
+typedef struct gs_kid {
+    uint32_t idx;
+    uint32_t cap;
+} gs_kid;
+int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total);
+void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
+typedef struct gs_pl_dp_out {
+    bool want_choices;          /* in: keep what each child took */
+    bool over_budget;           /* out: no table, the work budget is spent */
+    gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y) */
+    gs_front *fronts;           /* per child */
+    uint32_t *prev;             /* per child and t: 1 + the t before it, 0: child unused */
+    uint32_t *entry;            /* per child and t: the frontier entry taken */
+    uint32_t nkids, first;
+} gs_pl_dp_out;
+int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* Knapsack steps one placement may spend: beyond, domains are filled
+ * greedily (doc/placement.md, "Cost"). */
+#define GS_PL_DP_BUDGET ((uint64_t)1 << 24)
+/* subsets.c: the exact shortcut for domains whose grandchildren are the
+ * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
+ * if `amount` is given, each child's share (indexed from the first child). */
+int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key, uint32_t *amount,
+                  bool *applicable);
+/* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
+int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
+
+/* explain.c: fills the result's reason and message for a failure. */
+void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res);
+/* Formats n with thousands separators. */
+void gs_pl_fmt_count(char *buf, size_t cap, uint64_t n);
+
+/* result.c */
+void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels);
+int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res);
+
+#endif

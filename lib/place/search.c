@@ -1,0 +1,205 @@
+/* The search: the deepest level where one domain holds the whole gang,
+ * found top-down through the aggregates; among that level's domains the
+ * best locality below (branch and bound); then the units handed down to
+ * nodes (assign.c). doc/placement.md has the argument. */
+#include <stdlib.h>
+
+#include "place-internal.h"
+
+typedef struct gs_cand {
+    int32_t level;              /* level of the candidates */
+    uint32_t demand;            /* units of that level: the whole gang */
+    uint64_t demand_u0;         /* the gang in node-level units */
+    bool first_wins;            /* nothing counted below: the first candidate is best */
+    bool found;
+    bool done;
+    uint32_t best;
+    gs_key best_key;
+    gs_key lb_key;              /* no candidate can do better than this */
+} gs_cand;
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Counted levels below the candidates: each needs at least the gang over
+ * the largest domain of that level (the topology's, or the subtree's best
+ * node for the node level). */
+static gs_key lower_bound(const gpusched_placer *p, const gs_cand *s, uint32_t best_node_units)
+{
+    const gs_pl_req *r = p->req;
+    int32_t L = (int32_t)p->nlevels;
+    gs_key key = 0;
+    for (int32_t j = s->level + 1; j <= r->pref; j++) {
+        uint64_t cnt;
+        if (j == L)
+            cnt = best_node_units ? ceil_div(s->demand_u0, best_node_units) : 1;
+        else
+            cnt = ceil_div(r->gpus, p->max_dom_gpus[LV(j)]);
+        key += (gs_key)cnt * r->weight[LV(j)];
+    }
+    return key;
+}
+
+static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
+{
+    if (gs_pl_cap(p, s->level, d) < s->demand)
+        return 0;
+    if (s->first_wins) {
+        s->found = s->done = true;
+        s->best = d;
+        return 0;
+    }
+    gs_key key;
+    int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
+    if (rc)
+        return rc;
+    if (key < s->best_key) {
+        s->found = true;
+        s->best = d;
+        s->best_key = key;
+        s->done = key <= s->lb_key;
+    }
+    return 0;
+}
+
+static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch);
+
+static int kid_tighter(const void *x, const void *y)
+{
+    const gs_kid *a = x, *b = y;
+    if (a->cap != b->cap)
+        return a->cap < b->cap ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Whether child `ch` (level l + 1) may hold a candidate; its free GPUs. */
+static bool may_hold(const gpusched_placer *p, const gs_cand *s, const uint32_t *free_gpus, int32_t l, uint32_t ch,
+                     uint64_t *ub)
+{
+    *ub = free_gpus ? free_gpus[ch] : gs_pl_ub_gpus(p, l + 1, ch);
+    if (*ub < p->req->gpus)
+        return false;
+    return s->level != (int32_t)p->nlevels || gs_pl_ub_node_units(p, l + 1, ch) >= s->demand;
+}
+
+/* Children that may hold a candidate, tightest first (least usable free
+ * GPUs, ties: lowest index): the best fit among domains, so that large
+ * free domains survive. Free GPUs are the cheapest bound (one load per
+ * child); the exact capacity is checked at the candidate. A child with
+ * exactly the gang's GPUs free is as tight as any can be: it is visited at
+ * once, and when it settles the search the other children are never read. */
+static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
+{
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    const uint32_t *fg = l + 1 < (int32_t)p->nlevels ? p->c->agg[l + 1].free_gpus : NULL;
+    const uint64_t G = p->req->gpus;
+    /* The tightest child in one pass; usually it settles the search. */
+    uint32_t first = UINT32_MAX;
+    uint64_t first_ub = UINT64_MAX, ub;
+    for (uint32_t ch = a; ch < b; ch++)
+        if (may_hold(p, s, fg, l, ch, &ub) && ub < first_ub) {
+            first = ch;
+            first_ub = ub;
+            if (ub == G)
+                break;
+        }
+    if (first == UINT32_MAX)
+        return 0;
+    int rc = visit(p, s, l, first);
+    if (rc || s->done)
+        return rc;
+    /* The others, tightest first. */
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
+    if (!k)
+        return GPUSCHED_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t ch = a; ch < b; ch++)
+        if (ch != first && may_hold(p, s, fg, l, ch, &ub))
+            k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
+    /* Selection while it is cheap (the search usually stops early), a sort
+     * for wide domains. */
+    if (n > 64)
+        qsort(k, n, sizeof *k, kid_tighter);
+    for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
+        uint32_t best = i;
+        for (uint32_t j = i + 1; n <= 64 && j < n; j++)
+            if (kid_tighter(&k[j], &k[best]) < 0)
+                best = j;
+        gs_kid tmp = k[i];
+        k[i] = k[best];
+        k[best] = tmp;
+        rc = visit(p, s, l, k[i].idx);
+    }
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}
+
+static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch)
+{
+    int32_t L = (int32_t)p->nlevels;
+    if (l + 1 == s->level)
+        return consider(p, s, ch);
+    if (s->found && !s->first_wins &&
+        lower_bound(p, s, s->level < L ? gs_pl_ub_node_units(p, l + 1, ch) : 0) >= s->best_key)
+        return 0;
+    return dfs(p, s, l + 1, ch);
+}
+
+/* Candidates at one level: 0 with s->found set or not. */
+static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
+{
+    const gs_pl_req *r = p->req;
+    *s = (gs_cand){
+        .level = l,
+        .demand = r->gpus / r->unit[LV(l)],
+        .demand_u0 = r->gpus / r->u0,
+        .first_wins = l >= r->pref,
+        .best_key = GS_KEY_INF,
+    };
+    s->lb_key = lower_bound(p, s, gs_pl_ub_node_units(p, -1, 0));
+    return dfs(p, s, -1, 0);
+}
+
+/* The chosen domain's ancestors are used too, one per level. */
+static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
+{
+    uint32_t up[GS_MAX_LEVELS];
+    uint32_t x = d;
+    for (int32_t k = l; k-- > 0;)
+        up[k] = x = k + 1 == (int32_t)p->nlevels ? p->t->node_leaf[x] : p->t->dom_parent[k + 1][x];
+    for (int32_t k = 0; k < l && k < (int32_t)p->nlevels; k++)
+        if (gs_pl_use_domain(p, (uint32_t)k, up[k]))
+            return GPUSCHED_ENOMEM;
+    return gs_pl_assign(p, l, d, demand);
+}
+
+int gs_pl_search(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    int32_t L = (int32_t)p->nlevels;
+    int32_t start = r->pref < L ? r->pref : L;
+    if (start < r->stop)
+        start = r->stop;
+    p->nout = 0;
+    p->dp_budget = p->dp_budget_max;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
+    for (int32_t l = start; l >= r->stop; l--) {
+        if (l < 0) {
+            uint32_t n = r->gpus / r->unit[LV(-1)];
+            if (gs_pl_cap(p, -1, 0) < n)
+                return GPUSCHED_ENOSPC;
+            return gs_pl_assign(p, -1, 0, n);
+        }
+        if (r->gpus > p->max_dom_gpus[LV(l)])
+            continue;
+        gs_cand s;
+        int rc = search_level(p, l, &s);
+        if (rc)
+            return rc;
+        if (s.found)
+            return assign_in(p, l, s.best, s.demand);
+    }
+    return GPUSCHED_ENOSPC;
+}
