@@ -12,5 +12,6 @@
 #define GPUSCHED_H
 
 #include <gpusched/common.h>
+#include <gpusched/topo.h>
 
 #endif

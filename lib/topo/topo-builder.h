@@ -1,0 +1,74 @@
+/* The builder's content, shared by the builder calls, the text parser and
+ * freeze. Domains are interned per level by (parent id, name) in order of
+ * first appearance; nodes keep their insertion order. */
+#ifndef GS_TOPO_BUILDER_H
+#define GS_TOPO_BUILDER_H
+
+#include "topo-hash.h"
+#include "topo-internal.h"
+
+typedef struct gs_blevel {
+    uint32_t n, cap;
+    uint32_t *parent;   /* builder id at level - 1; GPUSCHED_NONE at level 0 */
+    uint32_t *name;     /* pool offset of the component name */
+    gs_hindex index;    /* (parent, name) -> id */
+} gs_blevel;
+
+struct gpusched_topo_builder {
+    gs_alloc alloc;
+    gs_err err;
+    uint32_t nlevels;               /* 0 until set */
+    uint32_t level_name[GS_MAX_LEVELS];
+    gs_blevel lv[GS_MAX_LEVELS];
+
+    uint32_t nnodes, ncap;
+    uint32_t *node_leaf;            /* builder id at the lowest level */
+    uint32_t *node_name;            /* pool offset */
+    uint8_t *node_gpus;
+    uint8_t *node_class;
+    uint64_t *node_labels;
+    gs_hindex node_index;
+    uint64_t ngpus;
+
+    uint32_t nclasses, nlabels;
+    uint32_t class_name[GPUSCHED_TOPO_MAX_CLASSES];
+    uint32_t label_name[GPUSCHED_TOPO_MAX_LABELS];
+    uint32_t last_class;            /* cache: nodes usually repeat their class */
+
+    gs_pool pool;
+};
+
+/* What a rollback restores: every count that only grows. */
+typedef struct gs_bmark {
+    uint32_t nlevels, nnodes, nclasses, nlabels, pool_len;
+    uint32_t ndom[GS_MAX_LEVELS];
+    uint64_t ngpus;
+} gs_bmark;
+
+void gs_builder_mark(const gpusched_topo_builder *b, gs_bmark *m);
+/* Forgets everything added since the mark; never allocates. */
+void gs_builder_rollback(gpusched_topo_builder *b, const gs_bmark *m);
+
+/* Name rules shared with the text format: 1..GPUSCHED_TOPO_NAME_MAX bytes
+ * of [A-Za-z0-9_.:+-], so that any stored name prints and parses back. */
+bool gs_name_char(unsigned char c);
+/* NULL if valid, else a reason. */
+const char *gs_name_check(const char *s, size_t len);
+
+/* Interning of classes and labels; `*id` gets the index. ELIMIT when full.
+ * Atomic: on error nothing changes. */
+int gs_builder_class(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
+int gs_builder_label(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
+
+/* add_node with lengths instead of NUL-terminated strings (the parser's
+ * entry point) and class/labels already interned. Errors go to b->err
+ * without position; the parser prefixes its own. */
+typedef struct gs_span {
+    const char *s;
+    size_t len;
+} gs_span;
+int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
+                   uint32_t cls, uint64_t labels);
+int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span *names);
+
+#endif

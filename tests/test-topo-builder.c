@@ -1,0 +1,257 @@
+/* The builder and freeze: contiguity, numbering, names, errors. */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "failalloc.h"
+#include "topo/topo-builder.h"
+
+static const char *const levels2[] = {"block", "rack"};
+
+static void add(gpusched_topo_builder *b, const char *blk, const char *rack, const char *name,
+                uint32_t gpus, const char *cls)
+{
+    const char *path[] = {blk, rack};
+    int rc = gpusched_topo_builder_add_node(b, path, name, gpus, cls, NULL, 0);
+    cr_assert_eq(rc, 0, "%s: %s", name, gpusched_topo_builder_errmsg(b));
+}
+
+static gpusched_topo *small_topo(void)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    /* Interleaved on purpose: freeze must group them. */
+    add(b, "b1", "r0", "n10", 8, "h100");
+    add(b, "b0", "r0", "n0", 8, "h100");
+    add(b, "b1", "r1", "n11", 4, "a100");
+    add(b, "b0", "r1", "n2", 8, NULL);
+    add(b, "b1", "r0", "n12", 2, "h100");
+    add(b, "b0", "r0", "n1", 8, "h100");
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0, "%s", gpusched_topo_builder_errmsg(b));
+    gpusched_topo_builder_free(b);
+    return t;
+}
+
+Test(topo_builder, freeze_groups_by_first_appearance)
+{
+    gpusched_topo *t = small_topo();
+    cr_assert_eq(gpusched_topo_level_count(t), 2);
+    cr_assert_eq(gpusched_topo_node_count(t), 6);
+    cr_assert_eq(gpusched_topo_gpu_count(t), 38);
+    cr_assert_eq(gpusched_topo_domain_count(t, 0), 2);
+    cr_assert_eq(gpusched_topo_domain_count(t, 1), 4);
+    /* b1 appeared first, so it is block 0; its r0 is rack 0 with n10, n12. */
+    const char *order[] = {"n10", "n12", "n11", "n0", "n1", "n2"};
+    for (uint32_t n = 0; n < 6; n++) {
+        char buf[64];
+        cr_assert_eq(gpusched_topo_node_name(t, n, buf, sizeof buf), 0);
+        cr_assert_str_eq(buf, order[n]);
+        uint32_t found;
+        cr_assert_eq(gpusched_topo_node_find(t, order[n], &found), 0);
+        cr_assert_eq(found, n);
+    }
+    const char *racks[] = {"b1/r0", "b1/r1", "b0/r0", "b0/r1"};
+    const uint32_t first[] = {0, 2, 3, 5}, count[] = {2, 1, 2, 1};
+    for (uint32_t d = 0; d < 4; d++) {
+        char buf[64];
+        uint32_t f, c, p, found;
+        cr_assert_eq(gpusched_topo_domain_name(t, 1, d, buf, sizeof buf), 0);
+        cr_assert_str_eq(buf, racks[d]);
+        cr_assert_eq(gpusched_topo_domain_find(t, 1, racks[d], &found), 0);
+        cr_assert_eq(found, d);
+        cr_assert_eq(gpusched_topo_domain_nodes(t, 1, d, &f, &c), 0);
+        cr_assert_eq(f, first[d]);
+        cr_assert_eq(c, count[d]);
+        cr_assert_eq(gpusched_topo_domain_parent(t, 1, d, &p), 0);
+        cr_assert_eq(p, d / 2);
+    }
+    cr_assert_eq(t->node_gpu_base[3], 14);
+    cr_assert_eq(t->max_node_gpus, 8);
+    cr_assert_eq(gpusched_topo_class_count(t), 3);
+    cr_assert_str_eq(gpusched_topo_class_name(t, gpusched_topo_node_class(t, 2)), "a100");
+    cr_assert_str_eq(gpusched_topo_class_name(t, gpusched_topo_node_class(t, 5)), "default");
+    uint32_t x;
+    cr_assert_eq(gpusched_topo_domain_find(t, 1, "b0/r9", &x), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_domain_find(t, 1, "b0", &x), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_domain_find(t, 0, "b0/r0", &x), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_node_find(t, "n99", &x), GPUSCHED_ENOENT);
+    gpusched_topo_unref(t);
+}
+
+Test(topo_builder, bad_input_changes_nothing)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *path[] = {"b0", "r0"};
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, NULL, NULL, 0), GPUSCHED_ESTATE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "levels are not set");
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 0, levels2), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 9, levels2), GPUSCHED_ELIMIT);
+    const char *dup[] = {"rack", "rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, dup), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "level name 'rack' appears twice");
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "");
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), GPUSCHED_ESTATE);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, "h100", NULL, 0), 0);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, "h100", NULL, 0), GPUSCHED_EEXIST);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "duplicate node name 'n0'");
+    const char *path2[] = {"b9", "r9"};
+    const char *lab[] = {"ib"};
+    /* The duplicate carries a new class, label and domains: none may stay. */
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path2, "n0", 8, "a100", lab, 1), GPUSCHED_EEXIST);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 0, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 65, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n 1", 8, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b),
+                     "node name 'n 1' has a character outside [A-Za-z0-9_.:+-]");
+    const char *badpath[] = {"b0", "r/0"};
+    cr_assert_eq(gpusched_topo_builder_add_node(b, badpath, "n1", 8, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "", 8, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, NULL, "n1", 8, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 8, NULL, NULL, 2), GPUSCHED_EINVAL);
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    cr_assert_eq(gpusched_topo_node_count(t), 1);
+    cr_assert_eq(gpusched_topo_domain_count(t, 0), 1);
+    cr_assert_eq(gpusched_topo_class_count(t), 1);
+    cr_assert_eq(gpusched_topo_label_count(t), 0);
+    gpusched_topo_unref(t);
+    gpusched_topo_builder_free(b);
+}
+
+Test(topo_builder, limits)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    char name[32], lab[32];
+    const char *path[] = {"r0"};
+    for (int i = 0; i < 64; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(lab, sizeof lab, "l%d", i);
+        const char *labs[] = {lab};
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, 1, NULL, labs, 1), 0);
+    }
+    const char *labs[] = {"one-too-many"};
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "x", 1, NULL, labs, 1), GPUSCHED_ELIMIT);
+    for (int i = 0; i < 254; i++) {
+        snprintf(name, sizeof name, "c%d", i);
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, 1, name, NULL, 0), 0);
+    }
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "y", 1, "c-too-many", NULL, 0), GPUSCHED_ELIMIT);
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    cr_assert_eq(gpusched_topo_label_count(t), 64);
+    cr_assert_eq(gpusched_topo_class_count(t), 255);
+    cr_assert_eq(gpusched_topo_node_labels(t, 63), 1ull << 63);
+    uint32_t id;
+    cr_assert_eq(gpusched_topo_label_find(t, "l17", &id), 0);
+    cr_assert_eq(id, 17);
+    cr_assert_str_eq(gpusched_topo_label_name(t, 17), "l17");
+    cr_assert_null(gpusched_topo_label_name(t, 64));
+    cr_assert_eq(gpusched_topo_class_find(t, "c3", &id), 0);
+    cr_assert_eq(id, 4);
+    cr_assert_eq(gpusched_topo_class_find(t, "zz", &id), GPUSCHED_ENOENT);
+    gpusched_topo_unref(t);
+    gpusched_topo_builder_free(b);
+}
+
+Test(topo_builder, freeze_needs_levels_and_nodes)
+{
+    gpusched_topo_builder *b;
+    gpusched_topo *t = NULL;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), GPUSCHED_ESTATE);
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), GPUSCHED_ESTATE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "the builder has no node");
+    cr_assert_eq(gpusched_topo_builder_freeze(b, NULL), GPUSCHED_EINVAL);
+    cr_assert_null(t);
+    gpusched_topo_builder_free(b);
+    gpusched_topo_builder_free(NULL);
+    cr_assert_eq(gpusched_topo_builder_new(NULL, NULL), GPUSCHED_EINVAL);
+    gpusched_allocator bad = GPUSCHED_ALLOCATOR_INIT;
+    cr_assert_eq(gpusched_topo_builder_new(&bad, &b), GPUSCHED_EINVAL);
+}
+
+Test(topo_builder, accessors_reject_out_of_range)
+{
+    gpusched_topo *t = small_topo();
+    uint32_t a, c;
+    char buf[8];
+    cr_assert_eq(gpusched_topo_domain_nodes(t, 2, 0, &a, &c), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_domain_nodes(t, 1, 4, &a, &c), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_domain_parent(t, 0, 0, &a), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_node_domain(t, 6, 0, &a), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_node_domain(t, 5, 2, &a), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_node_domain(t, 5, 0, &a), 0);
+    cr_assert_eq(a, 1);
+    cr_assert_eq(gpusched_topo_domain_name(t, 1, 0, buf, 5), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_domain_name(t, 1, 0, buf, 6), 0);
+    cr_assert_eq(gpusched_topo_node_name(t, 0, buf, 3), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_node_name(t, 9, buf, 8), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_node_gpus(t, 6), 0);
+    cr_assert_eq(gpusched_topo_node_class(t, 6), GPUSCHED_NONE);
+    cr_assert_eq(gpusched_topo_node_labels(t, 6), 0);
+    cr_assert_null(gpusched_topo_level_name(t, 2));
+    cr_assert_str_eq(gpusched_topo_level_name(t, 1), "rack");
+    cr_assert_eq(gpusched_topo_level_find(t, "rack", &a), 0);
+    cr_assert_eq(a, 1);
+    cr_assert_eq(gpusched_topo_level_find(t, "zone", &a), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_domain_count(t, 2), 0);
+    cr_assert_null(gpusched_topo_class_name(t, 3));
+    cr_assert_gt(gpusched_topo_memory_bytes(t), 6 * 18);
+    cr_assert_eq(gpusched_topo_ref(t), t);
+    gpusched_topo_unref(t);
+    cr_assert_eq(gpusched_topo_node_count(t), 6);
+    gpusched_topo_unref(t);
+    gpusched_topo_unref(NULL);
+    cr_assert_null(gpusched_topo_ref(NULL));
+}
+
+static int build_op(failalloc *fa, void *ctx)
+{
+    gpusched_topo **out = ctx;
+    gpusched_topo_builder *b;
+    int rc = gpusched_topo_builder_new(&fa->a, &b);
+    if (rc)
+        return rc;
+    rc = gpusched_topo_builder_set_levels(b, 2, levels2);
+    char name[16], rack[16], blk[16];
+    const char *labs[] = {"ib", "fast"};
+    for (int i = 0; !rc && i < 200; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(rack, sizeof rack, "r%d", i % 7);
+        snprintf(blk, sizeof blk, "b%d", i % 3);
+        const char *path[] = {blk, rack};
+        rc = gpusched_topo_builder_add_node(b, path, name, 1 + i % 8, i % 2 ? "x" : "y", labs, i % 3);
+        if (rc == GPUSCHED_ENOMEM) {
+            /* A failed add leaves the builder usable: the same add succeeds
+             * once memory is back, and nothing half-added remains. */
+            cr_assert_eq(b->nnodes, (uint32_t)i);
+        }
+    }
+    if (!rc)
+        rc = gpusched_topo_builder_freeze(b, out);
+    gpusched_topo_builder_free(b);
+    return rc;
+}
+
+static void build_undo(void *ctx)
+{
+    gpusched_topo **out = ctx;
+    cr_assert_eq(gpusched_topo_node_count(*out), 200);
+    gpusched_topo_unref(*out);
+}
+
+Test(topo_builder, allocation_failures)
+{
+    gpusched_topo *t = NULL;
+    long n = failalloc_sweep(build_op, build_undo, &t);
+    cr_assert_gt(n, 10);
+}
