@@ -13,5 +13,6 @@
 
 #include <gpusched/common.h>
 #include <gpusched/topo.h>
+#include <gpusched/cluster.h>
 
 #endif

@@ -1,0 +1,211 @@
+/* The cluster state as the placement and preemption engines see it.
+ * Internal; never installed.
+ *
+ * Per node (struct of arrays, indexed by topology node index):
+ *   node_free[n]    GPUs neither allocated nor reserved (bit i: GPU i)
+ *   node_resv[n]    GPUs held by a reservation (never also allocated)
+ *   node_health[n]  a gpusched_node_health value
+ *   allocated = gs_node_all_mask(gpus) & ~node_free & ~node_resv
+ * so free, reserved and allocated are disjoint and always distinguishable.
+ *
+ * Per GPU: gpu_holder[node_gpu_base[n] + i] names who holds GPU i of node n:
+ *   0                         free
+ *   job slot + 1              allocated to jobs.rec[slot]
+ *   GS_HOLDER_RESV | slot     reserved by resv.rec[slot]
+ *
+ * Usable for new work ("eff", what every aggregate counts):
+ *   gs_cluster_node_avail(c, n) = health == UP ? node_free[n] : 0
+ * Reserved GPUs are never in it: they are usable only by the reservation's
+ * own job (see "Reservations and placement" below).
+ *
+ * Per domain, per level l (arrays of ndom[l]), plus the whole cluster
+ * (`root`), all kept incrementally in O(levels) per node change by
+ * gs_cluster_node_changed():
+ *   free_gpus[d]   sum of popcount(avail) over the domain's nodes
+ *   free_nodes[d]  nodes with avail == every GPU of the node
+ *   hist[d * hist_width + k]  nodes with popcount(avail) == k,
+ *                  k = 0 .. max_node_gpus (hist_width = max_node_gpus + 1);
+ *                  non-up nodes count in k = 0.
+ * "Can domain d hold k nodes with g free GPUs each" is
+ *   gs_cluster_hist_at_least(c, l, d, g) >= k           (suffix sum, no node visited)
+ * Per level (and for the node level, index nlevels) for the fragmentation
+ * metrics: full_doms[l] = domains whose free_nodes equals their node count,
+ * full_gpus[l] = GPUs in those domains.
+ *
+ * Jobs and reservations live in two gs_holdtab tables of the same shape:
+ * records in stable slots (a released slot goes on a free stack, so the
+ * per-GPU holder entries of other jobs never move), a dense `live` list of
+ * slots for iteration, and an open-addressing hash (linear probing,
+ * backward-shift deletion) from the 64-bit job id to the slot. Allocation
+ * pairs are stored sorted by node: one pair inline in the record (no
+ * allocation for the common single-node job), more in one block of the
+ * cluster's allocator.
+ *
+ * Reservations and placement: a reservation is looked up by job id with
+ * gs_cluster_resv_find(); its pairs (gs_hold_nodes/gs_hold_masks) are the
+ * GPUs reserved for that job, and node_resv/gpu_holder agree with them.
+ * Placing job J that holds reservation R: call gs_cluster_resv_lend(c, R)
+ * first: R's GPUs move to node_free and the aggregates count them (O(levels)
+ * per node of R), so the search sees exactly what J may use. Then either
+ * gs_cluster_commit() J (which consumes R: used GPUs become J's, the rest
+ * stay free) or gs_cluster_resv_unlend(c, R) to put R back (plan only, or
+ * failure). A lent reservation must be settled before the engine returns to
+ * its caller; nothing else may change the cluster while one is lent.
+ * While lent: R->lent = 1, R's GPUs have gpu_holder = GS_HOLDER_RESV | slot
+ * and are in node_free, not in node_resv.
+ */
+#ifndef GS_CLUSTER_INTERNAL_H
+#define GS_CLUSTER_INTERNAL_H
+
+#include "core.h"
+#include "gpusched/cluster.h"
+#include "topo/topo-internal.h"
+
+#define GS_HOLDER_RESV 0x80000000u
+#define GS_HOLD_MAX_SLOTS 0x7fffffffu
+
+/* A job or a reservation. */
+typedef struct gs_hold {
+    uint64_t id;
+    int64_t start_time;
+    uint64_t cost_hint;
+    int32_t priority;
+    uint32_t tenant;
+    uint32_t flags;
+    uint32_t npairs;
+    uint32_t ngpus;
+    uint32_t lent;          /* reservations only: lent to placement (see above) */
+    /* npairs == 1: the pair is inline in node0/mask0 and `nodes`/`masks` are
+     * NULL. npairs > 1: one block holds masks[npairs] then nodes[npairs]. */
+    uint32_t node0;
+    uint64_t mask0;
+    uint32_t *nodes;
+    uint64_t *masks;
+} gs_hold;
+
+typedef struct gs_holdtab {
+    gs_hold *rec;           /* cap slots */
+    uint32_t *live;         /* count slots in use, iteration order */
+    uint32_t *pos;          /* cap: index of the slot in live[] (free slots: unused) */
+    uint32_t *free_slots;   /* stack of free slots below `used` */
+    uint32_t count;         /* live slots */
+    uint32_t used;          /* slots ever handed out: [0, used) */
+    uint32_t nfree;         /* entries on free_slots */
+    uint32_t cap;
+    /* hash: hcap is a power of two (or 0), load kept <= 1/2 */
+    uint64_t *hkeys;
+    uint32_t *hslots;       /* UINT32_MAX: empty */
+    uint32_t hcap;
+} gs_holdtab;
+
+/* Per-level aggregates. */
+typedef struct gs_agg {
+    uint32_t *free_gpus;    /* ndom */
+    uint32_t *free_nodes;   /* ndom */
+    uint32_t *hist;         /* ndom * hist_width */
+} gs_agg;
+
+struct gpusched_cluster {
+    gs_alloc alloc;
+    gs_err err;
+    struct gpusched_topo *topo;     /* one reference held */
+    uint32_t nlevels;               /* topo->nlevels, copied for the hot path */
+    uint32_t hist_width;            /* topo->max_node_gpus + 1 */
+
+    uint64_t *node_free;
+    uint64_t *node_resv;
+    uint8_t *node_health;
+    uint32_t *gpu_holder;           /* topo->ngpus entries */
+
+    gs_agg agg[GS_MAX_LEVELS];
+    /* The whole cluster. */
+    uint64_t root_free_gpus;
+    uint32_t root_free_nodes;
+    uint32_t *root_hist;            /* hist_width */
+    /* Fragmentation counters, index 0..nlevels (nlevels: nodes). */
+    uint32_t full_doms[GS_MAX_LEVELS + 1];
+    uint64_t full_gpus[GS_MAX_LEVELS + 1];
+
+    gs_holdtab jobs;
+    gs_holdtab resv;
+    uint32_t nlent;                 /* reservations lent right now */
+};
+
+/* ---- node helpers ------------------------------------------------------ */
+
+static inline uint64_t gs_node_all_mask(uint32_t gpus)
+{
+    return gpus >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << gpus) - 1);
+}
+
+/* GPUs of `n` usable for new work. */
+static inline uint64_t gs_cluster_node_avail(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->node_health[n] == GPUSCHED_NODE_UP ? c->node_free[n] : 0;
+}
+
+static inline uint64_t gs_cluster_node_allocated(const struct gpusched_cluster *c, uint32_t n)
+{
+    return gs_node_all_mask(c->topo->node_gpus[n]) & ~c->node_free[n] & ~c->node_resv[n];
+}
+
+/* Nodes of domain d at level l (GPUSCHED_NONE: the whole cluster) with at
+ * least g usable free GPUs. O(hist_width). */
+uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g);
+
+/* The low-level update every mutation goes through: node `n` had usable
+ * mask `old_avail` (gs_cluster_node_avail before the change) and has
+ * gs_cluster_node_avail(c, n) now; updates every aggregate on its path.
+ * O(levels). */
+void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail);
+
+/* ---- jobs and reservations --------------------------------------------- */
+
+gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);
+
+static inline gs_hold *gs_cluster_job_find(const struct gpusched_cluster *c, uint64_t id)
+{
+    return gs_holdtab_find(&c->jobs, id);
+}
+
+static inline gs_hold *gs_cluster_resv_find(const struct gpusched_cluster *c, uint64_t id)
+{
+    return gs_holdtab_find(&c->resv, id);
+}
+
+static inline const uint32_t *gs_hold_nodes(const gs_hold *h)
+{
+    return h->npairs == 1 ? &h->node0 : h->nodes;
+}
+
+static inline const uint64_t *gs_hold_masks(const gs_hold *h)
+{
+    return h->npairs == 1 ? &h->mask0 : h->masks;
+}
+
+/* Job in the holder entry of a GPU: NULL unless the GPU is allocated. */
+static inline gs_hold *gs_cluster_holder_job(const struct gpusched_cluster *c, uint32_t holder)
+{
+    return holder == 0 || (holder & GS_HOLDER_RESV) ? NULL : &c->jobs.rec[holder - 1];
+}
+
+/* Validates an allocation for job `id` as gpusched_cluster_alloc() does
+ * (ascending nodes, masks in range, nodes up, GPUs free or in the job's own
+ * reservation, id not running), setting c->err on failure. Changes nothing. */
+int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t n,
+                              const uint32_t *nodes, const uint64_t *masks);
+
+/* The placement engine's commit: applies an allocation it has already
+ * validated (its own search produced it on this state), without checking
+ * the pairs again. `job` is a full descriptor (already copied in). Allocates
+ * first, so GPUSCHED_ENOMEM / GPUSCHED_ELIMIT leave everything unchanged.
+ * Consumes the job's reservation, lent or not. */
+int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                      const uint32_t *nodes, const uint64_t *masks);
+
+/* Lending a reservation to the placement search (see the top comment).
+ * Both are O(levels * nodes of the reservation) and cannot fail. */
+void gs_cluster_resv_lend(struct gpusched_cluster *c, gs_hold *r);
+void gs_cluster_resv_unlend(struct gpusched_cluster *c, gs_hold *r);
+
+#endif
