@@ -14,5 +14,6 @@
 #include <gpusched/common.h>
 #include <gpusched/topo.h>
 #include <gpusched/cluster.h>
+#include <gpusched/fairq.h>
 
 #endif

@@ -1,0 +1,289 @@
+/* The decision log: in-memory records appended by polls, and a versioned,
+ * checksummed little-endian file format (doc/fairq.md) to save and read
+ * them, so decisions can be replayed and weights learned offline. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fairq-internal.h"
+
+#define GS_FQ_LOG_MAGIC "GSFQDLOG"
+#define GS_FQ_LOG_VERSION 1u
+#define GS_FQ_LOG_HEADER 32u
+#define GS_FQ_LOG_RECORD 108u
+
+struct gpusched_fairq_log {
+    gs_alloc alloc;
+    uint64_t count;
+    gpusched_fairq_decision *rec;
+};
+
+int gs_fq_log_reserve(gpusched_fairq *q, uint64_t extra)
+{
+    if (q->nlog + extra <= q->logcap)
+        return 0;
+    uint64_t cap = q->logcap ? q->logcap : 64;
+    while (cap < q->nlog + extra)
+        cap *= 2;
+    void *p = gs_realloc_array(&q->alloc, q->log, (size_t)cap, sizeof *q->log);
+    if (!p)
+        return gs_error(&q->err, GPUSCHED_ENOMEM, "out of memory growing the decision log");
+    q->log = p;
+    q->logcap = cap;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_log_records(const gpusched_fairq *q,
+                                            const gpusched_fairq_decision **records, uint64_t *count)
+{
+    if (!q || !records || !count)
+        return GPUSCHED_EINVAL;
+    *records = q->nlog ? q->log : NULL;
+    *count = q->nlog;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_log_clear(gpusched_fairq *q)
+{
+    if (!q)
+        return GPUSCHED_EINVAL;
+    q->nlog = 0;
+    return 0;
+}
+
+/* ---- encoding: fixed little-endian fields, independent of the struct --- */
+
+static unsigned char *gs_put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+    return p + 4;
+}
+
+static unsigned char *gs_put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+    return p + 8;
+}
+
+static unsigned char *gs_put_f64(unsigned char *p, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return gs_put_u64(p, u);
+}
+
+static uint32_t gs_get_u32(const unsigned char **p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)(*p)[i] << (8 * i);
+    *p += 4;
+    return v;
+}
+
+static uint64_t gs_get_u64(const unsigned char **p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)(*p)[i] << (8 * i);
+    *p += 8;
+    return v;
+}
+
+static double gs_get_f64(const unsigned char **p)
+{
+    uint64_t u = gs_get_u64(p);
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static void gs_fq_record_encode(unsigned char *p, const gpusched_fairq_decision *d)
+{
+    p = gs_put_u32(p, d->tenant);
+    p = gs_put_u64(p, d->task_id);
+    p = gs_put_f64(p, d->time);
+    p = gs_put_u32(p, d->type);
+    p = gs_put_u32(p, d->tenants_backlogged);
+    const double f[] = {d->score, d->term_backlog, d->term_wait, d->term_vtime,
+                        d->term_pred, d->predicted, d->probability};
+    for (size_t i = 0; i < GS_ARRAY_LEN(f); i++)
+        p = gs_put_f64(p, f[i]);
+    p = gs_put_u64(p, d->candidates);
+    p = gs_put_u64(p, d->queued);
+    gs_put_f64(p, d->max_wait);
+}
+
+static void gs_fq_record_decode(const unsigned char *p, gpusched_fairq_decision *d)
+{
+    *d = (gpusched_fairq_decision)GPUSCHED_FAIRQ_DECISION_INIT;
+    d->tenant = gs_get_u32(&p);
+    d->task_id = gs_get_u64(&p);
+    d->time = gs_get_f64(&p);
+    d->type = gs_get_u32(&p);
+    d->tenants_backlogged = gs_get_u32(&p);
+    d->score = gs_get_f64(&p);
+    d->term_backlog = gs_get_f64(&p);
+    d->term_wait = gs_get_f64(&p);
+    d->term_vtime = gs_get_f64(&p);
+    d->term_pred = gs_get_f64(&p);
+    d->predicted = gs_get_f64(&p);
+    d->probability = gs_get_f64(&p);
+    d->candidates = gs_get_u64(&p);
+    d->queued = gs_get_u64(&p);
+    d->max_wait = gs_get_f64(&p);
+}
+
+/* Checksum over the first 24 header bytes and every record byte. */
+static uint64_t gs_fq_log_checksum(const unsigned char *buf, size_t len)
+{
+    uint64_t h = gs_hash_bytes(buf, 24, 0);
+    return gs_hash_bytes(buf + GS_FQ_LOG_HEADER, len - GS_FQ_LOG_HEADER, h);
+}
+
+GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path)
+{
+    if (!q || !path)
+        return q ? gs_error(&q->err, GPUSCHED_EINVAL, "log_save: path is NULL") : GPUSCHED_EINVAL;
+    size_t len = GS_FQ_LOG_HEADER + (size_t)q->nlog * GS_FQ_LOG_RECORD;
+    unsigned char *buf = gs_malloc(&q->alloc, len);
+    if (!buf)
+        return gs_error(&q->err, GPUSCHED_ENOMEM, "log_save: out of memory for %zu bytes", len);
+    memcpy(buf, GS_FQ_LOG_MAGIC, 8);
+    unsigned char *p = gs_put_u32(buf + 8, GS_FQ_LOG_VERSION);
+    p = gs_put_u32(p, GS_FQ_LOG_RECORD);
+    gs_put_u64(p, q->nlog);
+    for (uint64_t i = 0; i < q->nlog; i++)
+        gs_fq_record_encode(buf + GS_FQ_LOG_HEADER + i * GS_FQ_LOG_RECORD, &q->log[i]);
+    gs_put_u64(buf + 24, gs_fq_log_checksum(buf, len));
+    FILE *f = fopen(path, "wb");
+    int rc = 0;
+    if (!f)
+        rc = gs_error(&q->err, GPUSCHED_EIO, "log_save: cannot open %s for writing", path);
+    else if (fwrite(buf, 1, len, f) != len)
+        rc = gs_error(&q->err, GPUSCHED_EIO, "log_save: short write to %s", path);
+    if (f && fclose(f) != 0 && !rc)
+        rc = gs_error(&q->err, GPUSCHED_EIO, "log_save: cannot close %s", path);
+    if (rc && f)
+        remove(path);
+    gs_free(&q->alloc, buf);
+    if (!rc)
+        gs_err_clear(&q->err);
+    return rc;
+}
+
+static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **out, size_t *len,
+                           gs_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return gs_error(e, GPUSCHED_EIO, "cannot open %s", path);
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return gs_error(e, GPUSCHED_EIO, "cannot size %s", path);
+    }
+    unsigned char *buf = gs_malloc(a, (size_t)n);
+    if (!buf) {
+        fclose(f);
+        return gs_error(e, GPUSCHED_ENOMEM, "out of memory reading %ld bytes", n);
+    }
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    if (got != (size_t)n) {
+        gs_free(a, buf);
+        return gs_error(e, GPUSCHED_EIO, "short read from %s", path);
+    }
+    *out = buf;
+    *len = (size_t)n;
+    return 0;
+}
+
+static int gs_fq_log_validate(const unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
+{
+    if (len < GS_FQ_LOG_HEADER)
+        return gs_error(e, GPUSCHED_ECORRUPT, "truncated header: %zu of %u bytes", len, GS_FQ_LOG_HEADER);
+    if (memcmp(buf, GS_FQ_LOG_MAGIC, 8) != 0)
+        return gs_error(e, GPUSCHED_ECORRUPT, "bad magic: not a fairq decision log");
+    const unsigned char *p = buf + 8;
+    uint32_t version = gs_get_u32(&p);
+    uint32_t rec = gs_get_u32(&p);
+    uint64_t n = gs_get_u64(&p);
+    uint64_t sum = gs_get_u64(&p);
+    if (version != GS_FQ_LOG_VERSION)
+        return gs_error(e, GPUSCHED_EVERSION, "format version %u, this library reads %u", version,
+                        GS_FQ_LOG_VERSION);
+    if (rec != GS_FQ_LOG_RECORD)
+        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version 1 has %u", rec, GS_FQ_LOG_RECORD);
+    if (n > (len - GS_FQ_LOG_HEADER) / GS_FQ_LOG_RECORD ||
+        GS_FQ_LOG_HEADER + n * GS_FQ_LOG_RECORD != len)
+        return gs_error(e, GPUSCHED_ECORRUPT, "header says %llu records, file has %zu bytes",
+                        (unsigned long long)n, len);
+    if (gs_fq_log_checksum(buf, len) != sum)
+        return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
+    *count = n;
+    return 0;
+}
+
+static int gs_fq_log_build(const gs_alloc *a, const unsigned char *buf, uint64_t n,
+                           gpusched_fairq_log **out, gs_err *e)
+{
+    gpusched_fairq_log *log = gs_calloc(a, 1, sizeof *log);
+    gpusched_fairq_decision *rec = gs_calloc(a, n ? (size_t)n : 1, sizeof *rec);
+    if (!log || !rec) {
+        gs_free(a, log);
+        gs_free(a, rec);
+        return gs_error(e, GPUSCHED_ENOMEM, "out of memory for %llu records", (unsigned long long)n);
+    }
+    for (uint64_t i = 0; i < n; i++)
+        gs_fq_record_decode(buf + GS_FQ_LOG_HEADER + i * GS_FQ_LOG_RECORD, &rec[i]);
+    *log = (gpusched_fairq_log){.alloc = *a, .count = n, .rec = rec};
+    *out = log;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_log_read(const gpusched_allocator *alloc, const char *path,
+                                         gpusched_fairq_log **out, char *errbuf, size_t errbuf_len)
+{
+    gs_err e = {0};
+    gs_alloc a;
+    int rc = 0;
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        rc = gs_error(&e, GPUSCHED_EINVAL, "log_read: path and out are required");
+    else if ((rc = gs_alloc_init(&a, alloc)))
+        gs_error(&e, rc, "log_read: invalid allocator");
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    uint64_t n = 0;
+    if (!rc && !(rc = gs_fq_read_file(&a, path, &buf, &len, &e)) &&
+        !(rc = gs_fq_log_validate(buf, len, &n, &e)))
+        rc = gs_fq_log_build(&a, buf, n, out, &e);
+    if (buf)
+        gs_free(&a, buf);
+    gs_err_export(&e, errbuf, errbuf_len);
+    return rc;
+}
+
+GPUSCHED_API int gpusched_fairq_log_view(const gpusched_fairq_log *log,
+                                         const gpusched_fairq_decision **records, uint64_t *count)
+{
+    if (!log || !records || !count)
+        return GPUSCHED_EINVAL;
+    *records = log->count ? log->rec : NULL;
+    *count = log->count;
+    return 0;
+}
+
+GPUSCHED_API void gpusched_fairq_log_free(gpusched_fairq_log *log)
+{
+    if (!log)
+        return;
+    gs_alloc a = log->alloc;
+    gs_free(&a, log->rec);
+    gs_free(&a, log);
+}

@@ -1,0 +1,239 @@
+/* Internal layout of the fair-share queue (doc/fairq.md explains the why).
+ *
+ * Slots: every enqueued task gets the next slot at the end of the columns,
+ * so slot order is enqueue order and "lowest slot" means "oldest". A removed
+ * task leaves a hole (key 0, whose term is -inf) until compaction squeezes
+ * the holes out in place. The full rescore reads two columns per slot
+ * (enqueue time and key), plus the prediction when W_PRED is on.
+ *
+ * Keys: one per (tenant, type) pair ever seen, never deleted. Each key keeps
+ * a FIFO of its slots (singly linked through `next`, holes skipped lazily)
+ * and the enqueue time of its head, so the fast path reads only keys. */
+#ifndef GS_FAIRQ_INTERNAL_H
+#define GS_FAIRQ_INTERNAL_H
+
+#include "core.h"
+#include "gpusched/fairq.h"
+
+#define GS_FQ_NONE UINT32_MAX
+#define GS_FQ_HOLE_KEY 0u
+#define GS_FQ_MAX_SLOTS (1u << 31)
+#define GS_FQ_PRED_MIN 1e-9
+
+/* ---- id maps: u64 -> u32 index, keys read from the caller's column ---- */
+
+/* Open addressing, linear probing, backward-shift deletion. A table entry
+ * is index + 1 (0: empty); the 64-bit key is read from `keys[index]`, so an
+ * entry costs 4 bytes and the id is stored once, in its column. */
+typedef struct gs_fq_idmap {
+    uint32_t *tab;
+    uint32_t mask;   /* capacity - 1; capacity is a power of two */
+    uint32_t count;
+} gs_fq_idmap;
+
+int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
+void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
+uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Needs reserved room. */
+void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
+void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Moves the entry of `key` to a new index (the key column moved too). */
+void gs_fq_idmap_relabel(gs_fq_idmap *m, const uint64_t *keys, uint64_t key, uint32_t index);
+void gs_fq_idmap_clear(gs_fq_idmap *m);
+
+/* ---- predictor ------------------------------------------------------- */
+
+/* Exponentially weighted moments of x = log1p(size) and y = log(duration):
+ * a recursive least-squares fit of y = a + b x with forgetting factor. */
+typedef struct gs_fq_moments {
+    double n;            /* observations, saturating: weight of the history */
+    double mx, my;       /* means */
+    double vxx, vxy, vyy;/* co-moments (variances and covariance) */
+} gs_fq_moments;
+
+void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y);
+/* log-duration estimate at x; false if the moments hold no observation. */
+bool gs_fq_moments_predict(const gs_fq_moments *m, double x, double *logd);
+
+/* ---- scan kernels ---------------------------------------------------- */
+
+typedef struct gs_fq_scan_args {
+    const double *enq;      /* enqueue times per slot */
+    const uint32_t *key;    /* key per slot (0: hole) */
+    const float *pred;      /* predicted durations, or NULL when W_PRED is 0 */
+    const double *kterm;    /* per key: tenant terms, -inf if ineligible */
+    double now;
+    double wscale;          /* W_WAIT / max wait (0 if max wait is 0) */
+    double wpred;           /* W_PRED */
+    uint32_t lo, hi;        /* slots to scan */
+} gs_fq_scan_args;
+
+typedef struct gs_fq_best {
+    double score;
+    uint32_t slot;          /* GS_FQ_NONE when nothing is eligible */
+} gs_fq_best;
+
+typedef void (*gs_fq_scan_fn)(const gs_fq_scan_args *a, gs_fq_best *out);
+
+/* The reference: every kernel must return exactly its answer. Scores are
+ * computed with separate multiply and add (no fused multiply-add) so that
+ * every path rounds identically; the maximum score wins, then the lowest
+ * slot. */
+static inline double gs_fq_score(double kterm, double now, double enq, double wscale)
+{
+    double wait = now - enq;
+    double t = wait * wscale;
+    return kterm + t;
+}
+
+static inline double gs_fq_score_pred(double kterm, double now, double enq, double wscale,
+                                      double wpred, float pred)
+{
+    double wait = now - enq;
+    double t = wait * wscale;
+    double s = kterm + t;
+    double r = wait / (wait + (double)pred);
+    double p = wpred * r;
+    return s + p;
+}
+
+static inline bool gs_fq_better(double s, uint32_t slot, const gs_fq_best *b)
+{
+    return s > b->score || (s == b->score && slot < b->slot);
+}
+
+void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_sse2(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out);
+void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out);
+/* Scores slots [lo, hi) one by one (kernels use it for their edges). */
+void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_best *b);
+/* Merges per-lane bests: max score, then lowest slot. */
+void gs_fq_best_merge(gs_fq_best *b, double score, uint32_t slot);
+/* Merges the lanes of a vector kernel (slots held as exact doubles). */
+void gs_fq_merge_lanes(gs_fq_best *b, const double *score, const double *slot, size_t n);
+
+/* ---- the handle ------------------------------------------------------ */
+
+typedef struct gs_fq_key {
+    uint32_t tenant;
+    uint32_t type;
+    uint32_t head, tail;    /* slots; GS_FQ_NONE when empty */
+    uint32_t count;         /* queued tasks */
+    uint32_t active_pos;    /* index in active_keys while count > 0 */
+    double head_enq;        /* enqueue time of head */
+} gs_fq_key;
+
+typedef struct gs_fq_tenant {
+    double weight;
+    double vtime;
+    double service;
+    uint32_t backlog;
+    uint32_t running;
+    uint32_t active_pos;    /* index in active_tenants while backlog > 0 */
+    uint32_t reserved;
+} gs_fq_tenant;
+
+/* A polled task until complete(). */
+typedef struct gs_fq_run {
+    uint32_t tenant;
+    uint32_t key;
+    double x;               /* log1p(size) */
+    double charged;         /* predicted cost charged at dispatch */
+} gs_fq_run;
+
+typedef struct gs_fq_params {
+    double w_backlog, w_wait, w_vtime, w_pred;
+    double half_life, pred_alpha, pred_default, explore;
+    double seed;
+    double scan_full;       /* 1: never take the fast path */
+    double log_on;
+} gs_fq_params;
+
+struct gpusched_fairq {
+    gs_alloc alloc;
+    gs_err err;
+    uint32_t simd;
+    gs_fq_scan_fn scan;
+    gs_fq_params p;
+    uint64_t rng;
+
+    /* slots (columns) */
+    uint32_t cap, lo, hi, live;
+    uint64_t *id;
+    double *enq;
+    uint32_t *key;
+    uint32_t *next;
+    float *pred;
+    float *x;               /* log1p(size) */
+    gs_fq_idmap ids;
+    double last_enq, last_now, decay_time, vclock;
+
+    /* tenants */
+    uint32_t ntenants;
+    gs_fq_tenant *ten;
+    double *tterm;          /* scratch: tenant terms of the current poll */
+    uint32_t *active_tenants;
+    uint32_t nactive_tenants;
+
+    /* keys (index 0 is the hole key) */
+    uint32_t nkeys, keycap;
+    gs_fq_key *keys;
+    uint64_t *key_code;     /* tenant << 6 | type */
+    gs_fq_moments *key_pred;
+    double *kterm;          /* scratch: key terms of the current poll */
+    gs_fq_idmap keymap;
+    uint32_t *active_keys;
+    uint32_t nactive_keys;
+    gs_fq_moments type_pred[GPUSCHED_FAIRQ_MAX_TYPES];
+    gs_fq_moments all_pred;
+
+    /* running tasks: dense arrays, swap-removed */
+    uint32_t nrun, runcap;
+    uint64_t *run_id;
+    gs_fq_run *run;
+    gs_fq_idmap runmap;
+
+    /* decision log */
+    gpusched_fairq_decision *log;
+    uint64_t nlog, logcap;
+};
+
+/* queue.c */
+int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra);
+int gs_fq_key_get(gpusched_fairq *q, uint32_t tenant, uint32_t type, uint32_t *key);
+void gs_fq_remove_slot(gpusched_fairq *q, uint32_t slot);
+
+/* policy.c: the per-poll tenant and key terms. */
+typedef struct gs_fq_frame {
+    double now;
+    uint64_t mask;
+    double max_backlog, max_wait, vmin, vmax;
+    double wscale;
+    uint64_t candidates;
+} gs_fq_frame;
+
+void gs_fq_params_default(gs_fq_params *p);
+int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e);
+/* Fills tterm and kterm for the active tenants and keys. */
+void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f);
+double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot);
+void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
+                 gpusched_fairq_decision *d);
+bool gs_fq_heads_apply(const gpusched_fairq *q);
+void gs_fq_decay(gpusched_fairq *q, double now);
+
+/* predict.c */
+double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, double x);
+void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration);
+static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log1p(size) : 0.0; }
+
+/* running.c */
+int gs_fq_run_reserve(gpusched_fairq *q, uint32_t extra);
+void gs_fq_run_add(gpusched_fairq *q, uint64_t id, const gs_fq_run *r);
+
+/* declog.c */
+int gs_fq_log_reserve(gpusched_fairq *q, uint64_t extra);
+
+#endif

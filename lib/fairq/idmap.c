@@ -1,0 +1,112 @@
+/* The id -> index maps of the queue (task ids, running ids, key codes).
+ * Entries are 4 bytes because the key lives in its own column; lookups
+ * compare against that column. Load stays at or below one half. */
+#include <string.h>
+
+#include "fairq-internal.h"
+
+static uint32_t gs_fq_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+static void gs_fq_idmap_place(uint32_t *tab, uint32_t mask, const uint64_t *keys, uint32_t index)
+{
+    uint32_t h = gs_fq_hash(keys[index]) & mask;
+    while (tab[h])
+        h = (h + 1) & mask;
+    tab[h] = index + 1;
+}
+
+int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want)
+{
+    uint64_t need = 2ull * ((uint64_t)m->count + want);
+    uint64_t cap = m->tab ? (uint64_t)m->mask + 1 : 0;
+    if (need <= cap)
+        return 0;
+    uint64_t ncap = cap ? cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > (1ull << 32))
+        return GPUSCHED_ELIMIT;
+    uint32_t *tab = gs_calloc(a, (size_t)ncap, sizeof *tab);
+    if (!tab)
+        return GPUSCHED_ENOMEM;
+    for (uint64_t i = 0; i < cap; i++)
+        if (m->tab[i])
+            gs_fq_idmap_place(tab, (uint32_t)(ncap - 1), keys, m->tab[i] - 1);
+    gs_free(a, m->tab);
+    m->tab = tab;
+    m->mask = (uint32_t)(ncap - 1);
+    return 0;
+}
+
+void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
+{
+    gs_free(a, m->tab);
+    *m = (gs_fq_idmap){0};
+}
+
+static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+{
+    if (!m->tab)
+        return GS_FQ_NONE;
+    for (uint32_t h = gs_fq_hash(key) & m->mask;; h = (h + 1) & m->mask) {
+        uint32_t e = m->tab[h];
+        if (!e)
+            return GS_FQ_NONE;
+        if (keys[e - 1] == key)
+            return h;
+    }
+}
+
+uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+{
+    uint32_t h = gs_fq_idmap_pos(m, keys, key);
+    return h == GS_FQ_NONE ? GS_FQ_NONE : m->tab[h] - 1;
+}
+
+void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index)
+{
+    gs_fq_idmap_place(m->tab, m->mask, keys, index);
+    m->count++;
+}
+
+/* Backward-shift deletion keeps probe chains unbroken without tombstones. */
+void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+{
+    uint32_t hole = gs_fq_idmap_pos(m, keys, key);
+    if (hole == GS_FQ_NONE)
+        return;
+    m->tab[hole] = 0;
+    m->count--;
+    for (uint32_t j = (hole + 1) & m->mask; m->tab[j]; j = (j + 1) & m->mask) {
+        uint32_t home = gs_fq_hash(keys[m->tab[j] - 1]) & m->mask;
+        /* The entry at j may move to the hole if its home is not in (hole, j]. */
+        bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (stays)
+            continue;
+        m->tab[hole] = m->tab[j];
+        m->tab[j] = 0;
+        hole = j;
+    }
+}
+
+void gs_fq_idmap_relabel(gs_fq_idmap *m, const uint64_t *keys, uint64_t key, uint32_t index)
+{
+    uint32_t h = gs_fq_idmap_pos(m, keys, key);
+    if (h != GS_FQ_NONE)
+        m->tab[h] = index + 1;
+}
+
+void gs_fq_idmap_clear(gs_fq_idmap *m)
+{
+    if (m->tab)
+        memset(m->tab, 0, ((size_t)m->mask + 1) * sizeof *m->tab);
+    m->count = 0;
+}

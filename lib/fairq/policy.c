@@ -1,0 +1,250 @@
+/* Scoring policy: parameters, the per-poll tenant and key terms, virtual
+ * time decay. The per-task part of the score lives in the scan kernels and
+ * gs_fq_score(); everything that depends only on the tenant or the key is
+ * computed here once per poll, by one piece of scalar code shared by every
+ * path, so the kernels cannot disagree about it. */
+#include <math.h>
+#include <stddef.h>
+
+#include "fairq-internal.h"
+
+typedef struct gs_fq_param_info {
+    uint32_t id;
+    size_t offset;
+    double lo, hi, def;
+    bool integer;
+} gs_fq_param_info;
+
+#define GS_FQ_P(field) offsetof(gs_fq_params, field)
+
+static const gs_fq_param_info gs_fq_param_table[] = {
+    {GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GS_FQ_P(w_backlog), 0, 1e6, 0.1, false},
+    {GPUSCHED_FAIRQ_PARAM_W_WAIT, GS_FQ_P(w_wait), 0, 1e6, 0.9, false},
+    {GPUSCHED_FAIRQ_PARAM_W_VTIME, GS_FQ_P(w_vtime), 0, 1e6, 0, false},
+    {GPUSCHED_FAIRQ_PARAM_W_PRED, GS_FQ_P(w_pred), 0, 1e6, 0, false},
+    {GPUSCHED_FAIRQ_PARAM_HALF_LIFE, GS_FQ_P(half_life), 0, 1e12, 0, false},
+    {GPUSCHED_FAIRQ_PARAM_PRED_ALPHA, GS_FQ_P(pred_alpha), 1e-6, 1, 0.05, false},
+    {GPUSCHED_FAIRQ_PARAM_PRED_DEFAULT, GS_FQ_P(pred_default), 1e-9, 1e12, 1.0, false},
+    {GPUSCHED_FAIRQ_PARAM_SCAN, GS_FQ_P(scan_full), 0, 1, 0, true},
+    {GPUSCHED_FAIRQ_PARAM_LOG, GS_FQ_P(log_on), 0, 1, 0, true},
+    {GPUSCHED_FAIRQ_PARAM_EXPLORE, GS_FQ_P(explore), 0, 1e6, 0, false},
+    {GPUSCHED_FAIRQ_PARAM_SEED, GS_FQ_P(seed), 0, 9007199254740992.0, 0, true},
+};
+
+static const gs_fq_param_info *gs_fq_param_find(uint32_t id)
+{
+    for (size_t i = 0; i < GS_ARRAY_LEN(gs_fq_param_table); i++)
+        if (gs_fq_param_table[i].id == id)
+            return &gs_fq_param_table[i];
+    return NULL;
+}
+
+static double *gs_fq_param_ptr(gs_fq_params *p, const gs_fq_param_info *info)
+{
+    return (double *)((char *)p + info->offset);
+}
+
+/* splitmix64 of the seed: the exploration stream for a given seed. */
+static uint64_t gs_fq_seed_state(double seed)
+{
+    return (uint64_t)seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+}
+
+void gs_fq_params_default(gs_fq_params *p)
+{
+    for (size_t i = 0; i < GS_ARRAY_LEN(gs_fq_param_table); i++)
+        *gs_fq_param_ptr(p, &gs_fq_param_table[i]) = gs_fq_param_table[i].def;
+}
+
+GPUSCHED_API int gpusched_fairq_param_bounds(uint32_t param, double *lo, double *hi)
+{
+    const gs_fq_param_info *info = gs_fq_param_find(param);
+    if (!info || !lo || !hi)
+        return GPUSCHED_EINVAL;
+    *lo = info->lo;
+    *hi = info->hi;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_set_param(gpusched_fairq *q, uint32_t param, double value)
+{
+    if (!q)
+        return GPUSCHED_EINVAL;
+    const gs_fq_param_info *info = gs_fq_param_find(param);
+    if (!info)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "set_param: unknown parameter %u", param);
+    if (!(value >= info->lo && value <= info->hi) || (info->integer && value != floor(value)))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "set_param: parameter %u = %g, expected %s in [%g, %g]",
+                        param, value, info->integer ? "an integer" : "a value", info->lo, info->hi);
+    *gs_fq_param_ptr(&q->p, info) = value;
+    if (param == GPUSCHED_FAIRQ_PARAM_SEED)
+        q->rng = gs_fq_seed_state(value);
+    gs_err_clear(&q->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_get_param(const gpusched_fairq *q, uint32_t param, double *value)
+{
+    const gs_fq_param_info *info = gs_fq_param_find(param);
+    if (!q || !info || !value)
+        return GPUSCHED_EINVAL;
+    *value = *gs_fq_param_ptr((gs_fq_params *)&q->p, info);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_set_policy(gpusched_fairq *q, uint32_t policy)
+{
+    if (!q)
+        return GPUSCHED_EINVAL;
+    switch (policy) {
+    case GPUSCHED_FAIRQ_POLICY_DES:
+        q->p.w_backlog = 0.1, q->p.w_wait = 0.9, q->p.w_vtime = 0, q->p.w_pred = 0;
+        break;
+    case GPUSCHED_FAIRQ_POLICY_STATEFUL:
+        q->p.w_backlog = 0, q->p.w_wait = 0.05, q->p.w_vtime = 1, q->p.w_pred = 0;
+        break;
+    default:
+        return gs_error(&q->err, GPUSCHED_EINVAL, "set_policy: unknown policy %u", policy);
+    }
+    gs_err_clear(&q->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_set_tenant_weight(gpusched_fairq *q, uint32_t tenant, double weight)
+{
+    if (!q)
+        return GPUSCHED_EINVAL;
+    if (tenant >= q->ntenants)
+        return gs_error(&q->err, GPUSCHED_ERANGE, "tenant %u, the queue has %u", tenant, q->ntenants);
+    if (!(weight >= 1e-6 && weight <= 1e6))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "tenant %u: weight %g, expected [1e-6, 1e6]", tenant,
+                        weight);
+    q->ten[tenant].weight = weight;
+    gs_err_clear(&q->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_fairq_tenant_get(const gpusched_fairq *q, uint32_t tenant, uint32_t what,
+                                           double *value)
+{
+    if (!q || !value)
+        return GPUSCHED_EINVAL;
+    if (tenant >= q->ntenants)
+        return GPUSCHED_ERANGE;
+    const gs_fq_tenant *t = &q->ten[tenant];
+    switch (what) {
+    case GPUSCHED_FAIRQ_TENANT_WEIGHT: *value = t->weight; return 0;
+    case GPUSCHED_FAIRQ_TENANT_BACKLOG: *value = t->backlog; return 0;
+    case GPUSCHED_FAIRQ_TENANT_RUNNING: *value = t->running; return 0;
+    case GPUSCHED_FAIRQ_TENANT_VTIME: *value = t->vtime; return 0;
+    case GPUSCHED_FAIRQ_TENANT_SERVICE: *value = t->service; return 0;
+    default: return GPUSCHED_EINVAL;
+    }
+}
+
+int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e)
+{
+    if (!isfinite(now) || now < q->last_enq || now < q->last_now)
+        return gs_error(e, GPUSCHED_ERANGE,
+                        "now = %g is earlier than the last enqueue (%g) or poll (%g)", now,
+                        q->last_enq, q->last_now);
+    return 0;
+}
+
+static double gs_fq_vtime_term(double v, double vmin, double vmax)
+{
+    return vmax > vmin ? (vmax - v) / (vmax - vmin) : 1.0;
+}
+
+static void gs_fq_tenant_frame(gpusched_fairq *q, gs_fq_frame *f)
+{
+    double maxb = 0, vmin = INFINITY, vmax = -INFINITY;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
+        const gs_fq_tenant *t = &q->ten[q->active_tenants[i]];
+        maxb = t->backlog > maxb ? t->backlog : maxb;
+        vmin = t->vtime < vmin ? t->vtime : vmin;
+        vmax = t->vtime > vmax ? t->vtime : vmax;
+    }
+    f->max_backlog = maxb;
+    f->vmin = vmin;
+    f->vmax = vmax;
+    double wb = q->p.w_backlog, wv = q->p.w_vtime;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
+        uint32_t t = q->active_tenants[i];
+        double b = wb * (q->ten[t].backlog / maxb);
+        double v = wv * gs_fq_vtime_term(q->ten[t].vtime, vmin, vmax);
+        q->tterm[t] = b + v;
+    }
+}
+
+void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f)
+{
+    f->now = now;
+    f->mask = mask;
+    f->max_wait = q->live ? now - q->enq[q->lo] : 0;
+    f->wscale = f->max_wait > 0 ? q->p.w_wait / f->max_wait : 0;
+    gs_fq_tenant_frame(q, f);
+    uint64_t cand = 0;
+    for (uint32_t i = 0; i < q->nactive_keys; i++) {
+        uint32_t k = q->active_keys[i];
+        const gs_fq_key *key = &q->keys[k];
+        bool ok = (mask >> key->type) & 1;
+        q->kterm[k] = ok ? q->tterm[key->tenant] : -INFINITY;
+        cand += ok ? key->count : 0;
+    }
+    f->candidates = cand;
+}
+
+double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s)
+{
+    double kt = q->kterm[q->key[s]];
+    if (q->p.w_pred > 0)
+        return gs_fq_score_pred(kt, f->now, q->enq[s], f->wscale, q->p.w_pred, q->pred[s]);
+    return gs_fq_score(kt, f->now, q->enq[s], f->wscale);
+}
+
+void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, gpusched_fairq_decision *d)
+{
+    const gs_fq_key *key = &q->keys[q->key[s]];
+    const gs_fq_tenant *t = &q->ten[key->tenant];
+    double wait = f->now - q->enq[s];
+    *d = (gpusched_fairq_decision)GPUSCHED_FAIRQ_DECISION_INIT;
+    d->tenant = key->tenant;
+    d->task_id = q->id[s];
+    d->time = f->now;
+    d->type = key->type;
+    d->tenants_backlogged = q->nactive_tenants;
+    d->score = gs_fq_slot_score(q, f, s);
+    d->term_backlog = t->backlog / f->max_backlog;
+    d->term_wait = f->max_wait > 0 ? wait / f->max_wait : 0;
+    d->term_vtime = gs_fq_vtime_term(t->vtime, f->vmin, f->vmax);
+    d->term_pred = wait / (wait + (double)q->pred[s]);
+    d->predicted = q->pred[s];
+    d->probability = 1.0;
+    d->candidates = f->candidates;
+    d->queued = q->live;
+    d->max_wait = f->max_wait;
+}
+
+/* The fast path is exact when, within one (tenant, type) FIFO, an older
+ * task never scores below a younger one: true when the only per-task term
+ * is the wait (W_WAIT >= 0), i.e. without the prediction term and without
+ * exploration. */
+bool gs_fq_heads_apply(const gpusched_fairq *q)
+{
+    return q->p.w_pred == 0 && q->p.explore == 0 && q->p.scan_full == 0;
+}
+
+/* Decay scales every virtual time and the clock alike, so the normalized
+ * fair-share term (a ratio of differences) does not change: applying it
+ * after each choice keeps peek and poll identical. */
+void gs_fq_decay(gpusched_fairq *q, double now)
+{
+    if (q->p.half_life > 0 && isfinite(q->decay_time) && now > q->decay_time) {
+        double f = exp2(-(now - q->decay_time) / q->p.half_life);
+        for (uint32_t t = 0; t < q->ntenants; t++)
+            q->ten[t].vtime *= f;
+        q->vclock *= f;
+    }
+    q->decay_time = now;
+}
