@@ -9,10 +9,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
-
 #endif
 
 typedef struct gsb_ctx gsb_ctx;
