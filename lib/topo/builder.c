@@ -6,8 +6,8 @@
 
 bool gs_name_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.' || c == ':' || c == '+';
+    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_' || c == '-' ||
+           c == '.' || c == ':' || c == '+';
 }
 
 const char *gs_name_check(const char *s, size_t len)
@@ -26,6 +26,9 @@ static uint32_t gs_dom_lookup(const gpusched_topo_builder *b, uint32_t l, uint32
                               const char *s, size_t len)
 {
     const gs_blevel *lv = &b->lv[l];
+    uint32_t last = b->last_dom[l];
+    if (last < lv->n && lv->parent[last] == parent && gs_pool_eq(&b->pool, lv->name[last], s, len))
+        return last;
     if (!lv->index.slots)
         return GPUSCHED_NONE;
     uint32_t h = gs_dom_hash(parent, s, len);
@@ -157,6 +160,7 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
             ids[l] = id;
         }
         parent = ids[l];
+        b->last_dom[l] = ids[l];
     }
     uint32_t n = b->nnodes++;
     b->node_leaf[n] = parent;

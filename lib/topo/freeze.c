@@ -31,7 +31,8 @@ static void gs_sort_level(gpusched_topo *t, const gs_blevel *lv, uint32_t l, con
     cs[0] = 0;
 }
 
-static void gs_sort_nodes(gpusched_topo *t, const gpusched_topo_builder *b, const uint32_t *leafmap)
+static void gs_sort_nodes(gpusched_topo *t, const gpusched_topo_builder *b, const uint32_t *leafmap,
+                          uint32_t *perm)
 {
     uint32_t L = t->nlevels - 1, nl = t->ndom[L];
     uint32_t *ds = t->dom_start[L];
@@ -44,6 +45,7 @@ static void gs_sort_nodes(gpusched_topo *t, const gpusched_topo_builder *b, cons
     for (uint32_t n = 0; n < b->nnodes; n++) {
         uint32_t leaf = leafmap[b->node_leaf[n]];
         uint32_t pos = ds[leaf]++;
+        perm[n] = pos;
         t->node_leaf[pos] = leaf;
         t->node_gpus[pos] = b->node_gpus[n];
         t->node_class[pos] = b->node_class[n];
@@ -52,6 +54,19 @@ static void gs_sort_nodes(gpusched_topo *t, const gpusched_topo_builder *b, cons
     }
     memmove(ds + 1, ds, (size_t)nl * sizeof *ds);
     ds[0] = 0;
+}
+
+/* The builder's node index, with ids renumbered: same hashes, same slots,
+ * so no name is hashed again. */
+static void gs_remap_index(gs_hindex *dst, const gs_hindex *src, const uint32_t *perm)
+{
+    size_t n = (size_t)src->mask + 1;
+    dst->mask = src->mask;
+    dst->count = src->count;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = src->slots[i].id;
+        dst->slots[i] = (gs_hslot){id == GS_HEMPTY ? GS_HEMPTY : perm[id], src->slots[i].hash};
+    }
 }
 
 static int gs_freeze_meta(gpusched_topo *t, const gpusched_topo_builder *b)
@@ -85,13 +100,17 @@ static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)
     gpusched_topo *t = NULL;
     int rc = gs_topo_alloc(&b->alloc, b->nlevels, ndom, b->nnodes, &t);
     uint32_t *map = NULL;
+    gs_hindex *nix = t ? &t->names->node_index : NULL;
     if (!rc)
-        rc = gs_names_new_stored(t, b->pool.len);
+        rc = gs_names_new_stored(t, b->pool.len, false);
     if (!rc)
         rc = gs_freeze_meta(t, b);
-    if (!rc && !(map = gs_malloc(&b->alloc, maps * sizeof *map)))
+    if (!rc && !(map = gs_malloc(&b->alloc, (maps + b->nnodes) * sizeof *map)))
+        rc = GPUSCHED_ENOMEM;
+    if (!rc && !(nix->slots = gs_malloc(&b->alloc, gs_hindex_bytes(&b->node_index))))
         rc = GPUSCHED_ENOMEM;
     if (rc) {
+        gs_free(&b->alloc, map);
         gs_topo_destroy(t);
         return gs_error(&b->err, rc, "out of memory");
     }
@@ -104,7 +123,8 @@ static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)
         lmap[l] = lmap[l - 1] + ndom[l - 1];
         gs_sort_level(t, &b->lv[l], l, lmap[l - 1], lmap[l]);
     }
-    gs_sort_nodes(t, b, lmap[b->nlevels - 1]);
+    uint32_t *perm = map + maps;
+    gs_sort_nodes(t, b, lmap[b->nlevels - 1], perm);
     gs_topo_finish_ranges(t);
     gs_topo_finish_gpus(t);
 
@@ -113,7 +133,8 @@ static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)
     for (uint32_t l = 0; l < b->nlevels; l++)
         for (uint32_t d = 0; d < ndom[l]; d++)
             nm->dom_name[l][lmap[l][d]] = b->lv[l].name[d];
-    gs_names_index(t);
+    (void)gs_names_index(t, false); /* the builder's interning made names unique */
+    gs_remap_index(nix, &b->node_index, perm);
     gs_free(&b->alloc, map);
     *out = t;
     return 0;

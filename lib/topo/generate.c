@@ -6,7 +6,7 @@
 #include "topo-build.h"
 #include "topo-builder.h"
 
-static int gs_uniform_check(uint32_t nlevels, const char *const *level_names, const uint32_t *fanout,
+int gs_uniform_check_args(uint32_t nlevels, const char *const *level_names, const uint32_t *fanout,
                             uint32_t gpus_per_node, const char *gpu_class, gs_err *e)
 {
     if (nlevels < 1 || nlevels > GS_MAX_LEVELS)
@@ -75,7 +75,7 @@ int gs_topo_uniform(uint32_t nlevels, const char *const *level_names, const uint
                     uint32_t gpus_per_node, const char *gpu_class, const gs_alloc *a,
                     gpusched_topo **out, gs_err *e)
 {
-    int rc = gs_uniform_check(nlevels, level_names, fanout, gpus_per_node, gpu_class, e);
+    int rc = gs_uniform_check_args(nlevels, level_names, fanout, gpus_per_node, gpu_class, e);
     if (rc)
         return rc;
     uint32_t ndom[GS_MAX_LEVELS];

@@ -3,7 +3,7 @@
 
 #include "topo-names.h"
 
-int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
+int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len, bool index_nodes)
 {
     const gs_alloc *a = &t->alloc;
     gs_names *n = t->names;
@@ -13,7 +13,7 @@ int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
     n->node_name = gs_calloc(a, t->nnodes, sizeof *n->node_name);
     if (!n->pool.buf || !n->node_name)
         return GPUSCHED_ENOMEM;
-    int rc = gs_hindex_reserve(&n->node_index, a, t->nnodes);
+    int rc = index_nodes ? gs_hindex_reserve(&n->node_index, a, t->nnodes) : 0;
     for (uint32_t l = 0; !rc && l < t->nlevels; l++) {
         n->dom_name[l] = gs_calloc(a, t->ndom[l], sizeof *n->dom_name[l]);
         if (!n->dom_name[l])
@@ -23,19 +23,26 @@ int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len)
     return rc;
 }
 
-void gs_names_index(gpusched_topo *t)
+int gs_names_index(gpusched_topo *t, bool index_nodes)
 {
     gs_names *n = t->names;
-    for (uint32_t i = 0; i < t->nnodes; i++) {
+    for (uint32_t i = 0; index_nodes && i < t->nnodes; i++) {
         const char *s = gs_pool_str(&n->pool, n->node_name[i]);
-        gs_hindex_insert(&n->node_index, i, gs_hash32(s, strlen(s), 0));
+        size_t len = strlen(s);
+        if (gs_names_find_node(t, s, len) != GPUSCHED_NONE)
+            return GPUSCHED_EEXIST;
+        gs_hindex_insert(&n->node_index, i, gs_hash32(s, len, 0));
     }
     for (uint32_t l = 0; l < t->nlevels; l++)
         for (uint32_t d = 0; d < t->ndom[l]; d++) {
             const char *s = gs_pool_str(&n->pool, n->dom_name[l][d]);
+            size_t len = strlen(s);
             uint32_t parent = l ? t->dom_parent[l][d] : GPUSCHED_NONE;
-            gs_hindex_insert(&n->dom_index[l], d, gs_dom_hash(parent, s, strlen(s)));
+            if (gs_names_find_child(t, l, parent, s, len) != GPUSCHED_NONE)
+                return GPUSCHED_EEXIST;
+            gs_hindex_insert(&n->dom_index[l], d, gs_dom_hash(parent, s, len));
         }
+    return 0;
 }
 
 int gs_names_new_uniform(gpusched_topo *t, const uint32_t *fanout)

@@ -22,6 +22,9 @@ int gs_topo_finish_gpus(gpusched_topo *t);
  * upper level. */
 void gs_topo_finish_ranges(gpusched_topo *t);
 
+/* The argument checks of gpusched_topo_uniform. */
+int gs_uniform_check_args(uint32_t nlevels, const char *const *level_names, const uint32_t *fanout,
+                          uint32_t gpus_per_node, const char *gpu_class, gs_err *e);
 /* gpusched_topo_uniform with a resolved allocator and an error sink. */
 int gs_topo_uniform(uint32_t nlevels, const char *const *level_names, const uint32_t *fanout,
                     uint32_t gpus_per_node, const char *gpu_class, const gs_alloc *a,

@@ -34,6 +34,9 @@ struct gpusched_topo_builder {
     uint32_t class_name[GPUSCHED_TOPO_MAX_CLASSES];
     uint32_t label_name[GPUSCHED_TOPO_MAX_LABELS];
     uint32_t last_class;            /* cache: nodes usually repeat their class */
+    /* Cache: consecutive nodes usually share their path, so the domain of
+     * the previous add is checked before hashing. */
+    uint32_t last_dom[GS_MAX_LEVELS];
 
     gs_pool pool;
 };

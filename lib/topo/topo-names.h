@@ -32,11 +32,12 @@ struct gs_names {
 
 /* Stored names: allocates the offsets and indexes for `t`'s shape and a
  * pool of `pool_len` bytes; the caller fills them, then calls
- * gs_names_index(). */
-int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len);
-/* Builds the hash indexes of stored names; the capacity was reserved by
- * gs_names_new_stored. */
-void gs_names_index(gpusched_topo *t);
+ * gs_names_index(). Without `index_nodes` the caller provides the node
+ * index itself (freeze remaps the builder's instead of rehashing). */
+int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len, bool index_nodes);
+/* Builds the hash indexes of stored names into the reserved capacity;
+ * EEXIST if two nodes, or two children of one parent, share a name. */
+int gs_names_index(gpusched_topo *t, bool index_nodes);
 /* Generated names for a uniform topology. */
 int gs_names_new_uniform(gpusched_topo *t, const uint32_t *fanout);
 void gs_names_free(const gs_alloc *a, gs_names *n);

@@ -1,0 +1,146 @@
+/* Topology scenarios: building the 1M-GPU GB200 NVL72 cluster through the
+ * builder, parsing its one-line-per-node text, and its memory per GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "topo/topo-export.h"
+#include "topo/topo-internal.h"
+
+#define GSB_ZONES 8
+#define GSB_BLOCKS 32
+#define GSB_RACKS 56
+#define GSB_NODES 18
+
+/* Quick runs use one zone: the same shape, an eighth of the size. */
+static uint32_t gsb_topo_zones(const gsb_ctx *b) { return gsb_quick(b) ? 1 : GSB_ZONES; }
+
+static void gsb_topo_params(const gsb_ctx *b, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "\"gpus\": %u, \"nodes\": %u",
+             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES * 4,
+             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES);
+}
+
+typedef struct gsb_names {
+    char z[GSB_ZONES][8], bl[GSB_BLOCKS][8], r[GSB_RACKS][8];
+    char (*n)[12];
+} gsb_names;
+
+/* One builder run: every node through add_node in cluster order, then
+ * freeze. Returns the freeze time in `freeze_ns`. */
+static gpusched_topo *gsb_build(const gsb_ctx *b, const gsb_names *nm, double *freeze_ns)
+{
+    static const char *const lv[] = {"zone", "block", "rack"};
+    gpusched_topo_builder *tb;
+    gpusched_topo *t = NULL;
+    if (gpusched_topo_builder_new(NULL, &tb) || gpusched_topo_builder_set_levels(tb, 3, lv))
+        abort();
+    uint32_t k = 0;
+    for (uint32_t z = 0; z < gsb_topo_zones(b); z++)
+        for (uint32_t bl = 0; bl < GSB_BLOCKS; bl++)
+            for (uint32_t r = 0; r < GSB_RACKS; r++) {
+                const char *path[] = {nm->z[z], nm->bl[bl], nm->r[r]};
+                for (uint32_t n = 0; n < GSB_NODES; n++, k++)
+                    if (gpusched_topo_builder_add_node(tb, path, nm->n[k], 4, "gb200", NULL, 0))
+                        abort();
+            }
+    double t0 = gsb_now_ns();
+    if (gpusched_topo_builder_freeze(tb, &t))
+        abort();
+    *freeze_ns = gsb_now_ns() - t0;
+    gpusched_topo_builder_free(tb);
+    return t;
+}
+
+static void gsb_topo_build(gsb_ctx *b)
+{
+    gsb_names nm;
+    uint32_t nodes = gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES;
+    nm.n = malloc(nodes * sizeof *nm.n);
+    if (!nm.n)
+        abort();
+    for (uint32_t i = 0; i < GSB_ZONES; i++)
+        snprintf(nm.z[i], sizeof nm.z[i], "z%u", i);
+    for (uint32_t i = 0; i < GSB_BLOCKS; i++)
+        snprintf(nm.bl[i], sizeof nm.bl[i], "b%u", i);
+    for (uint32_t i = 0; i < GSB_RACKS; i++)
+        snprintf(nm.r[i], sizeof nm.r[i], "r%u", i);
+    for (uint32_t i = 0; i < nodes; i++)
+        snprintf(nm.n[i], sizeof nm.n[i], "n%u", i);
+
+    int reps = gsb_reps(b);
+    double total[32], freeze[32], preset[32];
+    size_t stored_bytes = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = gsb_now_ns();
+        gpusched_topo *t = gsb_build(b, &nm, &freeze[r]);
+        total[r] = gsb_now_ns() - t0;
+        stored_bytes = gpusched_topo_memory_bytes(t);
+        gpusched_topo_unref(t);
+    }
+    static const char *const lv[] = {"zone", "block", "rack"};
+    const uint32_t fan[] = {gsb_topo_zones(b), GSB_BLOCKS, GSB_RACKS, GSB_NODES};
+    size_t gen_bytes = 0;
+    for (int r = 0; r < reps; r++) {
+        gpusched_topo *t;
+        double t0 = gsb_now_ns();
+        if (gpusched_topo_uniform(3, lv, fan, 4, "gb200", NULL, &t, NULL, 0))
+            abort();
+        preset[r] = gsb_now_ns() - t0;
+        gen_bytes = gpusched_topo_memory_bytes(t);
+        gpusched_topo_unref(t);
+    }
+    char params[160];
+    gsb_topo_params(b, params, sizeof params);
+    double gpus = (double)nodes * 4;
+    gsb_report(b, "topo.build.gb200-nvl72-1m.ms", gsb_median(total, (size_t)reps) / 1e6, "ms", params);
+    gsb_report(b, "topo.freeze.gb200-nvl72-1m.ms", gsb_median(freeze, (size_t)reps) / 1e6, "ms", params);
+    gsb_report(b, "topo.preset.gb200-nvl72-1m.ms", gsb_median(preset, (size_t)reps) / 1e6, "ms", params);
+    gsb_report(b, "topo.bytes_per_gpu.gb200-nvl72-1m", (double)gen_bytes / gpus, "B/GPU", params);
+    gsb_report(b, "topo.bytes_per_gpu.gb200-nvl72-1m.stored_names", (double)stored_bytes / gpus, "B/GPU",
+               params);
+    free(nm.n);
+}
+
+static void gsb_topo_parse(gsb_ctx *b)
+{
+    static const char *const lv[] = {"zone", "block", "rack"};
+    const uint32_t fan[] = {gsb_topo_zones(b), GSB_BLOCKS, GSB_RACKS, GSB_NODES};
+    gpusched_topo *t;
+    if (gpusched_topo_uniform(3, lv, fan, 4, "gb200", NULL, &t, NULL, 0))
+        abort();
+    size_t len = 0;
+    gs_topo_export_text(t, true, NULL, 0, &len);
+    char *text = malloc(len + 1);
+    if (!text || gs_topo_export_text(t, true, text, len + 1, &len))
+        abort();
+    int reps = gsb_reps(b);
+    double ms[32], exp_ms[32];
+    for (int r = 0; r < reps; r++) {
+        gpusched_topo *p;
+        double t0 = gsb_now_ns();
+        if (gpusched_topo_parse(text, len, NULL, &p, NULL, 0))
+            abort();
+        ms[r] = (gsb_now_ns() - t0) / 1e6;
+        gpusched_topo_unref(p);
+        t0 = gsb_now_ns();
+        gs_topo_export_text(t, true, text, len + 1, &len);
+        exp_ms[r] = (gsb_now_ns() - t0) / 1e6;
+    }
+    char params[200];
+    gsb_topo_params(b, params, sizeof params);
+    size_t n = strlen(params);
+    snprintf(params + n, sizeof params - n, ", \"text_bytes\": %zu", len);
+    gsb_report(b, "topo.parse.gb200-nvl72-1m.ms", gsb_median(ms, (size_t)reps), "ms", params);
+    gsb_report(b, "topo.export.gb200-nvl72-1m.ms", gsb_median(exp_ms, (size_t)reps), "ms", params);
+    free(text);
+    gpusched_topo_unref(t);
+}
+
+const gsb_scenario gsb_topo_scenarios[] = {
+    {"topo.build", gsb_topo_build},
+    {"topo.parse", gsb_topo_parse},
+    {NULL, NULL},
+};

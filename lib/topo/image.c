@@ -1,0 +1,449 @@
+/* The binary image (topo-image.h). Every count is checked against the
+ * bytes present before anything is allocated, every array element is
+ * range-checked, and the names are re-indexed with duplicate detection, so
+ * no input can make the reader crash, over-allocate or build a topology
+ * that breaks the invariants other modules rely on. */
+#include <string.h>
+
+#include "topo-build.h"
+#include "topo-builder.h"
+#include "topo-image.h"
+
+#define GS_IMG_MAGIC "gpustopo"
+#define GS_IMG_HEADER 48u  /* magic, version, kind, length, checksum, 4 counts */
+#define GS_IMG_BODY 32u    /* the checksum covers [GS_IMG_BODY, length) */
+
+/* ---- writing ----------------------------------------------------------- */
+
+typedef struct gs_wr {
+    uint8_t *p;
+    size_t n;
+} gs_wr;
+
+static void gs_w8(gs_wr *w, uint8_t v) { w->p[w->n++] = v; }
+
+static void gs_w32(gs_wr *w, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        w->p[w->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void gs_w64(gs_wr *w, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        w->p[w->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void gs_wbytes(gs_wr *w, const void *s, size_t n)
+{
+    memcpy(w->p + w->n, s, n);
+    w->n += n;
+}
+
+static void gs_wname(gs_wr *w, const char *s)
+{
+    size_t n = strlen(s);
+    gs_w8(w, (uint8_t)n);
+    gs_wbytes(w, s, n);
+}
+
+static bool gs_is_uniform(const gpusched_topo *t) { return t->names->kind == GS_NAMES_UNIFORM; }
+
+static size_t gs_names_size(const gpusched_topo *t)
+{
+    size_t n = 0;
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        n += 1 + strlen(t->level_names[l]);
+    for (uint32_t c = 0; c < t->nclasses; c++)
+        n += 1 + strlen(t->class_names[c]);
+    for (uint32_t i = 0; i < t->nlabels; i++)
+        n += 1 + strlen(t->label_names[i]);
+    return n;
+}
+
+/* Bytes of the stored-kind arrays after ndom[] and pool_len. */
+static uint64_t gs_stored_arrays(uint32_t nlevels, const uint32_t *ndom, uint32_t nnodes,
+                                 uint32_t nlabels, uint32_t pool_len)
+{
+    uint64_t n = 0;
+    for (uint32_t l = 0; l < nlevels; l++)
+        n += 4ull * ndom[l] * 2;  /* parents and name offsets */
+    n -= 4ull * ndom[0];          /* level 0 has no parents */
+    n += 4ull * ndom[nlevels - 1];  /* node count of each lowest domain */
+    n += (uint64_t)nnodes * (1 + 1 + 4 + (nlabels ? 8 : 0));
+    return n + pool_len;
+}
+
+int gs_topo_image_size(const gpusched_topo *t, size_t *size)
+{
+    if (!t || !size)
+        return GPUSCHED_EINVAL;
+    uint64_t n = GS_IMG_HEADER + gs_names_size(t);
+    if (gs_is_uniform(t))
+        n += 4ull * (t->nlevels + 1) + 4;
+    else
+        n += 4ull * t->nlevels + 4 +
+             gs_stored_arrays(t->nlevels, t->ndom, t->nnodes, t->nlabels, t->names->pool.len);
+    *size = (size_t)n;
+    return 0;
+}
+
+static void gs_write_stored(gs_wr *w, const gpusched_topo *t)
+{
+    const gs_names *nm = t->names;
+    uint32_t L = t->nlevels;
+    for (uint32_t l = 0; l < L; l++)
+        gs_w32(w, t->ndom[l]);
+    gs_w32(w, nm->pool.len);
+    for (uint32_t l = 1; l < L; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            gs_w32(w, t->dom_parent[l][d]);
+    for (uint32_t d = 0; d < t->ndom[L - 1]; d++)
+        gs_w32(w, gs_topo_dom_nodes(t, L - 1, d));
+    gs_wbytes(w, t->node_gpus, t->nnodes);
+    gs_wbytes(w, t->node_class, t->nnodes);
+    if (t->nlabels)
+        for (uint32_t n = 0; n < t->nnodes; n++)
+            gs_w64(w, t->node_labels[n]);
+    for (uint32_t n = 0; n < t->nnodes; n++)
+        gs_w32(w, nm->node_name[n]);
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            gs_w32(w, nm->dom_name[l][d]);
+    gs_wbytes(w, nm->pool.buf, nm->pool.len);
+}
+
+int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t *written)
+{
+    size_t size;
+    int rc = gs_topo_image_size(t, &size);
+    if (rc || !written)
+        return GPUSCHED_EINVAL;
+    *written = size;
+    if (!buf || cap < size)
+        return GPUSCHED_ERANGE;
+    gs_wr w = {buf, 0};
+    gs_wbytes(&w, GS_IMG_MAGIC, 8);
+    gs_w32(&w, GS_TOPO_IMAGE_VERSION);
+    gs_w32(&w, gs_is_uniform(t) ? GS_NAMES_UNIFORM : GS_NAMES_STORED);
+    gs_w64(&w, size);
+    gs_w64(&w, 0); /* checksum, filled last */
+    gs_w32(&w, t->nlevels);
+    gs_w32(&w, t->nnodes);
+    gs_w32(&w, t->nclasses);
+    gs_w32(&w, t->nlabels);
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        gs_wname(&w, t->level_names[l]);
+    for (uint32_t c = 0; c < t->nclasses; c++)
+        gs_wname(&w, t->class_names[c]);
+    for (uint32_t i = 0; i < t->nlabels; i++)
+        gs_wname(&w, t->label_names[i]);
+    if (gs_is_uniform(t)) {
+        for (uint32_t l = 0; l <= t->nlevels; l++)
+            gs_w32(&w, t->names->fanout[l]);
+        gs_w32(&w, t->node_gpus[0]);
+    } else {
+        gs_write_stored(&w, t);
+    }
+    gs_wr sum = {buf + 24, 0};
+    gs_w64(&sum, gs_hash_bytes(buf + GS_IMG_BODY, size - GS_IMG_BODY, 0));
+    return 0;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+typedef struct gs_rd {
+    const uint8_t *p;
+    size_t n, len;  /* position, end */
+    gs_err *e;
+} gs_rd;
+
+static uint32_t gs_r32at(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t gs_r64at(const uint8_t *p) { return gs_r32at(p) | (uint64_t)gs_r32at(p + 4) << 32; }
+
+static int gs_corrupt(gs_rd *r, const char *what)
+{
+    return gs_error(r->e, GPUSCHED_ECORRUPT, "topology image: %s (at byte %zu)", what, r->n);
+}
+
+static int gs_need(gs_rd *r, uint64_t bytes)
+{
+    return bytes <= r->len - r->n ? 0 : gs_corrupt(r, "truncated");
+}
+
+static int gs_r32(gs_rd *r, uint32_t *v)
+{
+    int rc = gs_need(r, 4);
+    if (!rc) {
+        *v = gs_r32at(r->p + r->n);
+        r->n += 4;
+    }
+    return rc;
+}
+
+/* A level, class or label name into `dst` (64 bytes, NUL-terminated). */
+static int gs_rname(gs_rd *r, char *dst)
+{
+    int rc = gs_need(r, 1);
+    if (rc)
+        return rc;
+    uint8_t n = r->p[r->n++];
+    if ((rc = gs_need(r, n)))
+        return rc;
+    if (gs_name_check((const char *)r->p + r->n, n))
+        return gs_corrupt(r, "invalid name");
+    memcpy(dst, r->p + r->n, n);
+    dst[n] = '\0';
+    r->n += n;
+    return 0;
+}
+
+typedef struct gs_imeta {
+    uint32_t kind, nlevels, nnodes, nclasses, nlabels;
+    char levels[GS_MAX_LEVELS][GPUSCHED_TOPO_NAME_MAX + 1];
+    char (*classes)[GPUSCHED_TOPO_NAME_MAX + 1];   /* caller's scratch, 255 entries */
+    char labels[GPUSCHED_TOPO_MAX_LABELS][GPUSCHED_TOPO_NAME_MAX + 1];
+} gs_imeta;
+
+static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_TOPO_NAME_MAX + 1], uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = gs_rname(r, names[i]);
+        if (rc)
+            return rc;
+        for (uint32_t k = 0; k < i; k++)
+            if (!strcmp(names[k], names[i]))
+                return gs_corrupt(r, "duplicate level, class or label name");
+    }
+    return 0;
+}
+
+static int gs_read_meta(gs_rd *r, gs_imeta *m, size_t *length)
+{
+    int rc = gs_need(r, GS_IMG_HEADER);
+    if (rc)
+        return rc;
+    const uint8_t *p = r->p;
+    if (memcmp(p, GS_IMG_MAGIC, 8))
+        return gs_corrupt(r, "bad magic");
+    if (gs_r32at(p + 8) != GS_TOPO_IMAGE_VERSION)
+        return gs_error(r->e, GPUSCHED_EVERSION, "topology image: version %u, this library reads %u",
+                        gs_r32at(p + 8), GS_TOPO_IMAGE_VERSION);
+    m->kind = gs_r32at(p + 12);
+    uint64_t total = gs_r64at(p + 16);
+    if (m->kind != GS_NAMES_STORED && m->kind != GS_NAMES_UNIFORM)
+        return gs_corrupt(r, "unknown kind");
+    if (total < GS_IMG_HEADER || total > r->len)
+        return gs_corrupt(r, total < GS_IMG_HEADER ? "bad length" : "truncated");
+    if (gs_r64at(p + 24) != gs_hash_bytes(p + GS_IMG_BODY, (size_t)total - GS_IMG_BODY, 0))
+        return gs_corrupt(r, "checksum mismatch");
+    /* From here on the image ends where its header says. */
+    r->len = (size_t)total;
+    *length = (size_t)total;
+    m->nlevels = gs_r32at(p + 32);
+    m->nnodes = gs_r32at(p + 36);
+    m->nclasses = gs_r32at(p + 40);
+    m->nlabels = gs_r32at(p + 44);
+    r->n = GS_IMG_HEADER;
+    if (m->nlevels < 1 || m->nlevels > GS_MAX_LEVELS || m->nnodes < 1 || m->nnodes == UINT32_MAX ||
+        m->nclasses < 1 || m->nclasses > GPUSCHED_TOPO_MAX_CLASSES || m->nlabels > GPUSCHED_TOPO_MAX_LABELS)
+        return gs_corrupt(r, "count out of range");
+    if ((rc = gs_rdistinct(r, m->levels, m->nlevels)) || (rc = gs_rdistinct(r, m->classes, m->nclasses)))
+        return rc;
+    return gs_rdistinct(r, m->labels, m->nlabels);
+}
+
+static int gs_set_meta(gpusched_topo *t, const gs_imeta *m)
+{
+    const char *lv[GS_MAX_LEVELS], *cls[GPUSCHED_TOPO_MAX_CLASSES], *lab[GPUSCHED_TOPO_MAX_LABELS];
+    for (uint32_t l = 0; l < m->nlevels; l++)
+        lv[l] = m->levels[l];
+    for (uint32_t c = 0; c < m->nclasses; c++)
+        cls[c] = m->classes[c];
+    for (uint32_t i = 0; i < m->nlabels; i++)
+        lab[i] = m->labels[i];
+    return gs_topo_set_meta(t, lv, m->nclasses, cls, m->nlabels, lab);
+}
+
+static int gs_read_uniform(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
+{
+    uint32_t fan[GS_MAX_LEVELS + 1], gpus;
+    int rc = 0;
+    for (uint32_t l = 0; !rc && l <= m->nlevels; l++)
+        rc = gs_r32(r, &fan[l]);
+    if (rc || (rc = gs_r32(r, &gpus)))
+        return rc;
+    if (r->n != r->len)
+        return gs_corrupt(r, "trailing bytes");
+    const char *lv[GS_MAX_LEVELS];
+    for (uint32_t l = 0; l < m->nlevels; l++)
+        lv[l] = m->levels[l];
+    if (m->nclasses != 1 || m->nlabels != 0)
+        return gs_corrupt(r, "uniform topology with labels or several classes");
+    gs_err scratch = {0};
+    rc = gs_uniform_check_args(m->nlevels, lv, fan, gpus, m->classes[0], &scratch);
+    uint64_t nodes = 1;
+    for (uint32_t l = 0; !rc && l <= m->nlevels; l++)
+        nodes *= fan[l];
+    if (rc || nodes != m->nnodes)
+        return gs_corrupt(r, "inconsistent uniform shape");
+    rc = gs_topo_uniform(m->nlevels, lv, fan, gpus, m->classes[0], a, out, r->e);
+    return rc;
+}
+
+/* The shape arrays: parents must make every domain's children one
+ * non-empty contiguous run, and leaf sizes must be non-empty and add up. */
+static int gs_read_shape(gs_rd *r, gpusched_topo *t)
+{
+    uint32_t L = t->nlevels;
+    for (uint32_t l = 1; l < L; l++) {
+        uint32_t *cs = t->child_start[l - 1];
+        uint32_t prev = 0;
+        cs[0] = 0;
+        for (uint32_t d = 0; d < t->ndom[l]; d++) {
+            uint32_t p = gs_r32at(r->p + r->n);
+            r->n += 4;
+            if (d == 0 ? p != 0 : (p != prev && p != prev + 1))
+                return gs_corrupt(r, "domain parents are not contiguous");
+            if (p >= t->ndom[l - 1])
+                return gs_corrupt(r, "domain parent out of range");
+            if (p != prev)
+                cs[p] = d;
+            t->dom_parent[l][d] = prev = p;
+        }
+        if (prev != t->ndom[l - 1] - 1)
+            return gs_corrupt(r, "a domain has no child");
+        cs[t->ndom[l - 1]] = t->ndom[l];
+    }
+    uint32_t *ds = t->dom_start[L - 1];
+    uint64_t node = 0;
+    for (uint32_t d = 0; d < t->ndom[L - 1]; d++) {
+        uint32_t n = gs_r32at(r->p + r->n);
+        r->n += 4;
+        if (n == 0 || n > t->nnodes - node)
+            return gs_corrupt(r, "bad node count of a lowest domain");
+        ds[d] = (uint32_t)node;
+        for (uint32_t k = 0; k < n; k++)
+            t->node_leaf[node + k] = d;
+        node += n;
+    }
+    if (node != t->nnodes)
+        return gs_corrupt(r, "lowest domains do not cover the nodes");
+    ds[t->ndom[L - 1]] = t->nnodes;
+    gs_topo_finish_ranges(t);
+    return 0;
+}
+
+static int gs_read_nodes(gs_rd *r, gpusched_topo *t)
+{
+    memcpy(t->node_gpus, r->p + r->n, t->nnodes);
+    r->n += t->nnodes;
+    memcpy(t->node_class, r->p + r->n, t->nnodes);
+    r->n += t->nnodes;
+    for (uint32_t n = 0; n < t->nnodes; n++) {
+        if (t->node_gpus[n] < 1 || t->node_gpus[n] > GPUSCHED_TOPO_MAX_NODE_GPUS)
+            return gs_corrupt(r, "node GPU count out of range");
+        if (t->node_class[n] >= t->nclasses)
+            return gs_corrupt(r, "node class out of range");
+    }
+    if (t->nlabels) {
+        uint64_t bad = t->nlabels == 64 ? 0 : ~0ull << t->nlabels;
+        for (uint32_t n = 0; n < t->nnodes; n++) {
+            t->node_labels[n] = gs_r64at(r->p + r->n);
+            r->n += 8;
+            if (t->node_labels[n] & bad)
+                return gs_corrupt(r, "node label out of range");
+        }
+    }
+    if (gs_topo_finish_gpus(t))
+        return gs_corrupt(r, "more than 2^32-1 GPUs");
+    return 0;
+}
+
+/* A name offset must start a valid, NUL-terminated name inside the pool. */
+static bool gs_pool_name_ok(const gs_pool *pool, uint32_t off)
+{
+    if (off >= pool->len)
+        return false;
+    size_t room = pool->len - off;
+    const char *s = pool->buf + off;
+    const char *nul = memchr(s, '\0', room < GPUSCHED_TOPO_NAME_MAX + 1 ? room : GPUSCHED_TOPO_NAME_MAX + 1);
+    return nul && !gs_name_check(s, (size_t)(nul - s));
+}
+
+static int gs_read_names(gs_rd *r, gpusched_topo *t)
+{
+    gs_names *nm = t->names;
+    size_t pool_at = r->n + 4ull * t->nnodes;
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        pool_at += 4ull * t->ndom[l];
+    memcpy(nm->pool.buf, r->p + pool_at, nm->pool.len);
+    for (uint32_t n = 0; n < t->nnodes; n++, r->n += 4)
+        if (!gs_pool_name_ok(&nm->pool, nm->node_name[n] = gs_r32at(r->p + r->n)))
+            return gs_corrupt(r, "bad node name");
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++, r->n += 4)
+            if (!gs_pool_name_ok(&nm->pool, nm->dom_name[l][d] = gs_r32at(r->p + r->n)))
+                return gs_corrupt(r, "bad domain name");
+    r->n += nm->pool.len;
+    if (gs_names_index(t, true))
+        return gs_corrupt(r, "duplicate node name or domain name under one parent");
+    return 0;
+}
+
+static int gs_read_stored(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
+{
+    uint32_t ndom[GS_MAX_LEVELS], pool_len;
+    int rc = 0;
+    for (uint32_t l = 0; !rc && l < m->nlevels; l++) {
+        rc = gs_r32(r, &ndom[l]);
+        if (!rc && (ndom[l] == 0 || ndom[l] > m->nnodes || (l && ndom[l] < ndom[l - 1])))
+            rc = gs_corrupt(r, "domain count out of range");
+    }
+    if (rc || (rc = gs_r32(r, &pool_len)))
+        return rc;
+    uint64_t need = gs_stored_arrays(m->nlevels, ndom, m->nnodes, m->nlabels, pool_len);
+    if (need != r->len - r->n)
+        return gs_corrupt(r, need > r->len - r->n ? "truncated" : "trailing bytes");
+    gpusched_topo *t = NULL;
+    rc = gs_topo_alloc(a, m->nlevels, ndom, m->nnodes, &t);
+    if (!rc)
+        rc = gs_set_meta(t, m);
+    if (!rc)
+        rc = gs_names_new_stored(t, pool_len, true);
+    if (rc) {
+        gs_topo_destroy(t);
+        return gs_error(r->e, rc, "out of memory");
+    }
+    if ((rc = gs_read_shape(r, t)) || (rc = gs_read_nodes(r, t)) || (rc = gs_read_names(r, t))) {
+        gs_topo_destroy(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusched_topo **out,
+                       size_t *consumed, gs_err *e)
+{
+    if (!buf || !a || !out || !consumed)
+        return gs_error(e, GPUSCHED_EINVAL, "topology image: NULL argument");
+    char classes[GPUSCHED_TOPO_MAX_CLASSES][GPUSCHED_TOPO_NAME_MAX + 1];
+    gs_imeta m = {.classes = classes};
+    gs_rd r = {buf, 0, len, e};
+    size_t length = 0;
+    int rc = gs_read_meta(&r, &m, &length);
+    if (rc)
+        return rc;
+    gpusched_topo *t = NULL;
+    rc = m.kind == GS_NAMES_UNIFORM ? gs_read_uniform(&r, &m, a, &t) : gs_read_stored(&r, &m, a, &t);
+    if (rc)
+        return rc;
+    *out = t;
+    *consumed = length;
+    return 0;
+}

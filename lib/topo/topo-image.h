@@ -1,0 +1,29 @@
+/* The binary image of a topology, embedded in cluster snapshots.
+ *
+ * Little-endian, versioned (GS_TOPO_IMAGE_VERSION), self-delimiting (the
+ * header holds the total length) and checksummed (FNV-1a 64 over the body).
+ * Uniform and preset topologies are written as their parameters (a few
+ * dozen bytes); others as their arrays and name pool. Reading validates
+ * every field, so a truncated, corrupted or hostile image yields
+ * GPUSCHED_ECORRUPT (GPUSCHED_EVERSION for an unknown version) and creates
+ * nothing. Reading then writing gives the same bytes. Layout:
+ * doc/topology-format.md, "Binary image". */
+#ifndef GS_TOPO_IMAGE_H
+#define GS_TOPO_IMAGE_H
+
+#include "topo-internal.h"
+
+#define GS_TOPO_IMAGE_VERSION 1u
+
+/* Exact size of the image of `t`. */
+int gs_topo_image_size(const gpusched_topo *t, size_t *size);
+/* Writes the image; GPUSCHED_ERANGE (nothing written) if `cap` is short.
+ * `*written` gets the image size in both cases. */
+int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t *written);
+/* Reads an image at the start of `buf` (which may continue with other
+ * data): a new topology with one reference, allocated through `a`, and the
+ * bytes it took in `*consumed`. Errors carry a message in `e` (may be NULL). */
+int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusched_topo **out,
+                       size_t *consumed, gs_err *e);
+
+#endif

@@ -1,0 +1,311 @@
+/* The text format: parsing, the ranged form, export round trips and every
+ * class of error with its line and column. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "failalloc.h"
+#include "topo/topo-export.h"
+#include "topo/topo-internal.h"
+#include "topocheck.h"
+
+static gpusched_topo *parse_ok(const char *text)
+{
+    gpusched_topo *t = NULL;
+    char err[256];
+    int rc = gpusched_topo_parse(text, strlen(text), NULL, &t, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(err, "");
+    topo_assert_valid(t);
+    return t;
+}
+
+static const char small_text[] =
+    "# a small cluster\n"
+    "levels block rack   # top first\n"
+    "\n"
+    "labels ib\r\n"
+    "node b0/r0 gpu-a gpus=8 class=h100 labels=ib,nvme\n"
+    "\tnode  b0/r1  gpu-b  gpus=4\n"
+    "node b1/r0 gpu-c gpus=2 class=a100 labels=nvme\n"
+    "node b0/r0 gpu-d gpus=8 class=h100";
+
+Test(topo_text, parses_nodes_properties_and_comments)
+{
+    gpusched_topo *t = parse_ok(small_text);
+    cr_assert_eq(gpusched_topo_node_count(t), 4);
+    cr_assert_eq(gpusched_topo_gpu_count(t), 22);
+    cr_assert_eq(gpusched_topo_domain_count(t, 1), 3);
+    char buf[64];
+    const char *order[] = {"gpu-a", "gpu-d", "gpu-b", "gpu-c"};
+    for (uint32_t n = 0; n < 4; n++) {
+        gpusched_topo_node_name(t, n, buf, sizeof buf);
+        cr_assert_str_eq(buf, order[n]);
+    }
+    cr_assert_str_eq(gpusched_topo_label_name(t, 0), "ib");
+    cr_assert_str_eq(gpusched_topo_label_name(t, 1), "nvme");
+    cr_assert_eq(gpusched_topo_node_labels(t, 0), 3);
+    cr_assert_eq(gpusched_topo_node_labels(t, 3), 2);
+    cr_assert_str_eq(gpusched_topo_class_name(t, gpusched_topo_node_class(t, 2)), "default");
+    gpusched_topo_unref(t);
+}
+
+Test(topo_text, ranged_line_equals_uniform)
+{
+    gpusched_topo *t = parse_ok("levels zone block rack\n"
+                                "node z[0-1]/b[0-2]/r[0-3] n[0-] count=5 gpus=4 class=gb200\n");
+    const char *lv[] = {"zone", "block", "rack"};
+    const uint32_t fan[] = {2, 3, 4, 5};
+    gpusched_topo *u;
+    cr_assert_eq(gpusched_topo_uniform(3, lv, fan, 4, "gb200", NULL, &u, NULL, 0), 0);
+    topo_assert_valid(u);
+    topo_assert_equal(t, u);
+    gpusched_topo_unref(t);
+    gpusched_topo_unref(u);
+}
+
+Test(topo_text, ranges_with_prefix_suffix_and_closed_name_range)
+{
+    gpusched_topo *t = parse_ok("levels rack\n"
+                                "node rk[8-9]-x host[100-103].dc count=2 gpus=1\n");
+    char buf[64];
+    gpusched_topo_domain_name(t, 0, 1, buf, sizeof buf);
+    cr_assert_str_eq(buf, "rk9-x");
+    gpusched_topo_node_name(t, 3, buf, sizeof buf);
+    cr_assert_str_eq(buf, "host103.dc");
+    gpusched_topo_unref(t);
+}
+
+static void roundtrip(const gpusched_topo *t, bool per_node)
+{
+    size_t len = 0;
+    cr_assert_eq(gs_topo_export_text(t, per_node, NULL, 0, &len), GPUSCHED_ERANGE);
+    char *text = malloc(len + 1);
+    cr_assert_eq(gs_topo_export_text(t, per_node, text, len + 1, &len), 0);
+    gpusched_topo *back = parse_ok(text);
+    topo_assert_equal(t, back);
+    size_t len2;
+    char *again = topo_export_string(back, &len2);
+    if (!per_node || t->names == NULL)
+        cr_assert_geq(len2, 1);
+    /* Parsed topologies always export one line per node. */
+    size_t len3 = 0;
+    gs_topo_export_text(t, true, NULL, 0, &len3);
+    cr_assert_eq(len2, len3);
+    free(text);
+    free(again);
+    gpusched_topo_unref(back);
+}
+
+Test(topo_text, export_then_parse_is_identical)
+{
+    gpusched_topo *t = parse_ok(small_text);
+    roundtrip(t, true);
+    size_t len;
+    char *a = topo_export_string(t, &len);
+    gpusched_topo *b = parse_ok(a);
+    char *c = topo_export_string(b, &len);
+    cr_assert_str_eq(a, c);
+    free(a);
+    free(c);
+    gpusched_topo_unref(b);
+    gpusched_topo_unref(t);
+    for (uint32_t i = 1; gpusched_topo_preset_name(i); i++) {
+        cr_assert_eq(gpusched_topo_preset(gpusched_topo_preset_name(i), NULL, &t, NULL, 0), 0);
+        roundtrip(t, false);
+        roundtrip(t, true);
+        gpusched_topo_unref(t);
+    }
+}
+
+Test(topo_text, uniform_exports_in_a_few_lines)
+{
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, NULL, 0), 0);
+    size_t len;
+    char *s = topo_export_string(t, &len);
+    cr_assert_str_eq(s, "# libgpusched topology: 258048 nodes, 1032192 GPUs\n"
+                        "levels zone block rack\n"
+                        "classes gb200\n"
+                        "node z[0-7]/b[0-31]/r[0-55] n[0-] count=18 gpus=4 class=gb200\n");
+    gpusched_topo *back = parse_ok(s);
+    topo_assert_equal(t, back);
+    free(s);
+    gpusched_topo_unref(back);
+    gpusched_topo_unref(t);
+}
+
+Test(topo_text, export_rejects_small_buffers)
+{
+    gpusched_topo *t = parse_ok(small_text);
+    size_t len = 0;
+    char buf[16] = "untouched";
+    cr_assert_eq(gpusched_topo_export(t, NULL, 0, &len), GPUSCHED_ERANGE);
+    cr_assert_gt(len, 16);
+    cr_assert_eq(gpusched_topo_export(t, buf, sizeof buf, &len), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_export(t, NULL, 5, &len), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_export(t, buf, 5, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_export(NULL, buf, 5, &len), GPUSCHED_EINVAL);
+    gpusched_topo_unref(t);
+}
+
+struct bad_case {
+    const char *text;
+    const char *msg;
+};
+
+/* One case per error class; each message names line and column. */
+static const struct bad_case bad_cases[] = {
+    {"node b0/r0 n0 gpus=8\n", "line 1, column 1: 'node' before 'levels'"},
+    {"levels block rack\nfrobnicate\n", "line 2, column 1: unknown directive 'frobnicate' (node, levels, classes or labels expected)"},
+    {"levels\n", "line 1, column 1: 'levels' needs at least one name"},
+    {"levels a b c d e f g h i\n", "line 1, column 24: more than 8 levels"},
+    {"levels rack rack\n", "line 1, column 8: level name 'rack' appears twice"},
+    {"levels ra!ck\n", "line 1, column 10: unexpected character '!' in a name"},
+    {"levels block rack\nlevels block zone\n", "line 2, column 1: levels differ from the levels already set"},
+    {"levels block rack\nnode b0/r0 n0\n", "line 2, column 1: 'node' needs gpus=N"},
+    {"levels block rack\nnode b0/r0 n0 class=x\n", "line 2, column 1: 'node' needs gpus=N"},
+    {"levels block rack\nnode b0/r0\n", "line 2, column 1: 'node' needs a path, a name and gpus=N"},
+    {"levels rack\nnode r[0-1]01234567890123456789012345678901234567890123456789012345678901 n[0-] gpus=1\n",
+     "line 2, column 6: rack name 'r0012345678901234567890123456789...' is longer than 63 bytes"},
+    {"levels block rack\n\nnode b0 n0 gpus=8\n", "line 3, column 6: the path has 1 components, 2 expected (one per level)"},
+    {"levels block rack\nnode b0/r0/x n0 gpus=8\n", "line 2, column 11: the path has more than 2 components (one per level)"},
+    {"levels block rack\nnode b0//r0 n0 gpus=8\n", "line 2, column 9: empty path component"},
+    {"levels block rack\nnode b0/r0 n0 gpus=65\n", "line 2, column 20: gpus=65, 1 to 64 allowed"},
+    {"levels block rack\nnode b0/r0 n0 gpus=0\n", "line 2, column 20: gpus=0, 1 to 64 allowed"},
+    {"levels block rack\nnode b0/r0 n0 gpus=x8\n", "line 2, column 20: 'x8' is not a decimal number"},
+    {"levels block rack\nnode b0/r0 n0 gpus=\n", "line 2, column 20: a number is expected"},
+    {"levels block rack\nnode b0/r0 n0 gpus=99999999999\n", "line 2, column 20: number '99999999999' is too large"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 gpus=4\n", "line 2, column 22: property 'gpus' given twice"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 colour=red\n", "line 2, column 22: unknown property 'colour'"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 fast\n", "line 2, column 22: 'fast' is not a key=value property"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 class=\n", "line 2, column 28: empty class name"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 labels=a,,b\n", "line 2, column 31: empty label name"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 labels=a,\n", "line 2, column 30: trailing ',' in labels"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 count=0\n", "line 2, column 28: count must be at least 1"},
+    {"levels block rack\nnode b0/r$0 n0 gpus=8\n", "line 2, column 10: unexpected character '$' in a name"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8\nnode b1/r0 n0 gpus=8\n", "line 3, column 12: duplicate node name 'n0'"},
+    {"levels block rack\nnode b[0-1]/r0 n0 gpus=8\n", "line 2, column 16: a line of several nodes needs a range in the name, like n[0-]"},
+    {"levels block rack\nnode b[0-1]/r0 n[0-2] gpus=8\n", "line 2, column 16: the name range has 3 values for 2 nodes"},
+    {"levels block rack\nnode b[0-/r0 n0 gpus=8\n", "line 2, column 7: '[' without ']'"},
+    {"levels block rack\nnode b[0]/r0 n0 gpus=8\n", "line 2, column 7: a range is [first-last]"},
+    {"levels block rack\nnode b[3-1]/r0 n[0-] gpus=8\n", "line 2, column 10: range ends before it starts"},
+    {"levels block rack\nnode b[1-]/r0 n[0-] gpus=8\n", "line 2, column 10: an open range [first-] is only allowed in a node name"},
+    {"levels block rack\nnode b[0-99999]/r[0-99999] n[0-] gpus=8\n", "line 2, column 6: the line expands to too many nodes"},
+    {"levels block rack\nnode b0/r0 n[4294967295-] count=2 gpus=8\n", "line 2, column 12: the name counter passes 2^32-1"},
+    {"levels rack\nnode r0 n0123456789012345678901234567890123456789012345678901234567890123 gpus=1\n",
+     "line 2, column 9: node name 'n0123456789012345678901234567890...' is longer than 63 bytes"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 labels=" 
+     "a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,b0,b1,b2,b3,b4,b5,b6,b7,b8,b9,c0,c1,c2,c3,c4,c5,c6,c7,c8,c9,d0,d1,"
+     "d2,d3,d4,d5,d6,d7,d8,d9,e0,e1,e2,e3,e4,e5,e6,e7,e8,e9,f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,g0,g1,g2,g3,g4\n",
+     "line 2, column 221: label 'g4': more than 64 labels"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 a b c d e f g h i j k l m\n", "line 2, column 46: more than 16 fields on a line"},
+    {"levels rack\n", "end of text: no 'node' line"},
+    {"# nothing\n", "end of text: no 'levels' line"},
+};
+
+Test(topo_text, every_error_names_line_and_column)
+{
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        gpusched_topo *t = NULL;
+        char err[256];
+        int rc = gpusched_topo_parse(bad_cases[i].text, strlen(bad_cases[i].text), NULL, &t, err, sizeof err);
+        cr_expect_eq(rc, GPUSCHED_EPARSE, "case %zu: %s", i, gpusched_err_name(rc));
+        cr_expect_str_eq(err, bad_cases[i].msg, "case %zu: %s", i, err);
+        cr_assert_null(t);
+    }
+}
+
+Test(topo_text, failed_parse_leaves_the_builder_unchanged)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *good = "levels block rack\nlabels ib\nnode b0/r0 n0 gpus=8 class=h100 labels=ib\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, good, strlen(good)), 0);
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        /* Prepend good lines that add domains, classes and labels, so the
+         * rollback has something to undo. */
+        char text[1024];
+        const char *body = strchr(bad_cases[i].text, '\n');
+        body = body ? body + 1 : "";
+        snprintf(text, sizeof text,
+                 "levels block rack\nclasses zz\nnode b9/r[0-40] x[0-] gpus=1 class=q labels=new\n%s%s",
+                 body, strstr(body, "node") ? "" : "frob\n");
+        int rc = gpusched_topo_builder_parse(b, text, strlen(text));
+        cr_assert_eq(rc, GPUSCHED_EPARSE, "case %zu", i);
+        cr_assert(strstr(gpusched_topo_builder_errmsg(b), "line "), "%s", gpusched_topo_builder_errmsg(b));
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    gpusched_topo *ref = parse_ok(good);
+    topo_assert_equal(t, ref);
+    cr_assert_eq(gpusched_topo_domain_count(t, 0), 1);
+    gpusched_topo_unref(t);
+    gpusched_topo_unref(ref);
+    /* After all those failures the builder still takes good text. */
+    const char *more = "levels block rack\nnode b1/r0 n1 gpus=2\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, more, strlen(more)), 0);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "");
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    cr_assert_eq(gpusched_topo_node_count(t), 2);
+    gpusched_topo_unref(t);
+    gpusched_topo_builder_free(b);
+}
+
+Test(topo_text, builder_levels_then_text_without_levels)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    const char *text = "node r0 n0 gpus=8\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, text, strlen(text)), 0);
+    cr_assert_eq(gpusched_topo_builder_parse(b, "", 0), 0);
+    cr_assert_eq(gpusched_topo_builder_parse(b, NULL, 0), 0);
+    cr_assert_eq(gpusched_topo_builder_parse(b, NULL, 3), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_parse(NULL, text, 3), GPUSCHED_EINVAL);
+    gpusched_topo_builder_free(b);
+    cr_assert_eq(gpusched_topo_parse(text, strlen(text), NULL, NULL, NULL, 0), GPUSCHED_EINVAL);
+}
+
+Test(topo_text, text_is_not_nul_terminated)
+{
+    const char text[] = "levels rack\nnode r0 n0 gpus=8\nnode r0 n1 gpus=8";
+    gpusched_topo *t;
+    /* Cut before the last line: exactly one node. */
+    cr_assert_eq(gpusched_topo_parse(text, strlen(text) - 18, NULL, &t, NULL, 0), 0);
+    cr_assert_eq(gpusched_topo_node_count(t), 1);
+    gpusched_topo_unref(t);
+    const char nul[] = "levels rack\nnode r0 n\0 gpus=8\n";
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(nul, sizeof nul - 1, NULL, &t, err, sizeof err), GPUSCHED_EPARSE);
+    cr_assert_str_eq(err, "line 2, column 10: unexpected byte 0x00 in a name");
+}
+
+struct parse_ctx {
+    const char *text;
+    gpusched_topo *t;
+};
+
+static int parse_op(failalloc *fa, void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    return gpusched_topo_parse(c->text, strlen(c->text), &fa->a, &c->t, NULL, 0);
+}
+
+static void parse_undo(void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    topo_assert_valid(c->t);
+    gpusched_topo_unref(c->t);
+}
+
+Test(topo_text, allocation_failures)
+{
+    struct parse_ctx c = {"levels zone rack\nclasses a b\nlabels x y\n"
+                          "node z[0-2]/r[0-9] n[0-] count=3 gpus=8 class=b labels=y\n"
+                          "node z0/r0 extra gpus=2\n", NULL};
+    cr_assert_gt(failalloc_sweep(parse_op, parse_undo, &c), 10);
+}
