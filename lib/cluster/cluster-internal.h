@@ -153,6 +153,17 @@ static inline uint64_t gs_cluster_node_allocated(const struct gpusched_cluster *
  * least g usable free GPUs. O(hist_width). */
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g);
 
+/* GPUs in domain d of level l. */
+uint32_t gs_topo_dom_gpus(const struct gpusched_topo *t, uint32_t l, uint32_t d);
+
+/* Aggregate arrays of `c` (c->topo, c->nlevels and c->hist_width set):
+ * allocation, recomputation from scratch out of `src`'s node state (the
+ * invariant checker computes into a scratch struct), release. */
+int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a);
+void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster *src);
+void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a);
+size_t gs_aggs_bytes(const struct gpusched_cluster *c);
+
 /* The low-level update every mutation goes through: node `n` had usable
  * mask `old_avail` (gs_cluster_node_avail before the change) and has
  * gs_cluster_node_avail(c, n) now; updates every aggregate on its path.
@@ -162,6 +173,22 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
 /* ---- jobs and reservations --------------------------------------------- */
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);
+/* Makes room for `extra` more records (slots and hash) so that the inserts
+ * that follow cannot fail. Moves the records: gs_hold pointers taken before
+ * it are stale. GPUSCHED_ENOMEM or GPUSCHED_ELIMIT; the table stays valid. */
+int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra);
+/* A zeroed record with `id` set, appended to the live list. Needs room. */
+gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id);
+/* Frees the record's pair block and its slot; the live list order changes
+ * (the last live record takes its place). */
+void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h);
+void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
+size_t gs_holdtab_bytes(const gs_holdtab *t);
+
+static inline uint32_t gs_hold_slot(const gs_holdtab *t, const gs_hold *h)
+{
+    return (uint32_t)(h - t->rec);
+}
 
 static inline gs_hold *gs_cluster_job_find(const struct gpusched_cluster *c, uint64_t id)
 {
@@ -202,6 +229,35 @@ int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t 
  * Consumes the job's reservation, lent or not. */
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
                       const uint32_t *nodes, const uint64_t *masks);
+
+/* ---- helpers shared by the module's files -------------------------------- */
+
+/* Creates an empty cluster on `topo` (takes a reference on success). */
+int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster **out);
+/* ERANGE with a message unless `node` is a node of the topology. */
+int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node);
+/* Checks (node, mask) pairs: ascending, in range, nodes up, GPUs free or in
+ * `own` (a reservation whose GPUs count as free; may be NULL). */
+int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                           const gs_hold *own);
+/* Copies in and checks a caller's job descriptor. */
+int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src);
+/* A block for n > 1 pairs (NULL for n <= 1, or on failure). */
+void *gs_pairs_block(const gs_alloc *a, uint32_t n);
+void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
+/* Sets the GPUs of `mask` on `node` to: free where `to_free` has a bit,
+ * reserved where `to_resv` has one, else allocated; holder entries to
+ * `holder`; updates the aggregates. O(levels + popcount(mask)). */
+void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uint64_t to_free,
+                          uint64_t to_resv, uint32_t holder);
+/* Release a job / drop a reservation (its GPUs become free). */
+void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h);
+void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r);
+int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
+                         const uint64_t **masks, uint32_t *n, uint32_t *gpus);
+
+/* XXH64 with seed 0 of `len` bytes: the snapshot checksum. */
+uint64_t gs_checksum64(const void *data, size_t len);
 
 /* Lending a reservation to the placement search (see the top comment).
  * Both are O(levels * nodes of the reservation) and cannot fail. */

@@ -1,0 +1,249 @@
+/* Per-domain aggregates: what placement reads instead of visiting nodes.
+ * Everything counts GPUs usable for new work (free GPUs of up nodes). */
+#include <string.h>
+
+#include "cluster-internal.h"
+
+static inline uint32_t gs_gpu_base(const struct gpusched_topo *t, uint32_t n)
+{
+    return n == t->nnodes ? (uint32_t)t->ngpus : t->node_gpu_base[n];
+}
+
+uint32_t gs_topo_dom_gpus(const struct gpusched_topo *t, uint32_t l, uint32_t d)
+{
+    return gs_gpu_base(t, t->dom_start[l][d + 1]) - gs_gpu_base(t, t->dom_start[l][d]);
+}
+
+int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a)
+{
+    const struct gpusched_topo *t = c->topo;
+    c->root_hist = gs_calloc(a, c->hist_width, sizeof(uint32_t));
+    if (!c->root_hist)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t l = 0; l < t->nlevels; l++) {
+        gs_agg *g = &c->agg[l];
+        g->free_gpus = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
+        g->free_nodes = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
+        g->hist = gs_calloc(a, (size_t)t->ndom[l] * c->hist_width, sizeof(uint32_t));
+        if (!g->free_gpus || !g->free_nodes || !g->hist)
+            return GPUSCHED_ENOMEM;
+    }
+    return 0;
+}
+
+void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a)
+{
+    gs_free(a, c->root_hist);
+    c->root_hist = NULL;
+    for (uint32_t l = 0; l < GS_MAX_LEVELS; l++) {
+        gs_free(a, c->agg[l].free_gpus);
+        gs_free(a, c->agg[l].free_nodes);
+        gs_free(a, c->agg[l].hist);
+        memset(&c->agg[l], 0, sizeof c->agg[l]);
+    }
+}
+
+size_t gs_aggs_bytes(const struct gpusched_cluster *c)
+{
+    size_t b = (size_t)c->hist_width * sizeof(uint32_t);
+    for (uint32_t l = 0; l < c->nlevels; l++)
+        b += (size_t)c->topo->ndom[l] * (2 + c->hist_width) * sizeof(uint32_t);
+    return b;
+}
+
+/* Sums children into parents, level by level, then counts fully free
+ * domains: O(nodes + domains * hist_width). */
+void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster *src)
+{
+    const struct gpusched_topo *t = src->topo;
+    const uint32_t H = dst->hist_width, nl = t->nlevels, leaf = nl - 1;
+    for (uint32_t l = 0; l < nl; l++) {
+        memset(dst->agg[l].free_gpus, 0, t->ndom[l] * sizeof(uint32_t));
+        memset(dst->agg[l].free_nodes, 0, t->ndom[l] * sizeof(uint32_t));
+        memset(dst->agg[l].hist, 0, (size_t)t->ndom[l] * H * sizeof(uint32_t));
+    }
+    memset(dst->root_hist, 0, H * sizeof(uint32_t));
+    memset(dst->full_doms, 0, sizeof dst->full_doms);
+    memset(dst->full_gpus, 0, sizeof dst->full_gpus);
+    dst->root_free_gpus = 0;
+    dst->root_free_nodes = 0;
+
+    gs_agg *g = &dst->agg[leaf];
+    for (uint32_t n = 0; n < t->nnodes; n++) {
+        uint64_t avail = gs_cluster_node_avail(src, n);
+        uint32_t k = gs_popcount64(avail);
+        uint32_t full = avail == gs_node_all_mask(t->node_gpus[n]);
+        uint32_t d = t->node_leaf[n];
+        g->free_gpus[d] += k;
+        g->free_nodes[d] += full;
+        g->hist[(size_t)d * H + k]++;
+        dst->root_free_gpus += k;
+        dst->root_free_nodes += full;
+        dst->root_hist[k]++;
+        dst->full_doms[nl] += full;
+        dst->full_gpus[nl] += full ? t->node_gpus[n] : 0;
+    }
+    for (uint32_t l = leaf; l > 0; l--) {
+        gs_agg *c = &dst->agg[l], *p = &dst->agg[l - 1];
+        for (uint32_t d = 0; d < t->ndom[l]; d++) {
+            uint32_t up = t->dom_parent[l][d];
+            p->free_gpus[up] += c->free_gpus[d];
+            p->free_nodes[up] += c->free_nodes[d];
+            for (uint32_t k = 0; k < H; k++)
+                p->hist[(size_t)up * H + k] += c->hist[(size_t)d * H + k];
+        }
+    }
+    for (uint32_t l = 0; l < nl; l++)
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            if (dst->agg[l].free_nodes[d] == gs_topo_dom_nodes(t, l, d)) {
+                dst->full_doms[l]++;
+                dst->full_gpus[l] += gs_topo_dom_gpus(t, l, d);
+            }
+}
+
+void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
+{
+    const struct gpusched_topo *t = c->topo;
+    uint64_t avail = gs_cluster_node_avail(c, n);
+    uint32_t ok = gs_popcount64(old_avail), nk = gs_popcount64(avail);
+    if (ok == nk)
+        return; /* same count, other bits: no aggregate moves */
+    const uint32_t H = c->hist_width, nl = c->nlevels;
+    uint32_t gpus = t->node_gpus[n];
+    uint64_t all = gs_node_all_mask(gpus);
+    int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
+    uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
+
+    c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
+    c->root_free_nodes += (uint32_t)dfull;
+    c->root_hist[ok]--;
+    c->root_hist[nk]++;
+    if (dfull) {
+        c->full_doms[nl] += (uint32_t)dfull;
+        c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
+    }
+    uint32_t d = t->node_leaf[n];
+    for (uint32_t l = nl; l-- > 0;) {
+        if (l != nl - 1)
+            d = t->dom_parent[l + 1][d];
+        gs_agg *g = &c->agg[l];
+        g->free_gpus[d] += dfree;
+        uint32_t *h = &g->hist[(size_t)d * H];
+        h[ok]--;
+        h[nk]++;
+        if (dfull) {
+            uint32_t size = gs_topo_dom_nodes(t, l, d);
+            uint32_t before = g->free_nodes[d];
+            uint32_t after = before + (uint32_t)dfull;
+            g->free_nodes[d] = after;
+            if (before == size || after == size) {
+                int32_t s = after == size ? 1 : -1;
+                c->full_doms[l] += (uint32_t)s;
+                c->full_gpus[l] += (uint64_t)(int64_t)(s * (int64_t)gs_topo_dom_gpus(t, l, d));
+            }
+        }
+    }
+}
+
+uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)
+{
+    const uint32_t *h = l == GPUSCHED_NONE ? c->root_hist : &c->agg[l].hist[(size_t)d * c->hist_width];
+    uint32_t sum = 0;
+    for (uint32_t k = g; k < c->hist_width; k++)
+        sum += h[k];
+    return sum;
+}
+
+/* ---- public queries ---------------------------------------------------- */
+
+static int gs_domain_arg(gpusched_cluster *c, uint32_t level, uint32_t domain, const void *out)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!out)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "output pointer is NULL");
+    if (level == GPUSCHED_NONE)
+        return 0;
+    if (level >= c->nlevels)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "level %u out of range (the topology has %u)",
+                        level, c->nlevels);
+    if (domain >= c->topo->ndom[level])
+        return gs_error(&c->err, GPUSCHED_ERANGE, "domain %u out of range (level %u has %u)",
+                        domain, level, c->topo->ndom[level]);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_domain_free_gpus(gpusched_cluster *c, uint32_t level, uint32_t domain,
+                                                   uint64_t *gpus)
+{
+    int rc = gs_domain_arg(c, level, domain, gpus);
+    if (rc)
+        return rc;
+    *gpus = level == GPUSCHED_NONE ? c->root_free_gpus : c->agg[level].free_gpus[domain];
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_domain_free_nodes(gpusched_cluster *c, uint32_t level, uint32_t domain,
+                                                    uint32_t *nodes)
+{
+    int rc = gs_domain_arg(c, level, domain, nodes);
+    if (rc)
+        return rc;
+    *nodes = level == GPUSCHED_NONE ? c->root_free_nodes : c->agg[level].free_nodes[domain];
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_domain_nodes_with_free(gpusched_cluster *c, uint32_t level,
+                                                         uint32_t domain, uint32_t gpus,
+                                                         uint32_t *nodes)
+{
+    int rc = gs_domain_arg(c, level, domain, nodes);
+    if (rc)
+        return rc;
+    if (gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "gpus %u out of range (at most %u per node)", gpus,
+                        GPUSCHED_TOPO_MAX_NODE_GPUS);
+    *nodes = gs_cluster_hist_at_least(c, level, domain, gpus);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_domain_histogram(gpusched_cluster *c, uint32_t level, uint32_t domain,
+                                                   uint32_t *hist, uint32_t cap, uint32_t *len)
+{
+    int rc = gs_domain_arg(c, level, domain, len);
+    if (rc)
+        return rc;
+    *len = c->hist_width;
+    if (cap < c->hist_width)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "histogram has %u entries, buffer holds %u",
+                        c->hist_width, cap);
+    if (!hist)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "hist is NULL");
+    const uint32_t *h =
+        level == GPUSCHED_NONE ? c->root_hist : &c->agg[level].hist[(size_t)domain * c->hist_width];
+    memcpy(hist, h, c->hist_width * sizeof *hist);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_frag(gpusched_cluster *c, uint32_t level, uint32_t *free_domains,
+                                       uint64_t *stranded_gpus, uint64_t *gang_gpus)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (level > c->nlevels)
+        return gs_error(&c->err, GPUSCHED_ERANGE,
+                        "level %u out of range (0 to %u, %u being the nodes)", level, c->nlevels,
+                        c->nlevels);
+    if (free_domains)
+        *free_domains = c->full_doms[level];
+    if (stranded_gpus)
+        *stranded_gpus = c->root_free_gpus - c->full_gpus[level];
+    if (gang_gpus)
+        *gang_gpus = c->full_gpus[level];
+    gs_err_clear(&c->err);
+    return 0;
+}

@@ -1,0 +1,138 @@
+/* The cluster handle: lifetime, node and GPU state queries. */
+#include <string.h>
+
+#include "cluster-internal.h"
+
+int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster **out)
+{
+    gpusched_cluster *c = gs_calloc(a, 1, sizeof *c);
+    if (!c)
+        return GPUSCHED_ENOMEM;
+    c->alloc = *a;
+    c->topo = topo;
+    c->nlevels = topo->nlevels;
+    c->hist_width = topo->max_node_gpus + 1;
+    c->node_free = gs_malloc(a, (size_t)topo->nnodes * sizeof *c->node_free);
+    c->node_resv = gs_calloc(a, topo->nnodes, sizeof *c->node_resv);
+    c->node_health = gs_calloc(a, topo->nnodes, sizeof *c->node_health);
+    c->gpu_holder = gs_calloc(a, (size_t)topo->ngpus, sizeof *c->gpu_holder);
+    if (!c->node_free || !c->node_resv || !c->node_health || !c->gpu_holder ||
+        gs_aggs_alloc(c, a)) {
+        c->topo = NULL;
+        gpusched_cluster_free(c);
+        return GPUSCHED_ENOMEM;
+    }
+    for (uint32_t n = 0; n < topo->nnodes; n++)
+        c->node_free[n] = gs_node_all_mask(topo->node_gpus[n]);
+    gs_aggs_compute(c, c);
+    gpusched_topo_ref(topo);
+    *out = c;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_new(gpusched_topo *topo, const gpusched_allocator *alloc,
+                                      gpusched_cluster **out)
+{
+    if (!topo || !out)
+        return GPUSCHED_EINVAL;
+    gs_alloc a;
+    int rc = gs_alloc_init(&a, alloc);
+    if (rc)
+        return GPUSCHED_EINVAL;
+    return gs_cluster_create(topo, &a, out);
+}
+
+GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c)
+{
+    if (!c)
+        return;
+    gs_alloc a = c->alloc;
+    gs_holdtab_free(&c->jobs, &a);
+    gs_holdtab_free(&c->resv, &a);
+    gs_aggs_free(c, &a);
+    gs_free(&a, c->node_free);
+    gs_free(&a, c->node_resv);
+    gs_free(&a, c->node_health);
+    gs_free(&a, c->gpu_holder);
+    gpusched_topo_unref(c->topo);
+    gs_free(&a, c);
+}
+
+GPUSCHED_API const char *gpusched_cluster_errmsg(const gpusched_cluster *c)
+{
+    return c ? c->err.msg : "cluster is NULL";
+}
+
+GPUSCHED_API gpusched_topo *gpusched_cluster_topo(const gpusched_cluster *c)
+{
+    return c ? c->topo : NULL;
+}
+
+GPUSCHED_API size_t gpusched_cluster_memory_bytes(const gpusched_cluster *c)
+{
+    if (!c)
+        return 0;
+    const struct gpusched_topo *t = c->topo;
+    return sizeof *c + (size_t)t->nnodes * (2 * sizeof(uint64_t) + sizeof(uint8_t)) +
+           (size_t)t->ngpus * sizeof(uint32_t) + gs_aggs_bytes(c) + gs_holdtab_bytes(&c->jobs) +
+           gs_holdtab_bytes(&c->resv);
+}
+
+int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node)
+{
+    if (node >= c->topo->nnodes)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "node %u out of range (the topology has %u)", node,
+                        c->topo->nnodes);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_node_state(gpusched_cluster *c, uint32_t node, uint64_t *free_mask,
+                                             uint64_t *reserved_mask, uint64_t *allocated_mask,
+                                             uint32_t *health)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc)
+        return rc;
+    if (free_mask)
+        *free_mask = c->node_free[node];
+    if (reserved_mask)
+        *reserved_mask = c->node_resv[node];
+    if (allocated_mask)
+        *allocated_mask = gs_cluster_node_allocated(c, node);
+    if (health)
+        *health = c->node_health[node];
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, uint32_t gpu,
+                                            uint32_t *state, uint64_t *job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!state)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "state is NULL");
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc)
+        return rc;
+    if (gpu >= c->topo->node_gpus[node])
+        return gs_error(&c->err, GPUSCHED_ERANGE, "gpu %u out of range (node %u has %u)", gpu, node,
+                        c->topo->node_gpus[node]);
+    uint32_t h = c->gpu_holder[c->topo->node_gpu_base[node] + gpu];
+    uint64_t id = 0;
+    if (h & GS_HOLDER_RESV) {
+        *state = GPUSCHED_GPU_RESERVED;
+        id = c->resv.rec[h & ~GS_HOLDER_RESV].id;
+    } else if (h) {
+        *state = GPUSCHED_GPU_ALLOCATED;
+        id = c->jobs.rec[h - 1].id;
+    } else {
+        *state = GPUSCHED_GPU_FREE;
+    }
+    if (job_id)
+        *job_id = id;
+    gs_err_clear(&c->err);
+    return 0;
+}

@@ -1,0 +1,68 @@
+/* Node health and faults: which jobs a node failure or drain hits. */
+#include "cluster-internal.h"
+
+/* Slots of the jobs on `node`, each once, by lowest GPU; returns how many
+ * (at most 64, one per GPU). */
+static uint32_t gs_node_job_slots(const gpusched_cluster *c, uint32_t node, uint32_t *slots)
+{
+    const uint32_t *h = &c->gpu_holder[c->topo->node_gpu_base[node]];
+    uint64_t allocated = gs_cluster_node_allocated(c, node);
+    uint32_t n = 0;
+    for (; allocated; allocated &= allocated - 1) {
+        uint32_t s = h[gs_ctz64(allocated)] - 1;
+        uint32_t k = 0;
+        while (k < n && slots[k] != s)
+            k++;
+        if (k == n)
+            slots[n++] = s;
+    }
+    return n;
+}
+
+static int gs_node_jobs_out(gpusched_cluster *c, uint32_t node, uint64_t *ids, uint32_t cap, uint32_t *count)
+{
+    uint32_t slots[GPUSCHED_TOPO_MAX_NODE_GPUS];
+    uint32_t n = gs_node_job_slots(c, node, slots);
+    if (count)
+        *count = n;
+    if (n > cap)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "node %u holds %u jobs, the buffer %u", node, n, cap);
+    if (n && !ids)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "ids is NULL");
+    for (uint32_t i = 0; i < n; i++)
+        ids[i] = c->jobs.rec[slots[i]].id;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, uint64_t *ids,
+                                            uint32_t cap, uint32_t *count)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!count)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "count is NULL");
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc || (rc = gs_node_jobs_out(c, node, ids, cap, count)))
+        return rc;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t node, uint32_t health,
+                                                  uint64_t *hit, uint32_t cap, uint32_t *nhit)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc)
+        return rc;
+    if (health >= GPUSCHED_NODE_HEALTH_COUNT)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "health %u is not a gpusched_node_health", health);
+    if ((rc = gs_node_jobs_out(c, node, hit, cap, nhit)))
+        return rc;
+    uint64_t old = gs_cluster_node_avail(c, node);
+    c->node_health[node] = (uint8_t)health;
+    gs_cluster_node_changed(c, node, old);
+    gs_err_clear(&c->err);
+    return 0;
+}

@@ -1,0 +1,303 @@
+/* Jobs: validated all-or-nothing allocation, release, lookup, iteration. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster-internal.h"
+
+#define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_PREEMPTIBLE
+
+static const char *gs_holder_desc(const gpusched_cluster *c, uint32_t h, char *buf, size_t cap)
+{
+    if (h & GS_HOLDER_RESV)
+        snprintf(buf, cap, "reserved for job %llu",
+                 (unsigned long long)c->resv.rec[h & ~GS_HOLDER_RESV].id);
+    else if (h)
+        snprintf(buf, cap, "allocated to job %llu", (unsigned long long)c->jobs.rec[h - 1].id);
+    else
+        snprintf(buf, cap, "free");
+    return buf;
+}
+
+int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                           const gs_hold *own)
+{
+    const struct gpusched_topo *t = c->topo;
+    if (n == 0)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "allocation is empty (n = 0)");
+    if (!nodes || !masks)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "nodes or masks is NULL");
+    const uint32_t *own_nodes = own ? gs_hold_nodes(own) : NULL;
+    const uint64_t *own_masks = own ? gs_hold_masks(own) : NULL;
+    uint32_t oi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t node = nodes[i];
+        uint64_t mask = masks[i];
+        if (node >= t->nnodes)
+            return gs_error(&c->err, GPUSCHED_ERANGE, "pair %u: node %u out of range (the topology has %u)",
+                            i, node, t->nnodes);
+        if (i > 0 && node <= nodes[i - 1])
+            return gs_error(&c->err, GPUSCHED_EINVAL,
+                            "pair %u: node %u follows node %u (nodes must be strictly ascending)", i, node,
+                            nodes[i - 1]);
+        if (mask == 0)
+            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has an empty GPU mask", i, node);
+        uint64_t all = gs_node_all_mask(t->node_gpus[node]);
+        if (mask & ~all)
+            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u",
+                            i, node, t->node_gpus[node], (unsigned long long)mask, gs_ctz64(mask & ~all));
+        if (c->node_health[node] != GPUSCHED_NODE_UP)
+            return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
+                            c->node_health[node]);
+        uint64_t usable = c->node_free[node];
+        if (own) {
+            while (oi < own->npairs && own_nodes[oi] < node)
+                oi++;
+            if (oi < own->npairs && own_nodes[oi] == node)
+                usable |= own_masks[oi];
+        }
+        uint64_t taken = mask & ~usable;
+        if (taken) {
+            uint32_t gpu = gs_ctz64(taken);
+            char what[64];
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is %s", i, node, gpu,
+                            gs_holder_desc(c, c->gpu_holder[t->node_gpu_base[node] + gpu], what,
+                                           sizeof what));
+        }
+    }
+    return 0;
+}
+
+int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t n, const uint32_t *nodes,
+                              const uint64_t *masks)
+{
+    if (gs_cluster_job_find(c, id))
+        return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is already running", (unsigned long long)id);
+    return gs_cluster_check_pairs(c, n, nodes, masks, gs_cluster_resv_find(c, id));
+}
+
+/* Gives `h` its pairs: inline for one, else the block `block` (masks then
+ * nodes) allocated by the caller. */
+void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
+{
+    h->npairs = n;
+    uint32_t gpus = 0;
+    for (uint32_t i = 0; i < n; i++)
+        gpus += gs_popcount64(masks[i]);
+    h->ngpus = gpus;
+    if (n == 1) {
+        h->node0 = nodes[0];
+        h->mask0 = masks[0];
+        h->nodes = NULL;
+        h->masks = NULL;
+        return;
+    }
+    h->masks = block;
+    h->nodes = (uint32_t *)(h->masks + n);
+    memcpy(h->masks, masks, (size_t)n * sizeof *masks);
+    memcpy(h->nodes, nodes, (size_t)n * sizeof *nodes);
+}
+
+void *gs_pairs_block(const gs_alloc *a, uint32_t n)
+{
+    if (n <= 1)
+        return NULL;
+    return gs_malloc(a, (size_t)n * (sizeof(uint64_t) + sizeof(uint32_t)));
+}
+
+static void gs_set_holder(gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t holder)
+{
+    uint32_t *h = &c->gpu_holder[c->topo->node_gpu_base[node]];
+    for (; mask; mask &= mask - 1)
+        h[gs_ctz64(mask)] = holder;
+}
+
+/* Moves the GPUs of `mask` on `node` between the free, reserved and
+ * allocated sets and updates the aggregates. */
+void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uint64_t to_free,
+                          uint64_t to_resv, uint32_t holder)
+{
+    uint64_t old = gs_cluster_node_avail(c, node);
+    c->node_free[node] = (c->node_free[node] & ~mask) | (to_free & mask);
+    c->node_resv[node] = (c->node_resv[node] & ~mask) | (to_resv & mask);
+    gs_set_holder(c, node, mask, holder);
+    gs_cluster_node_changed(c, node, old);
+}
+
+int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
+                      const uint64_t *masks)
+{
+    int rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
+    if (rc)
+        return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
+                                     : gs_error(&c->err, rc, "too many jobs");
+    void *block = gs_pairs_block(&c->alloc, n);
+    if (n > 1 && !block)
+        return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u allocation pairs", n);
+
+    gs_hold *r = gs_cluster_resv_find(c, job->id);
+    if (r)
+        gs_cluster_resv_drop(c, r);
+    gs_hold *h = gs_holdtab_insert(&c->jobs, job->id);
+    h->start_time = job->start_time;
+    h->cost_hint = job->cost_hint;
+    h->priority = job->priority;
+    h->tenant = job->tenant;
+    h->flags = job->flags;
+    gs_hold_set_pairs(h, n, nodes, masks, block);
+    uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
+    for (uint32_t i = 0; i < n; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], 0, 0, holder);
+    return 0;
+}
+
+int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src)
+{
+    int rc = gs_struct_copy_in(dst, sizeof *dst, src, sizeof *dst, &c->err, "job");
+    if (rc)
+        return rc;
+    if (dst->flags & ~(uint32_t)GS_JOB_KNOWN_FLAGS)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: unknown flags 0x%x",
+                        (unsigned long long)dst->id, dst->flags & ~(uint32_t)GS_JOB_KNOWN_FLAGS);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_alloc(gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                                        const uint32_t *nodes, const uint64_t *masks)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    gpusched_job j;
+    int rc = gs_cluster_job_copy_in(c, &j, job);
+    if (rc)
+        return rc;
+    if ((rc = gs_cluster_validate_alloc(c, j.id, n, nodes, masks)) ||
+        (rc = gs_cluster_commit(c, &j, n, nodes, masks)))
+        return rc;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], ~(uint64_t)0, 0, 0);
+    gs_holdtab_remove(&c->jobs, &c->alloc, h);
+}
+
+static gs_hold *gs_job_arg(gpusched_cluster *c, uint64_t id)
+{
+    gs_hold *h = gs_cluster_job_find(c, id);
+    if (!h)
+        gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)id);
+    return h;
+}
+
+GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    gs_hold *h = gs_job_arg(c, job_id);
+    if (!h)
+        return GPUSCHED_ENOENT;
+    gs_cluster_job_drop(c, h);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_update(gpusched_cluster *c, const gpusched_job *job)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    gpusched_job j;
+    int rc = gs_cluster_job_copy_in(c, &j, job);
+    if (rc)
+        return rc;
+    gs_hold *h = gs_job_arg(c, j.id);
+    if (!h)
+        return GPUSCHED_ENOENT;
+    h->start_time = j.start_time;
+    h->cost_hint = j.cost_hint;
+    h->priority = j.priority;
+    h->tenant = j.tenant;
+    h->flags = j.flags;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c)
+{
+    return c ? c->jobs.count : 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!job_id)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "job_id is NULL");
+    if (index >= c->jobs.count)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "job index %u out of range (%u jobs)", index,
+                        c->jobs.count);
+    *job_id = c->jobs.rec[c->jobs.live[index]].id;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id, gpusched_job *job)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (job) {
+        uint32_t size;
+        memcpy(&size, &job->size, sizeof size);
+        if (size < sizeof(gpusched_job))
+            return gs_error(&c->err, GPUSCHED_EINVAL,
+                            "job: size field is %u, at least %zu expected (use GPUSCHED_JOB_INIT)", size,
+                            sizeof(gpusched_job));
+    }
+    gs_hold *h = gs_job_arg(c, job_id);
+    if (!h)
+        return GPUSCHED_ENOENT;
+    if (job) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.flags = h->flags;
+        j.id = h->id;
+        j.priority = h->priority;
+        j.tenant = h->tenant;
+        j.start_time = h->start_time;
+        j.cost_hint = h->cost_hint;
+        /* Fields past the ones this library knows are the caller's to keep. */
+        uint32_t size = job->size;
+        memcpy(job, &j, sizeof j);
+        job->size = size;
+    }
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
+                         const uint64_t **masks, uint32_t *n, uint32_t *gpus)
+{
+    *nodes = gs_hold_nodes(h);
+    *masks = gs_hold_masks(h);
+    *n = h->npairs;
+    if (gpus)
+        *gpus = h->ngpus;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+                                            const uint64_t **masks, uint32_t *n, uint32_t *gpus)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!nodes || !masks || !n)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "nodes, masks or n is NULL");
+    gs_hold *h = gs_job_arg(c, job_id);
+    if (!h)
+        return GPUSCHED_ENOENT;
+    return gs_cluster_pairs_out(c, h, nodes, masks, n, gpus);
+}

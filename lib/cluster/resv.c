@@ -1,0 +1,182 @@
+/* Reservations: capacity held for a job that is not running yet. */
+#include <string.h>
+
+#include "cluster-internal.h"
+
+static uint32_t gs_merged_count(const gs_hold *r, uint32_t n, const uint32_t *nodes)
+{
+    const uint32_t *rn = gs_hold_nodes(r);
+    uint32_t i = 0, j = 0, m = 0;
+    while (i < r->npairs || j < n) {
+        if (j == n || (i < r->npairs && rn[i] < nodes[j]))
+            i++;
+        else if (i == r->npairs || nodes[j] < rn[i])
+            j++;
+        else
+            i++, j++;
+        m++;
+    }
+    return m;
+}
+
+/* Replaces r's pairs with the union of its pairs and (nodes, masks), in
+ * `block` (sized for `m` pairs, NULL if m == 1). */
+static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint32_t *nodes,
+                           const uint64_t *masks, uint32_t m, void *block)
+{
+    const uint32_t *rn = gs_hold_nodes(r);
+    const uint64_t *rm = gs_hold_masks(r);
+    uint64_t one_mask;
+    uint32_t one_node;
+    uint64_t *om = m == 1 ? &one_mask : block;
+    uint32_t *on = m == 1 ? &one_node : (uint32_t *)(om + m);
+    uint32_t i = 0, j = 0, k = 0;
+    while (i < r->npairs || j < n) {
+        if (j == n || (i < r->npairs && rn[i] < nodes[j])) {
+            on[k] = rn[i];
+            om[k] = rm[i++];
+        } else if (i == r->npairs || nodes[j] < rn[i]) {
+            on[k] = nodes[j];
+            om[k] = masks[j++];
+        } else {
+            on[k] = rn[i];
+            om[k] = rm[i++] | masks[j++];
+        }
+        k++;
+    }
+    uint64_t *old = r->masks;
+    uint32_t gpus = r->ngpus;
+    for (uint32_t x = 0; x < n; x++)
+        gpus += gs_popcount64(masks[x]);
+    if (m == 1) {
+        r->node0 = one_node;
+        r->mask0 = one_mask;
+        r->nodes = NULL;
+        r->masks = NULL;
+    } else {
+        r->masks = om;
+        r->nodes = on;
+    }
+    r->npairs = m;
+    r->ngpus = gpus;
+    gs_free(a, old);
+}
+
+GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, uint32_t n,
+                                          const uint32_t *nodes, const uint64_t *masks)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    int rc = gs_cluster_check_pairs(c, n, nodes, masks, NULL);
+    if (rc)
+        return rc;
+    gs_hold *r = gs_cluster_resv_find(c, job_id);
+    if (r && r->lent)
+        return gs_error(&c->err, GPUSCHED_ESTATE, "reservation of job %llu is lent to a placement",
+                        (unsigned long long)job_id);
+    if (r) {
+        uint32_t m = gs_merged_count(r, n, nodes);
+        void *block = gs_pairs_block(&c->alloc, m);
+        if (m > 1 && !block)
+            return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", m);
+        gs_merge_pairs(&c->alloc, r, n, nodes, masks, m, block);
+    } else {
+        rc = gs_holdtab_prepare(&c->resv, &c->alloc, 1);
+        if (rc)
+            return gs_error(&c->err, rc, "%s",
+                            rc == GPUSCHED_ENOMEM ? "out of memory growing the reservation table"
+                                                  : "too many reservations");
+        void *block = gs_pairs_block(&c->alloc, n);
+        if (n > 1 && !block)
+            return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", n);
+        r = gs_holdtab_insert(&c->resv, job_id);
+        gs_hold_set_pairs(r, n, nodes, masks, block);
+    }
+    uint32_t holder = GS_HOLDER_RESV | gs_hold_slot(&c->resv, r);
+    for (uint32_t i = 0; i < n; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], 0, ~(uint64_t)0, holder);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r)
+{
+    const uint32_t *nodes = gs_hold_nodes(r);
+    const uint64_t *masks = gs_hold_masks(r);
+    for (uint32_t i = 0; i < r->npairs; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], ~(uint64_t)0, 0, 0);
+    if (r->lent)
+        c->nlent--;
+    gs_holdtab_remove(&c->resv, &c->alloc, r);
+}
+
+static void gs_resv_shift(gpusched_cluster *c, gs_hold *r, uint64_t to_free, uint64_t to_resv)
+{
+    const uint32_t *nodes = gs_hold_nodes(r);
+    const uint64_t *masks = gs_hold_masks(r);
+    uint32_t holder = GS_HOLDER_RESV | gs_hold_slot(&c->resv, r);
+    for (uint32_t i = 0; i < r->npairs; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], to_free, to_resv, holder);
+}
+
+void gs_cluster_resv_lend(struct gpusched_cluster *c, gs_hold *r)
+{
+    if (r->lent)
+        return;
+    gs_resv_shift(c, r, ~(uint64_t)0, 0);
+    r->lent = 1;
+    c->nlent++;
+}
+
+void gs_cluster_resv_unlend(struct gpusched_cluster *c, gs_hold *r)
+{
+    if (!r->lent)
+        return;
+    gs_resv_shift(c, r, 0, ~(uint64_t)0);
+    r->lent = 0;
+    c->nlent--;
+}
+
+GPUSCHED_API int gpusched_cluster_unreserve(gpusched_cluster *c, uint64_t job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    gs_hold *r = gs_cluster_resv_find(c, job_id);
+    if (!r)
+        return gs_error(&c->err, GPUSCHED_ENOENT, "no reservation for job %llu", (unsigned long long)job_id);
+    gs_cluster_resv_drop(c, r);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API uint32_t gpusched_cluster_resv_count(const gpusched_cluster *c)
+{
+    return c ? c->resv.count : 0;
+}
+
+GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!job_id)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "job_id is NULL");
+    if (index >= c->resv.count)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "reservation index %u out of range (%u reservations)",
+                        index, c->resv.count);
+    *job_id = c->resv.rec[c->resv.live[index]].id;
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_resv_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+                                             const uint64_t **masks, uint32_t *n, uint32_t *gpus)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!nodes || !masks || !n)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "nodes, masks or n is NULL");
+    gs_hold *r = gs_cluster_resv_find(c, job_id);
+    if (!r)
+        return gs_error(&c->err, GPUSCHED_ENOENT, "no reservation for job %llu", (unsigned long long)job_id);
+    return gs_cluster_pairs_out(c, r, nodes, masks, n, gpus);
+}

@@ -1,0 +1,333 @@
+/* Snapshot and restore (doc/snapshot-format.md): header, topology image,
+ * state, checksum. Restore trusts nothing: every length is bounded before
+ * it is used and the state is rebuilt through the same validation as the
+ * public calls, so a hostile image can only produce an error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster-internal.h"
+#include "topo/topo-image.h"
+
+#define GS_SNAP_MAGIC "GSCLSNAP"
+#define GS_SNAP_VERSION 1u
+#define GS_SNAP_HEADER 32u
+#define GS_SNAP_STATE_HEAD 24u
+#define GS_SNAP_JOB_HEAD 40u
+#define GS_SNAP_RESV_HEAD 16u
+#define GS_SNAP_PAIR 12u
+
+/* ---- little-endian writer ---------------------------------------------- */
+
+typedef struct gs_wr {
+    unsigned char *p;
+} gs_wr;
+
+static inline void wr_u32(gs_wr *w, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        *w->p++ = (unsigned char)(v >> (8 * i));
+}
+
+static inline void wr_u64(gs_wr *w, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        *w->p++ = (unsigned char)(v >> (8 * i));
+}
+
+static void wr_pairs(gs_wr *w, const gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        wr_u32(w, nodes[i]);
+        wr_u64(w, masks[i]);
+    }
+}
+
+static size_t gs_state_len(const gpusched_cluster *c)
+{
+    size_t len = GS_SNAP_STATE_HEAD + c->topo->nnodes;
+    for (uint32_t i = 0; i < c->jobs.count; i++)
+        len += GS_SNAP_JOB_HEAD + (size_t)GS_SNAP_PAIR * c->jobs.rec[c->jobs.live[i]].npairs;
+    for (uint32_t i = 0; i < c->resv.count; i++)
+        len += GS_SNAP_RESV_HEAD + (size_t)GS_SNAP_PAIR * c->resv.rec[c->resv.live[i]].npairs;
+    return len;
+}
+
+static void gs_state_write(const gpusched_cluster *c, gs_wr *w)
+{
+    const struct gpusched_topo *t = c->topo;
+    wr_u32(w, t->nnodes);
+    wr_u32(w, c->jobs.count);
+    wr_u32(w, c->resv.count);
+    wr_u32(w, 0);
+    wr_u64(w, t->ngpus);
+    memcpy(w->p, c->node_health, t->nnodes);
+    w->p += t->nnodes;
+    for (uint32_t i = 0; i < c->jobs.count; i++) {
+        const gs_hold *h = &c->jobs.rec[c->jobs.live[i]];
+        wr_u64(w, h->id);
+        wr_u64(w, (uint64_t)h->start_time);
+        wr_u64(w, h->cost_hint);
+        wr_u32(w, (uint32_t)h->priority);
+        wr_u32(w, h->tenant);
+        wr_u32(w, h->flags);
+        wr_u32(w, h->npairs);
+        wr_pairs(w, h);
+    }
+    for (uint32_t i = 0; i < c->resv.count; i++) {
+        const gs_hold *h = &c->resv.rec[c->resv.live[i]];
+        wr_u64(w, h->id);
+        wr_u32(w, h->npairs);
+        wr_u32(w, 0);
+        wr_pairs(w, h);
+    }
+}
+
+GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_t cap, size_t *len)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (!len)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "len is NULL");
+    if (c->nlent)
+        return gs_error(&c->err, GPUSCHED_ESTATE, "a reservation is lent to a placement");
+    size_t topo_len = gs_topo_image_size(c->topo);
+    size_t state_len = gs_state_len(c);
+    size_t total = GS_SNAP_HEADER + topo_len + state_len + 8;
+    *len = total;
+    if (cap < total)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "snapshot takes %zu bytes, the buffer %zu", total, cap);
+    if (!buf)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "buf is NULL");
+    gs_wr w = {buf};
+    memcpy(w.p, GS_SNAP_MAGIC, 8);
+    w.p += 8;
+    wr_u32(&w, GS_SNAP_VERSION);
+    wr_u32(&w, 0);
+    wr_u64(&w, topo_len);
+    wr_u64(&w, state_len);
+    gs_topo_image_write(c->topo, w.p);
+    w.p += topo_len;
+    gs_state_write(c, &w);
+    wr_u64(&w, gs_checksum64(buf, total - 8));
+    gs_err_clear(&c->err);
+    return 0;
+}
+
+/* ---- reader ------------------------------------------------------------- */
+
+typedef struct gs_rd {
+    const unsigned char *p, *end;
+} gs_rd;
+
+static inline int rd_need(const gs_rd *r, size_t n)
+{
+    return (size_t)(r->end - r->p) >= n;
+}
+
+static inline uint32_t rd_u32(gs_rd *r)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | r->p[i];
+    r->p += 4;
+    return v;
+}
+
+static inline uint64_t rd_u64(gs_rd *r)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | r->p[i];
+    r->p += 8;
+    return v;
+}
+
+typedef struct gs_restore {
+    gpusched_cluster *c;
+    gs_err *err;
+    uint32_t *nodes;        /* scratch for one record's pairs */
+    uint64_t *masks;
+    uint32_t scratch_cap;
+} gs_restore;
+
+static int gs_read_pairs(gs_restore *s, gs_rd *r, uint32_t n, const char *what, uint32_t index)
+{
+    if (n == 0 || n > s->c->topo->nnodes)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "%s %u: %u pairs", what, index, n);
+    if (!rd_need(r, (size_t)n * GS_SNAP_PAIR))
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "%s %u: %u pairs run past the state", what, index, n);
+    if (n > s->scratch_cap) {
+        const gs_alloc *a = &s->c->alloc;
+        uint32_t *nodes = gs_realloc_array(a, s->nodes, n, sizeof *nodes);
+        if (nodes)
+            s->nodes = nodes;
+        uint64_t *masks = nodes ? gs_realloc_array(a, s->masks, n, sizeof *masks) : NULL;
+        if (!masks)
+            return gs_error(s->err, GPUSCHED_ENOMEM, "out of memory reading %s %u", what, index);
+        s->masks = masks;
+        s->scratch_cap = n;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        s->nodes[i] = rd_u32(r);
+        s->masks[i] = rd_u64(r);
+    }
+    return 0;
+}
+
+/* A validation failure of the cluster becomes a corrupt image; a lack of
+ * memory stays what it is. */
+static int gs_restore_fail(gs_restore *s, int rc, const char *what, uint32_t index)
+{
+    if (rc == GPUSCHED_ENOMEM)
+        return gs_error(s->err, rc, "out of memory restoring %s %u", what, index);
+    return gs_error(s->err, GPUSCHED_ECORRUPT, "%s %u: %s", what, index, s->c->err.msg);
+}
+
+static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
+{
+    for (uint32_t i = 0; i < njobs; i++) {
+        if (!rd_need(r, GS_SNAP_JOB_HEAD))
+            return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", i);
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = rd_u64(r);
+        j.start_time = (int64_t)rd_u64(r);
+        j.cost_hint = rd_u64(r);
+        j.priority = (int32_t)rd_u32(r);
+        j.tenant = rd_u32(r);
+        j.flags = rd_u32(r);
+        uint32_t n = rd_u32(r);
+        int rc = gs_read_pairs(s, r, n, "job", i);
+        if (rc)
+            return rc;
+        gpusched_job checked;
+        if ((rc = gs_cluster_job_copy_in(s->c, &checked, &j)) ||
+            (rc = gs_cluster_validate_alloc(s->c, j.id, n, s->nodes, s->masks)) ||
+            (rc = gs_cluster_commit(s->c, &checked, n, s->nodes, s->masks)))
+            return gs_restore_fail(s, rc, "job", i);
+    }
+    return 0;
+}
+
+static int gs_restore_resv(gs_restore *s, gs_rd *r, uint32_t nresv)
+{
+    for (uint32_t i = 0; i < nresv; i++) {
+        if (!rd_need(r, GS_SNAP_RESV_HEAD))
+            return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: truncated", i);
+        uint64_t id = rd_u64(r);
+        uint32_t n = rd_u32(r);
+        if (rd_u32(r) != 0)
+            return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: reserved field is not zero", i);
+        if (gs_cluster_resv_find(s->c, id))
+            return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: job %llu has two reservations", i,
+                            (unsigned long long)id);
+        int rc = gs_read_pairs(s, r, n, "reservation", i);
+        if (rc)
+            return rc;
+        if ((rc = gpusched_cluster_reserve(s->c, id, n, s->nodes, s->masks)))
+            return gs_restore_fail(s, rc, "reservation", i);
+    }
+    return 0;
+}
+
+static int gs_restore_state(gs_restore *s, gs_rd *r)
+{
+    gpusched_cluster *c = s->c;
+    const struct gpusched_topo *t = c->topo;
+    if (!rd_need(r, GS_SNAP_STATE_HEAD))
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "state section truncated");
+    uint32_t nnodes = rd_u32(r), njobs = rd_u32(r), nresv = rd_u32(r), zero = rd_u32(r);
+    uint64_t ngpus = rd_u64(r);
+    if (nnodes != t->nnodes || ngpus != t->ngpus || zero)
+        return gs_error(s->err, GPUSCHED_ECORRUPT,
+                        "state describes %u nodes and %llu GPUs, the topology %u and %llu", nnodes,
+                        (unsigned long long)ngpus, t->nnodes, (unsigned long long)t->ngpus);
+    if (!rd_need(r, nnodes))
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "node health truncated");
+    const unsigned char *health = r->p;
+    r->p += nnodes;
+    for (uint32_t n = 0; n < nnodes; n++)
+        if (health[n] >= GPUSCHED_NODE_HEALTH_COUNT)
+            return gs_error(s->err, GPUSCHED_ECORRUPT, "node %u: health %u", n, health[n]);
+    int rc;
+    /* Jobs and reservations go in while every node is up (they may sit on
+     * nodes that failed later); health comes last. */
+    if ((rc = gs_restore_jobs(s, r, njobs)) || (rc = gs_restore_resv(s, r, nresv)))
+        return rc;
+    for (uint32_t n = 0; n < nnodes; n++)
+        if (health[n] != GPUSCHED_NODE_UP) {
+            uint64_t old = gs_cluster_node_avail(c, n);
+            c->node_health[n] = health[n];
+            gs_cluster_node_changed(c, n, old);
+        }
+    if (r->p != r->end)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "%zu bytes left after the state",
+                        (size_t)(r->end - r->p));
+    return 0;
+}
+
+static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *a, gpusched_cluster **out,
+                            gs_err *e)
+{
+    if (len < GS_SNAP_HEADER + 8)
+        return gs_error(e, GPUSCHED_ECORRUPT, "image of %zu bytes is shorter than a header", len);
+    if (memcmp(b, GS_SNAP_MAGIC, 8))
+        return gs_error(e, GPUSCHED_ECORRUPT, "not a cluster snapshot (bad magic)");
+    gs_rd r = {b + 8, b + len};
+    uint32_t version = rd_u32(&r), flags = rd_u32(&r);
+    uint64_t topo_len = rd_u64(&r), state_len = rd_u64(&r);
+    if (version != GS_SNAP_VERSION)
+        return gs_error(e, GPUSCHED_EVERSION, "snapshot version %u, this library reads %u", version,
+                        GS_SNAP_VERSION);
+    if (flags)
+        return gs_error(e, GPUSCHED_ECORRUPT, "unknown flags 0x%x", flags);
+    uint64_t body = len - GS_SNAP_HEADER - 8;
+    if (topo_len > body || state_len != body - topo_len)
+        return gs_error(e, GPUSCHED_ECORRUPT,
+                        "section lengths %llu + %llu do not match the image's %llu body bytes",
+                        (unsigned long long)topo_len, (unsigned long long)state_len,
+                        (unsigned long long)body);
+    uint64_t sum = 0;
+    for (int i = 7; i >= 0; i--)
+        sum = (sum << 8) | b[len - 8 + (size_t)i];
+    if (sum != gs_checksum64(b, len - 8))
+        return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
+
+    gpusched_topo *topo = NULL;
+    int rc = gs_topo_image_read(b + GS_SNAP_HEADER, (size_t)topo_len, a, &topo, e);
+    if (rc)
+        return rc;
+    gs_restore s = {.err = e};
+    rc = gs_cluster_create(topo, a, &s.c);
+    gpusched_topo_unref(topo); /* the cluster holds its own reference */
+    if (rc)
+        return gs_error(e, rc, "out of memory creating the cluster");
+    gs_rd st = {b + GS_SNAP_HEADER + topo_len, b + len - 8};
+    rc = gs_restore_state(&s, &st);
+    gs_free(a, s.nodes);
+    gs_free(a, s.masks);
+    if (rc) {
+        gpusched_cluster_free(s.c);
+        return rc;
+    }
+    gs_err_clear(&s.c->err);
+    *out = s.c;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_restore(const void *buf, size_t len, const gpusched_allocator *alloc,
+                                          gpusched_cluster **out, char *errbuf, size_t errbuf_len)
+{
+    gs_err e = {0};
+    gs_alloc a;
+    int rc;
+    if (!buf || !out)
+        rc = gs_error(&e, GPUSCHED_EINVAL, "buf or out is NULL");
+    else if (gs_alloc_init(&a, alloc))
+        rc = gs_error(&e, GPUSCHED_EINVAL, "invalid allocator");
+    else
+        rc = gs_restore_image(buf, len, &a, out, &e);
+    gs_err_export(&e, errbuf, errbuf_len);
+    return rc;
+}
