@@ -28,6 +28,7 @@ struct gsb_ctx {
 const gsb_scenario *const gsb_tables[] = {
     gsb_core_scenarios,
     gsb_topo_scenarios,
+    gsb_fairq_scenarios,
     NULL,
 };
 

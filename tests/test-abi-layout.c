@@ -29,3 +29,49 @@ Test(layout, enums_are_int_sized)
     cr_assert_eq(sizeof(gpusched_status), sizeof(int));
     cr_assert_eq(sizeof(gpusched_simd), sizeof(int));
 }
+
+Test(layout, fairq_task)
+{
+    PIN(gpusched_fairq_task, size, 0, 4);
+    PIN(gpusched_fairq_task, tenant, 4, 4);
+    PIN(gpusched_fairq_task, id, 8, 8);
+    PIN(gpusched_fairq_task, type, 16, 4);
+    PIN(gpusched_fairq_task, reserved0, 20, 4);
+    PIN(gpusched_fairq_task, enqueue_time, 24, 8);
+    PIN(gpusched_fairq_task, work_size, 32, 8);
+    PIN(gpusched_fairq_task, predicted, 40, 8);
+    cr_assert_eq(sizeof(gpusched_fairq_task), 48);
+    gpusched_fairq_task t = GPUSCHED_FAIRQ_TASK_INIT;
+    cr_assert_eq(t.size, 48);
+}
+
+Test(layout, fairq_decision)
+{
+    PIN(gpusched_fairq_decision, size, 0, 4);
+    PIN(gpusched_fairq_decision, tenant, 4, 4);
+    PIN(gpusched_fairq_decision, task_id, 8, 8);
+    PIN(gpusched_fairq_decision, time, 16, 8);
+    PIN(gpusched_fairq_decision, type, 24, 4);
+    PIN(gpusched_fairq_decision, tenants_backlogged, 28, 4);
+    PIN(gpusched_fairq_decision, score, 32, 8);
+    PIN(gpusched_fairq_decision, term_backlog, 40, 8);
+    PIN(gpusched_fairq_decision, term_wait, 48, 8);
+    PIN(gpusched_fairq_decision, term_vtime, 56, 8);
+    PIN(gpusched_fairq_decision, term_pred, 64, 8);
+    PIN(gpusched_fairq_decision, predicted, 72, 8);
+    PIN(gpusched_fairq_decision, probability, 80, 8);
+    PIN(gpusched_fairq_decision, candidates, 88, 8);
+    PIN(gpusched_fairq_decision, queued, 96, 8);
+    PIN(gpusched_fairq_decision, max_wait, 104, 8);
+    cr_assert_eq(sizeof(gpusched_fairq_decision), 112);
+}
+
+Test(layout, fairq_enums)
+{
+    cr_assert_eq(GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 1);
+    cr_assert_eq(GPUSCHED_FAIRQ_PARAM_SEED, 11);
+    cr_assert_eq(GPUSCHED_FAIRQ_POLICY_DES, 1);
+    cr_assert_eq(GPUSCHED_FAIRQ_POLICY_STATEFUL, 2);
+    cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
+    cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
+}

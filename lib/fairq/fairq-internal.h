@@ -122,13 +122,20 @@ typedef struct gs_fq_key {
     uint32_t head, tail;    /* slots; GS_FQ_NONE when empty */
     uint32_t count;         /* queued tasks */
     uint32_t active_pos;    /* index in active_keys while count > 0 */
+    uint32_t next_key;      /* next key of the same tenant; 0 ends the list */
     double head_enq;        /* enqueue time of head */
 } gs_fq_key;
 
+/* The fast path reads only this: a tenant's oldest queued task over all
+ * its types (its best task whenever the worker runs all of them). */
 typedef struct gs_fq_tenant {
     double weight;
     double vtime;
     double service;
+    double oldest_enq;
+    uint64_t types;         /* bit per type with queued tasks */
+    uint32_t oldest;        /* slot of the oldest queued task */
+    uint32_t first_key;     /* this tenant's keys, linked by next_key; 0: none */
     uint32_t backlog;
     uint32_t running;
     uint32_t active_pos;    /* index in active_tenants while backlog > 0 */
@@ -173,7 +180,6 @@ struct gpusched_fairq {
     /* tenants */
     uint32_t ntenants;
     gs_fq_tenant *ten;
-    double *tterm;          /* scratch: tenant terms of the current poll */
     uint32_t *active_tenants;
     uint32_t nactive_tenants;
 
@@ -201,6 +207,10 @@ struct gpusched_fairq {
 };
 
 /* queue.c */
+/* Oldest queued task of tenant t among the types in mask; adds the
+ * number of such tasks to *count. slot stays GS_FQ_NONE if none. */
+void gs_fq_tenant_oldest(const gpusched_fairq *q, uint32_t t, uint64_t mask, uint32_t *slot,
+                         double *enq, uint64_t *count);
 int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra);
 int gs_fq_key_get(gpusched_fairq *q, uint32_t tenant, uint32_t type, uint32_t *key);
 void gs_fq_remove_slot(gpusched_fairq *q, uint32_t slot);
@@ -210,14 +220,27 @@ typedef struct gs_fq_frame {
     double now;
     uint64_t mask;
     double max_backlog, max_wait, vmin, vmax;
-    double wscale;
+    double wscale;          /* W_WAIT / max wait, 0 if max wait is 0 */
+    double bscale;          /* W_BACKLOG / max backlog */
+    double vscale;          /* W_VTIME / (vmax - vmin), 0 if equal */
+    double wv;              /* W_VTIME */
     uint64_t candidates;
 } gs_fq_frame;
 
+/* A tenant's part of the score, identical for every path. */
+static inline double gs_fq_tenant_term(const gs_fq_frame *f, const gs_fq_tenant *t)
+{
+    double b = (double)t->backlog * f->bscale;
+    double v = f->vmax > f->vmin ? (f->vmax - t->vtime) * f->vscale : f->wv;
+    return b + v;
+}
+
 void gs_fq_params_default(gs_fq_params *p);
 int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e);
-/* Fills tterm and kterm for the active tenants and keys. */
+/* The per-poll constants: maxima over the queue, scales. */
 void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f);
+/* The key terms (kterm) and candidate count, for the full rescore. */
+void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f);
 double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot);
 void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
                  gpusched_fairq_decision *d);

@@ -156,7 +156,7 @@ static double gs_fq_vtime_term(double v, double vmin, double vmax)
     return vmax > vmin ? (vmax - v) / (vmax - vmin) : 1.0;
 }
 
-static void gs_fq_tenant_frame(gpusched_fairq *q, gs_fq_frame *f)
+void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f)
 {
     double maxb = 0, vmin = INFINITY, vmax = -INFINITY;
     for (uint32_t i = 0; i < q->nactive_tenants; i++) {
@@ -165,31 +165,27 @@ static void gs_fq_tenant_frame(gpusched_fairq *q, gs_fq_frame *f)
         vmin = t->vtime < vmin ? t->vtime : vmin;
         vmax = t->vtime > vmax ? t->vtime : vmax;
     }
+    f->now = now;
+    f->mask = mask;
     f->max_backlog = maxb;
     f->vmin = vmin;
     f->vmax = vmax;
-    double wb = q->p.w_backlog, wv = q->p.w_vtime;
-    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
-        uint32_t t = q->active_tenants[i];
-        double b = wb * (q->ten[t].backlog / maxb);
-        double v = wv * gs_fq_vtime_term(q->ten[t].vtime, vmin, vmax);
-        q->tterm[t] = b + v;
-    }
-}
-
-void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f)
-{
-    f->now = now;
-    f->mask = mask;
     f->max_wait = q->live ? now - q->enq[q->lo] : 0;
     f->wscale = f->max_wait > 0 ? q->p.w_wait / f->max_wait : 0;
-    gs_fq_tenant_frame(q, f);
+    f->bscale = maxb > 0 ? q->p.w_backlog / maxb : 0;
+    f->vscale = vmax > vmin ? q->p.w_vtime / (vmax - vmin) : 0;
+    f->wv = q->p.w_vtime;
+    f->candidates = 0;
+}
+
+void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f)
+{
     uint64_t cand = 0;
     for (uint32_t i = 0; i < q->nactive_keys; i++) {
         uint32_t k = q->active_keys[i];
         const gs_fq_key *key = &q->keys[k];
-        bool ok = (mask >> key->type) & 1;
-        q->kterm[k] = ok ? q->tterm[key->tenant] : -INFINITY;
+        bool ok = (f->mask >> key->type) & 1;
+        q->kterm[k] = ok ? gs_fq_tenant_term(f, &q->ten[key->tenant]) : -INFINITY;
         cand += ok ? key->count : 0;
     }
     f->candidates = cand;
@@ -197,7 +193,7 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
 
 double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s)
 {
-    double kt = q->kterm[q->key[s]];
+    double kt = gs_fq_tenant_term(f, &q->ten[q->keys[q->key[s]].tenant]);
     if (q->p.w_pred > 0)
         return gs_fq_score_pred(kt, f->now, q->enq[s], f->wscale, q->p.w_pred, q->pred[s]);
     return gs_fq_score(kt, f->now, q->enq[s], f->wscale);

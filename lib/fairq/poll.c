@@ -6,26 +6,42 @@
 
 #include "fairq-internal.h"
 
-/* Every head is the best task of its FIFO (gs_fq_heads_apply), so the best
- * head is the best task; ties go to the lowest slot as in the rescore. */
-static void gs_fq_scan_heads(const gpusched_fairq *q, const gs_fq_frame *f, gs_fq_best *b)
+/* Every FIFO head is the best task of its FIFO (gs_fq_heads_apply), and
+ * within a tenant all FIFOs share the tenant term, so the tenant's oldest
+ * eligible task is its best; ties go to the lowest slot as in the rescore.
+ * One visit per backlogged tenant, plus its keys when the worker's mask
+ * excludes some of the tenant's types. */
+static void gs_fq_scan_heads(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
+    uint64_t cand = 0;
     b->score = -INFINITY;
     b->slot = GS_FQ_NONE;
-    for (uint32_t i = 0; i < q->nactive_keys; i++) {
-        const gs_fq_key *key = &q->keys[q->active_keys[i]];
-        if (!((f->mask >> key->type) & 1))
+    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
+        uint32_t tn = q->active_tenants[i];
+        const gs_fq_tenant *t = &q->ten[tn];
+        uint64_t elig = t->types & f->mask;
+        if (!elig)
             continue;
-        double s = gs_fq_score(q->tterm[key->tenant], f->now, key->head_enq, f->wscale);
-        if (gs_fq_better(s, key->head, b)) {
+        uint32_t slot = t->oldest;
+        double enq = t->oldest_enq;
+        if (elig == t->types) {
+            cand += t->backlog;
+        } else {
+            slot = GS_FQ_NONE;
+            gs_fq_tenant_oldest(q, tn, f->mask, &slot, &enq, &cand);
+        }
+        double s = gs_fq_score(gs_fq_tenant_term(f, t), f->now, enq, f->wscale);
+        if (gs_fq_better(s, slot, b)) {
             b->score = s;
-            b->slot = key->head;
+            b->slot = slot;
         }
     }
+    f->candidates = cand;
 }
 
-static void gs_fq_scan_full(const gpusched_fairq *q, const gs_fq_frame *f, gs_fq_best *b)
+static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
+    gs_fq_frame_keys(q, f);
     gs_fq_scan_args a = {
         .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
         .kterm = q->kterm, .now = f->now, .wscale = f->wscale, .wpred = q->p.w_pred,
@@ -40,13 +56,13 @@ static int gs_fq_choose(gpusched_fairq *q, double now, uint64_t mask, gs_fq_fram
     if (rc)
         return rc;
     gs_fq_frame_build(q, now, mask, f);
-    if (f->candidates == 0)
-        return gs_error(&q->err, GPUSCHED_EEMPTY, "no queued task matches type mask 0x%llx",
-                        (unsigned long long)mask);
     if (gs_fq_heads_apply(q))
         gs_fq_scan_heads(q, f, b);
     else
         gs_fq_scan_full(q, f, b);
+    if (f->candidates == 0)
+        return gs_error(&q->err, GPUSCHED_EEMPTY, "no queued task matches type mask 0x%llx",
+                        (unsigned long long)mask);
     return 0;
 }
 

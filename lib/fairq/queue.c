@@ -60,9 +60,8 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     q->alloc = a;
     q->ntenants = max_tenants;
     q->ten = gs_calloc(&a, max_tenants, sizeof *q->ten);
-    q->tterm = gs_calloc(&a, max_tenants, sizeof *q->tterm);
     q->active_tenants = gs_calloc(&a, max_tenants, sizeof *q->active_tenants);
-    if (!q->ten || !q->tterm || !q->active_tenants) {
+    if (!q->ten || !q->active_tenants) {
         gpusched_fairq_free(q);
         return GPUSCHED_ENOMEM;
     }
@@ -89,7 +88,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->tterm,
+    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -180,7 +179,10 @@ int gs_fq_key_get(gpusched_fairq *q, uint32_t tenant, uint32_t type, uint32_t *k
     if (gs_fq_idmap_reserve(&q->keymap, &q->alloc, q->key_code, 1))
         return gs_error(&q->err, GPUSCHED_ENOMEM, "out of memory adding a (tenant, type) key");
     k = q->nkeys++;
-    q->keys[k] = (gs_fq_key){.tenant = tenant, .type = type, .head = GS_FQ_NONE, .tail = GS_FQ_NONE};
+    q->keys[k] = (gs_fq_key){.tenant = tenant, .type = type, .head = GS_FQ_NONE, .tail = GS_FQ_NONE,
+                             .next_key = q->ten[tenant].first_key};
+    if (k != GS_FQ_HOLE_KEY)
+        q->ten[tenant].first_key = k;
     q->key_code[k] = code;
     q->key_pred[k] = (gs_fq_moments){0};
     q->kterm[k] = -INFINITY;
@@ -198,6 +200,12 @@ static void gs_fq_list_push(gpusched_fairq *q, uint32_t k, uint32_t slot)
         key->head_enq = q->enq[slot];
         key->active_pos = q->nactive_keys;
         q->active_keys[q->nactive_keys++] = k;
+        gs_fq_tenant *t = &q->ten[key->tenant];
+        if (!t->types) {
+            t->oldest = slot;
+            t->oldest_enq = q->enq[slot];
+        }
+        t->types |= 1ull << key->type;
     } else {
         q->next[key->tail] = slot;
         key->tail = slot;
@@ -376,6 +384,7 @@ static void gs_fq_key_dec(gpusched_fairq *q, uint32_t k)
     gs_fq_key *key = &q->keys[k];
     if (--key->count == 0) {
         key->head = key->tail = GS_FQ_NONE;
+        q->ten[key->tenant].types &= ~(1ull << key->type);
         uint32_t last = q->active_keys[--q->nactive_keys];
         q->active_keys[key->active_pos] = last;
         q->keys[last].active_pos = key->active_pos;
@@ -384,14 +393,39 @@ static void gs_fq_key_dec(gpusched_fairq *q, uint32_t k)
     gs_fq_list_advance(q, key);
 }
 
+void gs_fq_tenant_oldest(const gpusched_fairq *q, uint32_t t, uint64_t mask, uint32_t *slot,
+                         double *enq, uint64_t *count)
+{
+    for (uint32_t k = q->ten[t].first_key; k; k = q->keys[k].next_key) {
+        const gs_fq_key *key = &q->keys[k];
+        if (!key->count || !((mask >> key->type) & 1))
+            continue;
+        *count += key->count;
+        if (*slot == GS_FQ_NONE || key->head < *slot) {
+            *slot = key->head;
+            *enq = key->head_enq;
+        }
+    }
+}
+
+static void gs_fq_tenant_refresh(gpusched_fairq *q, uint32_t t)
+{
+    uint64_t n = 0;
+    q->ten[t].oldest = GS_FQ_NONE;
+    gs_fq_tenant_oldest(q, t, UINT64_MAX, &q->ten[t].oldest, &q->ten[t].oldest_enq, &n);
+}
+
 void gs_fq_remove_slot(gpusched_fairq *q, uint32_t s)
 {
     uint32_t k = q->key[s];
+    uint32_t t = q->keys[k].tenant;
     gs_fq_idmap_remove(&q->ids, q->id, q->id[s]);
     q->key[s] = GS_FQ_HOLE_KEY;
     q->live--;
     gs_fq_key_dec(q, k);
-    gs_fq_tenant_backlog_dec(q, q->keys[k].tenant);
+    gs_fq_tenant_backlog_dec(q, t);
+    if (q->ten[t].backlog && q->ten[t].oldest == s)
+        gs_fq_tenant_refresh(q, t);
     if (q->live == 0) {
         q->lo = q->hi = 0; /* everything is a hole: start over */
         return;
@@ -423,6 +457,8 @@ static void gs_fq_compact(gpusched_fairq *q)
     gs_fq_idmap_clear(&q->ids);
     for (uint32_t k = 0; k < q->nkeys; k++)
         q->keys[k].count = 0;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        q->ten[q->active_tenants[i]].types = 0;
     q->nactive_keys = 0;
     for (uint32_t s = 0; s < w; s++) {
         gs_fq_idmap_insert(&q->ids, q->id, s);

@@ -7,7 +7,7 @@ set -u
 lib="$1"; baseline="$2"; headers="$3"
 current=$(mktemp)
 trap 'rm -f "$current"' EXIT
-abidw --no-corpus-path --no-comp-dir-path --no-show-locs \
+abidw --no-corpus-path --no-comp-dir-path --no-show-locs --drop-private-types \
       --headers-dir "$headers" --out-file "$current" "$lib" || exit 1
 abidiff --no-show-locs "$baseline" "$current"
 rc=$?
