@@ -15,5 +15,6 @@
 #include <gpusched/topo.h>
 #include <gpusched/cluster.h>
 #include <gpusched/fairq.h>
+#include <gpusched/place.h>
 
 #endif

@@ -1,0 +1,271 @@
+/**
+ * @file place.h
+ * @brief Gang placement: requests with topology constraints, the search,
+ *        results with explanations, batch placement.
+ *
+ * @defgroup place Gang placement
+ * @brief Finds where an all-or-nothing gang of GPUs goes, or says why it
+ *        cannot go anywhere.
+ *
+ * A request (#gpusched_place_request) asks for a number of GPUs, how they
+ * split over nodes (any split, pods of g GPUs, whole nodes), an optional
+ * `required` level (the whole gang in one domain of that level), up to two
+ * nested slice constraints (slices of S GPUs, each inside one domain of a
+ * level), a GPU class, required and forbidden labels and nodes to avoid.
+ *
+ * The search is complete: if a placement satisfying every hard constraint
+ * exists, it is found. Among the placements it picks, in order
+ * (doc/placement.md):
+ * 1. the fewest domains used at each level, lexicographically from the top
+ *    level down to nodes (down to the `preferred` level only, if one is given);
+ * 2. the tightest fit: at each level from the top, the domains with the least
+ *    free capacity that still give the optimal locality;
+ * 3. the lowest index.
+ *
+ * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
+ * memory of the search so that placements allocate nothing in steady state.
+ * A result (#gpusched_place_result) is reusable from call to call.
+ *
+ * Lifetime and threads: a placer must be freed before its cluster. A placer,
+ * its cluster and a result are used by one thread at a time. Pointers a
+ * result hands out stay valid until the result is reused or freed.
+ * @{
+ */
+#ifndef GPUSCHED_PLACE_H
+#define GPUSCHED_PLACE_H
+
+#include <gpusched/cluster.h>
+#include <gpusched/common.h>
+#include <gpusched/topo.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A placement engine bound to one cluster. */
+typedef struct gpusched_placer gpusched_placer;
+/** The outcome of one placement: nodes, GPU masks, pods, domains, or why not. */
+typedef struct gpusched_place_result gpusched_place_result;
+
+/** How a gang's GPUs split over nodes. Explicitly numbered, never renumbered. */
+typedef enum gpusched_place_split {
+    /** Any number of GPUs on each node used. */
+    GPUSCHED_SPLIT_ANY = 0,
+    /** Pods of `pod_gpus` GPUs each; a pod never straddles nodes, several
+     *  pods may share a node. The result maps each pod to its node. */
+    GPUSCHED_SPLIT_PODS = 1,
+    /** Whole nodes only: every node used is fully free and taken whole
+     *  (exclusive). Only nodes with `pod_gpus` GPUs are used (0: the
+     *  topology's largest node GPU count). */
+    GPUSCHED_SPLIT_WHOLE_NODES = 2,
+} gpusched_place_split;
+
+/** Request flag: commit the placement (it becomes a job in the cluster).
+ *  Without it the call only plans (what-if) and changes nothing. */
+#define GPUSCHED_PLACE_COMMIT (1u << 0)
+
+/** Number of slice constraints a request can carry. */
+#define GPUSCHED_PLACE_MAX_SLICES 2
+
+/**
+ * A gang placement request. Extensible: fill with
+ * #GPUSCHED_PLACE_REQUEST_INIT, then set the fields. Fields are only ever
+ * appended. Level fields take a topology level (0 is the top level) or
+ * #GPUSCHED_NONE, which the initializer sets.
+ */
+typedef struct gpusched_place_request {
+    uint32_t size;              /**< sizeof(gpusched_place_request), set by the initializer. */
+    uint32_t flags;             /**< GPUSCHED_PLACE_* bits; unknown bits are rejected. */
+    uint64_t job_id;            /**< The job: its id in the cluster when committed, and the
+                                     reservation whose GPUs it may use. */
+    int32_t priority;           /**< Copied to the job. */
+    uint32_t tenant;            /**< Copied to the job. */
+    uint32_t gpus;              /**< Total GPUs of the gang, at least 1. */
+    uint32_t split;             /**< A #gpusched_place_split value. */
+    uint32_t pod_gpus;          /**< GPUs per pod (#GPUSCHED_SPLIT_PODS) or per node
+                                     (#GPUSCHED_SPLIT_WHOLE_NODES, 0: largest node). */
+    uint32_t required_level;    /**< The whole gang inside one domain of this level. */
+    uint32_t preferred_level;   /**< Locality is optimized down to this level only;
+                                     #GPUSCHED_NONE: down to nodes. */
+    uint32_t slice_gpus[GPUSCHED_PLACE_MAX_SLICES];  /**< Slice sizes; 0: unused. */
+    uint32_t slice_level[GPUSCHED_PLACE_MAX_SLICES]; /**< Each slice of slice_gpus[i] GPUs lies
+                                     inside one domain of slice_level[i]. Two slices must
+                                     nest: the one at the higher level is a multiple of the
+                                     other. */
+    uint32_t gpu_class;         /**< GPU class index; #GPUSCHED_NONE: any class. */
+    uint64_t labels_required;   /**< Label bits every node used must have. */
+    uint64_t labels_forbidden;  /**< Label bits no node used may have. */
+    const uint32_t *avoid_nodes;/**< Nodes not to use (any order, duplicates allowed). */
+    uint32_t avoid_count;       /**< Entries in `avoid_nodes`. */
+    uint32_t job_flags;         /**< GPUSCHED_JOB_* flags of the committed job. */
+    int64_t start_time;         /**< Start time of the committed job, on the caller's clock. */
+    uint64_t cost_hint;         /**< Preemption cost hint of the committed job. */
+} gpusched_place_request;
+
+/** Initializer for #gpusched_place_request: sets size, every level and the
+ *  class to #GPUSCHED_NONE, zeroes the rest. */
+#define GPUSCHED_PLACE_REQUEST_INIT                                                     \
+    { sizeof(gpusched_place_request), 0, 0, 0, 0, 0, 0, 0, GPUSCHED_NONE, GPUSCHED_NONE, \
+      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0, 0, 0, 0 }
+
+/** Why a placement did not fit. Explicitly numbered, never renumbered. */
+typedef enum gpusched_place_reason {
+    GPUSCHED_PLACE_OK = 0,        /**< It fits. */
+    GPUSCHED_PLACE_NO_GPUS = 1,   /**< Fewer usable free GPUs in the cluster than asked. */
+    GPUSCHED_PLACE_ELIGIBLE = 2,  /**< Class, labels or avoided nodes leave too few GPUs. */
+    GPUSCHED_PLACE_SPLIT = 3,     /**< Nodes cannot hold enough pods or whole nodes. */
+    GPUSCHED_PLACE_SLICES = 4,    /**< Too few domains can hold the slices. */
+    GPUSCHED_PLACE_REQUIRED = 5,  /**< No single domain of the required level holds the gang. */
+    GPUSCHED_PLACE_NOT_RUN = 6,   /**< The result holds no placement yet. */
+} gpusched_place_reason;
+
+/* ---- placer ------------------------------------------------------------ */
+
+/**
+ * Creates a placer for a cluster.
+ * @param cluster The cluster; it must outlive the placer.
+ * @param alloc Allocator for the placer's memory; NULL: libc.
+ * @param[out] out The placer.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `cluster` or `out` is NULL, or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_allocator *alloc,
+                                     gpusched_placer **out);
+
+/** Frees a placer; NULL is accepted. The cluster is not affected. */
+GPUSCHED_API void gpusched_placer_free(gpusched_placer *p);
+
+/**
+ * The message of the placer's last error ("" if the last call succeeded or
+ * only did not fit: a "does not fit" is explained by the result).
+ * @param p The placer (NULL gives a fixed message).
+ * @return A string owned by the placer, valid until its next call.
+ */
+GPUSCHED_API const char *gpusched_placer_errmsg(const gpusched_placer *p);
+
+/**
+ * Places one gang. With #GPUSCHED_PLACE_COMMIT the placement becomes job
+ * `job_id` of the cluster (consuming the job's reservation, if any);
+ * without it nothing changes.
+ * @param p The placer.
+ * @param req The request (#GPUSCHED_PLACE_REQUEST_INIT, then fields); copied.
+ * @param res Receives the placement or the reason it does not fit.
+ * @retval 0 Placed (and committed if asked).
+ * @retval GPUSCHED_ENOSPC Does not fit: `res` says why; nothing changed.
+ * @retval GPUSCHED_EINVAL NULL argument or an invalid field (the message names it).
+ * @retval GPUSCHED_E2BIG Unknown non-zero bytes past the known request.
+ * @retval GPUSCHED_ERANGE A level, class or avoided node is out of range.
+ * @retval GPUSCHED_EEXIST Commit asked and a running job has this id.
+ * @retval GPUSCHED_ENOMEM Out of memory; nothing changed.
+ */
+GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req,
+                                       gpusched_place_result *res);
+
+/**
+ * Places a sequence of gangs in order, each seeing the committed ones
+ * before it (a plan-only request in a batch changes nothing, as alone). A
+ * request that does not fit is reported in its result and the batch goes
+ * on. Every request is validated before anything is placed.
+ * @param p The placer.
+ * @param n Number of requests.
+ * @param reqs `n` requests.
+ * @param results `n` distinct results.
+ * @param[out] placed Number of requests that fit; may be NULL.
+ * @retval 0 Every request was processed (each result says whether it fit).
+ * @retval GPUSCHED_EINVAL / GPUSCHED_E2BIG / GPUSCHED_ERANGE / GPUSCHED_EEXIST A request
+ *         is invalid (the message names which); nothing changed.
+ * @retval GPUSCHED_ENOMEM Out of memory; nothing changed.
+ */
+GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n,
+                                             const gpusched_place_request *const *reqs,
+                                             gpusched_place_result *const *results, uint32_t *placed);
+
+/* ---- results ----------------------------------------------------------- */
+
+/**
+ * Creates an empty result (reason #GPUSCHED_PLACE_NOT_RUN).
+ * @param alloc Allocator; NULL: libc.
+ * @param[out] out The result.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `out` is NULL or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_place_result_new(const gpusched_allocator *alloc, gpusched_place_result **out);
+
+/** Frees a result; NULL is accepted. */
+GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res);
+
+/**
+ * Why the gang did not fit, or #GPUSCHED_PLACE_OK.
+ * @param res The result.
+ * @return A #gpusched_place_reason value (#GPUSCHED_PLACE_NOT_RUN for NULL).
+ */
+GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *res);
+
+/**
+ * A readable explanation: where it went, or which constraint failed and by
+ * how much (for example "required rack: the best rack holds 3 of 4 pods").
+ * @param res The result.
+ * @return A string owned by the result ("" for NULL).
+ */
+GPUSCHED_API const char *gpusched_place_result_message(const gpusched_place_result *res);
+
+/**
+ * Whether the placement was committed (it is now a running job).
+ * @param res The result.
+ * @return 1 if committed, 0 otherwise.
+ */
+GPUSCHED_API int gpusched_place_result_committed(const gpusched_place_result *res);
+
+/**
+ * The chosen nodes and their GPU masks, zero copy.
+ * @param res The result.
+ * @param[out] nodes Node indices, ascending.
+ * @param[out] masks GPU masks, one per node (bit i: GPU i of the node).
+ * @param[out] n Number of nodes (0 when it did not fit).
+ * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ */
+GPUSCHED_API int gpusched_place_result_nodes(const gpusched_place_result *res, const uint32_t **nodes,
+                                             const uint64_t **masks, uint32_t *n);
+
+/**
+ * The node of every pod (#GPUSCHED_SPLIT_PODS; otherwise no pods), zero copy.
+ * Pods are numbered in node order.
+ * @param res The result.
+ * @param[out] pod_nodes Node index of pod i.
+ * @param[out] n Number of pods.
+ * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ */
+GPUSCHED_API int gpusched_place_result_pods(const gpusched_place_result *res, const uint32_t **pod_nodes,
+                                            uint32_t *n);
+
+/**
+ * The domains used at one level, ascending, zero copy.
+ * @param res The result.
+ * @param level A topology level; gpusched_topo_level_count() gives the nodes.
+ * @param[out] domains Domain indices.
+ * @param[out] n Number of domains.
+ * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ * @retval GPUSCHED_ERANGE `level` out of range.
+ */
+GPUSCHED_API int gpusched_place_result_domains(const gpusched_place_result *res, uint32_t level,
+                                               const uint32_t **domains, uint32_t *n);
+
+/**
+ * The locality vector: the number of domains used at each level, top
+ * first, then the number of nodes (gpusched_topo_level_count() + 1 entries).
+ * @param res The result.
+ * @param[out] counts The counts.
+ * @param[out] n Number of entries (0 when it did not fit).
+ * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ */
+GPUSCHED_API int gpusched_place_result_locality(const gpusched_place_result *res, const uint32_t **counts,
+                                                uint32_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+
+/** @} */
+#endif

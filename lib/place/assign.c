@@ -1,0 +1,125 @@
+/* Turning a decision into nodes: a chosen domain hands its units down to
+ * its children, children in ascending index order, so that the nodes come
+ * out sorted without a sort. */
+#include "place-internal.h"
+
+static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
+{
+    if (p->nout == p->out_cap) {
+        uint32_t cap = p->out_cap ? 2 * p->out_cap : 256;
+        uint32_t *n = gs_realloc_array(&p->alloc, p->out_nodes, cap, sizeof *n);
+        if (!n)
+            return GPUSCHED_ENOMEM;
+        p->out_nodes = n;
+        uint32_t *u = gs_realloc_array(&p->alloc, p->out_units, cap, sizeof *u);
+        if (!u)
+            return GPUSCHED_ENOMEM;
+        p->out_units = u;
+        p->out_cap = cap;
+    }
+    p->out_nodes[p->nout] = node;
+    p->out_units[p->nout++] = units;
+    return 0;
+}
+
+static int descend(gpusched_placer *p, int32_t l, uint32_t first, const uint32_t *amount, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (amount[i]) {
+            int rc = gs_pl_assign(p, l + 1, first + i, amount[i]);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+/* The fewest children: the largest ones, then the tightest child that
+ * takes the rest (best fit). */
+static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    gs_kid *k;
+    uint32_t n;
+    uint64_t total;
+    int rc = gs_pl_kids(p, l, d, &k, &n, &total);
+    if (rc)
+        return rc;
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t *amount = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *amount);
+    if (!amount)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < b - a; i++)
+        amount[i] = 0;
+    uint64_t rem = (uint64_t)y * p->req->ratio[LV(l)];
+    if (rem == total) {
+        for (uint32_t i = 0; i < n; i++)
+            amount[k[i].idx - a] = k[i].cap;
+        rem = 0;
+    }
+    for (uint32_t i = 0; i < n && rem; i++) {
+        gs_pl_kid_select(k, i, n);
+        if (k[i].cap < rem) {
+            amount[k[i].idx - a] = k[i].cap;
+            rem -= k[i].cap;
+            continue;
+        }
+        uint32_t fit = i;
+        for (uint32_t j = i + 1; j < n; j++)
+            if (k[j].cap >= rem && (k[j].cap < k[fit].cap || (k[j].cap == k[fit].cap && k[j].idx < k[fit].idx)))
+                fit = j;
+        amount[k[fit].idx - a] = (uint32_t)rem;
+        rem = 0;
+    }
+    if (rem)
+        return GPUSCHED_ENOSPC; /* the caller checked the capacity: unreachable */
+    return descend(p, l, a, amount, b - a);
+}
+
+/* Counted levels below the children: the knapsack decides how much each
+ * child takes; each child then re-solves for exactly that much, which
+ * costs no more than the frontier entry it was chosen by. */
+static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    uint32_t Y = y * p->req->ratio[LV(l)];
+    gs_pl_dp_out o = {.want_choices = true};
+    int rc = gs_pl_dp(p, l, d, Y, &o);
+    if (rc)
+        return rc;
+    if (o.dp[Y] == GS_KEY_INF)
+        return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
+    uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);
+    if (!amount)
+        return GPUSCHED_ENOMEM;
+    uint64_t sum = 0;
+    uint32_t t = Y;
+    for (uint32_t i = o.nkids; i-- > 0;) {
+        size_t at = (size_t)i * (Y + 1) + t;
+        amount[i] = 0;
+        if (o.prev[at]) {
+            amount[i] = o.fronts[i].units[o.entry[at]];
+            sum += amount[i];
+            t = o.prev[at] - 1;
+        }
+    }
+    /* The table caps at Y: trim the excess, leaving each child at least one. */
+    uint64_t excess = sum - Y;
+    for (uint32_t i = o.nkids; i-- > 0 && excess;)
+        if (amount[i] > 1) {
+            uint32_t cut = amount[i] - 1 < excess ? amount[i] - 1 : (uint32_t)excess;
+            amount[i] -= cut;
+            excess -= cut;
+        }
+    return descend(p, l, o.first, amount, o.nkids);
+}
+
+int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    if (!y)
+        return 0;
+    if (l == (int32_t)p->nlevels)
+        return emit_node(p, d, y);
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    int rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}

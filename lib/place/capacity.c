@@ -1,0 +1,111 @@
+/* How much of a request a node or a domain can hold: exact capacities
+ * (memoized per search) and the upper bounds the aggregates give without
+ * visiting nodes. */
+#include "place-internal.h"
+
+static bool node_eligible(const gpusched_placer *p, uint32_t n)
+{
+    const gpusched_place_request *q = &p->req->in;
+    const struct gpusched_topo *t = p->t;
+    if (q->gpu_class != GPUSCHED_NONE && t->node_class[n] != q->gpu_class)
+        return false;
+    uint64_t labels = t->node_labels[n];
+    if ((labels & q->labels_required) != q->labels_required || (labels & q->labels_forbidden))
+        return false;
+    return !(q->avoid_count && p->avoid_gen[n] == p->gen);
+}
+
+static uint32_t units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n, uint64_t avail)
+{
+    if (r->whole_w)
+        return t->node_gpus[n] == r->whole_w && avail == gs_node_all_mask(r->whole_w);
+    return gs_popcount64(avail) / r->u0;
+}
+
+uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
+{
+    if (p->req->filtered && !node_eligible(p, node))
+        return 0;
+    return units_of_mask(p->req, p->t, node, gs_cluster_node_avail(p->c, node));
+}
+
+static const uint32_t *agg_hist(const struct gpusched_cluster *c, int32_t l, uint32_t d)
+{
+    return l < 0 ? c->root_hist : &c->agg[l].hist[(size_t)d * c->hist_width];
+}
+
+uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    const struct gpusched_cluster *c = p->c;
+    const gs_pl_req *r = p->req;
+    if (l == (int32_t)p->nlevels)
+        return units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
+    if (r->whole_w)
+        return l < 0 ? c->root_free_nodes : c->agg[l].free_nodes[d];
+    if (r->u0 == 1)
+        return l < 0 ? c->root_free_gpus : c->agg[l].free_gpus[d];
+    const uint32_t *h = agg_hist(c, l, d);
+    uint64_t units = 0;
+    for (uint32_t k = r->u0; k < c->hist_width; k++)
+        units += (uint64_t)h[k] * (k / r->u0);
+    return units;
+}
+
+uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    const struct gpusched_cluster *c = p->c;
+    const gs_pl_req *r = p->req;
+    if (l == (int32_t)p->nlevels)
+        return units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
+    if (r->whole_w)
+        return (l < 0 ? c->root_free_nodes : c->agg[l].free_nodes[d]) ? 1 : 0;
+    const uint32_t *h = agg_hist(c, l, d);
+    for (uint32_t k = c->hist_width; k-- > 1;)
+        if (h[k])
+            return k / r->u0;
+    return 0;
+}
+
+void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *first, uint32_t *end)
+{
+    const struct gpusched_topo *t = p->t;
+    if (l < 0) {
+        *first = 0;
+        *end = t->ndom[0];
+    } else if ((uint32_t)l + 1 == t->nlevels) {
+        *first = t->dom_start[l][d];
+        *end = t->dom_start[l][d + 1];
+    } else {
+        *first = t->child_start[l][d];
+        *end = t->child_start[l][d + 1];
+    }
+}
+
+static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
+{
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint64_t sum = 0;
+    for (uint32_t ch = a; ch < b; ch++)
+        sum += gs_pl_cap(p, l + 1, ch);
+    return (uint32_t)(sum / p->req->ratio[LV(l)]);
+}
+
+uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d)
+{
+    const gs_pl_req *r = p->req;
+    if (l == (int32_t)p->nlevels)
+        return gs_pl_node_units(p, d);
+    /* No constraint below this level: the units of the domain's nodes pool
+     * freely, and the aggregates count them exactly. */
+    if (r->agg_exact_nodes && r->deepest_cons <= l)
+        return (uint32_t)(gs_pl_ub_units(p, l, d) * r->u0 / r->unit[LV(l)]);
+    if (l < 0)
+        return cap_from_children(p, l, d);
+    if (p->cap_gen[l][d] == p->gen)
+        return p->cap_val[l][d];
+    uint32_t v = cap_from_children(p, l, d);
+    p->cap_gen[l][d] = p->gen;
+    p->cap_val[l][d] = v;
+    return v;
+}

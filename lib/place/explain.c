@@ -1,0 +1,157 @@
+/* Saying why a gang does not fit, in numbers: the first hard constraint,
+ * from the loosest to the tightest, that leaves too little. Runs only on
+ * failure, so it may visit every domain of a level. */
+#include <stdio.h>
+
+#include "place-internal.h"
+
+void gs_pl_fmt_count(char *buf, size_t cap, uint64_t n)
+{
+    char tmp[32];
+    int len = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)n);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 1 < cap; i++) {
+        if (i && (len - i) % 3 == 0 && o + 2 < cap)
+            buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o < cap ? o : cap - 1] = '\0';
+}
+
+typedef struct gs_num {
+    char s[32];
+} gs_num;
+
+static gs_num num(uint64_t n)
+{
+    gs_num x;
+    gs_pl_fmt_count(x.s, sizeof x.s, n);
+    return x;
+}
+
+static void say(gpusched_place_result *res, uint32_t reason, const char *fmt, ...) GS_PRINTF(3, 4);
+static void say(gpusched_place_result *res, uint32_t reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->msg, sizeof res->msg, fmt, ap);
+    va_end(ap);
+    res->reason = reason;
+}
+
+/* What one unit of a level is called in a message. */
+static void unit_name(const gpusched_placer *p, uint32_t unit, char *buf, size_t cap)
+{
+    const gs_pl_req *r = p->req;
+    if (unit != r->u0)
+        snprintf(buf, cap, "slices of %u GPUs", unit);
+    else if (r->split == GPUSCHED_SPLIT_PODS)
+        snprintf(buf, cap, "pods of %u GPUs", unit);
+    else if (r->whole_w)
+        snprintf(buf, cap, "whole nodes of %u GPUs", unit);
+    else
+        snprintf(buf, cap, "GPUs");
+}
+
+static uint64_t eligible_free_gpus(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    gs_pl_req any = *r;
+    any.whole_w = 0;
+    any.u0 = 1;
+    gpusched_placer *q = (gpusched_placer *)p;
+    q->req = &any;
+    uint64_t sum = 0;
+    for (uint32_t n = 0; n < p->t->nnodes; n++)
+        sum += gs_pl_node_units(q, n);
+    q->req = r;
+    return sum;
+}
+
+static uint64_t node_units_total(gpusched_placer *p)
+{
+    uint64_t sum = 0;
+    for (uint32_t n = 0; n < p->t->nnodes; n++)
+        sum += gs_pl_node_units(p, n);
+    return sum;
+}
+
+/* Domains of a level holding at least one unit, the units in all, and the
+ * best domain's content in units of the level below. */
+static void level_census(gpusched_placer *p, int32_t l, uint32_t *holding, uint64_t *units, uint64_t *best_below)
+{
+    *holding = 0;
+    *units = 0;
+    *best_below = 0;
+    for (uint32_t d = 0; d < p->t->ndom[l]; d++) {
+        uint32_t c = gs_pl_cap(p, l, d);
+        *holding += c > 0;
+        *units += c;
+        uint32_t a, b;
+        gs_pl_children(p, l, d, &a, &b);
+        uint64_t below = 0;
+        for (uint32_t ch = a; ch < b; ch++)
+            below += gs_pl_cap(p, l + 1, ch);
+        if (below > *best_below)
+            *best_below = below;
+    }
+}
+
+static bool explain_constraints(gpusched_placer *p, gpusched_place_result *res)
+{
+    const gs_pl_req *r = p->req;
+    for (uint32_t i = r->ncons; i-- > 0;) {
+        const gs_pl_cons *c = &r->cons[i];
+        int32_t l = (int32_t)c->level;
+        const char *lname = p->t->level_names[l];
+        uint32_t holding;
+        uint64_t units, best_below;
+        level_census(p, l, &holding, &units, &best_below);
+        uint64_t need = r->gpus / c->size;
+        char below[48];
+        unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
+        if (c->size == r->gpus && units == 0) {
+            uint64_t want = r->gpus / r->unit[LV(l + 1)];
+            say(res, GPUSCHED_PLACE_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
+                num(best_below).s, num(want).s, below);
+            return true;
+        }
+        if (c->size != r->gpus && units < need) {
+            say(res, GPUSCHED_PLACE_SLICES, "slices of %u GPUs at %s: %s %ss can hold a slice (%s slices in all), %s needed",
+                c->size, lname, num(holding).s, lname, num(units).s, num(need).s);
+            return true;
+        }
+    }
+    return false;
+}
+
+void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    if (c->root_free_gpus < r->gpus) {
+        say(res, GPUSCHED_PLACE_NO_GPUS, "%s GPUs asked, the cluster has %s usable free GPUs", num(r->gpus).s,
+            num(c->root_free_gpus).s);
+        return;
+    }
+    if (r->filtered) {
+        uint64_t e = eligible_free_gpus(p);
+        if (e < r->gpus) {
+            say(res, GPUSCHED_PLACE_ELIGIBLE, "gpu class, labels and avoided nodes leave %s eligible free GPUs, %s asked",
+                num(e).s, num(r->gpus).s);
+            return;
+        }
+    }
+    if (r->u0 > 1) {
+        uint64_t have = node_units_total(p), need = r->gpus / r->u0;
+        if (have < need) {
+            char name[48];
+            unit_name(p, r->u0, name, sizeof name);
+            say(res, GPUSCHED_PLACE_SPLIT, "%s: the nodes can hold %s of %s", name, num(have).s, num(need).s);
+            return;
+        }
+    }
+    if (explain_constraints(p, res))
+        return;
+    say(res, GPUSCHED_PLACE_SLICES, "the constraints together leave no placement for %s GPUs", num(r->gpus).s);
+}

@@ -1,0 +1,195 @@
+/* Frontiers: for a domain and each locality key, the most units the domain
+ * can hold at that key or better. A domain's frontier is the min-plus
+ * combination of its children's frontiers (a knapsack over the units held),
+ * which is what makes the search exact (doc/placement.md, "Why it is
+ * complete and optimal"). */
+#include <string.h>
+
+#include "place-internal.h"
+
+static int front_alloc(gpusched_placer *p, gs_front *f, uint32_t n)
+{
+    f->n = 0;
+    f->key = gs_arena_get(&p->arena, (size_t)n * sizeof *f->key);
+    f->units = gs_arena_get(&p->arena, (size_t)n * sizeof *f->units);
+    return f->key && f->units ? 0 : GPUSCHED_ENOMEM;
+}
+
+/* Children with something to offer; callers order them by selection and
+ * take only as many as they need. */
+int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total)
+{
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
+    if (!k)
+        return GPUSCHED_ENOMEM;
+    uint32_t m = 0;
+    uint64_t sum = 0;
+    for (uint32_t ch = a; ch < b; ch++) {
+        uint32_t c = gs_pl_cap(p, l + 1, ch);
+        if (c) {
+            k[m++] = (gs_kid){ch, c};
+            sum += c;
+        }
+    }
+    *out = k;
+    *n = m;
+    *total = sum;
+    return 0;
+}
+
+/* Moves the largest of k[from..n) to position `from`. */
+void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n)
+{
+    uint32_t best = from;
+    for (uint32_t i = from + 1; i < n; i++)
+        if (k[i].cap > k[best].cap || (k[i].cap == k[best].cap && k[i].idx < k[best].idx))
+            best = i;
+    gs_kid tmp = k[from];
+    k[from] = k[best];
+    k[best] = tmp;
+}
+
+/* Children counted but their insides not: the fewest children is the
+ * greedy prefix of the largest ones. */
+static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f)
+{
+    const gs_pl_req *r = p->req;
+    gs_kid *k;
+    uint32_t n;
+    uint64_t total;
+    int rc = gs_pl_kids(p, l, d, &k, &n, &total);
+    if (rc)
+        return rc;
+    uint32_t ratio = r->ratio[LV(l)];
+    if ((rc = front_alloc(p, f, n)))
+        return rc;
+    uint64_t sum = 0;
+    uint32_t last = 0;
+    for (uint32_t i = 0; i < n && last < need; i++) {
+        gs_pl_kid_select(k, i, n);
+        sum += k[i].cap;
+        uint64_t units = sum / ratio;
+        if (units > need)
+            units = need;
+        if (units > last) {
+            f->key[f->n] = (gs_key)(i + 1) * r->weight[LV(l + 1)];
+            f->units[f->n++] = (uint32_t)units;
+            last = (uint32_t)units;
+        }
+    }
+    return 0;
+}
+
+int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o)
+{
+    const gs_pl_req *r = p->req;
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t nk = b - a;
+    gs_key *dp = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
+    gs_front *fr = gs_arena_get(&p->arena, (size_t)nk * sizeof *fr);
+    uint32_t *prev = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *prev) : NULL;
+    uint32_t *entry = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *entry) : NULL;
+    if (!dp || !fr || (o->want_choices && (!prev || !entry)))
+        return GPUSCHED_ENOMEM;
+    for (uint32_t t = 0; t <= Y; t++)
+        dp[t] = GS_KEY_INF;
+    dp[0] = 0;
+    if (prev)
+        memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
+    gs_key w = r->weight[LV(l + 1)];
+    for (uint32_t i = 0; i < nk; i++) {
+        uint32_t ch = a + i;
+        uint32_t cap = gs_pl_cap(p, l + 1, ch);
+        fr[i].n = 0;
+        if (!cap)
+            continue;
+        int rc = gs_pl_frontier(p, l + 1, ch, cap < Y ? cap : Y, &fr[i]);
+        if (rc)
+            return rc;
+        uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;
+        uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
+        for (uint32_t t = Y + 1; t-- > 0;) {
+            gs_key base = dp[t];
+            if (base == GS_KEY_INF)
+                continue;
+            for (uint32_t e = 0; e < fr[i].n; e++) {
+                uint64_t t2 = (uint64_t)t + fr[i].units[e];
+                if (t2 > Y)
+                    t2 = Y;
+                gs_key k = base + w + fr[i].key[e];
+                if (k < dp[t2]) {
+                    dp[t2] = k;
+                    if (pv) {
+                        pv[t2] = t + 1;
+                        en[t2] = e;
+                    }
+                }
+            }
+        }
+    }
+    o->dp = dp;
+    o->fronts = fr;
+    o->prev = prev;
+    o->entry = entry;
+    o->nkids = nk;
+    o->first = a;
+    return 0;
+}
+
+int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f)
+{
+    const gs_pl_req *r = p->req;
+    f->n = 0;
+    if (!need)
+        return 0;
+    if (l >= r->pref || l == (int32_t)p->nlevels) {
+        uint32_t cap = gs_pl_cap(p, l, d);
+        if (!cap)
+            return 0;
+        int rc = front_alloc(p, f, 1);
+        if (rc)
+            return rc;
+        f->key[0] = 0;
+        f->units[0] = cap < need ? cap : need;
+        f->n = 1;
+        return 0;
+    }
+    if (l + 1 >= r->pref)
+        return frontier_greedy(p, l, d, need, f);
+    uint32_t ratio = r->ratio[LV(l)];
+    uint32_t Y = need * ratio;
+    gs_pl_dp_out o = {0};
+    int rc = gs_pl_dp(p, l, d, Y, &o);
+    if (rc)
+        return rc;
+    /* best[t]: the best key holding at least t child units. */
+    gs_key *best = o.dp;
+    for (uint32_t t = Y; t-- > 0;)
+        if (best[t + 1] < best[t])
+            best[t] = best[t + 1];
+    if ((rc = front_alloc(p, f, need)))
+        return rc;
+    for (uint32_t y = 1; y <= need; y++) {
+        gs_key k = best[(size_t)y * ratio];
+        if (k == GS_KEY_INF)
+            break;
+        if (y == need || best[(size_t)(y + 1) * ratio] != k) {
+            f->key[f->n] = k;
+            f->units[f->n++] = y;
+        }
+    }
+    return 0;
+}
+
+int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key)
+{
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    gs_front f;
+    int rc = gs_pl_frontier(p, l, d, y, &f);
+    *key = !rc && f.n && f.units[f.n - 1] >= y ? f.key[f.n - 1] : GS_KEY_INF;
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}

@@ -1,0 +1,174 @@
+/* The placement engine's internals. Never installed. doc/placement.md
+ * explains the objective and the search; this header names the pieces.
+ *
+ * Levels in the search: -1 is the whole cluster (the "root"), 0 .. L-1 the
+ * topology's domain levels, L (= nlevels) the nodes. Arrays indexed by such
+ * a level are shifted by one (LV(l) = l + 1). */
+#ifndef GS_PLACE_INTERNAL_H
+#define GS_PLACE_INTERNAL_H
+
+#include "cluster/cluster-internal.h"
+#include "core.h"
+#include "gpusched/place.h"
+#include "topo/topo-internal.h"
+
+#define GS_PL_LEVELS (GS_MAX_LEVELS + 2) /* root, domain levels, nodes */
+#define LV(l) ((l) + 1)
+
+/* Locality keys: the vector of domains used per counted level, packed in
+ * mixed radix (level j weighs prod_{k>j}(count_k + 1)), so that comparing
+ * keys compares vectors lexicographically. */
+__extension__ typedef unsigned __int128 gs_key;
+#define GS_KEY_INF (~(gs_key)0)
+
+/* A placement constraint after normalization: every piece of `size` GPUs
+ * lies in one domain of `level`. The required level is the constraint
+ * whose size is the whole gang. */
+typedef struct gs_pl_cons {
+    uint32_t level;
+    uint32_t size;
+} gs_pl_cons;
+
+/* A validated, normalized request. */
+typedef struct gs_pl_req {
+    gpusched_place_request in;  /* the caller's fields, copied in */
+    uint32_t gpus;              /* G */
+    uint32_t split;
+    uint32_t u0;                /* GPUs per node-level unit: 1, pod, node size */
+    uint32_t whole_w;           /* whole nodes: node GPU count, else 0 */
+    uint32_t ncons;             /* constraints, shallowest first, sizes decreasing */
+    gs_pl_cons cons[GPUSCHED_PLACE_MAX_SLICES + 1];
+    int32_t stop;               /* shallowest level a single domain may be: the
+                                 * required level, or -1 */
+    int32_t pref;               /* deepest counted level (L when none) */
+    int32_t deepest_cons;       /* level of the deepest constraint, -1 if none */
+    bool filtered;              /* class, labels or avoided nodes */
+    bool agg_exact_nodes;       /* aggregates give exact node-level units */
+    /* unit[LV(l)]: GPUs per unit counted at level l; ratio[LV(l)]: units of
+     * level l+1 per unit of level l (l = -1 .. L-1). */
+    uint32_t unit[GS_PL_LEVELS];
+    uint32_t ratio[GS_PL_LEVELS];
+    gs_key weight[GS_PL_LEVELS];/* key weight of one domain at level l (0: not counted) */
+} gs_pl_req;
+
+/* Memory for one search: chunks that never move, released by mark. */
+typedef struct gs_arena_chunk {
+    struct gs_arena_chunk *next;
+    size_t cap, top;
+    _Alignas(16) unsigned char data[];
+} gs_arena_chunk;
+
+typedef struct gs_arena {
+    const gs_alloc *alloc;
+    gs_arena_chunk *head;       /* oldest chunk; `next` goes to newer ones */
+    gs_arena_chunk *cur;        /* the chunk being filled (NULL: none yet) */
+} gs_arena;
+
+typedef struct gs_arena_mark {
+    gs_arena_chunk *chunk;
+    size_t top;
+} gs_arena_mark;
+
+void *gs_arena_get(gs_arena *a, size_t bytes);
+gs_arena_mark gs_arena_save(const gs_arena *a);
+void gs_arena_restore(gs_arena *a, gs_arena_mark m);
+void gs_arena_reset(gs_arena *a);
+void gs_arena_free(gs_arena *a);
+
+struct gpusched_place_result {
+    gs_alloc alloc;
+    uint32_t reason;
+    int committed;
+    char msg[GS_ERRMSG_MAX];
+    uint32_t nlevels;
+    uint32_t n, cap;            /* nodes */
+    uint32_t *nodes;
+    uint64_t *masks;
+    uint32_t npods, pod_cap;
+    uint32_t *pod_nodes;
+    uint32_t ndoms_total, doms_cap;
+    uint32_t *doms;             /* domains of every level, concatenated */
+    uint32_t dom_off[GS_MAX_LEVELS + 2];
+    uint32_t locality[GS_MAX_LEVELS + 1];
+};
+
+struct gpusched_placer {
+    gs_alloc alloc;
+    gs_err err;
+    struct gpusched_cluster *c;
+    const struct gpusched_topo *t;
+    uint32_t nlevels;
+    /* Static: most GPUs in one domain of each level (nodes: largest node). */
+    uint32_t max_dom_gpus[GS_PL_LEVELS];
+    uint8_t min_node_gpus;
+    /* Memoized exact capacities of the current search, valid where the
+     * stamp equals `gen`. Per level l = 0 .. L-1. */
+    uint32_t *cap_val[GS_MAX_LEVELS];
+    uint32_t *cap_gen[GS_MAX_LEVELS];
+    uint32_t *avoid_gen;        /* per node: == gen when avoided */
+    uint32_t gen;
+    gs_arena arena;
+    /* Per-node units chosen by the search, in ascending node order. */
+    uint32_t *out_nodes;
+    uint32_t *out_units;
+    uint32_t nout, out_cap;
+    const gs_pl_req *req;       /* the request being placed */
+};
+
+/* request.c */
+int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
+
+/* capacity.c: units of the current request (p->req). */
+uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node);
+/* Exact capacity of domain d at level l (-1 .. L) in units of level l. */
+uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
+/* Upper bound of a domain's node-level units from the aggregates alone. */
+uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Upper bound of the units of the best single node in a domain. */
+uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Children of domain d at level l: a range of level l+1. */
+void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *first, uint32_t *end);
+
+/* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
+ * GPUSCHED_ENOMEM. */
+int gs_pl_search(gpusched_placer *p);
+
+/* assign.c: places y units of level l in domain d, appending nodes. */
+int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y);
+/* Frontier of a domain: the best key for each amount (see search.c). */
+typedef struct gs_front {
+    uint32_t n;
+    gs_key *key;                /* ascending */
+    uint32_t *units;            /* strictly ascending: most units at that key */
+} gs_front;
+int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f);
+
+/* frontier.c: children with capacity, and the knapsack over children. */
+typedef struct gs_kid {
+    uint32_t idx;
+    uint32_t cap;
+} gs_kid;
+int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total);
+void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
+typedef struct gs_pl_dp_out {
+    bool want_choices;          /* in: keep what each child took */
+    gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y) */
+    gs_front *fronts;           /* per child */
+    uint32_t *prev;             /* per child and t: 1 + the t before it, 0: child unused */
+    uint32_t *entry;            /* per child and t: the frontier entry taken */
+    uint32_t nkids, first;
+} gs_pl_dp_out;
+int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
+int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
+
+/* explain.c: fills the result's reason and message for a failure. */
+void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res);
+/* Formats n with thousands separators. */
+void gs_pl_fmt_count(char *buf, size_t cap, uint64_t n);
+
+/* result.c */
+void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels);
+int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res);
+
+#endif

@@ -1,0 +1,216 @@
+/* Validating a request and reducing its constraints to one chain of
+ * nested units (doc/placement.md, "Units"). */
+#include <string.h>
+
+#include "place-internal.h"
+
+#define REQ_MIN_SIZE (offsetof(gpusched_place_request, cost_hint) + sizeof(uint64_t))
+
+static int check_level(gpusched_placer *p, uint32_t level, const char *field, bool allow_nodes)
+{
+    uint32_t lim = p->nlevels + (allow_nodes ? 1u : 0u);
+    if (level != GPUSCHED_NONE && level >= lim)
+        return gs_error(&p->err, GPUSCHED_ERANGE, "place request: %s is %u but the topology has %u levels",
+                        field, level, p->nlevels);
+    return 0;
+}
+
+static int load_split(gpusched_placer *p, gs_pl_req *r)
+{
+    const gpusched_place_request *q = &r->in;
+    switch (q->split) {
+    case GPUSCHED_SPLIT_ANY:
+        if (q->pod_gpus)
+            return gs_error(&p->err, GPUSCHED_EINVAL,
+                            "place request: pod_gpus is %u but split is any (set it to 0)", q->pod_gpus);
+        r->u0 = 1;
+        return 0;
+    case GPUSCHED_SPLIT_PODS:
+        if (!q->pod_gpus || q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus is %u, 1 to %u expected",
+                            q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
+        r->u0 = q->pod_gpus;
+        break;
+    case GPUSCHED_SPLIT_WHOLE_NODES:
+        if (q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus (node size) is %u, 0 to %u expected",
+                            q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
+        r->u0 = q->pod_gpus ? q->pod_gpus : p->t->max_node_gpus;
+        r->whole_w = r->u0;
+        break;
+    default:
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: split is %u, not a gpusched_place_split", q->split);
+    }
+    if (q->gpus % r->u0)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: %u GPUs is not a multiple of %s of %u GPUs",
+                        q->gpus, q->split == GPUSCHED_SPLIT_PODS ? "pods" : "nodes", r->u0);
+    return 0;
+}
+
+static int check_filters(gpusched_placer *p, const gpusched_place_request *q)
+{
+    const struct gpusched_topo *t = p->t;
+    if (q->gpu_class != GPUSCHED_NONE && q->gpu_class >= t->nclasses)
+        return gs_error(&p->err, GPUSCHED_ERANGE, "place request: gpu_class is %u but the topology has %u classes",
+                        q->gpu_class, t->nclasses);
+    uint64_t known = t->nlabels >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << t->nlabels) - 1);
+    if ((q->labels_required | q->labels_forbidden) & ~known)
+        return gs_error(&p->err, GPUSCHED_ERANGE, "place request: label bit %u is set but the topology has %u labels",
+                        gs_ctz64((q->labels_required | q->labels_forbidden) & ~known), t->nlabels);
+    if (q->labels_required & q->labels_forbidden)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: label bit %u is both required and forbidden",
+                        gs_ctz64(q->labels_required & q->labels_forbidden));
+    if (q->avoid_count && !q->avoid_nodes)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: avoid_count is %u but avoid_nodes is NULL",
+                        q->avoid_count);
+    for (uint32_t i = 0; i < q->avoid_count; i++)
+        if (q->avoid_nodes[i] >= t->nnodes)
+            return gs_error(&p->err, GPUSCHED_ERANGE, "place request: avoid_nodes[%u] is %u but the topology has %u nodes",
+                            i, q->avoid_nodes[i], t->nnodes);
+    return 0;
+}
+
+/* Gathers the slices and the required level as constraints, shallowest
+ * first. */
+static int gather_constraints(gpusched_placer *p, gs_pl_req *r, gs_pl_cons *all, uint32_t *n)
+{
+    const gpusched_place_request *q = &r->in;
+    *n = 0;
+    for (uint32_t i = 0; i < GPUSCHED_PLACE_MAX_SLICES; i++) {
+        if (!q->slice_gpus[i]) {
+            if (q->slice_level[i] != GPUSCHED_NONE)
+                return gs_error(&p->err, GPUSCHED_EINVAL,
+                                "place request: slice_level[%u] is set but slice_gpus[%u] is 0", i, i);
+            continue;
+        }
+        if (q->slice_level[i] == GPUSCHED_NONE)
+            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_gpus[%u] is %u but slice_level[%u] is unset",
+                            i, q->slice_gpus[i], i);
+        char field[24] = "slice_level[0]";
+        field[12] = (char)('0' + i);
+        int rc = check_level(p, q->slice_level[i], field, false);
+        if (rc)
+            return rc;
+        if (q->slice_gpus[i] % r->u0 || q->gpus % q->slice_gpus[i])
+            return gs_error(&p->err, GPUSCHED_EINVAL,
+                            "place request: slices of %u GPUs must be a multiple of %u and divide %u",
+                            q->slice_gpus[i], r->u0, q->gpus);
+        all[(*n)++] = (gs_pl_cons){q->slice_level[i], q->slice_gpus[i]};
+    }
+    if (q->required_level != GPUSCHED_NONE)
+        all[(*n)++] = (gs_pl_cons){q->required_level, q->gpus};
+    /* Insertion sort: by level, the larger size first on one level. */
+    for (uint32_t i = 1; i < *n; i++)
+        for (uint32_t j = i; j > 0; j--) {
+            gs_pl_cons *a = &all[j - 1], *b = &all[j];
+            if (a->level < b->level || (a->level == b->level && a->size >= b->size))
+                break;
+            gs_pl_cons tmp = *a;
+            *a = *b;
+            *b = tmp;
+        }
+    return 0;
+}
+
+/* Keeps the constraints that bind: from the deepest up, a shallower one
+ * is kept only if it is larger (then it must be a multiple); a smaller one
+ * is implied by the deeper one (if it divides it). */
+static int chain_constraints(gpusched_placer *p, gs_pl_req *r, const gs_pl_cons *all, uint32_t n)
+{
+    gs_pl_cons kept[GPUSCHED_PLACE_MAX_SLICES + 1];
+    uint32_t nk = 0;
+    for (uint32_t i = n; i-- > 0;) {
+        const gs_pl_cons *c = &all[i];
+        if (nk) {
+            const gs_pl_cons *deeper = &kept[nk - 1];
+            if (c->level == deeper->level || c->size <= deeper->size) {
+                uint32_t big = c->size > deeper->size ? c->size : deeper->size;
+                uint32_t small = c->size > deeper->size ? deeper->size : c->size;
+                if (big % small)
+                    return gs_error(&p->err, GPUSCHED_EINVAL,
+                                    "place request: constraints of %u GPUs at level %u and %u GPUs at level %u do not nest",
+                                    c->size, c->level, deeper->size, deeper->level);
+                if (c->level == deeper->level)
+                    kept[nk - 1].size = big;
+                continue;
+            }
+            if (c->size % deeper->size)
+                return gs_error(&p->err, GPUSCHED_EINVAL,
+                                "place request: slices of %u GPUs at level %u are not made of whole slices of %u GPUs at level %u",
+                                c->size, c->level, deeper->size, deeper->level);
+        }
+        kept[nk++] = *c;
+    }
+    r->ncons = nk;
+    for (uint32_t i = 0; i < nk; i++)
+        r->cons[i] = kept[nk - 1 - i];
+    r->stop = nk && r->cons[0].size == r->gpus ? (int32_t)r->cons[0].level : -1;
+    r->deepest_cons = nk ? (int32_t)r->cons[nk - 1].level : -1;
+    return 0;
+}
+
+/* unit[l]: the size of the shallowest constraint at level l or below it. */
+static int derive_units(gpusched_placer *p, gs_pl_req *r)
+{
+    int32_t L = (int32_t)p->nlevels;
+    for (int32_t l = -1; l <= L; l++) {
+        uint32_t u = r->u0;
+        for (uint32_t i = 0; i < r->ncons; i++)
+            if ((int32_t)r->cons[i].level >= l) {
+                u = r->cons[i].size;
+                break;
+            }
+        r->unit[LV(l)] = u;
+    }
+    for (int32_t l = -1; l < L; l++)
+        r->ratio[LV(l)] = r->unit[LV(l)] / r->unit[LV(l + 1)];
+    /* Key weights, deepest counted level first. */
+    gs_key w = 1;
+    memset(r->weight, 0, sizeof r->weight);
+    for (int32_t l = r->pref; l >= 0; l--) {
+        r->weight[LV(l)] = w;
+        uint64_t count = l == L ? p->t->nnodes : p->t->ndom[l];
+        if (w > (GS_KEY_INF >> 2) / (count + 1))
+            return gs_error(&p->err, GPUSCHED_ELIMIT,
+                            "place request: the topology is too large for exact locality keys (set preferred_level)");
+        w *= (gs_key)(count + 1);
+    }
+    return 0;
+}
+
+int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r)
+{
+    memset(r, 0, sizeof *r);
+    int rc = gs_struct_copy_in(&r->in, sizeof r->in, in, REQ_MIN_SIZE, &p->err, "place request");
+    if (rc)
+        return rc;
+    const gpusched_place_request *q = &r->in;
+    if (q->flags & ~GPUSCHED_PLACE_COMMIT)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_COMMIT);
+    if (q->job_flags & ~GPUSCHED_JOB_PREEMPTIBLE)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown job_flags 0x%x",
+                        q->job_flags & ~GPUSCHED_JOB_PREEMPTIBLE);
+    if (!q->gpus)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is 0");
+    r->gpus = q->gpus;
+    r->split = q->split;
+    if ((rc = load_split(p, r)) || (rc = check_level(p, q->required_level, "required_level", false)) ||
+        (rc = check_level(p, q->preferred_level, "preferred_level", true)) || (rc = check_filters(p, q)))
+        return rc;
+    gs_pl_cons all[GPUSCHED_PLACE_MAX_SLICES + 1];
+    uint32_t n;
+    if ((rc = gather_constraints(p, r, all, &n)) || (rc = chain_constraints(p, r, all, n)))
+        return rc;
+    r->pref = q->preferred_level == GPUSCHED_NONE ? (int32_t)p->nlevels : (int32_t)q->preferred_level;
+    r->filtered = q->gpu_class != GPUSCHED_NONE || q->labels_required || q->labels_forbidden || q->avoid_count;
+    /* Whole nodes on a topology with other node sizes: the fully-free-node
+     * aggregate also counts nodes of other sizes, so it is only a bound. */
+    r->agg_exact_nodes = !r->filtered &&
+                         (!r->whole_w || (p->min_node_gpus == r->whole_w && p->t->max_node_gpus == r->whole_w));
+    if ((rc = derive_units(p, r)))
+        return rc;
+    if ((q->flags & GPUSCHED_PLACE_COMMIT) && gs_cluster_job_find(p->c, q->job_id))
+        return gs_error(&p->err, GPUSCHED_EEXIST, "place request: job %llu is already running",
+                        (unsigned long long)q->job_id);
+    return 0;
+}

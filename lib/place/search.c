@@ -1,0 +1,145 @@
+/* The search: the deepest level where one domain holds the whole gang,
+ * found top-down through the aggregates; among that level's domains the
+ * best locality below (branch and bound); then the units handed down to
+ * nodes (assign.c). doc/placement.md has the argument. */
+#include "place-internal.h"
+
+typedef struct gs_cand {
+    int32_t level;              /* level of the candidates */
+    uint32_t demand;            /* units of that level: the whole gang */
+    uint64_t demand_u0;         /* the gang in node-level units */
+    bool first_wins;            /* nothing counted below: the first candidate is best */
+    bool found;
+    bool done;
+    uint32_t best;
+    gs_key best_key;
+    gs_key lb_key;              /* no candidate can do better than this */
+} gs_cand;
+
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Counted levels below the candidates: each needs at least the gang over
+ * the largest domain of that level (the topology's, or the subtree's best
+ * node for the node level). */
+static gs_key lower_bound(const gpusched_placer *p, const gs_cand *s, uint32_t best_node_units)
+{
+    const gs_pl_req *r = p->req;
+    int32_t L = (int32_t)p->nlevels;
+    gs_key key = 0;
+    for (int32_t j = s->level + 1; j <= r->pref; j++) {
+        uint64_t cnt;
+        if (j == L)
+            cnt = best_node_units ? ceil_div(s->demand_u0, best_node_units) : 1;
+        else
+            cnt = ceil_div(r->gpus, p->max_dom_gpus[LV(j)]);
+        key += (gs_key)cnt * r->weight[LV(j)];
+    }
+    return key;
+}
+
+static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
+{
+    if (gs_pl_cap(p, s->level, d) < s->demand)
+        return 0;
+    if (s->first_wins) {
+        s->found = s->done = true;
+        s->best = d;
+        return 0;
+    }
+    gs_key key;
+    int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
+    if (rc)
+        return rc;
+    if (key < s->best_key) {
+        s->found = true;
+        s->best = d;
+        s->best_key = key;
+        s->done = key <= s->lb_key;
+    }
+    return 0;
+}
+
+/* Children that may hold a candidate, tightest first (ties: lowest index):
+ * the best fit among domains, so that large free domains survive. */
+static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
+{
+    int32_t L = (int32_t)p->nlevels;
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
+    if (!k)
+        return GPUSCHED_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t ch = a; ch < b; ch++) {
+        uint64_t ub = gs_pl_ub_units(p, l + 1, ch);
+        if (ub < s->demand_u0)
+            continue;
+        if (s->level == L && gs_pl_ub_node_units(p, l + 1, ch) < s->demand)
+            continue;
+        k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
+        uint32_t best = i;
+        for (uint32_t j = i + 1; j < n; j++)
+            if (k[j].cap < k[best].cap || (k[j].cap == k[best].cap && k[j].idx < k[best].idx))
+                best = j;
+        gs_kid tmp = k[i];
+        k[i] = k[best];
+        k[best] = tmp;
+        uint32_t ch = k[i].idx;
+        if (l + 1 == s->level) {
+            rc = consider(p, s, ch);
+            continue;
+        }
+        if (s->found && !s->first_wins &&
+            lower_bound(p, s, s->level < L ? gs_pl_ub_node_units(p, l + 1, ch) : 0) >= s->best_key)
+            continue;
+        rc = dfs(p, s, l + 1, ch);
+    }
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}
+
+/* Candidates at one level: 0 with s->found set or not. */
+static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
+{
+    const gs_pl_req *r = p->req;
+    *s = (gs_cand){
+        .level = l,
+        .demand = r->gpus / r->unit[LV(l)],
+        .demand_u0 = r->gpus / r->u0,
+        .first_wins = l >= r->pref,
+        .best_key = GS_KEY_INF,
+    };
+    s->lb_key = lower_bound(p, s, gs_pl_ub_node_units(p, -1, 0));
+    return dfs(p, s, -1, 0);
+}
+
+int gs_pl_search(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    int32_t L = (int32_t)p->nlevels;
+    int32_t start = r->pref < L ? r->pref : L;
+    if (start < r->stop)
+        start = r->stop;
+    p->nout = 0;
+    for (int32_t l = start; l >= r->stop; l--) {
+        if (l < 0) {
+            uint32_t n = r->gpus / r->unit[LV(-1)];
+            if (gs_pl_cap(p, -1, 0) < n)
+                return GPUSCHED_ENOSPC;
+            return gs_pl_assign(p, -1, 0, n);
+        }
+        if (r->gpus > p->max_dom_gpus[LV(l)])
+            continue;
+        gs_cand s;
+        int rc = search_level(p, l, &s);
+        if (rc)
+            return rc;
+        if (s.found)
+            return gs_pl_assign(p, l, s.best, s.demand);
+    }
+    return GPUSCHED_ENOSPC;
+}

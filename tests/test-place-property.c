@@ -1,0 +1,80 @@
+/* The engine against exhaustive search on thousands of tiny random
+ * clusters and requests: the same feasibility (no false "does not fit"),
+ * the same optimal locality vector, and every placement valid. */
+#include "place-test.h"
+
+typedef struct pt_stats {
+    uint32_t cases, invalid, fit, nofit;
+} pt_stats;
+
+static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes)
+{
+    gpusched_topo *t = pt_random_topo(r, max_nodes);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_topo_unref(t);
+    const uint64_t job = 4242;
+    pt_random_state(r, c, job);
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    for (int k = 0; k < 8; k++) {
+        gpusched_place_request q;
+        uint32_t avoid[4];
+        pt_random_request(r, t, &q, job, avoid);
+        st->cases++;
+        int rc = gpusched_placer_place(p, &q, res);
+        if (rc != 0 && rc != GPUSCHED_ENOSPC) {
+            cr_assert(rc == GPUSCHED_EINVAL, "rc %s: %s", gpusched_err_name(rc), gpusched_placer_errmsg(p));
+            st->invalid++;
+            continue;
+        }
+        place_ref_out want;
+        place_ref_solve(c, &q, &want);
+        char ctx[256];
+        snprintf(ctx, sizeof ctx,
+                 "seed-case %u: gpus %u split %u pod %u req %d pref %d slices %u@%d %u@%d class %d lab +%llx -%llx avoid %u",
+                 st->cases, q.gpus, q.split, q.pod_gpus, (int)q.required_level, (int)q.preferred_level,
+                 q.slice_gpus[0], (int)q.slice_level[0], q.slice_gpus[1], (int)q.slice_level[1], (int)q.gpu_class,
+                 (unsigned long long)q.labels_required, (unsigned long long)q.labels_forbidden, q.avoid_count);
+        cr_assert_eq(rc == 0, want.feasible, "%s: engine %s (%s), reference %s", ctx, rc ? "no fit" : "fits",
+                     gpusched_place_result_message(res), want.feasible ? "fits" : "no fit");
+        if (rc) {
+            cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_PLACE_OK);
+            cr_assert_neq(gpusched_place_result_message(res)[0], '\0');
+            st->nofit++;
+            continue;
+        }
+        st->fit++;
+        const uint32_t *nodes;
+        const uint64_t *masks;
+        uint32_t n;
+        cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
+        char why[256];
+        cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "%s: invalid placement: %s", ctx, why);
+        uint32_t got[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        place_ref_locality(c, &q, nodes, n, got);
+        for (uint32_t l = 0; l <= want.nlevels; l++)
+            cr_assert_eq(got[l], want.locality[l], "%s: level %u uses %u domains, optimum %u", ctx, l, got[l],
+                         want.locality[l]);
+    }
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+}
+
+static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes)
+{
+    pt_rng r = {seed};
+    pt_stats st = {0};
+    for (uint32_t i = 0; i < rounds; i++)
+        one_case(&r, &st, max_nodes);
+    cr_log_info("%u cases: %u invalid, %u fit, %u do not fit", st.cases, st.invalid, st.fit, st.nofit);
+    cr_assert_gt(st.fit, st.cases / 8, "too few feasible cases to mean anything");
+    cr_assert_gt(st.nofit, 0);
+}
+
+Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4a7c15ull, 3000, 8); }
+
+Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12); }
