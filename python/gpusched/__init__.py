@@ -18,6 +18,7 @@ from .core import (version, version_string, library_path, strerror, err_name,
                    cpu_features, simd_compiled, simd_name)
 from .topology import Topology, TopologyBuilder, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, Frag
+from .placement import Placement, PlaceReason, Split
 from .fairq import FairQueue, Param, Policy, TenantValue, Decision, DecisionLog
 
 __version__ = ".".join(map(str, BINDING_VERSION))
@@ -27,5 +28,6 @@ __all__ = list(_error_names) + [
     "err_name", "cpu_features", "simd_compiled", "simd_name",
     "Topology", "TopologyBuilder", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag",
+    "Placement", "PlaceReason", "Split",
     "FairQueue", "Param", "Policy", "TenantValue", "Decision", "DecisionLog",
 ]

@@ -50,6 +50,18 @@ class FairqDecision(ctypes.Structure):
                 ("max_wait", c_double)]
 
 
+class PlaceRequest(ctypes.Structure):
+    """ctypes mirror of gpusched_place_request (place.h)."""
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("job_id", c_uint64),
+                ("priority", c_int32), ("tenant", c_uint32), ("gpus", c_uint32),
+                ("split", c_uint32), ("pod_gpus", c_uint32), ("required_level", c_uint32),
+                ("preferred_level", c_uint32), ("slice_gpus", c_uint32 * 2),
+                ("slice_level", c_uint32 * 2), ("gpu_class", c_uint32),
+                ("labels_required", c_uint64), ("labels_forbidden", c_uint64),
+                ("avoid_nodes", P(c_uint32)), ("avoid_count", c_uint32),
+                ("job_flags", c_uint32), ("start_time", c_int64), ("cost_hint", c_uint64)]
+
+
 class Allocator(ctypes.Structure):
     """ctypes mirror of gpusched_allocator (common.h)."""
     _fields_ = [("size", c_uint32), ("reserved0", c_uint32),
@@ -60,10 +72,11 @@ class Allocator(ctypes.Structure):
 #: Structs whose layout the tests compare with the C compiler's.
 STRUCTS = {"gpusched_job": Job, "gpusched_fairq_task": FairqTask,
            "gpusched_fairq_decision": FairqDecision,
+           "gpusched_place_request": PlaceRequest,
            "gpusched_allocator": Allocator}
 
 _alloc = P(Allocator)
-_topo = _builder = _cluster = _fairq = _log = c_void_p
+_topo = _builder = _cluster = _fairq = _log = _placer = _result = c_void_p
 _jobp = P(Job)
 
 # name: (restype, argtypes). Pointers to handles are plain void pointers; the
@@ -153,6 +166,22 @@ FUNCTIONS = {
     "gpusched_cluster_snapshot": (c_int, [_cluster, c_void_p, c_size_t, _sizep]),
     "gpusched_cluster_restore": (c_int, [c_void_p, c_size_t, _alloc, P(_cluster), c_char_p,
                                          c_size_t]),
+    # gang placement (place.h)
+    "gpusched_placer_new": (c_int, [_cluster, _alloc, P(_placer)]),
+    "gpusched_placer_free": (None, [_placer]),
+    "gpusched_placer_errmsg": (c_char_p, [_placer]),
+    "gpusched_placer_place": (c_int, [_placer, P(PlaceRequest), _result]),
+    "gpusched_placer_place_batch": (c_int, [_placer, c_uint32, P(P(PlaceRequest)), P(_result),
+                                            _u32p]),
+    "gpusched_place_result_new": (c_int, [_alloc, P(_result)]),
+    "gpusched_place_result_free": (None, [_result]),
+    "gpusched_place_result_reason": (c_uint32, [_result]),
+    "gpusched_place_result_message": (c_char_p, [_result]),
+    "gpusched_place_result_committed": (c_int, [_result]),
+    "gpusched_place_result_nodes": (c_int, [_result, P(_u32p), P(_u64p), _u32p]),
+    "gpusched_place_result_pods": (c_int, [_result, P(_u32p), _u32p]),
+    "gpusched_place_result_domains": (c_int, [_result, c_uint32, P(_u32p), _u32p]),
+    "gpusched_place_result_locality": (c_int, [_result, P(_u32p), _u32p]),
     # fair-share queue (fairq.h)
     "gpusched_fairq_new": (c_int, [_alloc, c_uint32, P(_fairq)]),
     "gpusched_fairq_free": (None, [_fairq]),

@@ -184,12 +184,10 @@ class Handle:
 
     _free = None  # set by the subclass: the C function that frees its handle
 
-    def _own(self, ptr, free, *keep):
+    def _own(self, ptr, free, *free_args):
         import weakref
         self._ptr = ptr
-        # keep: Python objects the handle depends on, held until it is freed.
-        self._finalizer = weakref.finalize(self, free, ptr)
-        self._keep = keep
+        self._finalizer = weakref.finalize(self, free, ptr, *free_args)
 
     @property
     def _h(self):
@@ -209,7 +207,6 @@ class Handle:
         if getattr(self, "_ptr", None) is not None:
             self._ptr = None
             self._finalizer()
-            self._keep = ()
 
     def __enter__(self):
         return self

@@ -92,6 +92,16 @@ class Allocation:
         return f"<gpusched.Allocation {self.gpus} GPUs on {len(self.nodes)} nodes>"
 
 
+def _free_cluster(ptr, engine):
+    # The placer must go before its cluster (place.h); the result may go any time.
+    placer, result = engine
+    if placer:
+        lib.placer_free(placer)
+    if result:
+        lib.place_result_free(result)
+    lib.cluster_free(ptr)
+
+
 def _read_alloc(fn, handle, job_id, topology):
     nodes, masks = ctypes.POINTER(ctypes.c_uint32)(), ctypes.POINTER(ctypes.c_uint64)()
     n = ctypes.c_uint32()
@@ -127,7 +137,8 @@ class Cluster(u.Handle):
         out = ctypes.c_void_p()
         lib.check(lib.cluster_new(topology._h, None, ctypes.byref(out)),
                   function="gpusched_cluster_new")
-        self._own(out.value, lib.cluster_free)
+        self._engine = [None, None]  # placer, result: created by the first place()
+        self._own(out.value, _free_cluster, self._engine)
         # A reference of its own: closing the caller's Topology must not
         # break the cluster's name lookups.
         self._topo = Topology._adopt(lib.topo_ref(topology._h))
@@ -147,7 +158,8 @@ class Cluster(u.Handle):
         rc = lib.cluster_restore(buf, len(buf), None, ctypes.byref(out), err, _ERRBUF)
         lib.check(rc, lambda _: err.value, None, "gpusched_cluster_restore")
         self = object.__new__(cls)
-        self._own(out.value, lib.cluster_free)
+        self._engine = [None, None]
+        self._own(out.value, _free_cluster, self._engine)
         self._topo = Topology._adopt(lib.topo_ref(lib.cluster_topo(out.value)))
         return self
 
@@ -455,6 +467,53 @@ class Cluster(u.Handle):
         data = self.snapshot()
         with open(os.fspath(path), "wb") as f:
             f.write(data)
+
+    # ---- placement -------------------------------------------------------
+
+    def place(self, gpus, **request):
+        """Places an all-or-nothing gang of `gpus` GPUs and returns a
+        :class:`~gpusched.Placement`; with ``commit=True`` it also becomes
+        a running job. A gang that does not fit is not an exception: the
+        placement's ``ok`` is False and ``message`` says why (call
+        ``raise_if_failed()`` for DoesNotFit).
+
+        Keyword arguments (levels, classes, labels, nodes by name or index):
+            pod_gpus: split into pods of this many GPUs, each on one node.
+            whole_nodes: take whole, fully free nodes only (``pod_gpus``
+                then picks nodes with that many GPUs).
+            required: the whole gang inside one domain of this level.
+            preferred: optimize locality down to this level only.
+            slices: up to two ``(gpus, level)`` pairs: each slice of that
+                many GPUs inside one domain of the level, e.g.
+                ``[(72, "rack")]``.
+            gpu_class: only GPUs of this class.
+            labels: labels every node used must have.
+            avoid_labels: labels no node used may have.
+            avoid_nodes: nodes not to use.
+            job_id: the job (its id when committed; its reservation may be
+                used). Default 0.
+            commit: make the placement a running job (default: plan only).
+            priority, tenant, start_time, cost_hint, preemptible: the job's
+                descriptor when committed.
+        """
+        from .placement import place_one
+        return place_one(self, gpus, request)
+
+    def place_many(self, requests):
+        """Places gangs in order, each seeing the committed ones before it,
+        in one call. `requests` are dicts of :meth:`place` arguments
+        (``gpus`` included). Every request is checked before anything is
+        placed. Returns one :class:`~gpusched.Placement` per request."""
+        from .placement import place_batch
+        return place_batch(self, requests)
+
+    def _placer(self):
+        if self._engine[0] is None:
+            out = ctypes.c_void_p()
+            lib.check(lib.placer_new(self._h, None, ctypes.byref(out)),
+                      function="gpusched_placer_new")
+            self._engine[0] = out.value
+        return self._engine[0]
 
     def __repr__(self):
         if self.closed:

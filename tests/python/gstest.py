@@ -37,3 +37,16 @@ def data_dir():
 def tiny():
     """The 'tiny' preset: 2 blocks x 2 racks x 4 nodes x 8 GPUs."""
     return gpusched.Topology.preset("tiny")
+
+
+class TinyClusterCase(unittest.TestCase):
+    """A test case with ``self.t`` (the tiny preset) and ``self.c`` (an
+    empty cluster on it), both freed after each test."""
+
+    def setUp(self):
+        self.t = tiny()
+        self.c = gpusched.Cluster(self.t)
+
+    def tearDown(self):
+        self.c.close()
+        self.t.close()

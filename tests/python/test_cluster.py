@@ -10,16 +10,16 @@ import gpusched
 from gpusched import Cluster, NodeHealth, GpuState, Allocation
 
 
+def state(c):
+    """Everything observable about a cluster's state, for "nothing changed"."""
+    t = c.topology
+    return (c.free_gpus(), c.jobs(), c.reservations(),
+            [c.node_state(n) for n in range(t.node_count)],
+            [c.allocation(j) for j in c.jobs()])
+
+
 @needs("gpusched_cluster_new", "gpusched_cluster_alloc")
-class TestCluster(unittest.TestCase):
-    def setUp(self):
-        self.t = gstest.tiny()
-        self.c = Cluster(self.t)
-
-    def tearDown(self):
-        self.c.close()
-        self.t.close()
-
+class TestCluster(gstest.TinyClusterCase):
     def test_empty(self):
         c = self.c
         self.assertEqual(c.free_gpus(), 128)
@@ -82,13 +82,13 @@ class TestCluster(unittest.TestCase):
     def test_allocate_errors_change_nothing(self):
         c = self.c
         c.allocate(1, {"n0": [0]})
-        before = c.snapshot()
+        before = state(c)
         with self.assertRaises(gpusched.AlreadyExists):
             c.allocate(1, {"n1": [0]})
         with self.assertRaises(gpusched.Busy) as cm:
             c.allocate(2, {"n1": [0], "n0": [0, 1]})
         self.assertTrue(cm.exception.message)
-        self.assertEqual(c.snapshot(), before)
+        self.assertEqual(state(c), before)
         # caught in Python, before C
         with self.assertRaises(ValueError):
             c.allocate(3, {"n0": [8]})
@@ -114,7 +114,7 @@ class TestCluster(unittest.TestCase):
             c.allocate(3, {"nx": [0]})
         with self.assertRaises(TypeError):
             c.update_job(1, colour="red")
-        self.assertEqual(c.snapshot(), before)
+        self.assertEqual(state(c), before)
 
     def test_node_health(self):
         c = self.c
@@ -178,6 +178,28 @@ class TestCluster(unittest.TestCase):
         with self.assertRaises(gpusched.NotFound):
             self.c.free_gpus("rack", "b7/r7")
 
+    def test_closed_and_gc(self):
+        c = Cluster(self.t)
+        with c:
+            pass
+        with self.assertRaises(ValueError):
+            c.free_gpus()
+        for _ in range(50):
+            Cluster(self.t).allocate(1, {0: [0]})
+        with self.assertRaises(TypeError):
+            Cluster("tiny")
+
+    def test_topology_outlives_its_python_object(self):
+        t = gpusched.Topology.preset("tiny")
+        c = Cluster(t)
+        t.close()
+        c.allocate(1, {"n0": [0]})
+        self.assertEqual(c.free_gpus(), 127)
+        c.close()
+
+
+@needs("gpusched_cluster_snapshot", "gpusched_cluster_restore")
+class TestSnapshot(gstest.TinyClusterCase):
     def test_snapshot_restore(self):
         c = self.c
         c.allocate(1, {"n0": [0, 1]}, tenant=4)
@@ -210,25 +232,6 @@ class TestCluster(unittest.TestCase):
             Cluster.restore(bytes(bad))
         with self.assertRaises(TypeError):
             Cluster.restore("not bytes")
-
-    def test_closed_and_gc(self):
-        c = Cluster(self.t)
-        with c:
-            pass
-        with self.assertRaises(ValueError):
-            c.free_gpus()
-        for _ in range(50):
-            Cluster(self.t).allocate(1, {0: [0]})
-        with self.assertRaises(TypeError):
-            Cluster("tiny")
-
-    def test_topology_outlives_its_python_object(self):
-        t = gpusched.Topology.preset("tiny")
-        c = Cluster(t)
-        t.close()
-        c.allocate(1, {"n0": [0]})
-        self.assertEqual(c.free_gpus(), 127)
-        c.close()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,255 @@
+"""Gang placement (place.h): requests built from keyword arguments, and
+:class:`Placement`, the result copied out of the library."""
+import ctypes
+import enum
+
+from . import _util as u
+from ._lib import lib, PlaceRequest as _CRequest
+from .cluster import Allocation
+from ._errors import DoesNotFit
+
+__all__ = ["Placement", "PlaceReason", "Split"]
+
+NONE = 0xffffffff
+_COMMIT = 1
+_JOB_PREEMPTIBLE = 1
+_ENOSPC = -30
+MAX_SLICES = 2
+
+
+class Split(enum.IntEnum):
+    """How a gang's GPUs split over nodes."""
+    ANY = 0
+    PODS = 1
+    WHOLE_NODES = 2
+
+
+class PlaceReason(enum.IntEnum):
+    """Why a placement did not fit (OK when it did)."""
+    OK = 0
+    NO_GPUS = 1
+    ELIGIBLE = 2
+    SPLIT = 3
+    SLICES = 4
+    REQUIRED = 5
+    NOT_RUN = 6
+
+
+_KEYS = {"pod_gpus", "whole_nodes", "required", "preferred", "slices", "gpu_class", "labels",
+         "avoid_labels", "avoid_nodes", "job_id", "commit", "priority", "tenant", "start_time",
+         "cost_hint", "preemptible"}
+
+
+def _flag(name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def build_request(topo, gpus, kw):
+    """Checks place() arguments and fills a C request. Returns the request
+    and the objects it points into (kept alive by the caller)."""
+    unknown = set(kw) - _KEYS
+    if unknown:
+        raise TypeError(f"place() got unknown arguments {sorted(unknown)}")
+    r = _CRequest()
+    r.size = ctypes.sizeof(_CRequest)
+    r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
+    whole = _flag("whole_nodes", kw.get("whole_nodes", False))
+    pod = kw.get("pod_gpus")
+    if whole:
+        r.split = Split.WHOLE_NODES
+        r.pod_gpus = 0 if pod is None else u.u32("pod_gpus", pod, 64)
+    elif pod is not None:
+        r.split = Split.PODS
+        r.pod_gpus = u.integer("pod_gpus", pod, 1, 64)
+    else:
+        r.split = Split.ANY
+    r.required_level = NONE if kw.get("required") is None else topo.level(kw["required"])
+    r.preferred_level = NONE if kw.get("preferred") is None else topo.level(kw["preferred"])
+    slices = kw.get("slices") or ()
+    if isinstance(slices, tuple) and len(slices) == 2 and not isinstance(slices[0], (tuple, list)):
+        slices = [slices]  # a single (gpus, level) pair
+    slices = list(slices)
+    if len(slices) > MAX_SLICES:
+        raise ValueError(f"at most {MAX_SLICES} slice constraints, got {len(slices)}")
+    for i in range(MAX_SLICES):
+        r.slice_level[i] = NONE
+    for i, s in enumerate(slices):
+        try:
+            sg, sl = s
+        except (TypeError, ValueError):
+            raise TypeError("slices must be (gpus, level) pairs") from None
+        r.slice_gpus[i] = u.integer(f"slices[{i}] gpus", sg, 1, u.U32_MAX)
+        r.slice_level[i] = topo.level(sl)
+    r.gpu_class = NONE if kw.get("gpu_class") is None else topo.gpu_class(kw["gpu_class"])
+    r.labels_required = topo.label_mask(kw.get("labels") or ())
+    r.labels_forbidden = topo.label_mask(kw.get("avoid_labels") or ())
+    avoid = kw.get("avoid_nodes") or ()
+    if isinstance(avoid, (str, int)):
+        avoid = [avoid]
+    avoid = [topo.node(n) for n in avoid]
+    arr = (ctypes.c_uint32 * max(len(avoid), 1))(*avoid)
+    if avoid:
+        r.avoid_nodes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint32))
+        r.avoid_count = len(avoid)
+    r.job_id = u.u64("job_id", kw.get("job_id", 0))
+    r.flags = _COMMIT if _flag("commit", kw.get("commit", False)) else 0
+    r.priority = u.i32("priority", kw.get("priority", 0))
+    r.tenant = u.u32("tenant", kw.get("tenant", 0))
+    r.start_time = u.i64("start_time", kw.get("start_time", 0))
+    r.cost_hint = u.u64("cost_hint", kw.get("cost_hint", 0))
+    r.job_flags = _JOB_PREEMPTIBLE if _flag("preemptible", kw.get("preemptible", False)) else 0
+    return r, arr
+
+
+def _new_result():
+    out = ctypes.c_void_p()
+    lib.check(lib.place_result_new(None, ctypes.byref(out)), function="gpusched_place_result_new")
+    return out.value
+
+
+class Placement:
+    """Where a gang went, or why it did not fit; a copy of the library's
+    result, independent of later calls.
+
+    Attributes:
+        ok: True when it fits (also the truth value of the placement).
+        reason: a :class:`PlaceReason`.
+        message: the library's explanation (which constraint failed and by
+            how much, or where it went).
+        committed: True when it became a running job.
+        job_id: the request's job id.
+        nodes, masks: node indices (ascending) and their GPU bit masks.
+        pods: the node index of each pod (pod requests only).
+        locality: domains used at each level, top first, then nodes.
+    """
+
+    def __init__(self, topology, job_id, res):
+        """Copies a C result (called by :meth:`Cluster.place`)."""
+        self._topo = topology
+        self.job_id = job_id
+        self.reason = PlaceReason(lib.place_result_reason(res))
+        self.message = (lib.place_result_message(res) or b"").decode("utf-8", "replace")
+        self.committed = bool(lib.place_result_committed(res))
+        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+        nodes, masks, n = u32p(), u64p(), ctypes.c_uint32()
+        lib.check(lib.place_result_nodes(res, ctypes.byref(nodes), ctypes.byref(masks),
+                                         ctypes.byref(n)), function="gpusched_place_result_nodes")
+        self.nodes = tuple(u.read_array(nodes, ctypes.c_uint32, n.value))
+        self.masks = tuple(u.read_array(masks, ctypes.c_uint64, n.value))
+        pods = u32p()
+        lib.check(lib.place_result_pods(res, ctypes.byref(pods), ctypes.byref(n)),
+                  function="gpusched_place_result_pods")
+        self.pods = tuple(u.read_array(pods, ctypes.c_uint32, n.value))
+        loc = u32p()
+        lib.check(lib.place_result_locality(res, ctypes.byref(loc), ctypes.byref(n)),
+                  function="gpusched_place_result_locality")
+        self.locality = tuple(u.read_array(loc, ctypes.c_uint32, n.value))
+        self._domains = []
+        if self.ok:
+            for level in range(len(topology.levels) + 1):
+                doms = u32p()
+                lib.check(lib.place_result_domains(res, level, ctypes.byref(doms), ctypes.byref(n)),
+                          function="gpusched_place_result_domains")
+                self._domains.append(tuple(u.read_array(doms, ctypes.c_uint32, n.value)))
+
+    @property
+    def ok(self):
+        """True when the gang fits."""
+        return self.reason == PlaceReason.OK
+
+    def __bool__(self):
+        return self.ok
+
+    @property
+    def gpus(self):
+        """Number of GPUs placed."""
+        return sum(bin(m).count("1") for m in self.masks)
+
+    @property
+    def allocation(self):
+        """The GPUs as an :class:`Allocation` (``Cluster.allocate`` and
+        ``Cluster.reserve`` accept it)."""
+        return Allocation(self.nodes, self.masks, self._topo)
+
+    def node_names(self):
+        """The names of the nodes used, in node order."""
+        return [self._topo.node_name(n) for n in self.nodes]
+
+    def by_name(self):
+        """``{node name: [GPU indices]}``."""
+        return self.allocation.by_name()
+
+    def pods_by_name(self):
+        """The node name of each pod."""
+        return [self._topo.node_name(n) for n in self.pods]
+
+    def domains(self, level):
+        """Domain indices used at a level (name or index; ``"node"`` for
+        the nodes), ascending; empty when it did not fit."""
+        lv = self._topo.level_or_nodes(level)
+        return self._domains[lv] if self._domains else ()
+
+    def domain_names(self, level):
+        """Full path names of the domains used at a level."""
+        lv = self._topo.level_or_nodes(level)
+        if lv == len(self._topo.levels):
+            return [self._topo.node_name(n) for n in self.domains(lv)]
+        return [self._topo.domain_name(lv, d) for d in self.domains(lv)]
+
+    def raise_if_failed(self):
+        """Raises DoesNotFit with the explanation when the gang did not fit;
+        returns self otherwise."""
+        if not self.ok:
+            raise DoesNotFit(_ENOSPC, "GPUSCHED_ENOSPC", self.message, "gpusched_placer_place")
+        return self
+
+    def __repr__(self):
+        if self.ok:
+            return (f"<gpusched.Placement {self.gpus} GPUs on {len(self.nodes)} nodes"
+                    f"{' committed' if self.committed else ''}>")
+        return f"<gpusched.Placement failed {self.reason.name}: {self.message}>"
+
+
+def place_one(cluster, gpus, kw):
+    """Cluster.place(): one request through the cluster's placer."""
+    req, keep = build_request(cluster.topology, gpus, kw)
+    placer = cluster._placer()
+    if cluster._engine[1] is None:
+        cluster._engine[1] = _new_result()
+    res = cluster._engine[1]
+    rc = lib.placer_place(placer, ctypes.byref(req), res)
+    if rc != _ENOSPC:
+        lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_place")
+    return Placement(cluster.topology, req.job_id, res)
+
+
+def place_batch(cluster, requests):
+    """Cluster.place_many(): all requests in one gpusched_placer_place_batch."""
+    reqs, keep = [], []
+    for i, kw in enumerate(requests):
+        if not isinstance(kw, dict):
+            raise TypeError(f"requests[{i}] must be a dict of place() arguments")
+        kw = dict(kw)
+        if "gpus" not in kw:
+            raise TypeError(f"requests[{i}] has no gpus")
+        r, a = build_request(cluster.topology, kw.pop("gpus"), kw)
+        reqs.append(r)
+        keep.append(a)
+    n = len(reqs)
+    if n == 0:
+        return []
+    placer = cluster._placer()
+    results = []
+    try:
+        for _ in range(n):
+            results.append(_new_result())
+        creqs = (ctypes.POINTER(_CRequest) * n)(*(ctypes.pointer(r) for r in reqs))
+        cres = (ctypes.c_void_p * n)(*results)
+        lib.check(lib.placer_place_batch(placer, n, creqs, cres, None), lib.placer_errmsg,
+                  placer, "gpusched_placer_place_batch")
+        return [Placement(cluster.topology, r.job_id, res) for r, res in zip(reqs, results)]
+    finally:
+        for res in results:
+            lib.place_result_free(res)
