@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "topo/topo-export.h"
+#include "topo/topo-image.h"
 #include "topo/topo-internal.h"
 
 #define GSB_ZONES 8
@@ -16,11 +17,14 @@
 /* Quick runs use one zone: the same shape, an eighth of the size. */
 static uint32_t gsb_topo_zones(const gsb_ctx *b) { return gsb_quick(b) ? 1 : GSB_ZONES; }
 
-static void gsb_topo_params(const gsb_ctx *b, char *buf, size_t cap)
+/* The shape, and a byte count under `bytes_key` unless it is NULL. */
+static void gsb_topo_params(const gsb_ctx *b, char *buf, size_t cap, const char *bytes_key, size_t bytes)
 {
-    snprintf(buf, cap, "\"gpus\": %u, \"nodes\": %u",
-             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES * 4,
-             gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES);
+    int n = snprintf(buf, cap, "\"gpus\": %u, \"nodes\": %u",
+                     gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES * 4,
+                     gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES);
+    if (bytes_key && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ", \"%s\": %zu", bytes_key, bytes);
 }
 
 typedef struct gsb_names {
@@ -93,7 +97,7 @@ static void gsb_topo_build(gsb_ctx *b)
         gpusched_topo_unref(t);
     }
     char params[160];
-    gsb_topo_params(b, params, sizeof params);
+    gsb_topo_params(b, params, sizeof params, NULL, 0);
     double gpus = (double)nodes * 4;
     gsb_report(b, "topo.build.gb200-nvl72-1m.ms", gsb_median(total, (size_t)reps) / 1e6, "ms", params);
     gsb_report(b, "topo.freeze.gb200-nvl72-1m.ms", gsb_median(freeze, (size_t)reps) / 1e6, "ms", params);
@@ -102,6 +106,36 @@ static void gsb_topo_build(gsb_ctx *b)
     gsb_report(b, "topo.bytes_per_gpu.gb200-nvl72-1m.stored_names", (double)stored_bytes / gpus, "B/GPU",
                params);
     free(nm.n);
+}
+
+/* The image a cluster snapshot embeds, for a topology with stored names
+ * (the worst case: a uniform one is a few dozen bytes). */
+static void gsb_topo_image(gsb_ctx *b, const gpusched_topo *t)
+{
+    size_t size, written, consumed;
+    gs_topo_image_size(t, &size);
+    uint8_t *img = malloc(size);
+    gs_alloc a;
+    gs_alloc_init(&a, NULL);
+    int reps = gsb_reps(b);
+    double wr[32], rd[32];
+    for (int r = 0; r < reps; r++) {
+        double t0 = gsb_now_ns();
+        if (!img || gs_topo_image_write(t, img, size, &written))
+            abort();
+        wr[r] = (gsb_now_ns() - t0) / 1e6;
+        gpusched_topo *back;
+        t0 = gsb_now_ns();
+        if (gs_topo_image_read(img, size, &a, &back, &consumed, NULL))
+            abort();
+        rd[r] = (gsb_now_ns() - t0) / 1e6;
+        gpusched_topo_unref(back);
+    }
+    char params[200];
+    gsb_topo_params(b, params, sizeof params, "image_bytes", size);
+    gsb_report(b, "topo.image.write.gb200-nvl72-1m.stored_names.ms", gsb_median(wr, (size_t)reps), "ms", params);
+    gsb_report(b, "topo.image.read.gb200-nvl72-1m.stored_names.ms", gsb_median(rd, (size_t)reps), "ms", params);
+    free(img);
 }
 
 static void gsb_topo_parse(gsb_ctx *b)
@@ -130,12 +164,15 @@ static void gsb_topo_parse(gsb_ctx *b)
         exp_ms[r] = (gsb_now_ns() - t0) / 1e6;
     }
     char params[200];
-    gsb_topo_params(b, params, sizeof params);
-    size_t n = strlen(params);
-    snprintf(params + n, sizeof params - n, ", \"text_bytes\": %zu", len);
+    gsb_topo_params(b, params, sizeof params, "text_bytes", len);
     gsb_report(b, "topo.parse.gb200-nvl72-1m.ms", gsb_median(ms, (size_t)reps), "ms", params);
     gsb_report(b, "topo.export.gb200-nvl72-1m.ms", gsb_median(exp_ms, (size_t)reps), "ms", params);
+    gpusched_topo *parsed;
+    if (gpusched_topo_parse(text, len, NULL, &parsed, NULL, 0))
+        abort();
     free(text);
+    gsb_topo_image(b, parsed);
+    gpusched_topo_unref(parsed);
     gpusched_topo_unref(t);
 }
 

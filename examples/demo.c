@@ -21,8 +21,31 @@ static void show_core(void)
     printf("simd path: %s\n", gpusched_simd_name(chosen));
 }
 
+static void show_topo(void)
+{
+    gpusched_topo *t = NULL;
+    char err[256];
+    int rc = gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "topology: %s\n", err);
+        return;
+    }
+    printf("topology gb200-nvl72-1m:");
+    for (uint32_t l = 0; l < gpusched_topo_level_count(t); l++)
+        printf(" %u %ss%s", gpusched_topo_domain_count(t, l), gpusched_topo_level_name(t, l),
+               l + 1 < gpusched_topo_level_count(t) ? "," : "");
+    uint64_t gpus = gpusched_topo_gpu_count(t);
+    size_t bytes = gpusched_topo_memory_bytes(t);
+    printf("; %u nodes, %llu GPUs of class %s\n", gpusched_topo_node_count(t), (unsigned long long)gpus,
+           gpusched_topo_class_name(t, 0));
+    printf("topology memory: %.1f MiB, %.2f bytes per GPU\n", (double)bytes / (1 << 20),
+           (double)bytes / (double)gpus);
+    gpusched_topo_unref(t);
+}
+
 int main(void)
 {
     show_core();
+    show_topo();
     return 0;
 }

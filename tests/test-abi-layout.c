@@ -75,3 +75,15 @@ Test(layout, fairq_enums)
     cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
     cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
 }
+
+/* Topology limits are part of the contract: callers size buffers and
+ * label masks from them. */
+Test(layout, topo_limits)
+{
+    cr_assert_eq(GPUSCHED_TOPO_MAX_LEVELS, 8);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_NODE_GPUS, 64);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_LABELS, 64);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_CLASSES, 255);
+    cr_assert_eq(GPUSCHED_TOPO_NAME_MAX, 63);
+    cr_assert_eq(GPUSCHED_NONE, UINT32_MAX);
+}

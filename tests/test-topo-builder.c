@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "failalloc.h"
+#include "topocheck.h"
 #include "topo/topo-builder.h"
 
 static const char *const levels2[] = {"block", "rack"};
@@ -214,14 +215,18 @@ Test(topo_builder, accessors_reject_out_of_range)
     cr_assert_null(gpusched_topo_ref(NULL));
 }
 
-static int build_op(failalloc *fa, void *ctx)
+/* Builds 200 nodes; an add that fails for memory must leave the builder as
+ * it was, so it is simply retried (the injected failure happens once) and
+ * the result must equal a build that never failed. */
+static int build_with(const gpusched_allocator *alloc, gpusched_topo **out)
 {
-    gpusched_topo **out = ctx;
     gpusched_topo_builder *b;
-    int rc = gpusched_topo_builder_new(&fa->a, &b);
+    int rc = gpusched_topo_builder_new(alloc, &b);
     if (rc)
         return rc;
     rc = gpusched_topo_builder_set_levels(b, 2, levels2);
+    if (rc == GPUSCHED_ENOMEM)
+        rc = gpusched_topo_builder_set_levels(b, 2, levels2);
     char name[16], rack[16], blk[16];
     const char *labs[] = {"ib", "fast"};
     for (int i = 0; !rc && i < 200; i++) {
@@ -231,9 +236,9 @@ static int build_op(failalloc *fa, void *ctx)
         const char *path[] = {blk, rack};
         rc = gpusched_topo_builder_add_node(b, path, name, 1 + i % 8, i % 2 ? "x" : "y", labs, i % 3);
         if (rc == GPUSCHED_ENOMEM) {
-            /* A failed add leaves the builder usable: the same add succeeds
-             * once memory is back, and nothing half-added remains. */
             cr_assert_eq(b->nnodes, (uint32_t)i);
+            cr_assert_eq(b->nclasses, i == 0 ? 0u : i == 1 ? 1u : 2u);
+            rc = gpusched_topo_builder_add_node(b, path, name, 1 + i % 8, i % 2 ? "x" : "y", labs, i % 3);
         }
     }
     if (!rc)
@@ -242,10 +247,19 @@ static int build_op(failalloc *fa, void *ctx)
     return rc;
 }
 
+static int build_op(failalloc *fa, void *ctx)
+{
+    return build_with(&fa->a, ctx);
+}
+
 static void build_undo(void *ctx)
 {
     gpusched_topo **out = ctx;
-    cr_assert_eq(gpusched_topo_node_count(*out), 200);
+    gpusched_topo *ref;
+    cr_assert_eq(build_with(NULL, &ref), 0);
+    topo_assert_valid(*out);
+    topo_assert_equal(*out, ref);
+    gpusched_topo_unref(ref);
     gpusched_topo_unref(*out);
 }
 
@@ -254,4 +268,54 @@ Test(topo_builder, allocation_failures)
     gpusched_topo *t = NULL;
     long n = failalloc_sweep(build_op, build_undo, &t);
     cr_assert_gt(n, 10);
+}
+
+Test(topo_builder, null_arguments_are_refused)
+{
+    uint32_t x;
+    char buf[8];
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(NULL), "builder is NULL");
+    cr_assert_eq(gpusched_topo_builder_set_levels(NULL, 1, levels2), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(NULL, NULL, "n", 1, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_freeze(NULL, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_level_count(NULL), 0);
+    cr_assert_eq(gpusched_topo_node_count(NULL), 0);
+    cr_assert_eq(gpusched_topo_gpu_count(NULL), 0);
+    cr_assert_eq(gpusched_topo_class_count(NULL), 0);
+    cr_assert_eq(gpusched_topo_label_count(NULL), 0);
+    cr_assert_eq(gpusched_topo_memory_bytes(NULL), 0);
+    cr_assert_eq(gpusched_topo_level_find(NULL, "rack", &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_class_find(NULL, "x", &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_label_find(NULL, "x", &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_nodes(NULL, 0, 0, &x, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_parent(NULL, 1, 0, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_node_domain(NULL, 0, 0, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_name(NULL, 0, 0, buf, sizeof buf), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_find(NULL, 0, "b0", &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_node_name(NULL, 0, buf, sizeof buf), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_node_find(NULL, "n0", &x), GPUSCHED_EINVAL);
+    gpusched_topo *t = small_topo();
+    cr_assert_eq(gpusched_topo_level_find(t, NULL, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_level_find(t, "rack", NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_find(t, 0, NULL, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_find(t, 5, "b0", &x), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_domain_find(t, 1, "b0/r0/x", &x), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_domain_find(t, 1, "", &x), GPUSCHED_ENOENT);
+    cr_assert_eq(gpusched_topo_node_find(t, NULL, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_nodes(t, 0, 0, NULL, &x), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_domain_name(t, 0, 0, NULL, 4), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_node_name(t, 0, NULL, 0), GPUSCHED_ERANGE);
+    gpusched_topo_unref(t);
+}
+
+Test(topo_builder, refcount_is_shared)
+{
+    gpusched_topo *t = small_topo();
+    for (int i = 0; i < 10; i++)
+        gpusched_topo_ref(t);
+    for (int i = 0; i < 10; i++)
+        gpusched_topo_unref(t);
+    cr_assert_eq(gpusched_topo_node_count(t), 6);
+    cr_assert_eq(t->refcount, 1);
+    gpusched_topo_unref(t);
 }

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "failalloc.h"
+#include "topo/topo-builder.h"
 #include "topo/topo-export.h"
 #include "topo/topo-internal.h"
 #include "topocheck.h"
@@ -308,4 +309,49 @@ Test(topo_text, allocation_failures)
                           "node z[0-2]/r[0-9] n[0-] count=3 gpus=8 class=b labels=y\n"
                           "node z0/r0 extra gpus=2\n", NULL};
     cr_assert_gt(failalloc_sweep(parse_op, parse_undo, &c), 10);
+}
+
+/* A parse that runs out of memory rolls back; retrying it gives the same
+ * topology as a parse that never failed. */
+static int parse_twice(const gpusched_allocator *alloc, gpusched_topo **out)
+{
+    static const char first[] = "levels zone rack\nnode z0/r0 a gpus=1\n";
+    static const char second[] = "labels x\nnode z[0-3]/r[0-4] n[0-] count=2 gpus=8 class=big labels=x\n";
+    gpusched_topo_builder *b;
+    int rc = gpusched_topo_builder_new(alloc, &b);
+    if (rc)
+        return rc;
+    rc = gpusched_topo_builder_parse(b, first, strlen(first));
+    if (rc == GPUSCHED_ENOMEM) {
+        cr_assert_eq(b->nlevels, 0);
+        rc = gpusched_topo_builder_parse(b, first, strlen(first));
+    }
+    if (!rc && (rc = gpusched_topo_builder_parse(b, second, strlen(second))) == GPUSCHED_ENOMEM) {
+        cr_assert_eq(b->nnodes, 1);
+        cr_assert_eq(b->nlabels, 0);
+        cr_assert_eq(b->nclasses, 1);
+        cr_assert_eq(b->lv[0].n, 1);
+        rc = gpusched_topo_builder_parse(b, second, strlen(second));
+    }
+    if (!rc)
+        rc = gpusched_topo_builder_freeze(b, out);
+    gpusched_topo_builder_free(b);
+    return rc;
+}
+
+static int parse_twice_op(failalloc *fa, void *ctx) { return parse_twice(&fa->a, ctx); }
+
+static void parse_twice_undo(void *ctx)
+{
+    gpusched_topo *ref, **t = ctx;
+    cr_assert_eq(parse_twice(NULL, &ref), 0);
+    topo_assert_equal(*t, ref);
+    gpusched_topo_unref(ref);
+    gpusched_topo_unref(*t);
+}
+
+Test(topo_text, allocation_failure_rolls_back_and_retry_succeeds)
+{
+    gpusched_topo *t;
+    cr_assert_gt(failalloc_sweep(parse_twice_op, parse_twice_undo, &t), 10);
 }

@@ -20,6 +20,17 @@
  * Because a topology is shared between threads it keeps no last-error
  * message; its accessors return error codes only. Builders and one-shot
  * constructors report messages (with line and column for text).
+ *
+ * Names: level, domain, node, class and label names are 1 to
+ * #GPUSCHED_TOPO_NAME_MAX bytes of `A-Z a-z 0-9 _ - . : +`. A domain's name
+ * is relative to its parent; its full path joins the names with '/'
+ * ("z0/b3/r12"). Node names are unique in the topology. Look-ups by name
+ * are hash look-ups.
+ *
+ * Numbering: a built or parsed topology numbers the domains of each level
+ * in the order in which they first appear among their siblings, and the
+ * nodes of a lowest domain in insertion order. Input already grouped by
+ * domain (such as an export) keeps its order.
  * @{
  */
 #ifndef GPUSCHED_TOPO_H
@@ -69,7 +80,7 @@ GPUSCHED_API const char *gpusched_topo_builder_errmsg(const gpusched_topo_builde
 
 /**
  * Names the levels above the node, top first. Must be called once, before
- * any node is added.
+ * any node is added (or be given by the first text parsed).
  * @param b The builder.
  * @param nlevels 1 to #GPUSCHED_TOPO_MAX_LEVELS.
  * @param names `nlevels` distinct non-empty names.
@@ -81,7 +92,8 @@ GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint
                                                   const char *const *names);
 
 /**
- * Adds a node, in any order.
+ * Adds a node, in any order. Atomic: on error the builder is unchanged
+ * (no class, label or domain of the failed node remains).
  * @param b The builder.
  * @param path One domain name per level, top first (for example
  *        {"z0", "b3", "r12"}); a name is relative to its parent.
@@ -91,7 +103,8 @@ GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint
  * @param labels `nlabels` label names (NULL if none).
  * @param nlabels Number of labels.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL Bad argument. @retval GPUSCHED_EEXIST Duplicate node name.
+ * @retval GPUSCHED_EINVAL Bad argument (NULL, an invalid name, GPUs out of range).
+ * @retval GPUSCHED_EEXIST Duplicate node name.
  * @retval GPUSCHED_ELIMIT Too many labels or classes. @retval GPUSCHED_ESTATE Levels not set.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
@@ -102,18 +115,30 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
 
 /**
  * Adds the content of a topology text (doc/topology-format.md) to the builder.
- * On error the builder is unchanged and its message names line and column.
- * @retval 0 Success. @retval GPUSCHED_EPARSE Syntax error.
+ * Several texts may be parsed into one builder; a `levels` line must then
+ * repeat the levels already set. On error the builder is unchanged and its
+ * message names line and column.
+ * @param b The builder.
+ * @param text The text (need not be NUL-terminated; NULL if `len` is 0).
+ * @param len Its length in bytes.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EPARSE The text is invalid: syntax, names, duplicates, limits.
+ * @retval GPUSCHED_EINVAL `b` is NULL, or `text` is NULL with `len` > 0.
+ * @retval GPUSCHED_ENOMEM Out of memory.
  */
 GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const char *text, size_t len);
 
 /**
- * Freezes the builder's content into a topology: sorts nodes so that each
- * domain is contiguous, builds the indexes. The builder can then be freed.
+ * Freezes the builder's content into a topology: numbers nodes so that each
+ * domain is contiguous (see the numbering rule above), builds the indexes.
+ * Linear in nodes and domains. The builder keeps its content: it can be
+ * freed, or extended and frozen again into another topology.
  * @param b The builder.
  * @param[out] out The topology, with one reference held by the caller.
  * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `b` or `out` is NULL.
  * @retval GPUSCHED_ESTATE No levels or no nodes.
+ * @retval GPUSCHED_ELIMIT More than 2^32-1 GPUs.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
 GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched_topo **out);
@@ -126,7 +151,11 @@ GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched
  * @param[out] out The topology.
  * @param errbuf Receives the error message (may be NULL).
  * @param errbuf_len Size of `errbuf`.
- * @retval 0 Success. @retval GPUSCHED_EPARSE Syntax error (message has line and column).
+ * @retval 0 Success.
+ * @retval GPUSCHED_EPARSE Invalid text (message has line and column), no
+ *         `levels` line or no node.
+ * @retval GPUSCHED_EINVAL `out` is NULL or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
  */
 GPUSCHED_API int gpusched_topo_parse(const char *text, size_t len, const gpusched_allocator *alloc,
                                      gpusched_topo **out, char *errbuf, size_t errbuf_len);
@@ -135,8 +164,10 @@ GPUSCHED_API int gpusched_topo_parse(const char *text, size_t len, const gpusche
  * Builds a uniform topology: every domain of level l has fanout[l+1]
  * children, there are fanout[0] top-level domains, every lowest domain has
  * fanout[nlevels] nodes and every node `gpus_per_node` GPUs of one class.
- * Names are generated (level name initial plus index, for example z0/b3/r12,
- * nodes n0...) and not stored per node.
+ * Names are generated, not stored: a domain is the first letter of its
+ * level's name plus its index among its siblings (z0/b3/r12 is rack 12 of
+ * block 3 of zone 0), a node is "n" plus its node index (n0, n1, ...).
+ * Memory is about 18 bytes per node.
  * @param nlevels Number of levels above the node.
  * @param level_names `nlevels` names.
  * @param fanout `nlevels + 1` counts, each at least 1.
@@ -155,9 +186,24 @@ GPUSCHED_API int gpusched_topo_uniform(uint32_t nlevels, const char *const *leve
                                        gpusched_topo **out, char *errbuf, size_t errbuf_len);
 
 /**
- * Builds a named preset, for example "gb200-nvl72-1m", "h100-superpod" or
- * "tiny" (gpusched_topo_preset_name() lists them).
+ * Builds a named preset, a uniform topology (gpusched_topo_preset_name()
+ * lists them):
+ * - "gb200-nvl72-1m": levels zone, block, rack; 8 zones x 32 blocks x 56
+ *   racks x 18 nodes x 4 GPUs of class "gb200" = 1,032,192 GPUs; each rack
+ *   is one GB200 NVL72 NVLink domain (72 GPUs).
+ * - "h100-superpod": levels pod, su; 16 DGX SuperPODs x 4 scalable units x
+ *   32 nodes x 8 GPUs of class "h100" = 16,384 GPUs; a scalable unit (256
+ *   GPUs) is the unit of the non-blocking InfiniBand fabric.
+ * - "tiny": levels block, rack; 2 x 2 racks x 4 nodes x 8 GPUs of class
+ *   "h100" = 128 GPUs.
+ * @param name The preset's name.
+ * @param alloc Allocator; NULL: libc.
+ * @param[out] out The topology.
+ * @param errbuf Receives the error message (may be NULL).
+ * @param errbuf_len Size of `errbuf`.
  * @retval 0 Success. @retval GPUSCHED_ENOENT No preset of that name.
+ * @retval GPUSCHED_EINVAL `name` or `out` is NULL, or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
  */
 GPUSCHED_API int gpusched_topo_preset(const char *name, const gpusched_allocator *alloc,
                                       gpusched_topo **out, char *errbuf, size_t errbuf_len);
@@ -173,13 +219,17 @@ GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
 
 /**
  * Writes the topology in the text format; parsing the output gives an
- * identical topology.
+ * identical topology (same numbering, names, classes, labels). Uniform and
+ * preset topologies are written as one ranged `node` line, others as one
+ * line per node. Call with `cap` 0 to learn the size.
  * @param t The topology.
  * @param buf Destination (may be NULL when `cap` is 0).
  * @param cap Size of `buf`.
  * @param[out] len Bytes the full text takes, without a terminating NUL.
  * @retval 0 Success: the text and a NUL fit in `buf`.
- * @retval GPUSCHED_ERANGE `buf` is too small; `*len` says how much is needed.
+ * @retval GPUSCHED_ERANGE `buf` is too small; `*len` says how much is needed
+ *         (the content of `buf` is then unspecified).
+ * @retval GPUSCHED_EINVAL `t` or `len` is NULL, or `buf` is NULL with `cap` > 0.
  */
 GPUSCHED_API int gpusched_topo_export(const gpusched_topo *t, char *buf, size_t cap, size_t *len);
 
@@ -241,7 +291,7 @@ GPUSCHED_API uint32_t gpusched_topo_label_count(const gpusched_topo *t);
 GPUSCHED_API const char *gpusched_topo_label_name(const gpusched_topo *t, uint32_t label);
 /** Finds a label by name. @retval GPUSCHED_ENOENT Not found. */
 GPUSCHED_API int gpusched_topo_label_find(const gpusched_topo *t, const char *name, uint32_t *label);
-/** Bytes of memory the topology holds. */
+/** Bytes of memory the topology holds (arrays, names and indexes). */
 GPUSCHED_API size_t gpusched_topo_memory_bytes(const gpusched_topo *t);
 
 #ifdef __cplusplus

@@ -56,6 +56,12 @@ static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, si
     return GPUSCHED_NONE;
 }
 
+void gs_builder_prefetch_name(const gpusched_topo_builder *b, const char *s, size_t len)
+{
+    if (b->node_index.slots)
+        __builtin_prefetch(&b->node_index.slots[gs_hindex_first(&b->node_index, gs_hash32(s, len, 0))]);
+}
+
 static uint32_t gs_grow_cap(uint32_t cap)
 {
     return cap < 64 ? 64 : (cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2);
@@ -364,6 +370,8 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
         return gs_error(&b->err, GPUSCHED_EINVAL, "path or name is NULL");
     if (nlabels && !labels)
         return gs_error(&b->err, GPUSCHED_EINVAL, "labels are NULL");
+    size_t name_len = strlen(name);
+    gs_builder_prefetch_name(b, name, name_len);
     gs_span spans[GS_MAX_LEVELS];
     for (uint32_t l = 0; l < b->nlevels; l++) {
         if (!path[l])
@@ -386,7 +394,7 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
         mask |= (uint64_t)1 << (bit & 63);
     }
     if (!rc)
-        rc = gs_builder_add(b, spans, (gs_span){name, strlen(name)}, gpus, cls, mask);
+        rc = gs_builder_add(b, spans, (gs_span){name, name_len}, gpus, cls, mask);
     if (rc)
         gs_builder_rollback(b, &m);
     return rc;

@@ -23,16 +23,38 @@ int gs_names_new_stored(gpusched_topo *t, uint32_t pool_len, bool index_nodes)
     return rc;
 }
 
+#define GS_BATCH 32
+
+/* Node names are hashed a batch ahead and their slots prefetched, so the
+ * cache misses of a large index overlap instead of queueing. */
+static int gs_index_nodes(gpusched_topo *t)
+{
+    gs_names *n = t->names;
+    uint32_t hash[GS_BATCH];
+    size_t len[GS_BATCH];
+    for (uint32_t base = 0; base < t->nnodes; base += GS_BATCH) {
+        uint32_t m = t->nnodes - base < GS_BATCH ? t->nnodes - base : GS_BATCH;
+        for (uint32_t k = 0; k < m; k++) {
+            const char *s = gs_pool_str(&n->pool, n->node_name[base + k]);
+            len[k] = strlen(s);
+            hash[k] = gs_hash32(s, len[k], 0);
+            __builtin_prefetch(&n->node_index.slots[gs_hindex_first(&n->node_index, hash[k])]);
+        }
+        for (uint32_t k = 0; k < m; k++) {
+            const char *s = gs_pool_str(&n->pool, n->node_name[base + k]);
+            if (gs_names_find_node(t, s, len[k]) != GPUSCHED_NONE)
+                return GPUSCHED_EEXIST;
+            gs_hindex_insert(&n->node_index, base + k, hash[k]);
+        }
+    }
+    return 0;
+}
+
 int gs_names_index(gpusched_topo *t, bool index_nodes)
 {
     gs_names *n = t->names;
-    for (uint32_t i = 0; index_nodes && i < t->nnodes; i++) {
-        const char *s = gs_pool_str(&n->pool, n->node_name[i]);
-        size_t len = strlen(s);
-        if (gs_names_find_node(t, s, len) != GPUSCHED_NONE)
-            return GPUSCHED_EEXIST;
-        gs_hindex_insert(&n->node_index, i, gs_hash32(s, len, 0));
-    }
+    if (index_nodes && gs_index_nodes(t))
+        return GPUSCHED_EEXIST;
     for (uint32_t l = 0; l < t->nlevels; l++)
         for (uint32_t d = 0; d < t->ndom[l]; d++) {
             const char *s = gs_pool_str(&n->pool, n->dom_name[l][d]);

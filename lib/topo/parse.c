@@ -264,9 +264,11 @@ static int gs_node_line(gs_parser *p, const gs_tok *f, uint32_t nf)
     if (nf < 3)
         return gs_perr(p, f[0].col, "'node' needs a path, a name and gpus=N");
     gs_pat path[GS_MAX_LEVELS], name;
-    int rc = gs_path(p, &f[1], path);
+    int rc = gs_pattern(p, f[2], true, &name);
+    if (!rc && !name.range)
+        gs_builder_prefetch_name(b, name.prefix.s, name.prefix.len);
     if (!rc)
-        rc = gs_pattern(p, f[2], true, &name);
+        rc = gs_path(p, &f[1], path);
     gs_props pr = {.count = 1};
     for (uint32_t i = 3; !rc && i < nf; i++)
         rc = gs_prop(p, &f[i], &pr);

@@ -72,6 +72,9 @@ typedef struct gs_span {
 } gs_span;
 int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
                    uint32_t cls, uint64_t labels);
+/* Starts loading the node-index slot of `name` into the cache, so that the
+ * miss overlaps the rest of the add's checks. */
+void gs_builder_prefetch_name(const gpusched_topo_builder *b, const char *s, size_t len);
 int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span *names);
 
 #endif

@@ -3,7 +3,7 @@
 
 #include <criterion/criterion.h>
 
-#include "topo/topo-internal.h"
+#include "topo/topo-image.h"
 #include "topocheck.h"
 
 static void check_level(const gpusched_topo *t, uint32_t l)
@@ -106,4 +106,40 @@ char *topo_export_string(const gpusched_topo *t, size_t *len)
     cr_assert_eq(*len, n);
     cr_assert_eq(strlen(s), n);
     return s;
+}
+
+static uint8_t *image_of(const gpusched_topo *t, size_t *size)
+{
+    size_t written;
+    cr_assert_eq(gs_topo_image_size(t, size), 0);
+    uint8_t *img = malloc(*size);
+    cr_assert_eq(gs_topo_image_write(t, img, *size, &written), 0);
+    cr_assert_eq(written, *size);
+    return img;
+}
+
+void topo_assert_roundtrips(const gpusched_topo *t)
+{
+    size_t len;
+    char *text = topo_export_string(t, &len);
+    gpusched_topo *back;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    topo_assert_equal(t, back);
+    gpusched_topo_unref(back);
+    free(text);
+
+    size_t size, size2, consumed;
+    uint8_t *img = image_of(t, &size);
+    gs_alloc a;
+    gs_alloc_init(&a, NULL);
+    cr_assert_eq(gs_topo_image_read(img, size, &a, &back, &consumed, NULL), 0);
+    cr_assert_eq(consumed, size);
+    topo_assert_valid(back);
+    topo_assert_equal(t, back);
+    uint8_t *img2 = image_of(back, &size2);
+    cr_assert(size2 == size && !memcmp(img, img2, size), "read then write changed the image");
+    gpusched_topo_unref(back);
+    free(img);
+    free(img2);
 }
