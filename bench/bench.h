@@ -59,6 +59,7 @@ extern const gsb_scenario *const gsb_tables[];
 extern const gsb_scenario gsb_core_scenarios[];
 extern const gsb_scenario gsb_topo_scenarios[];
 extern const gsb_scenario gsb_fairq_scenarios[];
+extern const gsb_scenario gsb_cluster_scenarios[];
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@ const gsb_scenario *const gsb_tables[] = {
     gsb_core_scenarios,
     gsb_topo_scenarios,
     gsb_fairq_scenarios,
+    gsb_cluster_scenarios,
     NULL,
 };
 

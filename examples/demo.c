@@ -43,9 +43,79 @@ static void show_topo(void)
     gpusched_topo_unref(t);
 }
 
+static void show_cluster(void)
+{
+    gpusched_topo *t = NULL;
+    char err[256];
+    if (gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, err, sizeof err)) {
+        fprintf(stderr, "cluster: %s\n", err);
+        return;
+    }
+    gpusched_cluster *c = NULL;
+    int rc = gpusched_cluster_new(t, NULL, &c);
+    gpusched_topo_unref(t); /* the cluster holds its own reference */
+    if (rc) {
+        fprintf(stderr, "cluster: %s\n", gpusched_strerror(rc));
+        return;
+    }
+    uint32_t nl = gpusched_topo_level_count(t);
+    double gpus = (double)gpusched_topo_gpu_count(t);
+    size_t bytes = gpusched_topo_memory_bytes(t) + gpusched_cluster_memory_bytes(c);
+    printf("cluster state: %u nodes, %.0f GPUs; topology + empty state %.1f MiB, %.2f bytes per GPU\n",
+           gpusched_topo_node_count(t), gpus, (double)bytes / (1 << 20), (double)bytes / gpus);
+
+    /* Jobs as the placement engine would commit them: (node, GPU mask)
+     * pairs. Every domain is a range of nodes; racks hold 18 nodes of 4. */
+    static uint32_t nodes[8 * 18];
+    static uint64_t masks[8 * 18];
+    uint32_t rack1 = 0, rack2 = 0, per_rack = 0;
+    gpusched_topo_domain_nodes(t, nl - 1, 1, &rack1, &per_rack);
+    gpusched_topo_domain_nodes(t, nl - 1, 2, &rack2, &per_rack);
+    struct { uint64_t id; uint32_t first_node, nnodes; uint64_t mask; const char *what; } jobs[] = {
+        {1, 0, 1, 0x3, "2 GPUs on one node"},
+        {2, 1, 2, 0xf, "8 GPUs on 2 nodes"},
+        {3, rack1, per_rack, 0xf, "a whole NVL72 rack (72 GPUs)"},
+        {4, rack2, 8 * per_rack, 0xf, "8 whole racks (576 GPUs)"},
+    };
+    for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
+        for (uint32_t i = 0; i < jobs[j].nnodes; i++) {
+            nodes[i] = jobs[j].first_node + i;
+            masks[i] = jobs[j].mask;
+        }
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = jobs[j].id;
+        job.priority = (int32_t)j;
+        job.flags = GPUSCHED_JOB_PREEMPTIBLE;
+        rc = gpusched_cluster_alloc(c, &job, jobs[j].nnodes, nodes, masks);
+        printf("  job %llu, %s: %s\n", (unsigned long long)jobs[j].id, jobs[j].what,
+               rc ? gpusched_cluster_errmsg(c) : "allocated");
+    }
+    /* One bad request, refused with a reason and nothing changed. */
+    gpusched_job clash = GPUSCHED_JOB_INIT;
+    clash.id = 5;
+    uint32_t node = 1;
+    uint64_t mask = 0x1;
+    rc = gpusched_cluster_alloc(c, &clash, 1, &node, &mask);
+    printf("  job 5 on node 1 GPU 0: %s (%s)\n", gpusched_err_name(rc), gpusched_cluster_errmsg(c));
+
+    printf("fragmentation (fully free domains / GPUs stranded outside them / largest whole-domain gang):\n");
+    for (uint32_t l = 0; l <= nl; l++) {
+        uint32_t free_domains = 0;
+        uint64_t stranded = 0, gang = 0;
+        gpusched_cluster_frag(c, l, &free_domains, &stranded, &gang);
+        printf("  %-6s %7u free, %6llu GPUs stranded, gang of %llu GPUs\n",
+               l < nl ? gpusched_topo_level_name(t, l) : "node", free_domains,
+               (unsigned long long)stranded, (unsigned long long)gang);
+    }
+    rc = gpusched_cluster_check(c);
+    printf("invariants: %s\n", rc ? gpusched_cluster_errmsg(c) : "ok");
+    gpusched_cluster_free(c);
+}
+
 int main(void)
 {
     show_core();
     show_topo();
+    show_cluster();
     return 0;
 }

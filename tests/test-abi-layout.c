@@ -87,3 +87,20 @@ Test(layout, topo_limits)
     cr_assert_eq(GPUSCHED_TOPO_NAME_MAX, 63);
     cr_assert_eq(GPUSCHED_NONE, UINT32_MAX);
 }
+
+Test(layout, cluster_job)
+{
+    PIN(gpusched_job, size, 0, 4);
+    PIN(gpusched_job, flags, 4, 4);
+    PIN(gpusched_job, id, 8, 8);
+    PIN(gpusched_job, priority, 16, 4);
+    PIN(gpusched_job, tenant, 20, 4);
+    PIN(gpusched_job, start_time, 24, 8);
+    PIN(gpusched_job, cost_hint, 32, 8);
+    cr_assert_eq(sizeof(gpusched_job), 40);
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(j.size, 40);
+    cr_assert_eq(sizeof(gpusched_node_health), sizeof(int));
+    cr_assert_eq(GPUSCHED_NODE_DOWN, 3);
+    cr_assert_eq(GPUSCHED_GPU_ALLOCATED, 2);
+}

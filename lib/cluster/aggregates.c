@@ -25,8 +25,11 @@ int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a)
         g->free_gpus = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
         g->free_nodes = gs_calloc(a, t->ndom[l], sizeof(uint32_t));
         g->hist = gs_calloc(a, (size_t)t->ndom[l] * c->hist_width, sizeof(uint32_t));
-        if (!g->free_gpus || !g->free_nodes || !g->hist)
+        g->dom_gpus = gs_malloc(a, (size_t)t->ndom[l] * sizeof(uint32_t));
+        if (!g->free_gpus || !g->free_nodes || !g->hist || !g->dom_gpus)
             return GPUSCHED_ENOMEM;
+        for (uint32_t d = 0; d < t->ndom[l]; d++)
+            g->dom_gpus[d] = gs_topo_dom_gpus(t, l, d);
     }
     return 0;
 }
@@ -39,6 +42,7 @@ void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a)
         gs_free(a, c->agg[l].free_gpus);
         gs_free(a, c->agg[l].free_nodes);
         gs_free(a, c->agg[l].hist);
+        gs_free(a, c->agg[l].dom_gpus);
         memset(&c->agg[l], 0, sizeof c->agg[l]);
     }
 }
@@ -47,7 +51,7 @@ size_t gs_aggs_bytes(const struct gpusched_cluster *c)
 {
     size_t b = (size_t)c->hist_width * sizeof(uint32_t);
     for (uint32_t l = 0; l < c->nlevels; l++)
-        b += (size_t)c->topo->ndom[l] * (2 + c->hist_width) * sizeof(uint32_t);
+        b += (size_t)c->topo->ndom[l] * (3 + c->hist_width) * sizeof(uint32_t);
     return b;
 }
 
@@ -71,7 +75,7 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
     gs_agg *g = &dst->agg[leaf];
     for (uint32_t n = 0; n < t->nnodes; n++) {
         uint64_t avail = gs_cluster_node_avail(src, n);
-        uint32_t k = gs_popcount64(avail);
+        uint32_t k = gs_mask_count(avail);
         uint32_t full = avail == gs_node_all_mask(t->node_gpus[n]);
         uint32_t d = t->node_leaf[n];
         g->free_gpus[d] += k;
@@ -97,51 +101,62 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
         for (uint32_t d = 0; d < t->ndom[l]; d++)
             if (dst->agg[l].free_nodes[d] == gs_topo_dom_nodes(t, l, d)) {
                 dst->full_doms[l]++;
-                dst->full_gpus[l] += gs_topo_dom_gpus(t, l, d);
+                dst->full_gpus[l] += dst->agg[l].dom_gpus[d];
             }
 }
 
+/* The hot path of every allocation and release. The build has
+ * -fno-strict-aliasing, so each counter store would make the compiler
+ * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
     const struct gpusched_topo *t = c->topo;
-    uint64_t avail = gs_cluster_node_avail(c, n);
-    uint32_t ok = gs_popcount64(old_avail), nk = gs_popcount64(avail);
+    const uint64_t avail = gs_cluster_node_avail(c, n);
+    const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
-    const uint32_t H = c->hist_width, nl = c->nlevels;
-    uint32_t gpus = t->node_gpus[n];
-    uint64_t all = gs_node_all_mask(gpus);
-    int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
-    uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
+    const size_t H = c->hist_width;
+    const uint32_t nl = c->nlevels;
+    const uint32_t gpus = t->node_gpus[n];
+    const uint64_t all = gs_node_all_mask(gpus);
+    const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
+    const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
+    uint32_t *const root_hist = c->root_hist;
 
     c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
-    c->root_free_nodes += (uint32_t)dfull;
-    c->root_hist[ok]--;
-    c->root_hist[nk]++;
-    if (dfull) {
-        c->full_doms[nl] += (uint32_t)dfull;
-        c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
-    }
+    root_hist[ok]--;
+    root_hist[nk]++;
     uint32_t d = t->node_leaf[n];
-    for (uint32_t l = nl; l-- > 0;) {
-        if (l != nl - 1)
-            d = t->dom_parent[l + 1][d];
-        gs_agg *g = &c->agg[l];
-        g->free_gpus[d] += dfree;
-        uint32_t *h = &g->hist[(size_t)d * H];
-        h[ok]--;
-        h[nk]++;
-        if (dfull) {
-            uint32_t size = gs_topo_dom_nodes(t, l, d);
-            uint32_t before = g->free_nodes[d];
-            uint32_t after = before + (uint32_t)dfull;
-            g->free_nodes[d] = after;
-            if (before == size || after == size) {
-                int32_t s = after == size ? 1 : -1;
-                c->full_doms[l] += (uint32_t)s;
-                c->full_gpus[l] += (uint64_t)(int64_t)(s * (int64_t)gs_topo_dom_gpus(t, l, d));
-            }
+    if (!dfull) {
+        for (uint32_t l = nl; l-- > 0;) {
+            const gs_agg g = c->agg[l];
+            g.free_gpus[d] += dfree;
+            g.hist[d * H + ok]--;
+            g.hist[d * H + nk]++;
+            if (l)
+                d = t->dom_parent[l][d];
         }
+        return;
+    }
+    c->root_free_nodes += (uint32_t)dfull;
+    c->full_doms[nl] += (uint32_t)dfull;
+    c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
+    for (uint32_t l = nl; l-- > 0;) {
+        const gs_agg g = c->agg[l];
+        const uint32_t *start = t->dom_start[l];
+        g.free_gpus[d] += dfree;
+        g.hist[d * H + ok]--;
+        g.hist[d * H + nk]++;
+        const uint32_t size = start[d + 1] - start[d];
+        const uint32_t before = g.free_nodes[d], after = before + (uint32_t)dfull;
+        g.free_nodes[d] = after;
+        if (before == size || after == size) {
+            const int32_t sign = after == size ? 1 : -1;
+            c->full_doms[l] += (uint32_t)sign;
+            c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
+        }
+        if (l)
+            d = t->dom_parent[l][d];
     }
 }
 

@@ -103,6 +103,7 @@ typedef struct gs_agg {
     uint32_t *free_gpus;    /* ndom */
     uint32_t *free_nodes;   /* ndom */
     uint32_t *hist;         /* ndom * hist_width */
+    uint32_t *dom_gpus;     /* ndom: GPUs in the domain (constant, from the topology) */
 } gs_agg;
 
 struct gpusched_cluster {
@@ -132,6 +133,21 @@ struct gpusched_cluster {
 };
 
 /* ---- node helpers ------------------------------------------------------ */
+
+/* Population count of a GPU mask. Without -mpopcnt, __builtin_popcountll
+ * is a libgcc call that costs more than the rest of an aggregate update;
+ * the SWAR form is a dozen inlined instructions. */
+static inline uint32_t gs_mask_count(uint64_t x)
+{
+#if defined(__POPCNT__)
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
 
 static inline uint64_t gs_node_all_mask(uint32_t gpus)
 {
@@ -253,6 +269,9 @@ void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uin
 /* Release a job / drop a reservation (its GPUs become free). */
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h);
 void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r);
+/* Iteration: the id of live record `index` of `t`. */
+int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
+                     const char *what);
 int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
                          const uint64_t **masks, uint32_t *n, uint32_t *gpus);
 

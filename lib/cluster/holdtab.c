@@ -21,7 +21,7 @@ static inline uint32_t gs_hash_id(uint64_t id, uint32_t mask)
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
 {
-    if (!t->hcap)
+    if (!t->count)
         return NULL;
     uint32_t mask = t->hcap - 1;
     for (uint32_t i = gs_hash_id(id, mask);; i = (i + 1) & mask) {
@@ -149,9 +149,11 @@ void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h)
 {
     uint32_t slot = (uint32_t)(h - t->rec);
     gs_hash_remove(t, h->id);
-    gs_free(a, h->masks);
-    h->masks = NULL;
-    h->nodes = NULL;
+    if (h->masks) {
+        gs_free(a, h->masks);
+        h->masks = NULL;
+        h->nodes = NULL;
+    }
     uint32_t p = t->pos[slot];
     uint32_t last = t->live[--t->count];
     t->live[p] = last;

@@ -82,7 +82,7 @@ void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint
     h->npairs = n;
     uint32_t gpus = 0;
     for (uint32_t i = 0; i < n; i++)
-        gpus += gs_popcount64(masks[i]);
+        gpus += gs_mask_count(masks[i]);
     h->ngpus = gpus;
     if (n == 1) {
         h->node0 = nodes[0];
@@ -123,6 +123,40 @@ void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uin
     gs_cluster_node_changed(c, node, old);
 }
 
+/* Allocated and free GPUs are never reserved, so moving between the two
+ * leaves node_resv alone (one cache line less per node). */
+static void gs_node_claim(gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t holder)
+{
+    uint64_t old = gs_cluster_node_avail(c, node);
+    c->node_free[node] &= ~mask;
+    gs_set_holder(c, node, mask, holder);
+    gs_cluster_node_changed(c, node, old);
+}
+
+static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
+{
+    uint64_t old = gs_cluster_node_avail(c, node);
+    c->node_free[node] |= mask;
+    gs_set_holder(c, node, mask, 0);
+    gs_cluster_node_changed(c, node, old);
+}
+
+/* Starts the loads of a node's state early: placement results and bench
+ * loops touch nodes all over the cluster, and these lines sit in arrays of
+ * megabytes, so overlapping the misses is most of the cost of a small
+ * allocation. */
+static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
+{
+    const struct gpusched_topo *t = c->topo;
+    if (node >= t->nnodes)
+        return;
+    __builtin_prefetch(&c->node_free[node], 1);
+    __builtin_prefetch(&c->node_health[node]);
+    __builtin_prefetch(&t->node_gpus[node]);
+    __builtin_prefetch(&t->node_leaf[node]);
+    __builtin_prefetch(&t->node_gpu_base[node]);
+}
+
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
                       const uint64_t *masks)
 {
@@ -146,7 +180,7 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
     for (uint32_t i = 0; i < n; i++)
-        gs_cluster_node_move(c, nodes[i], masks[i], 0, 0, holder);
+        gs_node_claim(c, nodes[i], masks[i], holder);
     return 0;
 }
 
@@ -166,6 +200,8 @@ GPUSCHED_API int gpusched_cluster_alloc(gpusched_cluster *c, const gpusched_job 
 {
     if (!c)
         return GPUSCHED_EINVAL;
+    if (n && nodes)
+        gs_prefetch_node(c, nodes[0]);
     gpusched_job j;
     int rc = gs_cluster_job_copy_in(c, &j, job);
     if (rc)
@@ -182,7 +218,7 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     for (uint32_t i = 0; i < h->npairs; i++)
-        gs_cluster_node_move(c, nodes[i], masks[i], ~(uint64_t)0, 0, 0);
+        gs_node_unclaim(c, nodes[i], masks[i]);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
 
@@ -231,18 +267,22 @@ GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c)
     return c ? c->jobs.count : 0;
 }
 
-GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
+                     const char *what)
 {
-    if (!c)
-        return GPUSCHED_EINVAL;
     if (!job_id)
         return gs_error(&c->err, GPUSCHED_EINVAL, "job_id is NULL");
-    if (index >= c->jobs.count)
-        return gs_error(&c->err, GPUSCHED_ERANGE, "job index %u out of range (%u jobs)", index,
-                        c->jobs.count);
-    *job_id = c->jobs.rec[c->jobs.live[index]].id;
+    if (index >= t->count)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "%s index %u out of range (%u %ss)", what, index, t->count,
+                        what);
+    *job_id = t->rec[t->live[index]].id;
     gs_err_clear(&c->err);
     return 0;
+}
+
+GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
+{
+    return c ? gs_cluster_id_at(c, &c->jobs, index, job_id, "job") : GPUSCHED_EINVAL;
 }
 
 GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id, gpusched_job *job)

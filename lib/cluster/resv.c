@@ -47,7 +47,7 @@ static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint
     uint64_t *old = r->masks;
     uint32_t gpus = r->ngpus;
     for (uint32_t x = 0; x < n; x++)
-        gpus += gs_popcount64(masks[x]);
+        gpus += gs_mask_count(masks[x]);
     if (m == 1) {
         r->node0 = one_node;
         r->mask0 = one_mask;
@@ -156,16 +156,7 @@ GPUSCHED_API uint32_t gpusched_cluster_resv_count(const gpusched_cluster *c)
 
 GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
 {
-    if (!c)
-        return GPUSCHED_EINVAL;
-    if (!job_id)
-        return gs_error(&c->err, GPUSCHED_EINVAL, "job_id is NULL");
-    if (index >= c->resv.count)
-        return gs_error(&c->err, GPUSCHED_ERANGE, "reservation index %u out of range (%u reservations)",
-                        index, c->resv.count);
-    *job_id = c->resv.rec[c->resv.live[index]].id;
-    gs_err_clear(&c->err);
-    return 0;
+    return c ? gs_cluster_id_at(c, &c->resv, index, job_id, "reservation") : GPUSCHED_EINVAL;
 }
 
 GPUSCHED_API int gpusched_cluster_resv_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,

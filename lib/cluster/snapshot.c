@@ -92,7 +92,10 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
         return gs_error(&c->err, GPUSCHED_EINVAL, "len is NULL");
     if (c->nlent)
         return gs_error(&c->err, GPUSCHED_ESTATE, "a reservation is lent to a placement");
-    size_t topo_len = gs_topo_image_size(c->topo);
+    size_t topo_len = 0;
+    int rc = gs_topo_image_size(c->topo, &topo_len);
+    if (rc)
+        return gs_error(&c->err, rc, "topology image: %s", gpusched_strerror(rc));
     size_t state_len = gs_state_len(c);
     size_t total = GS_SNAP_HEADER + topo_len + state_len + 8;
     *len = total;
@@ -107,7 +110,10 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
     wr_u32(&w, 0);
     wr_u64(&w, topo_len);
     wr_u64(&w, state_len);
-    gs_topo_image_write(c->topo, w.p);
+    size_t written = 0;
+    rc = gs_topo_image_write(c->topo, w.p, topo_len, &written);
+    if (rc || written != topo_len)
+        return gs_error(&c->err, rc ? rc : GPUSCHED_ECORRUPT, "topology image: %s", gpusched_strerror(rc));
     w.p += topo_len;
     gs_state_write(c, &w);
     wr_u64(&w, gs_checksum64(buf, total - 8));
@@ -295,9 +301,15 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
         return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
 
     gpusched_topo *topo = NULL;
-    int rc = gs_topo_image_read(b + GS_SNAP_HEADER, (size_t)topo_len, a, &topo, e);
+    size_t consumed = 0;
+    int rc = gs_topo_image_read(b + GS_SNAP_HEADER, (size_t)topo_len, a, &topo, &consumed, e);
     if (rc)
         return rc;
+    if (consumed != topo_len) {
+        gpusched_topo_unref(topo);
+        return gs_error(e, GPUSCHED_ECORRUPT, "topology image takes %zu bytes, its section %llu", consumed,
+                        (unsigned long long)topo_len);
+    }
     gs_restore s = {.err = e};
     rc = gs_cluster_create(topo, a, &s.c);
     gpusched_topo_unref(topo); /* the cluster holds its own reference */

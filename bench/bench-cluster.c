@@ -1,0 +1,205 @@
+/* Cluster state scenarios: memory per GPU of topology plus empty state,
+ * the price of one allocate + release with its aggregates, and a snapshot
+ * round trip of a half-full 1M-GPU cluster. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cluster/cluster-internal.h"
+
+static gpusched_cluster *gsb_cluster_on(const char *preset)
+{
+    gpusched_topo *t = NULL;
+    char err[256];
+    if (gpusched_topo_preset(preset, NULL, &t, err, sizeof err)) {
+        fprintf(stderr, "bench-cluster: preset %s: %s\n", preset, err);
+        return NULL;
+    }
+    gpusched_cluster *c = NULL;
+    int rc = gpusched_cluster_new(t, NULL, &c);
+    gpusched_topo_unref(t);
+    if (rc)
+        fprintf(stderr, "bench-cluster: cluster on %s: %s\n", preset, gpusched_strerror(rc));
+    return c;
+}
+
+static void gsb_bytes_per_gpu(gsb_ctx *b)
+{
+    gpusched_cluster *c = gsb_cluster_on("gb200-nvl72-1m");
+    if (!c)
+        return;
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    double gpus = (double)gpusched_topo_gpu_count(t);
+    size_t topo = gpusched_topo_memory_bytes(t), state = gpusched_cluster_memory_bytes(c);
+    char params[160];
+    snprintf(params, sizeof params, "\"gpus\": %.0f, \"topo_bytes_per_gpu\": %.2f, \"state_bytes_per_gpu\": %.2f",
+             gpus, (double)topo / gpus, (double)state / gpus);
+    gsb_report(b, "cluster.bytes_per_gpu.gb200-nvl72-1m", (double)(topo + state) / gpus, "B/GPU", params);
+    gpusched_cluster_free(c);
+}
+
+/* Median ns of one allocate + release of 4 GPUs on one node, aggregates
+ * included. `stride` 0: always the same node (the issue's scenario: the
+ * cost of the bookkeeping itself); otherwise the node moves by `stride`
+ * each time, so every op lands on cold lines of megabyte arrays, as when a
+ * scheduler commits placements all over a large cluster. */
+static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t stride, int ops)
+{
+    uint32_t nnodes = gpusched_topo_node_count(gpusched_cluster_topo(c));
+    int reps = gsb_reps(b);
+    double t[32];
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 1u << 20;
+    uint64_t mask = 0xf;
+    uint32_t node = nnodes / 2;
+    for (int r = 0; r < reps; r++) {
+        double t0 = gsb_now_ns();
+        for (int i = 0; i < ops; i++) {
+            j.id++;
+            node = stride ? (node + stride) % nnodes : node;
+            if (gpusched_cluster_alloc(c, &j, 1, &node, &mask) || gpusched_cluster_release(c, j.id)) {
+                fprintf(stderr, "bench-cluster: %s\n", gpusched_cluster_errmsg(c));
+                return -1;
+            }
+        }
+        t[r] = (gsb_now_ns() - t0) / ops;
+    }
+    return gsb_median(t, (size_t)reps);
+}
+
+static void gsb_alloc_release(gsb_ctx *b)
+{
+    const char *preset = gsb_quick(b) ? "h100-superpod" : "gb200-nvl72-1m";
+    gpusched_cluster *c = gsb_cluster_on(preset);
+    if (!c)
+        return;
+    const int ops = gsb_quick(b) ? 20000 : 200000;
+    char params[160];
+    double same = gsb_alloc_release_ns(b, c, 0, ops);
+    double spread = same < 0 ? -1 : gsb_alloc_release_ns(b, c, 7919, ops);
+    if (spread >= 0) {
+        snprintf(params, sizeof params, "\"preset\": \"%s\", \"gpus_per_job\": 4, \"ops\": %d, \"node\": \"same\"",
+                 preset, ops);
+        gsb_report(b, "cluster.alloc_release.ns", same, "ns", params);
+        snprintf(params, sizeof params,
+                 "\"preset\": \"%s\", \"gpus_per_job\": 4, \"ops\": %d, \"node\": \"stride 7919 (cold lines)\"",
+                 preset, ops);
+        gsb_report(b, "cluster.alloc_release.spread.ns", spread, "ns", params);
+    }
+    gpusched_cluster_free(c);
+}
+
+static uint64_t gsb_rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Fills about half the GPUs with jobs from a size mix (1 GPU to 8 racks),
+ * each followed by an equal free gap, so that free space is fragmented. */
+static int gsb_fill_half(gpusched_cluster *c)
+{
+    static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 16, 32, 72, 144, 576};
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    uint32_t nnodes = gpusched_topo_node_count(t);
+    uint32_t *nodes = malloc(1024 * sizeof *nodes);
+    uint64_t *masks = malloc(1024 * sizeof *masks);
+    if (!nodes || !masks) {
+        free(nodes);
+        free(masks);
+        return GPUSCHED_ENOMEM;
+    }
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    uint32_t node = 0, gpu = 0; /* cursor */
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    int rc = 0;
+    while (node < nnodes && !rc) {
+        uint32_t want = sizes[gsb_rng(&s) % (sizeof sizes / sizeof sizes[0])];
+        for (int phase = 0; phase < 2 && node < nnodes; phase++) {
+            uint32_t n = 0, left = want;
+            while (left && node < nnodes) {
+                uint32_t g = gpusched_topo_node_gpus(t, node);
+                uint32_t take = g - gpu < left ? g - gpu : left;
+                uint64_t m = (take == 64 ? ~0ull : ((1ull << take) - 1)) << gpu;
+                if (phase == 0) {
+                    nodes[n] = node;
+                    masks[n++] = m;
+                }
+                left -= take;
+                gpu += take;
+                if (gpu == g) {
+                    node++;
+                    gpu = 0;
+                }
+            }
+            if (phase == 0 && n) {
+                j.id++;
+                j.priority = (int32_t)(gsb_rng(&s) % 4);
+                j.flags = j.id % 3 ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+                j.start_time = (int64_t)j.id;
+                rc = gpusched_cluster_alloc(c, &j, n, nodes, masks);
+            }
+        }
+    }
+    free(nodes);
+    free(masks);
+    return rc;
+}
+
+static void gsb_snapshot_roundtrip(gsb_ctx *b)
+{
+    const char *preset = gsb_quick(b) ? "h100-superpod" : "gb200-nvl72-1m";
+    gpusched_cluster *c = gsb_cluster_on(preset);
+    if (!c)
+        return;
+    if (gsb_fill_half(c)) {
+        fprintf(stderr, "bench-cluster: fill: %s\n", gpusched_cluster_errmsg(c));
+        gpusched_cluster_free(c);
+        return;
+    }
+    size_t len = 0;
+    gpusched_cluster_snapshot(c, NULL, 0, &len);
+    void *buf = malloc(len);
+    int reps = gsb_reps(b);
+    double t[32], ts[32], tr[32];
+    for (int r = 0; r < reps && buf; r++) {
+        double t0 = gsb_now_ns();
+        int rc = gpusched_cluster_snapshot(c, buf, len, &len);
+        double t1 = gsb_now_ns();
+        gpusched_cluster *back = NULL;
+        char err[256];
+        rc = rc ? rc : gpusched_cluster_restore(buf, len, NULL, &back, err, sizeof err);
+        double t2 = gsb_now_ns();
+        if (rc) {
+            fprintf(stderr, "bench-cluster: round trip: %s\n", gpusched_strerror(rc));
+            break;
+        }
+        gpusched_cluster_free(back);
+        ts[r] = (t1 - t0) / 1e6;
+        tr[r] = (t2 - t1) / 1e6;
+        t[r] = (t2 - t0) / 1e6;
+    }
+    uint64_t free_gpus = 0;
+    gpusched_cluster_domain_free_gpus(c, GPUSCHED_NONE, 0, &free_gpus);
+    double gpus = (double)gpusched_topo_gpu_count(gpusched_cluster_topo(c));
+    char params[256];
+    snprintf(params, sizeof params,
+             "\"preset\": \"%s\", \"fill\": %.3f, \"jobs\": %u, \"image_bytes\": %zu, \"save_ms\": %.2f, "
+             "\"restore_ms\": %.2f",
+             preset, 1.0 - (double)free_gpus / gpus, gpusched_cluster_job_count(c), len,
+             gsb_median(ts, (size_t)reps), gsb_median(tr, (size_t)reps));
+    if (buf)
+        gsb_report(b, "cluster.snapshot.roundtrip.ms", gsb_median(t, (size_t)reps), "ms", params);
+    free(buf);
+    gpusched_cluster_free(c);
+}
+
+const gsb_scenario gsb_cluster_scenarios[] = {
+    {"cluster.bytes_per_gpu.gb200-nvl72-1m", gsb_bytes_per_gpu},
+    {"cluster.alloc_release.ns", gsb_alloc_release},
+    {"cluster.snapshot.roundtrip.ms", gsb_snapshot_roundtrip},
+    {NULL, NULL},
+};

@@ -1,0 +1,436 @@
+/* Snapshot and restore: round trips to identical bytes, and images that are
+ * truncated, corrupted, hostile (valid checksum, bad content) or read out
+ * of memory, none of which may create anything. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "cluster-test.h"
+#include "cluster/cluster-internal.h"
+#include "failalloc.h"
+
+#define OK(c, call) cr_assert_eq((call), 0, "%s: %s", #call, gpusched_cluster_errmsg(c))
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t below(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+/* A cluster with single- and multi-node jobs, reservations, and nodes in
+ * every health. */
+static gpusched_cluster *busy_cluster(gpusched_topo *t)
+{
+    gpusched_cluster *c = ct_cluster(t);
+    uint32_t nnodes = gpusched_topo_node_count(t);
+    for (uint64_t id = 1; id < 40; id++) {
+        uint32_t nodes[4];
+        uint64_t masks[4];
+        uint32_t n = 0;
+        for (uint32_t node = below(nnodes); node < nnodes && n < 1 + id % 3; node += 1 + below(3)) {
+            uint64_t f;
+            OK(c, gpusched_cluster_node_state(c, node, &f, NULL, NULL, NULL));
+            uint64_t m = f & (uint64_t)(rng | 1);
+            if (m) {
+                nodes[n] = node;
+                masks[n++] = m;
+            }
+        }
+        if (!n)
+            continue;
+        gpusched_job j = ct_job(id * 1000003);
+        j.priority = (int32_t)id - 20;
+        j.tenant = (uint32_t)id % 5;
+        j.flags = id % 2 ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+        j.start_time = -(int64_t)id;
+        j.cost_hint = id * id;
+        int rc = id % 5 == 0 ? gpusched_cluster_reserve(c, id, n, nodes, masks)
+                             : gpusched_cluster_alloc(c, &j, n, nodes, masks);
+        cr_assert_eq(rc, 0, "%s", gpusched_cluster_errmsg(c));
+    }
+    uint64_t hit[64];
+    OK(c, gpusched_cluster_set_node_health(c, 1, GPUSCHED_NODE_DOWN, hit, 64, NULL));
+    OK(c, gpusched_cluster_set_node_health(c, 2, GPUSCHED_NODE_DRAINING, hit, 64, NULL));
+    OK(c, gpusched_cluster_set_node_health(c, 3, GPUSCHED_NODE_CORDONED, hit, 64, NULL));
+    OK(c, gpusched_cluster_check(c));
+    return c;
+}
+
+static uint8_t *snap(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    uint8_t *buf = malloc(*len);
+    size_t len2;
+    OK(c, gpusched_cluster_snapshot(c, buf, *len, &len2));
+    cr_assert_eq(len2, *len);
+    return buf;
+}
+
+static void round_trip(gpusched_topo *t)
+{
+    gpusched_cluster *c = busy_cluster(t);
+    cr_assert_gt(gpusched_cluster_job_count(c), 10);
+    cr_assert_gt(gpusched_cluster_resv_count(c), 2);
+    size_t len;
+    uint8_t *img = snap(c, &len);
+    gpusched_cluster *back = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_check(back), 0, "%s", gpusched_cluster_errmsg(back));
+    cr_assert_eq(ct_fingerprint(back), ct_fingerprint(c));
+    cr_assert_str_eq(gpusched_cluster_errmsg(back), "");
+    size_t len2;
+    uint8_t *img2 = snap(back, &len2);
+    cr_assert_eq(len2, len);
+    cr_assert_arr_eq(img2, img, len, "restore then snapshot gives the same bytes");
+    /* The restored cluster works on its own topology. */
+    gpusched_topo *bt = gpusched_cluster_topo(back);
+    cr_assert_neq(bt, gpusched_cluster_topo(c));
+    cr_assert_eq(gpusched_topo_gpu_count(bt), gpusched_topo_gpu_count(gpusched_cluster_topo(c)));
+    uint64_t id;
+    OK(back, gpusched_cluster_job_at(back, 0, &id));
+    OK(back, gpusched_cluster_release(back, id));
+    OK(back, gpusched_cluster_check(back));
+    free(img);
+    free(img2);
+    gpusched_cluster_free(back);
+    gpusched_cluster_free(c);
+}
+
+Test(cluster_snapshot, round_trip_uniform) { round_trip(ct_uniform()); }
+Test(cluster_snapshot, round_trip_mixed) { round_trip(ct_mixed()); }
+
+Test(cluster_snapshot, round_trip_preset_and_empty)
+{
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_preset("tiny", NULL, &t, err, sizeof err), 0, "%s", err);
+    gpusched_cluster *c = ct_cluster(t);
+    size_t len;
+    uint8_t *img = snap(c, &len);
+    gpusched_cluster *back;
+    cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &back, NULL, 0), 0);
+    cr_assert_eq(ct_fingerprint(back), ct_fingerprint(c));
+    free(img);
+    gpusched_cluster_free(back);
+    gpusched_cluster_free(c);
+}
+
+Test(cluster_snapshot, argument_errors)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    size_t len;
+    cr_assert_eq(gpusched_cluster_snapshot(NULL, NULL, 0, &len), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, NULL), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_cluster_errmsg(c), "len is NULL");
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ERANGE);
+    char msg[128];
+    snprintf(msg, sizeof msg, "snapshot takes %zu bytes, the buffer 0", len);
+    cr_assert_str_eq(gpusched_cluster_errmsg(c), msg);
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, len, &len), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_cluster_errmsg(c), "buf is NULL");
+    gpusched_cluster *out = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(NULL, 10, NULL, &out, err, sizeof err), GPUSCHED_EINVAL);
+    cr_assert_str_eq(err, "buf or out is NULL");
+    cr_assert_eq(gpusched_cluster_restore("x", 1, NULL, NULL, err, sizeof err), GPUSCHED_EINVAL);
+    gpusched_allocator bad = GPUSCHED_ALLOCATOR_INIT;
+    cr_assert_eq(gpusched_cluster_restore("x", 1, &bad, &out, err, sizeof err), GPUSCHED_EINVAL);
+    cr_assert_str_eq(err, "invalid allocator");
+    cr_assert_null(out);
+    /* A lent reservation (inside a placement) cannot be saved. */
+    uint32_t node = 0;
+    uint64_t mask = 1;
+    OK(c, gpusched_cluster_reserve(c, 9, 1, &node, &mask));
+    gs_hold *r = gs_cluster_resv_find(c, 9);
+    gs_cluster_resv_lend(c, r);
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ESTATE);
+    gs_cluster_resv_unlend(c, r);
+    gpusched_cluster_free(c);
+}
+
+static int restore_rc(const uint8_t *img, size_t len, char *err, size_t errlen)
+{
+    gpusched_cluster *out = NULL;
+    int rc = gpusched_cluster_restore(img, len, NULL, &out, err, errlen);
+    if (rc)
+        cr_assert_null(out, "a failed restore created a cluster");
+    else
+        gpusched_cluster_free(out);
+    return rc;
+}
+
+Test(cluster_snapshot, every_truncation_fails)
+{
+    gpusched_cluster *c = busy_cluster(ct_uniform());
+    size_t len;
+    uint8_t *img = snap(c, &len);
+    char err[256];
+    for (size_t n = 0; n < len; n++) {
+        int rc = restore_rc(img, n, err, sizeof err);
+        cr_assert(rc == GPUSCHED_ECORRUPT, "truncated to %zu of %zu: %s (%s)", n, len, gpusched_err_name(rc),
+                  err);
+    }
+    cr_assert_eq(restore_rc(img, 10, err, sizeof err), GPUSCHED_ECORRUPT);
+    cr_assert_str_eq(err, "image of 10 bytes is shorter than a header");
+    free(img);
+    gpusched_cluster_free(c);
+}
+
+Test(cluster_snapshot, every_flipped_byte_fails)
+{
+    gpusched_cluster *c = busy_cluster(ct_mixed());
+    size_t len;
+    uint8_t *img = snap(c, &len);
+    char err[256];
+    for (size_t i = 0; i < len; i++) {
+        uint8_t bit = (uint8_t)(1u << (i % 8));
+        img[i] ^= bit;
+        int rc = restore_rc(img, len, err, sizeof err);
+        cr_assert(rc == GPUSCHED_ECORRUPT || rc == GPUSCHED_EVERSION, "byte %zu flipped: %s", i,
+                  gpusched_err_name(rc));
+        img[i] ^= bit;
+    }
+    img[len - 1] ^= 1;
+    cr_assert_eq(restore_rc(img, len, err, sizeof err), GPUSCHED_ECORRUPT);
+    cr_assert_str_eq(err, "checksum mismatch");
+    img[len - 1] ^= 1;
+    img[0] = 'X';
+    cr_assert_eq(restore_rc(img, len, err, sizeof err), GPUSCHED_ECORRUPT);
+    cr_assert_str_eq(err, "not a cluster snapshot (bad magic)");
+    free(img);
+    gpusched_cluster_free(c);
+}
+
+/* ---- hostile images: valid checksum, bad content ----------------------- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void reseal(uint8_t *img, size_t len)
+{
+    put64(img + len - 8, gs_checksum64(img, len - 8));
+}
+
+typedef struct image {
+    uint8_t *b;
+    size_t len;
+    size_t state;   /* offset of the state section */
+    size_t jobs;    /* offset of the first job */
+    uint32_t nnodes;
+} image;
+
+/* Two jobs (ids 1: node 0 mask 0x3; 2: nodes 1-2 mask 0x1 each), one
+ * reservation (id 3: node 3 mask 0x3), on the 24-node uniform topology. */
+static image small_image(void)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    uint32_t n0 = 0, n12[] = {1, 2}, n3 = 3;
+    uint64_t m0 = 0x3, m12[] = {0x1, 0x1};
+    gpusched_job j1 = ct_job(1), j2 = ct_job(2);
+    OK(c, gpusched_cluster_alloc(c, &j1, 1, &n0, &m0));
+    OK(c, gpusched_cluster_alloc(c, &j2, 2, n12, m12));
+    OK(c, gpusched_cluster_reserve(c, 3, 1, &n3, &m0));
+    image im;
+    im.b = snap(c, &im.len);
+    im.state = 32 + get64(im.b + 16);
+    im.nnodes = 24;
+    im.jobs = im.state + 24 + im.nnodes;
+    gpusched_cluster_free(c);
+    cr_assert_eq(restore_rc(im.b, im.len, NULL, 0), 0);
+    return im;
+}
+
+static void expect_hostile(image *im, int code, const char *msg)
+{
+    reseal(im->b, im->len);
+    char err[256];
+    int rc = restore_rc(im->b, im->len, err, sizeof err);
+    cr_assert_eq(rc, code, "%s: %s (expected: %s)", gpusched_err_name(rc), err, msg);
+    cr_assert_str_eq(err, msg);
+}
+
+Test(cluster_snapshot, hostile_header)
+{
+    image im = small_image();
+    put32(im.b + 8, 2);
+    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 2, this library reads 1");
+    put32(im.b + 8, 1);
+    put32(im.b + 12, 4);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "unknown flags 0x4");
+    put32(im.b + 12, 0);
+    uint64_t topo_len = get64(im.b + 16);
+    put64(im.b + 16, ~0ull);
+    char msg[160];
+    snprintf(msg, sizeof msg, "section lengths 18446744073709551615 + %llu do not match the image's %zu body bytes",
+             (unsigned long long)get64(im.b + 24), im.len - 40);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, msg);
+    put64(im.b + 16, topo_len);
+    free(im.b);
+}
+
+Test(cluster_snapshot, hostile_state)
+{
+    image im = small_image();
+    uint8_t *st = im.b + im.state, *job1 = im.b + im.jobs, *job2 = job1 + 40 + 12;
+    uint8_t *resv = job2 + 40 + 24;
+    put32(st, 23);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "state describes 23 nodes and 96 GPUs, the topology 24 and 96");
+    put32(st, 24);
+    st[24 + 5] = 4;
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "node 5: health 4");
+    st[24 + 5] = 0;
+    put32(st + 4, 3); /* one more job than present: the reservation is read as a job */
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 2: truncated");
+    put32(st + 4, 2);
+    put32(st + 8, 2);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "reservation 1: truncated");
+    put32(st + 8, 1);
+
+    put64(job2, 1); /* duplicate id */
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: job 1 is already running");
+    put64(job2, 2);
+    put32(job2 + 36, 100000);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: 100000 pairs");
+    put32(job2 + 36, 20);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: 20 pairs run past the state");
+    put32(job2 + 36, 2);
+    put32(job2 + 32, 0x10); /* flags */
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: job 2: unknown flags 0x10");
+    put32(job2 + 32, 0);
+    put32(job2 + 40, 0); /* overlaps job 1 on node 0 */
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 0: node 0 GPU 0 is allocated to job 1");
+    put32(job2 + 40, 1);
+    put32(job2 + 52, 1);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 1 follows node 1 (nodes must be strictly ascending)");
+    put32(job2 + 52, 99);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 99 out of range (the topology has 24)");
+    put32(job2 + 52, 2);
+    put64(job2 + 56, 0x30);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 2 has 4 GPUs, mask 0x30 names GPU 4");
+    put64(job2 + 56, 0);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 2 has an empty GPU mask");
+    put64(job2 + 56, 1);
+
+    put32(resv + 12, 1);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "reservation 0: reserved field is not zero");
+    put32(resv + 12, 0);
+    put32(resv + 16, 0); /* onto job 1's GPUs */
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "reservation 0: pair 0: node 0 GPU 0 is allocated to job 1");
+    put32(resv + 16, 3);
+    put32(resv + 8, 0);
+    expect_hostile(&im, GPUSCHED_ECORRUPT, "reservation 0: 0 pairs");
+    put32(resv + 8, 1);
+    expect_hostile(&im, 0, "");
+    free(im.b);
+}
+
+Test(cluster_snapshot, trailing_bytes_and_duplicate_reservation)
+{
+    image im = small_image();
+    /* Grow the state by one zero byte: lengths agree, content does not. */
+    uint8_t *b = calloc(1, im.len + 1);
+    memcpy(b, im.b, im.len - 8);
+    put64(b + 24, get64(im.b + 24) + 1);
+    image big = {b, im.len + 1, im.state, im.jobs, im.nnodes};
+    expect_hostile(&big, GPUSCHED_ECORRUPT, "1 bytes left after the state");
+    /* Two reservations for one job. */
+    uint8_t *d = calloc(1, im.len + 28);
+    size_t resv = im.len - 8 - 28;
+    memcpy(d, im.b, im.len - 8);
+    memcpy(d + im.len - 8, im.b + resv, 28);
+    put64(d + 24, get64(im.b + 24) + 28);
+    put32(d + im.state + 8, 2);
+    image dup = {d, im.len + 28, im.state, im.jobs, im.nnodes};
+    expect_hostile(&dup, GPUSCHED_ECORRUPT, "reservation 1: job 3 has two reservations");
+    free(b);
+    free(d);
+    free(im.b);
+}
+
+Test(cluster_snapshot, random_mutations_never_crash)
+{
+    image im = small_image();
+    uint8_t *b = malloc(im.len);
+    int accepted = 0;
+    for (int i = 0; i < 3000; i++) {
+        memcpy(b, im.b, im.len);
+        int edits = 1 + (int)below(4);
+        for (int k = 0; k < edits; k++)
+            b[32 + below((uint32_t)(im.len - 40))] = (uint8_t)below(256);
+        reseal(b, im.len);
+        gpusched_cluster *out = NULL;
+        int rc = gpusched_cluster_restore(b, im.len, NULL, &out, NULL, 0);
+        if (rc == 0) {
+            accepted++;
+            cr_assert_eq(gpusched_cluster_check(out), 0, "%s", gpusched_cluster_errmsg(out));
+            gpusched_cluster_free(out);
+        } else {
+            cr_assert(rc == GPUSCHED_ECORRUPT || rc == GPUSCHED_EVERSION, "%s", gpusched_err_name(rc));
+            cr_assert_null(out);
+        }
+    }
+    cr_assert_gt(accepted, 0, "some mutations (job fields) are valid images");
+    free(b);
+    free(im.b);
+}
+
+typedef struct fa_ctx {
+    failalloc *fa;
+    uint8_t *img;
+    size_t len;
+    gpusched_cluster *out;
+} fa_ctx;
+
+static int fa_restore(failalloc *fa, void *ctx)
+{
+    fa_ctx *x = ctx;
+    x->fa = fa;
+    char err[256];
+    int rc = gpusched_cluster_restore(x->img, x->len, &fa->a, &x->out, err, sizeof err);
+    if (rc)
+        cr_assert_null(x->out);
+    return rc;
+}
+
+static void fa_free(void *ctx)
+{
+    fa_ctx *x = ctx;
+    x->fa->fail_at = -1;
+    cr_assert_eq(gpusched_cluster_check(x->out), 0);
+    gpusched_cluster_free(x->out);
+    x->out = NULL;
+}
+
+Test(cluster_snapshot, restore_survives_every_allocation_failure)
+{
+    gpusched_cluster *c = busy_cluster(ct_mixed());
+    fa_ctx x = {0};
+    x.img = snap(c, &x.len);
+    long n = failalloc_sweep(fa_restore, fa_free, &x);
+    cr_assert_gt(n, 10);
+    free(x.img);
+    gpusched_cluster_free(c);
+}
