@@ -32,14 +32,21 @@ int gs_fq_log_reserve(gpusched_fairq *q, uint64_t extra)
     return 0;
 }
 
+/* Both record accessors: NULL for an empty array, never a dangling one. */
+static int gs_fq_records_out(const void *owner, const gpusched_fairq_decision *rec, uint64_t n,
+                             const gpusched_fairq_decision **records, uint64_t *count)
+{
+    if (!owner || !records || !count)
+        return GPUSCHED_EINVAL;
+    *records = n ? rec : NULL;
+    *count = n;
+    return 0;
+}
+
 GPUSCHED_API int gpusched_fairq_log_records(const gpusched_fairq *q,
                                             const gpusched_fairq_decision **records, uint64_t *count)
 {
-    if (!q || !records || !count)
-        return GPUSCHED_EINVAL;
-    *records = q->nlog ? q->log : NULL;
-    *count = q->nlog;
-    return 0;
+    return gs_fq_records_out(q, q ? q->log : NULL, q ? q->nlog : 0, records, count);
 }
 
 GPUSCHED_API int gpusched_fairq_log_clear(gpusched_fairq *q)
@@ -272,11 +279,7 @@ GPUSCHED_API int gpusched_fairq_log_read(const gpusched_allocator *alloc, const 
 GPUSCHED_API int gpusched_fairq_log_view(const gpusched_fairq_log *log,
                                          const gpusched_fairq_decision **records, uint64_t *count)
 {
-    if (!log || !records || !count)
-        return GPUSCHED_EINVAL;
-    *records = log->count ? log->rec : NULL;
-    *count = log->count;
-    return 0;
+    return gs_fq_records_out(log, log ? log->rec : NULL, log ? log->count : 0, records, count);
 }
 
 GPUSCHED_API void gpusched_fairq_log_free(gpusched_fairq_log *log)

@@ -23,10 +23,11 @@
 /* ---- id maps: u64 -> u32 index, keys read from the caller's column ---- */
 
 /* Open addressing, linear probing, backward-shift deletion. A table entry
- * is index + 1 (0: empty); the 64-bit key is read from `keys[index]`, so an
- * entry costs 4 bytes and the id is stored once, in its column. */
+ * is (32-bit hash << 32) | (index + 1), 0 when empty; the 64-bit key is
+ * stored once, in its column, and read only when the hash matches, so a
+ * probe rarely leaves the table. */
 typedef struct gs_fq_idmap {
-    uint32_t *tab;
+    uint64_t *tab;
     uint32_t mask;   /* capacity - 1; capacity is a power of two */
     uint32_t count;
 } gs_fq_idmap;
@@ -34,6 +35,11 @@ typedef struct gs_fq_idmap {
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Like find, skipping entries whose alive[index] is 0 (stale entries). */
+uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+                               const uint32_t *alive);
+/* Removes the entry of exactly this index. */
+void gs_fq_idmap_remove_index(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
 /* Needs reserved room. */
 void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index);
 void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
@@ -107,12 +113,19 @@ void gs_fq_scan_sse2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out);
-/* Scores slots [lo, hi) one by one (kernels use it for their edges). */
+/* Scores slots [lo, hi) one by one, keeping the first maximum in *b. */
 void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_best *b);
-/* Merges per-lane bests: max score, then lowest slot. */
-void gs_fq_best_merge(gs_fq_best *b, double score, uint32_t slot);
-/* Merges the lanes of a vector kernel (slots held as exact doubles). */
-void gs_fq_merge_lanes(gs_fq_best *b, const double *score, const double *slot, size_t n);
+
+/* The vector kernels only compute the maximum score of a block of slots
+ * ([lo, hi), hi - lo a multiple of `step`); the driver keeps the first
+ * block holding the overall maximum and rescans that one block with the
+ * reference to find its first slot with that score. The scores are the
+ * reference's, bit for bit, so the answer is the reference's; the kernels
+ * save the per-lane slot bookkeeping. */
+typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi);
+#define GS_FQ_BLOCK 4096u
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn fn, uint32_t step,
+                       gs_fq_best *out);
 
 /* ---- the handle ------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* The id -> index maps of the queue (task ids, running ids, key codes).
- * Entries are 4 bytes because the key lives in its own column; lookups
- * compare against that column. Load stays at or below one half. */
+ * Entries are 8 bytes, a hash and an index; the key lives in its own
+ * column and is compared only on a hash match. Load stays at or below one
+ * half. */
 #include <string.h>
 
 #include "fairq-internal.h"
@@ -15,16 +16,25 @@ static uint32_t gs_fq_hash(uint64_t k)
     return (uint32_t)k;
 }
 
-static void gs_fq_idmap_place(uint32_t *tab, uint32_t mask, const uint64_t *keys, uint32_t index)
+static uint64_t gs_fq_entry(uint32_t hash, uint32_t index)
 {
-    uint32_t h = gs_fq_hash(keys[index]) & mask;
+    return (uint64_t)hash << 32 | (uint64_t)(index + 1);
+}
+
+static uint32_t gs_fq_entry_index(uint64_t e) { return (uint32_t)e - 1; }
+static uint32_t gs_fq_entry_hash(uint64_t e) { return (uint32_t)(e >> 32); }
+
+static void gs_fq_idmap_place(uint64_t *tab, uint32_t mask, uint64_t entry)
+{
+    uint32_t h = gs_fq_entry_hash(entry) & mask;
     while (tab[h])
         h = (h + 1) & mask;
-    tab[h] = index + 1;
+    tab[h] = entry;
 }
 
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want)
 {
+    (void)keys; /* entries carry their hash: no key is read to rehash */
     uint64_t need = 2ull * ((uint64_t)m->count + want);
     uint64_t cap = m->tab ? (uint64_t)m->mask + 1 : 0;
     if (need <= cap)
@@ -34,12 +44,12 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
         ncap *= 2;
     if (ncap > (1ull << 32))
         return GPUSCHED_ELIMIT;
-    uint32_t *tab = gs_calloc(a, (size_t)ncap, sizeof *tab);
+    uint64_t *tab = gs_calloc(a, (size_t)ncap, sizeof *tab);
     if (!tab)
         return GPUSCHED_ENOMEM;
     for (uint64_t i = 0; i < cap; i++)
         if (m->tab[i])
-            gs_fq_idmap_place(tab, (uint32_t)(ncap - 1), keys, m->tab[i] - 1);
+            gs_fq_idmap_place(tab, (uint32_t)(ncap - 1), m->tab[i]);
     gs_free(a, m->tab);
     m->tab = tab;
     m->mask = (uint32_t)(ncap - 1);
@@ -52,41 +62,57 @@ void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
     *m = (gs_fq_idmap){0};
 }
 
-static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+/* Position of the first entry for `key` whose index is alive (alive may
+ * be NULL: every index is), or whose index is `only` if that is not
+ * GS_FQ_NONE. */
+static uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+                                   const uint32_t *alive, uint32_t only)
 {
     if (!m->tab)
         return GS_FQ_NONE;
-    for (uint32_t h = gs_fq_hash(key) & m->mask;; h = (h + 1) & m->mask) {
-        uint32_t e = m->tab[h];
+    uint32_t hash = gs_fq_hash(key);
+    for (uint32_t h = hash & m->mask;; h = (h + 1) & m->mask) {
+        uint64_t e = m->tab[h];
         if (!e)
             return GS_FQ_NONE;
-        if (keys[e - 1] == key)
+        uint32_t i = gs_fq_entry_index(e);
+        if (gs_fq_entry_hash(e) == hash && keys[i] == key && (!alive || alive[i]) &&
+            (only == GS_FQ_NONE || i == only))
             return h;
     }
+}
+
+static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+{
+    return gs_fq_idmap_pos_if(m, keys, key, NULL, GS_FQ_NONE);
 }
 
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
 {
     uint32_t h = gs_fq_idmap_pos(m, keys, key);
-    return h == GS_FQ_NONE ? GS_FQ_NONE : m->tab[h] - 1;
+    return h == GS_FQ_NONE ? GS_FQ_NONE : gs_fq_entry_index(m->tab[h]);
+}
+
+uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+                               const uint32_t *alive)
+{
+    uint32_t h = gs_fq_idmap_pos_if(m, keys, key, alive, GS_FQ_NONE);
+    return h == GS_FQ_NONE ? GS_FQ_NONE : gs_fq_entry_index(m->tab[h]);
 }
 
 void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index)
 {
-    gs_fq_idmap_place(m->tab, m->mask, keys, index);
+    gs_fq_idmap_place(m->tab, m->mask, gs_fq_entry(gs_fq_hash(keys[index]), index));
     m->count++;
 }
 
 /* Backward-shift deletion keeps probe chains unbroken without tombstones. */
-void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+static void gs_fq_idmap_erase(gs_fq_idmap *m, uint32_t hole)
 {
-    uint32_t hole = gs_fq_idmap_pos(m, keys, key);
-    if (hole == GS_FQ_NONE)
-        return;
     m->tab[hole] = 0;
     m->count--;
     for (uint32_t j = (hole + 1) & m->mask; m->tab[j]; j = (j + 1) & m->mask) {
-        uint32_t home = gs_fq_hash(keys[m->tab[j] - 1]) & m->mask;
+        uint32_t home = gs_fq_entry_hash(m->tab[j]) & m->mask;
         /* The entry at j may move to the hole if its home is not in (hole, j]. */
         bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
         if (stays)
@@ -97,11 +123,25 @@ void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
     }
 }
 
+void gs_fq_idmap_remove(gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
+{
+    uint32_t h = gs_fq_idmap_pos(m, keys, key);
+    if (h != GS_FQ_NONE)
+        gs_fq_idmap_erase(m, h);
+}
+
+void gs_fq_idmap_remove_index(gs_fq_idmap *m, const uint64_t *keys, uint32_t index)
+{
+    uint32_t h = gs_fq_idmap_pos_if(m, keys, keys[index], NULL, index);
+    if (h != GS_FQ_NONE)
+        gs_fq_idmap_erase(m, h);
+}
+
 void gs_fq_idmap_relabel(gs_fq_idmap *m, const uint64_t *keys, uint64_t key, uint32_t index)
 {
     uint32_t h = gs_fq_idmap_pos(m, keys, key);
     if (h != GS_FQ_NONE)
-        m->tab[h] = index + 1;
+        m->tab[h] = gs_fq_entry(gs_fq_entry_hash(m->tab[h]), index);
 }
 
 void gs_fq_idmap_clear(gs_fq_idmap *m)

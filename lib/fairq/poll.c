@@ -13,29 +13,33 @@
  * excludes some of the tenant's types. */
 static void gs_fq_scan_heads(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
-    uint64_t cand = 0;
-    b->score = -INFINITY;
-    b->slot = GS_FQ_NONE;
+    /* Locals, not *b: the compiler cannot prove *b does not alias the
+     * tenant array, and a store/reload per tenant costs more than the rest. */
+    uint64_t cand = 0, mask = f->mask;
+    double best = -INFINITY, now = f->now, ws = f->wscale;
+    uint32_t best_slot = GS_FQ_NONE;
     for (uint32_t i = 0; i < q->nactive_tenants; i++) {
         uint32_t tn = q->active_tenants[i];
         const gs_fq_tenant *t = &q->ten[tn];
-        uint64_t elig = t->types & f->mask;
+        uint64_t elig = t->types & mask;
         if (!elig)
             continue;
         uint32_t slot = t->oldest;
         double enq = t->oldest_enq;
-        if (elig == t->types) {
+        if (GS_LIKELY(elig == t->types)) {
             cand += t->backlog;
         } else {
             slot = GS_FQ_NONE;
-            gs_fq_tenant_oldest(q, tn, f->mask, &slot, &enq, &cand);
+            gs_fq_tenant_oldest(q, tn, mask, &slot, &enq, &cand);
         }
-        double s = gs_fq_score(gs_fq_tenant_term(f, t), f->now, enq, f->wscale);
-        if (gs_fq_better(s, slot, b)) {
-            b->score = s;
-            b->slot = slot;
+        double s = gs_fq_score(gs_fq_tenant_term(f, t), now, enq, ws);
+        if (s > best || (s == best && slot < best_slot)) {
+            best = s;
+            best_slot = slot;
         }
     }
+    b->score = best;
+    b->slot = best_slot;
     f->candidates = cand;
 }
 

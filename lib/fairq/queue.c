@@ -7,20 +7,11 @@
 #include "config.h"
 #include "fairq-internal.h"
 
-/* The rescore kernels this build contains. */
+/* The rescore kernels this build contains: one per compiled SIMD path but
+ * SSE2, for which fairq has no kernel (forced sse2 runs the scalar one). */
 static uint32_t gs_fq_kernels(void)
 {
-    uint32_t m = 1u << GPUSCHED_SIMD_SCALAR;
-#if GPUSCHED_HAVE_AVX2
-    m |= 1u << GPUSCHED_SIMD_AVX2;
-#endif
-#if GPUSCHED_HAVE_AVX512
-    m |= 1u << GPUSCHED_SIMD_AVX512;
-#endif
-#if GPUSCHED_HAVE_NEON
-    m |= 1u << GPUSCHED_SIMD_NEON;
-#endif
-    return m;
+    return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
 }
 
 static gs_fq_scan_fn gs_fq_kernel(uint32_t simd)
@@ -270,7 +261,7 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
                         last_enq);
     if (!(size >= 0) || !isfinite(size))
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: work size %g, expected >= 0", where, size);
-    if (gs_fq_idmap_find(&q->ids, q->id, id) != GS_FQ_NONE ||
+    if (gs_fq_idmap_find_live(&q->ids, q->id, id, q->key) != GS_FQ_NONE ||
         gs_fq_idmap_find(&q->runmap, q->run_id, id) != GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_EEXIST, "%s: task id %llu is already queued or running",
                         where, (unsigned long long)id);
@@ -328,16 +319,17 @@ static int gs_fq_bulk_unique(gpusched_fairq *q, uint32_t n, const uint64_t *ids)
     uint32_t base = q->hi, i = 0;
     int rc = 0;
     for (; i < n; i++) {
-        if (gs_fq_idmap_find(&q->ids, q->id, ids[i]) != GS_FQ_NONE) {
+        if (gs_fq_idmap_find_live(&q->ids, q->id, ids[i], q->key) != GS_FQ_NONE) {
             rc = gs_error(&q->err, GPUSCHED_EEXIST, "task %u: id %llu repeats in the batch", i,
                           (unsigned long long)ids[i]);
             break;
         }
         q->id[base + i] = ids[i];
+        q->key[base + i] = UINT32_MAX; /* "alive" while staged */
         gs_fq_idmap_insert(&q->ids, q->id, base + i);
     }
     while (i-- > 0)
-        gs_fq_idmap_remove(&q->ids, q->id, ids[i]);
+        gs_fq_idmap_remove_index(&q->ids, q->id, base + i);
     return rc;
 }
 
@@ -419,7 +411,8 @@ void gs_fq_remove_slot(gpusched_fairq *q, uint32_t s)
 {
     uint32_t k = q->key[s];
     uint32_t t = q->keys[k].tenant;
-    gs_fq_idmap_remove(&q->ids, q->id, q->id[s]);
+    /* The id index keeps a stale entry for the hole (find_live skips it)
+     * until compaction rebuilds the index: a poll touches no hash table. */
     q->key[s] = GS_FQ_HOLE_KEY;
     q->live--;
     gs_fq_key_dec(q, k);
@@ -428,6 +421,7 @@ void gs_fq_remove_slot(gpusched_fairq *q, uint32_t s)
         gs_fq_tenant_refresh(q, t);
     if (q->live == 0) {
         q->lo = q->hi = 0; /* everything is a hole: start over */
+        gs_fq_idmap_clear(&q->ids);
         return;
     }
     while (q->key[q->lo] == GS_FQ_HOLE_KEY)
@@ -470,7 +464,7 @@ GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)
 {
     if (!q)
         return GPUSCHED_EINVAL;
-    uint32_t s = gs_fq_idmap_find(&q->ids, q->id, id);
+    uint32_t s = gs_fq_idmap_find_live(&q->ids, q->id, id, q->key);
     if (s == GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_ENOENT, "cancel: no queued task has id %llu",
                         (unsigned long long)id);

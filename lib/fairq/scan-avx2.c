@@ -1,15 +1,11 @@
-/* AVX2 rescore: 4 slots per vector, 4 independent accumulators so the
- * gathers and compares of one do not wait on another. Same operations in
- * the same order as gs_fq_score() (multiply, then add; no FMA), so every
- * score is bit-identical to the reference; each lane keeps its first
- * maximum and the merge breaks ties by lowest slot. */
+/* AVX2 rescore: block maxima over 4 slots per vector and 4 independent
+ * accumulators (gs_fq_scan_blocks finds the slot). Same operations in the
+ * same order as gs_fq_score() (multiply, then add; no FMA), so every score
+ * is bit-identical to the reference. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "fairq-internal.h"
-
-#define GS_FQ_ACC 4
-#define GS_FQ_STEP (4 * GS_FQ_ACC)
 
 /* Four key terms by scalar loads: vgatherdpd is microcoded on the AMD
  * cores this runs on and measured slower than four loads here. */
@@ -20,54 +16,59 @@ static inline __m256d gs_fq_avx2_kterm(const double *kterm, const uint32_t *key)
     return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
 }
 
-static inline __m256d gs_fq_avx2_score(const gs_fq_scan_args *a, uint32_t s, __m256d now, __m256d ws,
-                                       __m256d wp)
+static inline __m256d gs_fq_avx2_score(const gs_fq_scan_args *a, uint32_t s, __m256d now, __m256d ws)
 {
     __m256d e = _mm256_loadu_pd(a->enq + s);
-    __m256d kt = gs_fq_avx2_kterm(a->kterm, a->key + s);
     __m256d wait = _mm256_sub_pd(now, e);
-    __m256d sc = _mm256_add_pd(kt, _mm256_mul_pd(wait, ws));
-    if (a->pred) {
-        __m256d pr = _mm256_cvtps_pd(_mm_loadu_ps(a->pred + s));
-        __m256d r = _mm256_div_pd(wait, _mm256_add_pd(wait, pr));
-        sc = _mm256_add_pd(sc, _mm256_mul_pd(wp, r));
+    return _mm256_add_pd(gs_fq_avx2_kterm(a->kterm, a->key + s), _mm256_mul_pd(wait, ws));
+}
+
+static inline __m256d gs_fq_avx2_score_pred(const gs_fq_scan_args *a, uint32_t s, __m256d now,
+                                            __m256d ws, __m256d wp)
+{
+    __m256d e = _mm256_loadu_pd(a->enq + s);
+    __m256d wait = _mm256_sub_pd(now, e);
+    __m256d sc = _mm256_add_pd(gs_fq_avx2_kterm(a->kterm, a->key + s), _mm256_mul_pd(wait, ws));
+    __m256d pr = _mm256_cvtps_pd(_mm_loadu_ps(a->pred + s));
+    __m256d r = _mm256_div_pd(wait, _mm256_add_pd(wait, pr));
+    return _mm256_add_pd(sc, _mm256_mul_pd(wp, r));
+}
+
+static double gs_fq_avx2_hmax(__m256d m0, __m256d m1, __m256d m2, __m256d m3)
+{
+    __m256d m = _mm256_max_pd(_mm256_max_pd(m0, m1), _mm256_max_pd(m2, m3));
+    __m128d h = _mm_max_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+static double gs_fq_avx2_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+{
+    __m256d now = _mm256_set1_pd(a->now), ws = _mm256_set1_pd(a->wscale);
+    __m256d m0 = _mm256_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    for (uint32_t s = lo; s < hi; s += 16) {
+        m0 = _mm256_max_pd(m0, gs_fq_avx2_score(a, s, now, ws));
+        m1 = _mm256_max_pd(m1, gs_fq_avx2_score(a, s + 4, now, ws));
+        m2 = _mm256_max_pd(m2, gs_fq_avx2_score(a, s + 8, now, ws));
+        m3 = _mm256_max_pd(m3, gs_fq_avx2_score(a, s + 12, now, ws));
     }
-    return sc;
+    return gs_fq_avx2_hmax(m0, m1, m2, m3);
+}
+
+static double gs_fq_avx2_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+{
+    __m256d now = _mm256_set1_pd(a->now), ws = _mm256_set1_pd(a->wscale);
+    __m256d wp = _mm256_set1_pd(a->wpred);
+    __m256d m0 = _mm256_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    for (uint32_t s = lo; s < hi; s += 16) {
+        m0 = _mm256_max_pd(m0, gs_fq_avx2_score_pred(a, s, now, ws, wp));
+        m1 = _mm256_max_pd(m1, gs_fq_avx2_score_pred(a, s + 4, now, ws, wp));
+        m2 = _mm256_max_pd(m2, gs_fq_avx2_score_pred(a, s + 8, now, ws, wp));
+        m3 = _mm256_max_pd(m3, gs_fq_avx2_score_pred(a, s + 12, now, ws, wp));
+    }
+    return gs_fq_avx2_hmax(m0, m1, m2, m3);
 }
 
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out)
 {
-    gs_fq_best b = {-INFINITY, GS_FQ_NONE};
-    uint32_t lo = a->lo, n = a->hi - a->lo;
-    uint32_t end = lo + (n - n % GS_FQ_STEP);
-    if (end > lo) {
-        __m256d now = _mm256_set1_pd(a->now), ws = _mm256_set1_pd(a->wscale);
-        __m256d wp = _mm256_set1_pd(a->wpred), step = _mm256_set1_pd(GS_FQ_STEP);
-        __m256d best[GS_FQ_ACC], slot[GS_FQ_ACC], idx[GS_FQ_ACC];
-        for (int j = 0; j < GS_FQ_ACC; j++) {
-            double base = (double)lo + 4 * j;
-            best[j] = _mm256_set1_pd(-INFINITY);
-            slot[j] = _mm256_setzero_pd();
-            idx[j] = _mm256_setr_pd(base, base + 1, base + 2, base + 3);
-        }
-        for (uint32_t s = lo; s < end; s += GS_FQ_STEP) {
-            for (int j = 0; j < GS_FQ_ACC; j++) {
-                __m256d sc = gs_fq_avx2_score(a, s + 4 * j, now, ws, wp);
-                __m256d gt = _mm256_cmp_pd(sc, best[j], _CMP_GT_OQ);
-                best[j] = _mm256_blendv_pd(best[j], sc, gt);
-                slot[j] = _mm256_blendv_pd(slot[j], idx[j], gt);
-                idx[j] = _mm256_add_pd(idx[j], step);
-            }
-        }
-        double bs[4 * GS_FQ_ACC], bi[4 * GS_FQ_ACC];
-        for (int j = 0; j < GS_FQ_ACC; j++) {
-            _mm256_storeu_pd(bs + 4 * j, best[j]);
-            _mm256_storeu_pd(bi + 4 * j, slot[j]);
-        }
-        gs_fq_merge_lanes(&b, bs, bi, 4 * GS_FQ_ACC);
-    }
-    gs_fq_best tail = {-INFINITY, GS_FQ_NONE};
-    gs_fq_scan_range(a, end, a->hi, &tail);
-    gs_fq_best_merge(&b, tail.score, tail.slot);
-    *out = b;
+    gs_fq_scan_blocks(a, a->pred ? gs_fq_avx2_block_pred : gs_fq_avx2_block, 16, out);
 }

@@ -26,19 +26,27 @@ void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_
     }
 }
 
-void gs_fq_best_merge(gs_fq_best *b, double score, uint32_t slot)
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn fn, uint32_t step,
+                       gs_fq_best *out)
 {
-    /* A lane that saw only ineligible slots holds -inf and no slot. */
-    if (score > -INFINITY && gs_fq_better(score, slot, b)) {
-        b->score = score;
-        b->slot = slot;
+    uint32_t n = a->hi - a->lo;
+    uint32_t end = a->lo + (n - n % step);
+    double best = -INFINITY;
+    uint32_t best_block = GS_FQ_NONE;
+    for (uint32_t lo = a->lo; lo < end; lo += GS_FQ_BLOCK) {
+        uint32_t hi = end - lo > GS_FQ_BLOCK ? lo + GS_FQ_BLOCK : end;
+        double m = fn(a, lo, hi);
+        if (m > best) {
+            best = m;
+            best_block = lo;
+        }
     }
-}
-
-void gs_fq_merge_lanes(gs_fq_best *b, const double *score, const double *slot, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        gs_fq_best_merge(b, score[i], (uint32_t)slot[i]);
+    gs_fq_best b = {-INFINITY, GS_FQ_NONE};
+    if (best_block != GS_FQ_NONE)
+        gs_fq_scan_range(a, best_block, end - best_block > GS_FQ_BLOCK ? best_block + GS_FQ_BLOCK : end, &b);
+    /* The tail holds the highest slots: it wins only when strictly better. */
+    gs_fq_scan_range(a, end, a->hi, &b);
+    *out = b;
 }
 
 void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out)
