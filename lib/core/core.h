@@ -87,7 +87,19 @@ int gs_simd_choose(uint32_t module_mask, uint32_t *out, gs_err *e);
 
 /* ---- small helpers --------------------------------------------------- */
 
-static inline uint32_t gs_popcount64(uint64_t x) { return (uint32_t)__builtin_popcountll(x); }
+/* Without a popcnt target the builtin becomes a libgcc call that costs
+ * more than this bit trick; with one (-mpopcnt, -march=...) use it. */
+static inline uint32_t gs_popcount64(uint64_t x)
+{
+#if defined(__POPCNT__) || !(defined(__x86_64__) || defined(__i386__))
+    return (uint32_t)__builtin_popcountll(x);
+#else
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
 static inline uint32_t gs_ctz64(uint64_t x) { return (uint32_t)__builtin_ctzll(x); }
 
 /* FNV-1a 64-bit, used for name hashing and image checksums. */

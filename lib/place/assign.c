@@ -3,27 +3,74 @@
  * out sorted without a sort. */
 #include "place-internal.h"
 
+static int grow_out(gpusched_placer *p)
+{
+    uint32_t cap = p->out_cap ? 2 * p->out_cap : 256;
+    uint32_t *n = gs_realloc_array(&p->alloc, p->out_nodes, cap, sizeof *n);
+    if (!n)
+        return GPUSCHED_ENOMEM;
+    p->out_nodes = n;
+    uint32_t *u = gs_realloc_array(&p->alloc, p->out_units, cap, sizeof *u);
+    if (!u)
+        return GPUSCHED_ENOMEM;
+    p->out_units = u;
+    uint64_t *m = gs_realloc_array(&p->alloc, p->out_masks, cap, sizeof *m);
+    if (!m)
+        return GPUSCHED_ENOMEM;
+    p->out_masks = m;
+    p->out_cap = cap;
+    return 0;
+}
+
+/* The lowest usable GPUs of the node: a job's GPUs stay packed. */
+static uint64_t take_gpus(uint64_t avail, uint32_t count)
+{
+    if (count >= gs_popcount64(avail))
+        return avail;
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t bit = avail & (~avail + 1);
+        m |= bit;
+        avail ^= bit;
+    }
+    return m;
+}
+
 static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
 {
-    if (p->nout == p->out_cap) {
-        uint32_t cap = p->out_cap ? 2 * p->out_cap : 256;
-        uint32_t *n = gs_realloc_array(&p->alloc, p->out_nodes, cap, sizeof *n);
+    if (p->nout == p->out_cap && grow_out(p))
+        return GPUSCHED_ENOMEM;
+    uint64_t avail = gs_cluster_node_avail(p->c, node);
+    p->out_nodes[p->nout] = node;
+    p->out_units[p->nout] = units;
+    p->out_masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
+    return 0;
+}
+
+int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d)
+{
+    if (p->ndoms[l] == p->doms_cap[l]) {
+        uint32_t cap = p->doms_cap[l] ? 2 * p->doms_cap[l] : 64;
+        uint32_t *n = gs_realloc_array(&p->alloc, p->out_doms[l], cap, sizeof *n);
         if (!n)
             return GPUSCHED_ENOMEM;
-        p->out_nodes = n;
-        uint32_t *u = gs_realloc_array(&p->alloc, p->out_units, cap, sizeof *u);
-        if (!u)
-            return GPUSCHED_ENOMEM;
-        p->out_units = u;
-        p->out_cap = cap;
+        p->out_doms[l] = n;
+        p->doms_cap[l] = cap;
     }
-    p->out_nodes[p->nout] = node;
-    p->out_units[p->nout++] = units;
+    p->out_doms[l][p->ndoms[l]++] = d;
     return 0;
 }
 
 static int descend(gpusched_placer *p, int32_t l, uint32_t first, const uint32_t *amount, uint32_t n)
 {
+    if (l + 1 == (int32_t)p->nlevels) {
+        for (uint32_t i = 0; i < n; i++) {
+            int rc = amount[i] ? emit_node(p, first + i, amount[i]) : 0;
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
     for (uint32_t i = 0; i < n; i++)
         if (amount[i]) {
             int rc = gs_pl_assign(p, l + 1, first + i, amount[i]);
@@ -101,14 +148,19 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
             t = o.prev[at] - 1;
         }
     }
-    /* The table caps at Y: trim the excess, leaving each child at least one. */
+    /* The table caps at Y: trim the excess, leaving each child at least
+     * one, from the smallest share up, so that the large shares stay whole
+     * and the remainder lands on the smallest piece (best fit). */
     uint64_t excess = sum - Y;
-    for (uint32_t i = o.nkids; i-- > 0 && excess;)
-        if (amount[i] > 1) {
-            uint32_t cut = amount[i] - 1 < excess ? amount[i] - 1 : (uint32_t)excess;
-            amount[i] -= cut;
-            excess -= cut;
-        }
+    while (excess) {
+        uint32_t pick = UINT32_MAX;
+        for (uint32_t i = 0; i < o.nkids; i++)
+            if (amount[i] > 1 && (pick == UINT32_MAX || amount[i] <= amount[pick]))
+                pick = i;
+        uint32_t cut = amount[pick] - 1 < excess ? amount[pick] - 1 : (uint32_t)excess;
+        amount[pick] -= cut;
+        excess -= cut;
+    }
     return descend(p, l, o.first, amount, o.nkids);
 }
 
@@ -118,6 +170,8 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
         return 0;
     if (l == (int32_t)p->nlevels)
         return emit_node(p, d, y);
+    if (l >= 0 && gs_pl_use_domain(p, (uint32_t)l, d))
+        return GPUSCHED_ENOMEM;
     gs_arena_mark m = gs_arena_save(&p->arena);
     int rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
     gs_arena_restore(&p->arena, m);

@@ -80,6 +80,11 @@ struct gpusched_place_result {
     uint32_t reason;
     int committed;
     char msg[GS_ERRMSG_MAX];
+    /* A placement's message is written when first asked for: formatting
+     * costs more than a small placement. */
+    const struct gpusched_topo *msg_topo;  /* non-NULL: message still to write */
+    uint32_t msg_gpus;
+    struct gpusched_topo *topo;             /* a reference, for the level names */
     uint32_t nlevels;
     uint32_t n, cap;            /* nodes */
     uint32_t *nodes;
@@ -108,10 +113,14 @@ struct gpusched_placer {
     uint32_t *avoid_gen;        /* per node: == gen when avoided */
     uint32_t gen;
     gs_arena arena;
-    /* Per-node units chosen by the search, in ascending node order. */
+    /* What the search chose, in ascending order: nodes with their units
+     * and GPU masks, and the domains used at each level. */
     uint32_t *out_nodes;
     uint32_t *out_units;
+    uint64_t *out_masks;
     uint32_t nout, out_cap;
+    uint32_t *out_doms[GS_MAX_LEVELS];
+    uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */
 };
 
@@ -133,8 +142,10 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
  * GPUSCHED_ENOMEM. */
 int gs_pl_search(gpusched_placer *p);
 
-/* assign.c: places y units of level l in domain d, appending nodes. */
+/* assign.c: places y units of level l in domain d, appending nodes;
+ * gs_pl_use_domain records a domain used (ascending per level). */
 int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y);
+int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d);
 /* Frontier of a domain: the best key for each amount (see search.c). */
 typedef struct gs_front {
     uint32_t n;

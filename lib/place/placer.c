@@ -38,6 +38,9 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     gs_free(&a, p->avoid_gen);
     gs_free(&a, p->out_nodes);
     gs_free(&a, p->out_units);
+    gs_free(&a, p->out_masks);
+    for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
+        gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);
     gs_free(&a, p);
 }

@@ -170,10 +170,11 @@ static int derive_units(gpusched_placer *p, gs_pl_req *r)
     for (int32_t l = r->pref; l >= 0; l--) {
         r->weight[LV(l)] = w;
         uint64_t count = l == L ? p->t->nnodes : p->t->ndom[l];
-        if (w > (GS_KEY_INF >> 2) / (count + 1))
+        /* Keys add up to one count per domain of each level: the top
+         * two bits stay free so sums of keys never wrap. */
+        if (__builtin_mul_overflow(w, (gs_key)(count + 1), &w) || (w >> 126))
             return gs_error(&p->err, GPUSCHED_ELIMIT,
                             "place request: the topology is too large for exact locality keys (set preferred_level)");
-        w *= (gs_key)(count + 1);
     }
     return 0;
 }

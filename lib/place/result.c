@@ -31,6 +31,7 @@ GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res)
     gs_free(&a, res->masks);
     gs_free(&a, res->pod_nodes);
     gs_free(&a, res->doms);
+    gpusched_topo_unref(res->topo);
     gs_free(&a, res);
 }
 
@@ -39,6 +40,7 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
     res->reason = GPUSCHED_PLACE_NOT_RUN;
     res->committed = 0;
     res->msg[0] = '\0';
+    res->msg_topo = NULL;
     res->nlevels = nlevels;
     res->n = res->npods = res->ndoms_total = 0;
     memset(res->dom_off, 0, sizeof res->dom_off);
@@ -73,72 +75,38 @@ static int reserve_arrays(gpusched_placer *p, gpusched_place_result *res, uint32
     res->cap = cap;
     if ((rc = grow(&res->alloc, (void **)&res->pod_nodes, &res->pod_cap, npods, sizeof *res->pod_nodes)))
         return rc;
-    uint64_t doms = (uint64_t)n * L;
-    if (doms > UINT32_MAX)
-        return GPUSCHED_ELIMIT;
+    uint64_t doms = 0;
+    for (uint32_t l = 0; l < L; l++)
+        doms += p->ndoms[l];
     return grow(&res->alloc, (void **)&res->doms, &res->doms_cap, (uint32_t)doms, sizeof *res->doms);
 }
 
-/* The lowest free GPUs of the node: a job's GPUs stay packed. */
-static uint64_t low_bits(uint64_t avail, uint32_t count)
-{
-    uint64_t m = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t bit = avail & (~avail + 1);
-        m |= bit;
-        avail ^= bit;
-    }
-    return m;
-}
-
-/* Domains used per level: nodes are ascending and domains contiguous, so
- * each level's domains come out ascending and a repeat is the previous one. */
+/* Domains used per level, concatenated: ascending within each level. */
 static void fill_domains(gpusched_placer *p, gpusched_place_result *res)
 {
-    const struct gpusched_topo *t = p->t;
-    uint32_t L = p->nlevels;
-    uint32_t count[GS_MAX_LEVELS] = {0};
-    uint32_t last[GS_MAX_LEVELS];
-    for (uint32_t l = 0; l < L; l++)
-        last[l] = GPUSCHED_NONE;
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t l = 0; l < L; l++) {
-            last[l] = GPUSCHED_NONE;
-            if (pass) {
-                res->dom_off[l + 1] = res->dom_off[l] + count[l];
-                count[l] = 0;
-            }
-        }
-        for (uint32_t i = 0; i < res->n; i++) {
-            uint32_t d = t->node_leaf[res->nodes[i]];
-            for (uint32_t l = L; l-- > 0;) {
-                if (d == last[l])
-                    break; /* the parents are the same too */
-                last[l] = d;
-                if (pass)
-                    res->doms[res->dom_off[l] + count[l]] = d;
-                count[l]++;
-                if (l)
-                    d = t->dom_parent[l][d];
-            }
-        }
+    uint32_t L = p->nlevels, o = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        res->dom_off[l] = o;
+        memcpy(res->doms + o, p->out_doms[l], p->ndoms[l] * sizeof *res->doms);
+        o += p->ndoms[l];
+        res->locality[l] = p->ndoms[l];
     }
-    for (uint32_t l = 0; l < L; l++)
-        res->locality[l] = count[l];
+    res->dom_off[L] = res->dom_off[L + 1] = o;
     res->locality[L] = res->n;
-    res->dom_off[L + 1] = res->dom_off[L];
-    res->ndoms_total = res->dom_off[L];
+    res->ndoms_total = o;
 }
 
-static void describe(gpusched_placer *p, gpusched_place_result *res)
+static void describe(gpusched_place_result *res)
 {
     char gpus[32], nodes[32];
-    gs_pl_fmt_count(gpus, sizeof gpus, p->req->gpus);
+    const struct gpusched_topo *t = res->msg_topo;
+    res->msg_topo = NULL;
+    gs_pl_fmt_count(gpus, sizeof gpus, res->msg_gpus);
     gs_pl_fmt_count(nodes, sizeof nodes, res->n);
     int o = snprintf(res->msg, sizeof res->msg, "%s GPUs on %s nodes in", gpus, nodes);
-    for (uint32_t l = 0; l < p->nlevels && o > 0 && (size_t)o < sizeof res->msg; l++)
+    for (uint32_t l = 0; l < res->nlevels && o > 0 && (size_t)o < sizeof res->msg; l++)
         o += snprintf(res->msg + o, sizeof res->msg - (size_t)o, "%s %u %s%s", l ? "," : "", res->locality[l],
-                      p->t->level_names[l], res->locality[l] == 1 ? "" : "s");
+                      t->level_names[l], res->locality[l] == 1 ? "" : "s");
 }
 
 int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
@@ -150,17 +118,19 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
         return rc;
     gs_pl_result_reset(res, p->nlevels);
     res->n = p->nout;
-    for (uint32_t i = 0; i < p->nout; i++) {
-        uint32_t node = p->out_nodes[i], units = p->out_units[i];
-        uint64_t avail = gs_cluster_node_avail(p->c, node);
-        res->nodes[i] = node;
-        res->masks[i] = low_bits(avail, units * r->u0);
-        for (uint32_t k = 0; npods && k < units; k++)
-            res->pod_nodes[res->npods++] = node;
-    }
+    memcpy(res->nodes, p->out_nodes, p->nout * sizeof *res->nodes);
+    memcpy(res->masks, p->out_masks, p->nout * sizeof *res->masks);
+    for (uint32_t i = 0; npods && i < p->nout; i++)
+        for (uint32_t k = 0; k < p->out_units[i]; k++)
+            res->pod_nodes[res->npods++] = p->out_nodes[i];
     fill_domains(p, res);
     res->reason = GPUSCHED_PLACE_OK;
-    describe(p, res);
+    if (res->topo != p->t) {
+        gpusched_topo_unref(res->topo);
+        res->topo = gpusched_topo_ref((gpusched_topo *)p->t);
+    }
+    res->msg_topo = p->t;
+    res->msg_gpus = r->gpus;
     return 0;
 }
 
@@ -171,7 +141,11 @@ GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *
 
 const char *gpusched_place_result_message(const gpusched_place_result *res)
 {
-    return res ? res->msg : "";
+    if (!res)
+        return "";
+    if (res->msg_topo)
+        describe((gpusched_place_result *)res);
+    return res->msg;
 }
 
 GPUSCHED_API int gpusched_place_result_committed(const gpusched_place_result *res)

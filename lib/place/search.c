@@ -117,6 +117,19 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
     return dfs(p, s, -1, 0);
 }
 
+/* The chosen domain's ancestors are used too, one per level. */
+static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
+{
+    uint32_t up[GS_MAX_LEVELS];
+    uint32_t x = d;
+    for (int32_t k = l; k-- > 0;)
+        up[k] = x = k + 1 == (int32_t)p->nlevels ? p->t->node_leaf[x] : p->t->dom_parent[k + 1][x];
+    for (int32_t k = 0; k < l && k < (int32_t)p->nlevels; k++)
+        if (gs_pl_use_domain(p, (uint32_t)k, up[k]))
+            return GPUSCHED_ENOMEM;
+    return gs_pl_assign(p, l, d, demand);
+}
+
 int gs_pl_search(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
@@ -125,6 +138,8 @@ int gs_pl_search(gpusched_placer *p)
     if (start < r->stop)
         start = r->stop;
     p->nout = 0;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
     for (int32_t l = start; l >= r->stop; l--) {
         if (l < 0) {
             uint32_t n = r->gpus / r->unit[LV(-1)];
@@ -139,7 +154,7 @@ int gs_pl_search(gpusched_placer *p)
         if (rc)
             return rc;
         if (s.found)
-            return gs_pl_assign(p, l, s.best, s.demand);
+            return assign_in(p, l, s.best, s.demand);
     }
     return GPUSCHED_ENOSPC;
 }

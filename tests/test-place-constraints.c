@@ -1,0 +1,302 @@
+/* One constraint at a time on small hand-made clusters: split modes,
+ * required and preferred levels, slices, class, labels, avoided nodes,
+ * health, reservations, and the explanation of each kind of failure. */
+#include "cluster-test.h"
+#include "place-test.h"
+
+typedef struct env {
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+} env;
+
+static env env_on(gpusched_topo *t)
+{
+    env e = {.t = t};
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &e.c), 0);
+    cr_assert_eq(gpusched_placer_new(e.c, NULL, &e.p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &e.res), 0);
+    return e;
+}
+
+static void env_free(env *e)
+{
+    gpusched_place_result_free(e->res);
+    gpusched_placer_free(e->p);
+    gpusched_cluster_free(e->c);
+    gpusched_topo_unref(e->t);
+}
+
+static gpusched_place_request req(uint32_t gpus, uint32_t split, uint32_t pod)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 7;
+    q.gpus = gpus;
+    q.split = split;
+    q.pod_gpus = pod;
+    return q;
+}
+
+/* Places and returns the node names joined by spaces. */
+static const char *place_names(env *e, const gpusched_place_request *q)
+{
+    static char out[256];
+    int rc = gpusched_placer_place(e->p, q, e->res);
+    cr_assert_eq(rc, 0, "%s / %s", gpusched_err_name(rc), gpusched_place_result_message(e->res));
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    gpusched_place_result_nodes(e->res, &nodes, &masks, &n);
+    char why[256];
+    /* The checker reads the state the placement was made on. */
+    if (!(q->flags & GPUSCHED_PLACE_COMMIT))
+        cr_assert(place_ref_check(e->c, q, nodes, masks, n, why, sizeof why), "%s", why);
+    out[0] = '\0';
+    for (uint32_t i = 0; i < n; i++) {
+        char name[64];
+        gpusched_topo_node_name(e->t, nodes[i], name, sizeof name);
+        strcat(out, i ? " " : "");
+        strcat(out, name);
+    }
+    return out;
+}
+
+static void expect_fail(env *e, const gpusched_place_request *q, uint32_t reason, const char *msg)
+{
+    uint64_t before = ct_fingerprint(e->c);
+    cr_assert_eq(gpusched_placer_place(e->p, q, e->res), GPUSCHED_ENOSPC, "%s",
+                 gpusched_place_result_message(e->res));
+    cr_assert_eq(gpusched_place_result_reason(e->res), reason, "%s", gpusched_place_result_message(e->res));
+    cr_assert_str_eq(gpusched_place_result_message(e->res), msg);
+    cr_assert_str_eq(gpusched_placer_errmsg(e->p), "");
+    cr_assert_eq(ct_fingerprint(e->c), before);
+    uint32_t n;
+    const uint32_t *loc;
+    gpusched_place_result_locality(e->res, &loc, &n);
+    cr_assert_eq(n, 0);
+}
+
+static void take(env *e, uint64_t id, const char *node, uint64_t mask)
+{
+    uint32_t n;
+    cr_assert_eq(gpusched_topo_node_find(e->t, node, &n), 0);
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = id;
+    cr_assert_eq(gpusched_cluster_alloc(e->c, &j, 1, &n, &mask), 0, "%s", gpusched_cluster_errmsg(e->c));
+}
+
+/* ct_mixed: z0/r0 {a:8 b:8 c:2}, z0/r1 {d:64}, z1/r0 {e:1 f:3},
+ * z1/r1 {g:8 h:8 i:8}, z1/r2 {j:4}. */
+
+Test(place_split, any_split_takes_the_tightest_single_node)
+{
+    env e = env_on(ct_mixed());
+    gpusched_place_request q = req(3, GPUSCHED_SPLIT_ANY, 0);
+    cr_assert_str_eq(place_names(&e, &q), "f");
+    q.gpus = 8; /* the tightest zone and rack that hold it */
+    cr_assert_str_eq(place_names(&e, &q), "g");
+    q.gpus = 70; /* one zone, then as few racks and nodes as possible */
+    cr_assert_str_eq(place_names(&e, &q), "a d");
+    cr_assert_str_eq(gpusched_place_result_message(e.res), "70 GPUs on 2 nodes in 1 zone, 2 racks");
+    env_free(&e);
+}
+
+Test(place_split, pods_share_nodes_and_never_straddle)
+{
+    env e = env_on(ct_mixed());
+    gpusched_place_request q = req(24, GPUSCHED_SPLIT_PODS, 8);
+    cr_assert_str_eq(place_names(&e, &q), "d");
+    const uint32_t *pods;
+    uint32_t np;
+    gpusched_place_result_pods(e.res, &pods, &np);
+    cr_assert_eq(np, 3);
+    take(&e, 1, "d", 0xffffffffffffull); /* d keeps 16 */
+    /* Three pods of 3 fit on d's last 16 GPUs. */
+    q = req(9, GPUSCHED_SPLIT_PODS, 3);
+    cr_assert_str_eq(place_names(&e, &q), "d");
+    gpusched_place_result_pods(e.res, &pods, &np);
+    cr_assert_eq(np, 3);
+    cr_assert_eq(pods[0], pods[1]);
+    q = req(5, GPUSCHED_SPLIT_PODS, 5);
+    cr_assert_str_eq(place_names(&e, &q), "g");
+    q = req(64, GPUSCHED_SPLIT_PODS, 64);
+    expect_fail(&e, &q, GPUSCHED_PLACE_SPLIT, "pods of 64 GPUs: the nodes can hold 0 of 1");
+    env_free(&e);
+}
+
+Test(place_split, whole_nodes_of_one_size_fully_free)
+{
+    env e = env_on(ct_mixed());
+    gpusched_place_request q = req(24, GPUSCHED_SPLIT_WHOLE_NODES, 8);
+    cr_assert_str_eq(place_names(&e, &q), "g h i");
+    take(&e, 1, "h", 1);
+    cr_assert_str_eq(place_names(&e, &q), "a b g");
+    q = req(64, GPUSCHED_SPLIT_WHOLE_NODES, 0); /* 0: the largest node size */
+    cr_assert_str_eq(place_names(&e, &q), "d");
+    q = req(40, GPUSCHED_SPLIT_WHOLE_NODES, 8);
+    expect_fail(&e, &q, GPUSCHED_PLACE_SPLIT, "whole nodes of 8 GPUs: the nodes can hold 4 of 5");
+    env_free(&e);
+}
+
+Test(place_levels, required_level_and_its_explanation)
+{
+    env e = env_on(ct_mixed());
+    gpusched_place_request q = req(20, GPUSCHED_SPLIT_ANY, 0);
+    q.required_level = 1;
+    cr_assert_str_eq(place_names(&e, &q), "d");
+    take(&e, 1, "d", ~0ull << 4);
+    cr_assert_str_eq(place_names(&e, &q), "g h i");
+    q.gpus = 25;
+    expect_fail(&e, &q, GPUSCHED_PLACE_REQUIRED, "required rack: the best rack holds 24 of 25 GPUs");
+    q.required_level = 0; /* z1: its full rack, then the tightest node */
+    cr_assert_str_eq(place_names(&e, &q), "e g h i");
+    q = req(20, GPUSCHED_SPLIT_PODS, 4);
+    q.required_level = 1;
+    take(&e, 2, "g", 0x1f);
+    expect_fail(&e, &q, GPUSCHED_PLACE_REQUIRED, "required rack: the best rack holds 4 of 5 pods of 4 GPUs");
+    env_free(&e);
+}
+
+Test(place_levels, preferred_level_stops_the_optimization)
+{
+    env e = env_on(ct_mixed());
+    /* Down to nodes: the fewest nodes of z0. */
+    gpusched_place_request q = req(70, GPUSCHED_SPLIT_ANY, 0);
+    cr_assert_str_eq(place_names(&e, &q), "a d");
+    /* Down to zones only: still one zone; below it just a valid fill. */
+    q.preferred_level = 0;
+    place_names(&e, &q);
+    const uint32_t *loc;
+    uint32_t n;
+    gpusched_place_result_locality(e.res, &loc, &n);
+    cr_assert_eq(loc[0], 1);
+    env_free(&e);
+}
+
+Test(place_slices, slices_stay_inside_their_domains)
+{
+    /* 2 zones x 2 racks x 3 nodes x 4 GPUs. */
+    const uint32_t fan[] = {2, 2, 3};
+    env e = env_on(pt_uniform(2, fan, 4));
+    gpusched_place_request q = req(24, GPUSCHED_SPLIT_ANY, 0);
+    q.slice_gpus[0] = 12;
+    q.slice_level[0] = 1;
+    /* Take one GPU in each rack of zone 0 and one rack of zone 1: no rack
+     * there holds a slice of 12, one rack of zone 1 does. */
+    take(&e, 1, "n0", 1);
+    take(&e, 2, "n3", 1);
+    cr_assert_str_eq(place_names(&e, &q), "n6 n7 n8 n9 n10 n11");
+    take(&e, 3, "n6", 1);
+    expect_fail(&e, &q, GPUSCHED_PLACE_SLICES,
+                "slices of 12 GPUs at block: 1 blocks can hold a slice (1 slices in all), 2 needed");
+    env_free(&e);
+}
+
+Test(place_slices, nested_slices)
+{
+    const uint32_t fan[] = {2, 2, 3};
+    env e = env_on(pt_uniform(2, fan, 4));
+    gpusched_place_request q = req(24, GPUSCHED_SPLIT_ANY, 0);
+    q.slice_gpus[0] = 12; /* per zone */
+    q.slice_level[0] = 0;
+    q.slice_gpus[1] = 6;  /* per block (the lower level) */
+    q.slice_level[1] = 1;
+    take(&e, 1, "n0", 0x7);
+    place_names(&e, &q);
+    const uint32_t *loc;
+    uint32_t n;
+    gpusched_place_result_locality(e.res, &loc, &n);
+    cr_assert_eq(loc[0], 1);
+    cr_assert_eq(loc[1], 2);
+    env_free(&e);
+}
+
+/* Nodes with classes and labels: r0 {p:h100 ib, q:h100, r:a100 ib},
+ * r1 {s:a100 ssd, t:h100 ib ssd}. */
+static gpusched_topo *labelled(void)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    static const struct {
+        const char *rack, *name, *cls, *l1, *l2;
+    } nodes[] = {
+        {"r0", "p", "h100", "ib", NULL}, {"r0", "q", "h100", NULL, NULL}, {"r0", "r", "a100", "ib", NULL},
+        {"r1", "s", "a100", "ssd", NULL}, {"r1", "t", "h100", "ib", "ssd"},
+    };
+    for (size_t i = 0; i < 5; i++) {
+        const char *path[] = {nodes[i].rack};
+        const char *lab[] = {nodes[i].l1, nodes[i].l2};
+        uint32_t nl = nodes[i].l2 ? 2 : nodes[i].l1 ? 1 : 0;
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, nodes[i].name, 4, nodes[i].cls, lab, nl), 0);
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    gpusched_topo_builder_free(b);
+    return t;
+}
+
+Test(place_filters, class_labels_and_avoided_nodes)
+{
+    env e = env_on(labelled());
+    uint32_t h100, a100, ib, ssd;
+    cr_assert_eq(gpusched_topo_class_find(e.t, "h100", &h100), 0);
+    cr_assert_eq(gpusched_topo_class_find(e.t, "a100", &a100), 0);
+    cr_assert_eq(gpusched_topo_label_find(e.t, "ib", &ib), 0);
+    cr_assert_eq(gpusched_topo_label_find(e.t, "ssd", &ssd), 0);
+    gpusched_place_request q = req(8, GPUSCHED_SPLIT_ANY, 0);
+    q.gpu_class = a100;
+    cr_assert_str_eq(place_names(&e, &q), "r s");
+    q.gpu_class = h100;
+    q.labels_required = 1ull << ib;
+    cr_assert_str_eq(place_names(&e, &q), "p t");
+    q.labels_forbidden = 1ull << ssd;
+    expect_fail(&e, &q, GPUSCHED_PLACE_ELIGIBLE,
+                "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 8 asked");
+    q = req(8, GPUSCHED_SPLIT_ANY, 0);
+    uint32_t avoid[2];
+    gpusched_topo_node_find(e.t, "p", &avoid[0]);
+    gpusched_topo_node_find(e.t, "q", &avoid[1]);
+    q.avoid_nodes = avoid;
+    q.avoid_count = 2;
+    q.required_level = 0;
+    cr_assert_str_eq(place_names(&e, &q), "s t");
+    /* The next request does not inherit the avoided nodes. */
+    q.avoid_count = 0;
+    q.gpus = 12;
+    cr_assert_str_eq(place_names(&e, &q), "p q r");
+    env_free(&e);
+}
+
+Test(place_state, nodes_not_up_and_reservations)
+{
+    env e = env_on(labelled());
+    uint32_t p, qn;
+    gpusched_topo_node_find(e.t, "p", &p);
+    gpusched_topo_node_find(e.t, "q", &qn);
+    uint64_t hit[4];
+    cr_assert_eq(gpusched_cluster_set_node_health(e.c, p, GPUSCHED_NODE_DOWN, hit, 4, NULL), 0);
+    gpusched_place_request q = req(8, GPUSCHED_SPLIT_ANY, 0);
+    q.required_level = 0;
+    cr_assert_str_eq(place_names(&e, &q), "q r");
+    /* Reserve all of q for job 9: job 7 cannot use it, job 9 can. */
+    uint64_t all = 0xf;
+    cr_assert_eq(gpusched_cluster_reserve(e.c, 9, 1, &qn, &all), 0);
+    cr_assert_str_eq(place_names(&e, &q), "s t");
+    q.gpus = 16;
+    q.required_level = GPUSCHED_NONE;
+    expect_fail(&e, &q, GPUSCHED_PLACE_NO_GPUS, "16 GPUs asked, the cluster has 12 usable free GPUs");
+    q.job_id = 9;
+    cr_assert_str_eq(place_names(&e, &q), "q r s t");
+    /* Plan only: the reservation is intact afterwards. */
+    cr_assert_eq(gpusched_cluster_resv_count(e.c), 1);
+    cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
+    q.gpus = 4;
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    cr_assert_str_eq(place_names(&e, &q), "q");
+    cr_assert_eq(gpusched_cluster_resv_count(e.c), 0, "the commit consumes the reservation");
+    cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
+    env_free(&e);
+}
