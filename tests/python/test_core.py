@@ -184,3 +184,26 @@ class TestAllocatorCheck(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestDocstrings(unittest.TestCase):
+    def test_every_public_class_function_and_method_has_a_docstring(self):
+        import inspect
+        missing = []
+        for name in gpusched.__all__:
+            obj = getattr(gpusched, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            if not (obj.__doc__ or "").strip():
+                missing.append(name)
+            if not inspect.isclass(obj):
+                continue
+            for attr, member in vars(obj).items():
+                if attr.startswith("_"):
+                    continue
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if inspect.isfunction(member) or isinstance(member, property):
+                    if not (member.__doc__ or "").strip():
+                        missing.append(f"{name}.{attr}")
+        self.assertEqual(missing, [])

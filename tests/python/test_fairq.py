@@ -188,6 +188,24 @@ class TestQueue(unittest.TestCase):
         self.assertIn("1", cm.exception.message)
         self.assertEqual(len(q), 0)
 
+    def test_columns_of_the_right_type_are_not_copied(self):
+        from gpusched import _util
+        import ctypes
+        ids = array.array("Q", [7, 8, 9])
+        arr, n, _ = _util.column("ids", ids, ctypes.c_uint64)
+        self.assertEqual(n, 3)
+        self.assertEqual(ctypes.addressof(arr), ids.buffer_info()[0])
+        # other element types are converted, with a range check
+        arr, n, _ = _util.column("ids", array.array("q", [1, 2]), ctypes.c_uint64)
+        self.assertEqual(list(arr), [1, 2])
+        with self.assertRaises(ValueError):
+            _util.column("ids", array.array("q", [1, -2]), ctypes.c_uint64)
+        with self.assertRaises(ValueError):
+            _util.column("ids", memoryview(bytes(16)).cast("B", (4, 4)), ctypes.c_uint8)
+        # a read-only buffer is copied once
+        arr, n, _ = _util.column("types", bytes([1, 2, 3]), ctypes.c_uint8)
+        self.assertEqual(list(arr), [1, 2, 3])
+
     @unittest.skipIf(numpy is None, "numpy is not installed (optional)")
     def test_numpy_columns(self):
         n = 1000

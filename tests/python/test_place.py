@@ -153,6 +153,38 @@ class TestPlace(gstest.TinyClusterCase):
             c.place(8)
 
 
+@needs("gpusched_placer_new", "gpusched_placer_place")
+class TestLabelsAndClasses(unittest.TestCase):
+    def setUp(self):
+        with gpusched.TopologyBuilder(["rack"]) as b:
+            for i in range(8):
+                labels = (["ib"] if i % 2 else []) + (["spot"] if i >= 6 else [])
+                b.add_node([f"r{i // 4}"], f"h{i}", 8, gpu_class="h100" if i < 4 else "a100",
+                           labels=labels)
+            self.t = b.freeze()
+        self.c = Cluster(self.t)
+
+    def tearDown(self):
+        self.c.close()
+        self.t.close()
+
+    def test_labels(self):
+        p = self.c.place(16, labels=["ib"])
+        self.assertTrue(p.ok)
+        self.assertTrue(all("ib" in self.t.node_labels(n) for n in p.nodes))
+        p = self.c.place(8, labels=["ib"], avoid_labels="spot", gpu_class="a100")
+        self.assertEqual(p.node_names(), ["h5"])
+        p = self.c.place(16, labels=["ib"], avoid_labels=["spot"], gpu_class="a100")
+        self.assertEqual(p.reason, PlaceReason.ELIGIBLE)
+        self.assertTrue(p.message)
+
+    def test_class_by_index(self):
+        cls = self.t.gpu_class("a100")
+        p = self.c.place(32, gpu_class=cls, required="rack")
+        self.assertTrue(p.ok)
+        self.assertEqual({self.t.node_class(n) for n in p.nodes}, {"a100"})
+
+
 # ---- the C cross-check ------------------------------------------------------
 
 def c_line(rc, reason, committed, nodes, masks, pods, loc, doms, msg):
