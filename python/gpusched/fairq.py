@@ -237,11 +237,11 @@ class FairQueue(u.Handle):
         idc, n, k1 = u.column("ids", ids, ctypes.c_uint64)
         if n > u.U32_MAX:
             raise ValueError("too many tasks for one call")
-        tc, _, k2 = u.column("tenants", tenants, ctypes.c_uint32, n, hi=self._max_tenants - 1)
+        tc, _, k2 = u.column("tenants", tenants, ctypes.c_uint32, n)
         ec, _, k3 = u.column("enqueue_times", enqueue_times, ctypes.c_double, n)
         yc = ws = None
         if types is not None:
-            yc, _, k4 = u.column("types", types, ctypes.c_uint8, n, hi=MAX_TYPES - 1)
+            yc, _, k4 = u.column("types", types, ctypes.c_uint8, n)
         if work_sizes is not None:
             ws, _, k5 = u.column("work_sizes", work_sizes, ctypes.c_double, n)
         if n == 0:

@@ -148,7 +148,7 @@ class Placement:
         self.locality = tuple(u.read_array(loc, ctypes.c_uint32, n.value))
         self._domains = []
         if self.ok:
-            for level in range(len(topology.levels) + 1):
+            for level in range(topology._nlevels + 1):
                 doms = u32p()
                 lib.check(lib.place_result_domains(res, level, ctypes.byref(doms), ctypes.byref(n)),
                           function="gpusched_place_result_domains")

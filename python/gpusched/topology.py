@@ -51,8 +51,14 @@ class Topology(u.Handle):
         """Wraps a C topology whose reference the caller hands over."""
         self = object.__new__(cls)
         self._own(ptr, lib.topo_unref)
+        # Immutable: the small tables are read once.
         self._nlevels = lib.topo_level_count(ptr)
         self._nnodes = lib.topo_node_count(ptr)
+        self._levels = tuple(_decode(lib.topo_level_name(ptr, i)) for i in range(self._nlevels))
+        self._classes = tuple(_decode(lib.topo_class_name(ptr, i))
+                              for i in range(lib.topo_class_count(ptr)))
+        self._labels = tuple(_decode(lib.topo_label_name(ptr, i))
+                             for i in range(lib.topo_label_count(ptr)))
         return self
 
     @staticmethod
@@ -145,13 +151,13 @@ class Topology(u.Handle):
         """The index of a GPU class given by name or index."""
         if isinstance(cls, str):
             return self._find(lib.topo_class_find, "class", cls)
-        return u.u32("gpu_class", cls, lib.topo_class_count(self._h) - 1)
+        return u.u32("gpu_class", cls, len(self._classes) - 1)
 
     def label(self, label):
         """The bit index of a label given by name or index."""
         if isinstance(label, str):
             return self._find(lib.topo_label_find, "label", label)
-        return u.u32("label", label, lib.topo_label_count(self._h) - 1)
+        return u.u32("label", label, len(self._labels) - 1)
 
     def label_mask(self, labels):
         """The bit mask of an iterable of labels (names or indices)."""
@@ -178,7 +184,8 @@ class Topology(u.Handle):
     @property
     def levels(self):
         """The level names above the node, top first."""
-        return tuple(_decode(lib.topo_level_name(self._h, i)) for i in range(self._nlevels))
+        self._h
+        return self._levels
 
     @property
     def node_count(self):
@@ -196,14 +203,14 @@ class Topology(u.Handle):
     @property
     def classes(self):
         """The GPU class names, by class index."""
-        h = self._h
-        return tuple(_decode(lib.topo_class_name(h, i)) for i in range(lib.topo_class_count(h)))
+        self._h
+        return self._classes
 
     @property
     def labels(self):
         """The label names, by label bit."""
-        h = self._h
-        return tuple(_decode(lib.topo_label_name(h, i)) for i in range(lib.topo_label_count(h)))
+        self._h
+        return self._labels
 
     @property
     def memory_bytes(self):
@@ -277,12 +284,12 @@ class Topology(u.Handle):
 
     def node_class(self, node):
         """The GPU class name of a node."""
-        return _decode(lib.topo_class_name(self._h, lib.topo_node_class(self._h, self.node(node))))
+        return self._classes[lib.topo_node_class(self._h, self.node(node))]
 
     def node_labels(self, node):
         """The label names of a node, by label bit."""
         mask = lib.topo_node_labels(self._h, self.node(node))
-        return tuple(_decode(lib.topo_label_name(self._h, b)) for b in u.mask_to_gpus(mask))
+        return tuple(self._labels[b] for b in u.mask_to_gpus(mask))
 
     def node_label_mask(self, node):
         """The label bit mask of a node (bit i: label i)."""

@@ -170,14 +170,17 @@ class TestQueue(unittest.TestCase):
         q = self.q
         with self.assertRaisesRegex(ValueError, "tenants has 2 values, expected 3"):
             q.enqueue_many([1, 2, 3], [0, 1], [0, 0, 0])
-        with self.assertRaisesRegex(ValueError, r"tenants\[1\] = 9"):
-            q.enqueue_many([1, 2], [0, 9], [0, 0])
+        # ranges the C type cannot hold: caught in Python
         with self.assertRaises(ValueError):
             q.enqueue_many([1, -2], [0, 0], [0, 0])
         with self.assertRaises(ValueError):
-            q.enqueue_many([1, 2], [0, 0], [0, float("nan")])
-        with self.assertRaises(ValueError):
-            q.enqueue_many([1, 2], [0, 0], [0, 0], types=[0, 64])
+            q.enqueue_many([1, 2], [0, 0], [0, 0], types=[0, 256])
+        # ranges of the queue: the library names the index
+        for cols in (([1, 2], [0, 9], [0, 0], None), ([1, 2], [0, 0], [0, float("nan")], None),
+                     ([1, 2], [0, 0], [0, 0], [0, 64])):
+            with self.assertRaises(gpusched.OutOfRange) as cm:
+                q.enqueue_many(*cols[:3], types=cols[3])
+            self.assertIn("1", cm.exception.message)
         with self.assertRaises(TypeError):
             q.enqueue_many(["a"], [0], [0])
         with self.assertRaises(gpusched.AlreadyExists) as cm:
