@@ -93,12 +93,9 @@ class Allocation:
 
 
 def _free_cluster(ptr, engine):
-    # The placer must go before its cluster (place.h); the result may go any time.
-    placer, result = engine
-    if placer:
-        lib.placer_free(placer)
-    if result:
-        lib.place_result_free(result)
+    # The placer must go before its cluster (place.h).
+    if engine[0]:
+        lib.placer_free(engine[0])
     lib.cluster_free(ptr)
 
 
@@ -137,7 +134,7 @@ class Cluster(u.Handle):
         out = ctypes.c_void_p()
         lib.check(lib.cluster_new(topology._h, None, ctypes.byref(out)),
                   function="gpusched_cluster_new")
-        self._engine = [None, None]  # placer, result: created by the first place()
+        self._engine = [None]  # the placer, created by the first place()
         self._own(out.value, _free_cluster, self._engine)
         # A reference of its own: closing the caller's Topology must not
         # break the cluster's name lookups.
@@ -158,7 +155,7 @@ class Cluster(u.Handle):
         rc = lib.cluster_restore(buf, len(buf), None, ctypes.byref(out), err, _ERRBUF)
         lib.check(rc, lambda _: err.value, None, "gpusched_cluster_restore")
         self = object.__new__(cls)
-        self._engine = [None, None]
+        self._engine = [None]
         self._own(out.value, _free_cluster, self._engine)
         self._topo = Topology._adopt(lib.topo_ref(lib.cluster_topo(out.value)))
         return self

@@ -109,50 +109,87 @@ def _new_result():
     return out.value
 
 
-class Placement:
-    """Where a gang went, or why it did not fit; a copy of the library's
-    result, independent of later calls.
+class Placement(u.Handle):
+    """Where a gang went, or why it did not fit.
+
+    Each placement owns its own library result, so it stays valid whatever
+    happens later; fields are read from it once, when first used (a
+    placement of a 200k-GPU gang does not pay for pods or domains nobody
+    reads). :meth:`close` (or a ``with`` block) reads what is left and frees
+    the C result early; otherwise the garbage collector frees it.
 
     Attributes:
         ok: True when it fits (also the truth value of the placement).
         reason: a :class:`PlaceReason`.
-        message: the library's explanation (which constraint failed and by
-            how much, or where it went).
         committed: True when it became a running job.
         job_id: the request's job id.
-        nodes, masks: node indices (ascending) and their GPU bit masks.
-        pods: the node index of each pod (pod requests only).
-        locality: domains used at each level, top first, then nodes.
     """
 
     def __init__(self, topology, job_id, res):
-        """Copies a C result (called by :meth:`Cluster.place`)."""
+        """Takes ownership of a C result (called by :meth:`Cluster.place`)."""
+        self._own(res, lib.place_result_free)
         self._topo = topology
+        self._cache = {}
         self.job_id = job_id
         self.reason = PlaceReason(lib.place_result_reason(res))
-        self.message = (lib.place_result_message(res) or b"").decode("utf-8", "replace")
         self.committed = bool(lib.place_result_committed(res))
-        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-        nodes, masks, n = u32p(), u64p(), ctypes.c_uint32()
-        lib.check(lib.place_result_nodes(res, ctypes.byref(nodes), ctypes.byref(masks),
-                                         ctypes.byref(n)), function="gpusched_place_result_nodes")
-        self.nodes = tuple(u.read_array(nodes, ctypes.c_uint32, n.value))
-        self.masks = tuple(u.read_array(masks, ctypes.c_uint64, n.value))
-        pods = u32p()
-        lib.check(lib.place_result_pods(res, ctypes.byref(pods), ctypes.byref(n)),
-                  function="gpusched_place_result_pods")
-        self.pods = tuple(u.read_array(pods, ctypes.c_uint32, n.value))
-        loc = u32p()
-        lib.check(lib.place_result_locality(res, ctypes.byref(loc), ctypes.byref(n)),
-                  function="gpusched_place_result_locality")
-        self.locality = tuple(u.read_array(loc, ctypes.c_uint32, n.value))
-        self._domains = []
-        if self.ok:
-            for level in range(topology._nlevels + 1):
-                doms = u32p()
-                lib.check(lib.place_result_domains(res, level, ctypes.byref(doms), ctypes.byref(n)),
-                          function="gpusched_place_result_domains")
-                self._domains.append(tuple(u.read_array(doms, ctypes.c_uint32, n.value)))
+
+    def _read(self, key, fn, *args):
+        """Reads one array of the result (cached): a pointer and a count."""
+        if key not in self._cache:
+            ptr, n = ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_uint32()
+            lib.check(fn(self._h, *args, ctypes.byref(ptr), ctypes.byref(n)), function=fn.__name__)
+            self._cache[key] = tuple(u.read_array(ptr, ctypes.c_uint32, n.value))
+        return self._cache[key]
+
+    def _read_nodes(self):
+        if "nodes" not in self._cache:
+            nodes = ctypes.POINTER(ctypes.c_uint32)()
+            masks, n = ctypes.POINTER(ctypes.c_uint64)(), ctypes.c_uint32()
+            lib.check(lib.place_result_nodes(self._h, ctypes.byref(nodes), ctypes.byref(masks),
+                                             ctypes.byref(n)), function="gpusched_place_result_nodes")
+            self._cache["nodes"] = tuple(u.read_array(nodes, ctypes.c_uint32, n.value))
+            self._cache["masks"] = tuple(u.read_array(masks, ctypes.c_uint64, n.value))
+        return self._cache
+
+    @property
+    def nodes(self):
+        """Node indices used, ascending."""
+        return self._read_nodes()["nodes"]
+
+    @property
+    def masks(self):
+        """GPU bit masks, one per node of :attr:`nodes` (bit i: GPU i)."""
+        return self._read_nodes()["masks"]
+
+    @property
+    def message(self):
+        """The library's explanation: where it went, or which constraint
+        failed and by how much."""
+        if "message" not in self._cache:
+            msg = lib.place_result_message(self._h) or b""
+            self._cache["message"] = msg.decode("utf-8", "replace")
+        return self._cache["message"]
+
+    @property
+    def pods(self):
+        """The node index of each pod (pod requests only)."""
+        return self._read("pods", lib.place_result_pods)
+
+    @property
+    def locality(self):
+        """Domains used at each level, top first, then nodes (empty when it
+        did not fit)."""
+        return self._read("locality", lib.place_result_locality)
+
+    def close(self):
+        """Reads every field, then frees the C result."""
+        if not self.closed:
+            self.nodes, self.message, self.pods, self.locality
+            if self.ok:
+                for lv in range(self._topo._nlevels + 1):
+                    self.domains(lv)
+        super().close()
 
     @property
     def ok(self):
@@ -189,7 +226,9 @@ class Placement:
         """Domain indices used at a level (name or index; ``"node"`` for
         the nodes), ascending; empty when it did not fit."""
         lv = self._topo.level_or_nodes(level)
-        return self._domains[lv] if self._domains else ()
+        if not self.ok:
+            return ()
+        return self._read(("domains", lv), lib.place_result_domains, lv)
 
     def domain_names(self, level):
         """Full path names of the domains used at a level."""
@@ -216,12 +255,14 @@ def place_one(cluster, gpus, kw):
     """Cluster.place(): one request through the cluster's placer."""
     req, keep = build_request(cluster.topology, gpus, kw)
     placer = cluster._placer()
-    if cluster._engine[1] is None:
-        cluster._engine[1] = _new_result()
-    res = cluster._engine[1]
-    rc = lib.placer_place(placer, ctypes.byref(req), res)
-    if rc != _ENOSPC:
-        lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_place")
+    res = _new_result()
+    try:
+        rc = lib.placer_place(placer, ctypes.byref(req), res)
+        if rc != _ENOSPC:
+            lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_place")
+    except BaseException:
+        lib.place_result_free(res)
+        raise
     return Placement(cluster.topology, req.job_id, res)
 
 
@@ -249,7 +290,8 @@ def place_batch(cluster, requests):
         cres = (ctypes.c_void_p * n)(*results)
         lib.check(lib.placer_place_batch(placer, n, creqs, cres, None), lib.placer_errmsg,
                   placer, "gpusched_placer_place_batch")
-        return [Placement(cluster.topology, r.job_id, res) for r, res in zip(reqs, results)]
-    finally:
+    except BaseException:
         for res in results:
             lib.place_result_free(res)
+        raise
+    return [Placement(cluster.topology, r.job_id, res) for r, res in zip(reqs, results)]

@@ -34,6 +34,17 @@ class TestPlace(gstest.TinyClusterCase):
         self.assertIs(p.raise_if_failed(), p)
         self.assertTrue(p.message)
 
+    def test_closed_placement_keeps_its_fields(self):
+        with self.c.place(16, pod_gpus=4) as p:
+            pass
+        self.assertTrue(p.closed)
+        self.assertEqual(len(p.pods), 4)
+        self.assertEqual(p.domains("block"), (0,))
+        self.assertTrue(p.message)
+        self.assertEqual(p.gpus, 16)
+        many = [self.c.place(8) for _ in range(50)]
+        self.assertEqual({x.nodes for x in many}, {many[0].nodes})
+
     def test_plan_changes_nothing(self):
         p = self.c.place(8)
         self.assertTrue(p.ok)
