@@ -32,30 +32,47 @@ typedef struct gsb_names {
     char (*n)[12];
 } gsb_names;
 
-/* One builder run: every node through add_node in cluster order, then
- * freeze. Returns the freeze time in `freeze_ns`. */
-static gpusched_topo *gsb_build(const gsb_ctx *b, const gsb_names *nm, double *freeze_ns)
+/* One builder run: every node through add_node in the given order of node
+ * numbers (NULL: cluster order), then freeze, timed apart in `freeze_ns`. */
+static gpusched_topo *gsb_build(const gsb_ctx *b, const gsb_names *nm, const uint32_t *order,
+                                double *freeze_ns)
 {
     static const char *const lv[] = {"zone", "block", "rack"};
     gpusched_topo_builder *tb;
     gpusched_topo *t = NULL;
     if (gpusched_topo_builder_new(NULL, &tb) || gpusched_topo_builder_set_levels(tb, 3, lv))
         abort();
-    uint32_t k = 0;
-    for (uint32_t z = 0; z < gsb_topo_zones(b); z++)
-        for (uint32_t bl = 0; bl < GSB_BLOCKS; bl++)
-            for (uint32_t r = 0; r < GSB_RACKS; r++) {
-                const char *path[] = {nm->z[z], nm->bl[bl], nm->r[r]};
-                for (uint32_t n = 0; n < GSB_NODES; n++, k++)
-                    if (gpusched_topo_builder_add_node(tb, path, nm->n[k], 4, "gb200", NULL, 0))
-                        abort();
-            }
+    uint32_t nodes = gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES;
+    for (uint32_t i = 0; i < nodes; i++) {
+        uint32_t k = order ? order[i] : i, rack = k / GSB_NODES;
+        const char *path[] = {nm->z[rack / (GSB_BLOCKS * GSB_RACKS)], nm->bl[rack / GSB_RACKS % GSB_BLOCKS],
+                              nm->r[rack % GSB_RACKS]};
+        if (gpusched_topo_builder_add_node(tb, path, nm->n[k], 4, "gb200", NULL, 0))
+            abort();
+    }
     double t0 = gsb_now_ns();
     if (gpusched_topo_builder_freeze(tb, &t))
         abort();
     *freeze_ns = gsb_now_ns() - t0;
     gpusched_topo_builder_free(tb);
     return t;
+}
+
+/* Median build and freeze times in ms over the repetitions. */
+static void gsb_build_times(gsb_ctx *b, const gsb_names *nm, const uint32_t *order, double *build_ms,
+                            double *freeze_ms, size_t *bytes)
+{
+    int reps = gsb_reps(b);
+    double total[32], freeze[32];
+    for (int r = 0; r < reps; r++) {
+        double t0 = gsb_now_ns();
+        gpusched_topo *t = gsb_build(b, nm, order, &freeze[r]);
+        total[r] = gsb_now_ns() - t0;
+        *bytes = gpusched_topo_memory_bytes(t);
+        gpusched_topo_unref(t);
+    }
+    *build_ms = gsb_median(total, (size_t)reps) / 1e6;
+    *freeze_ms = gsb_median(freeze, (size_t)reps) / 1e6;
 }
 
 static void gsb_topo_build(gsb_ctx *b)
@@ -74,16 +91,26 @@ static void gsb_topo_build(gsb_ctx *b)
     for (uint32_t i = 0; i < nodes; i++)
         snprintf(nm.n[i], sizeof nm.n[i], "n%u", i);
 
-    int reps = gsb_reps(b);
-    double total[32], freeze[32], preset[32];
-    size_t stored_bytes = 0;
-    for (int r = 0; r < reps; r++) {
-        double t0 = gsb_now_ns();
-        gpusched_topo *t = gsb_build(b, &nm, &freeze[r]);
-        total[r] = gsb_now_ns() - t0;
-        stored_bytes = gpusched_topo_memory_bytes(t);
-        gpusched_topo_unref(t);
+    /* A fixed shuffle: the same nodes in random insertion order. */
+    uint32_t *order = malloc(nodes * sizeof *order);
+    if (!order)
+        abort();
+    for (uint32_t i = 0; i < nodes; i++)
+        order[i] = i;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (uint32_t i = nodes - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t j = (uint32_t)(x % (i + 1)), tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
     }
+    double build_ms, freeze_ms, shuf_build_ms, shuf_freeze_ms;
+    size_t stored_bytes = 0;
+    gsb_build_times(b, &nm, NULL, &build_ms, &freeze_ms, &stored_bytes);
+    gsb_build_times(b, &nm, order, &shuf_build_ms, &shuf_freeze_ms, &stored_bytes);
+    free(order);
+    int reps = gsb_reps(b);
+    double preset[32];
     static const char *const lv[] = {"zone", "block", "rack"};
     const uint32_t fan[] = {gsb_topo_zones(b), GSB_BLOCKS, GSB_RACKS, GSB_NODES};
     size_t gen_bytes = 0;
@@ -99,8 +126,10 @@ static void gsb_topo_build(gsb_ctx *b)
     char params[160];
     gsb_topo_params(b, params, sizeof params, NULL, 0);
     double gpus = (double)nodes * 4;
-    gsb_report(b, "topo.build.gb200-nvl72-1m.ms", gsb_median(total, (size_t)reps) / 1e6, "ms", params);
-    gsb_report(b, "topo.freeze.gb200-nvl72-1m.ms", gsb_median(freeze, (size_t)reps) / 1e6, "ms", params);
+    gsb_report(b, "topo.build.gb200-nvl72-1m.ms", build_ms, "ms", params);
+    gsb_report(b, "topo.freeze.gb200-nvl72-1m.ms", freeze_ms, "ms", params);
+    gsb_report(b, "topo.build.gb200-nvl72-1m.shuffled.ms", shuf_build_ms, "ms", params);
+    gsb_report(b, "topo.freeze.gb200-nvl72-1m.shuffled.ms", shuf_freeze_ms, "ms", params);
     gsb_report(b, "topo.preset.gb200-nvl72-1m.ms", gsb_median(preset, (size_t)reps) / 1e6, "ms", params);
     gsb_report(b, "topo.bytes_per_gpu.gb200-nvl72-1m", (double)gen_bytes / gpus, "B/GPU", params);
     gsb_report(b, "topo.bytes_per_gpu.gb200-nvl72-1m.stored_names", (double)stored_bytes / gpus, "B/GPU",

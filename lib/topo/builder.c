@@ -4,12 +4,6 @@
 
 #include "topo-builder.h"
 
-bool gs_name_char(unsigned char c)
-{
-    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_' || c == '-' ||
-           c == '.' || c == ':' || c == '+';
-}
-
 const char *gs_name_check(const char *s, size_t len)
 {
     if (len == 0)
@@ -42,11 +36,10 @@ static uint32_t gs_dom_lookup(const gpusched_topo_builder *b, uint32_t l, uint32
     return GPUSCHED_NONE;
 }
 
-static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, size_t len)
+static uint32_t gs_node_lookup(const gpusched_topo_builder *b, const char *s, size_t len, uint32_t h)
 {
     if (!b->node_index.slots)
         return GPUSCHED_NONE;
-    uint32_t h = gs_hash32(s, len, 0);
     for (uint32_t i = gs_hindex_first(&b->node_index, h); b->node_index.slots[i].id != GS_HEMPTY;
          i = gs_hindex_next(&b->node_index, i)) {
         uint32_t id = b->node_index.slots[i].id;
@@ -131,7 +124,14 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
                             (int)name.len, name.s, gs_pool_str(&b->pool, b->level_name[l]),
                             (int)(path[l].len > 63 ? 63 : path[l].len), path[l].s, why);
     }
-    if (gs_node_lookup(b, name.s, name.len) != GPUSCHED_NONE)
+    return gs_builder_add_valid(b, path, name, gpus, cls, labels);
+}
+
+int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
+                         uint32_t cls, uint64_t labels)
+{
+    uint32_t name_hash = gs_hash32(name.s, name.len, 0);
+    if (gs_node_lookup(b, name.s, name.len, name_hash) != GPUSCHED_NONE)
         return gs_error(&b->err, GPUSCHED_EEXIST, "duplicate node name '%.*s'", (int)name.len,
                         name.s);
 
@@ -174,7 +174,7 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
     b->node_gpus[n] = (uint8_t)gpus;
     b->node_class[n] = (uint8_t)cls;
     b->node_labels[n] = labels;
-    gs_hindex_insert(&b->node_index, n, gs_hash32(name.s, name.len, 0));
+    gs_hindex_insert(&b->node_index, n, name_hash);
     b->ngpus += gpus;
     gs_err_clear(&b->err);
     return 0;

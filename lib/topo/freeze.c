@@ -5,7 +5,7 @@
  * string comparison. */
 #include <string.h>
 
-#include "topo-build.h"
+#include "topo-construct.h"
 #include "topo-builder.h"
 
 /* Stable counting sort of one level's builder domains by the final index of
@@ -63,6 +63,15 @@ static void gs_remap_index(gs_hindex *dst, const gs_hindex *src, const uint32_t 
     size_t n = (size_t)src->mask + 1;
     dst->mask = src->mask;
     dst->count = src->count;
+    /* Input already grouped by domain (any export, most files) keeps its
+     * numbering: then a copy avoids a random read of perm[] per slot. */
+    uint32_t same = 0;
+    while (same < src->count && perm[same] == same)
+        same++;
+    if (same == src->count) {
+        memcpy(dst->slots, src->slots, n * sizeof *dst->slots);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         uint32_t id = src->slots[i].id;
         dst->slots[i] = (gs_hslot){id == GS_HEMPTY ? GS_HEMPTY : perm[id], src->slots[i].hash};

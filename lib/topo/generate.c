@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "topo-build.h"
+#include "topo-construct.h"
 #include "topo-builder.h"
 
 int gs_uniform_check_args(uint32_t nlevels, const char *const *level_names, const uint32_t *fanout,

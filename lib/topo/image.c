@@ -5,7 +5,7 @@
  * that breaks the invariants other modules rely on. */
 #include <string.h>
 
-#include "topo-build.h"
+#include "topo-construct.h"
 #include "topo-builder.h"
 #include "topo-image.h"
 

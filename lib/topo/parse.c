@@ -250,9 +250,71 @@ static int gs_path(gs_parser *p, const gs_tok *t, gs_pat *pats)
         i = end + 1;
     }
     if (k != L)
-        return gs_error(&p->b->err, GPUSCHED_EPARSE,
-                        "line %u, column %u: the path has %u components, %u expected (one per level)",
-                        p->line, t->col, k, L);
+        return gs_perr(p, t->col, "the path has %u components, %u expected (one per level)", k, L);
+    return 0;
+}
+
+/* How many nodes a line stands for, and whether its name can number them. */
+static int gs_node_total(gs_parser *p, const gs_tok *f, const gs_pat *path, const gs_pat *name,
+                         uint64_t count, uint64_t *total)
+{
+    gpusched_topo_builder *b = p->b;
+    uint64_t n = count;
+    for (uint32_t l = 0; l < b->nlevels; l++) {
+        n *= path[l].range ? path[l].hi - path[l].lo + 1 : 1;
+        if (n > UINT32_MAX - 1 - (uint64_t)b->nnodes)
+            return gs_perr(p, f[1].col, "the line expands to too many nodes");
+    }
+    if (!name->range && n > 1)
+        return gs_perr(p, f[2].col, "a line of several nodes needs a range in the name, like n[0-]");
+    if (name->range && !name->open && name->hi - name->lo + 1 != n)
+        return gs_perr(p, f[2].col, "the name range has %llu values for %llu nodes",
+                       (unsigned long long)(name->hi - name->lo + 1), (unsigned long long)n);
+    if (name->open && name->lo + n - 1 > UINT32_MAX)
+        return gs_perr(p, f[2].col, "the name counter passes 2^32-1");
+    *total = n;
+    return 0;
+}
+
+/* Adds the nodes of a line: an odometer over the path ranges (the
+ * rightmost fastest), `count` nodes per path, the name counter running
+ * across all of them. */
+static int gs_node_expand(gs_parser *p, const gs_tok *f, const gs_pat *path, const gs_pat *name,
+                          const gs_props *pr, uint64_t total)
+{
+    gpusched_topo_builder *b = p->b;
+    uint64_t v[GS_MAX_LEVELS];
+    char bufs[GS_MAX_LEVELS + 1][GPUSCHED_TOPO_NAME_MAX * 2 + 32];
+    gs_span comp[GS_MAX_LEVELS];
+    for (uint32_t l = 0; l < b->nlevels; l++) {
+        v[l] = path[l].lo;
+        comp[l] = gs_expand(&path[l], v[l], bufs[l]);
+    }
+    uint64_t counter = name->lo;
+    for (uint64_t done = 0; done < total;) {
+        for (uint32_t l = 0; l < b->nlevels; l++)
+            if (comp[l].len > GPUSCHED_TOPO_NAME_MAX)
+                return gs_perr(p, path[l].tok.col, "%s name '%.*s...' is longer than 63 bytes",
+                               gs_pool_str(&b->pool, b->level_name[l]), 32, comp[l].s);
+        for (uint64_t c = 0; c < pr->count; c++, done++) {
+            gs_span nm = gs_expand(name, counter++, bufs[GS_MAX_LEVELS]);
+            if (nm.len > GPUSCHED_TOPO_NAME_MAX)
+                return gs_perr(p, f[2].col, "node name '%.*s...' is longer than 63 bytes", 32, nm.s);
+            int rc = gs_builder_add_valid(b, comp, nm, (uint32_t)pr->gpus, pr->cls, pr->labels);
+            if (rc)
+                return gs_pwrap(p, rc, f[2].col);
+        }
+        for (uint32_t l = b->nlevels; l-- > 0;) {
+            if (!path[l].range)
+                continue;
+            if (v[l] < path[l].hi) {
+                comp[l] = gs_expand(&path[l], ++v[l], bufs[l]);
+                break;
+            }
+            v[l] = path[l].lo;
+            comp[l] = gs_expand(&path[l], v[l], bufs[l]);
+        }
+    }
     return 0;
 }
 
@@ -277,60 +339,13 @@ static int gs_node_line(gs_parser *p, const gs_tok *f, uint32_t nf)
     if (!pr.have_gpus)
         return gs_perr(p, f[0].col, "'node' needs gpus=N");
     if (pr.gpus < 1 || pr.gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
-        return gs_error(&b->err, GPUSCHED_EPARSE, "line %u, column %u: gpus=%llu, 1 to %d allowed",
-                        p->line, pr.gpus_col, (unsigned long long)pr.gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
+        return gs_perr(p, pr.gpus_col, "gpus=%llu, 1 to %d allowed", (unsigned long long)pr.gpus,
+                       GPUSCHED_TOPO_MAX_NODE_GPUS);
     if (!pr.have_class && (rc = gs_builder_class(b, "default", 7, &pr.cls)))
         return gs_pwrap(p, rc, f[0].col);
-
-    uint64_t total = pr.count;
-    for (uint32_t l = 0; l < b->nlevels; l++) {
-        total *= path[l].range ? path[l].hi - path[l].lo + 1 : 1;
-        if (total > UINT32_MAX - 1 - (uint64_t)b->nnodes)
-            return gs_perr(p, f[1].col, "the line expands to too many nodes");
-    }
-    if (!name.range && total > 1)
-        return gs_perr(p, f[2].col, "a line of several nodes needs a range in the name, like n[0-]");
-    if (name.range && !name.open && name.hi - name.lo + 1 != total)
-        return gs_error(&b->err, GPUSCHED_EPARSE,
-                        "line %u, column %u: the name range has %llu values for %llu nodes", p->line,
-                        f[2].col, (unsigned long long)(name.hi - name.lo + 1), (unsigned long long)total);
-    if (name.open && name.lo + total - 1 > UINT32_MAX)
-        return gs_perr(p, f[2].col, "the name counter passes 2^32-1");
-
-    uint64_t v[GS_MAX_LEVELS];
-    char bufs[GS_MAX_LEVELS + 1][GPUSCHED_TOPO_NAME_MAX * 2 + 32];
-    gs_span comp[GS_MAX_LEVELS];
-    for (uint32_t l = 0; l < b->nlevels; l++) {
-        v[l] = path[l].lo;
-        comp[l] = gs_expand(&path[l], v[l], bufs[l]);
-    }
-    uint64_t counter = name.lo;
-    for (uint64_t done = 0; done < total;) {
-        for (uint32_t l = 0; l < b->nlevels; l++)
-            if (comp[l].len > GPUSCHED_TOPO_NAME_MAX)
-                return gs_perr(p, path[l].tok.col, "%s name '%.*s...' is longer than 63 bytes",
-                               gs_pool_str(&b->pool, b->level_name[l]), 32, comp[l].s);
-        for (uint64_t c = 0; c < pr.count; c++, done++) {
-            gs_span nm = gs_expand(&name, counter++, bufs[GS_MAX_LEVELS]);
-            if (nm.len > GPUSCHED_TOPO_NAME_MAX)
-                return gs_perr(p, f[2].col, "node name '%.*s...' is longer than 63 bytes", 32, nm.s);
-            rc = gs_builder_add(b, comp, nm, (uint32_t)pr.gpus, pr.cls, pr.labels);
-            if (rc)
-                return gs_pwrap(p, rc, f[2].col);
-        }
-        /* Odometer over the path ranges, the rightmost fastest. */
-        for (uint32_t l = b->nlevels; l-- > 0;) {
-            if (!path[l].range)
-                continue;
-            if (v[l] < path[l].hi) {
-                comp[l] = gs_expand(&path[l], ++v[l], bufs[l]);
-                break;
-            }
-            v[l] = path[l].lo;
-            comp[l] = gs_expand(&path[l], v[l], bufs[l]);
-        }
-    }
-    return 0;
+    uint64_t total = 0;
+    rc = gs_node_total(p, f, path, &name, pr.count, &total);
+    return rc ? rc : gs_node_expand(p, f, path, &name, &pr, total);
 }
 
 static int gs_levels_line(gs_parser *p, const gs_tok *f, uint32_t nf)

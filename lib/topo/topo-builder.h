@@ -54,7 +54,11 @@ void gs_builder_rollback(gpusched_topo_builder *b, const gs_bmark *m);
 
 /* Name rules shared with the text format: 1..GPUSCHED_TOPO_NAME_MAX bytes
  * of [A-Za-z0-9_.:+-], so that any stored name prints and parses back. */
-bool gs_name_char(unsigned char c);
+static inline bool gs_name_char(unsigned char c)
+{
+    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_' || c == '-' ||
+           c == '.' || c == ':' || c == '+';
+}
 /* NULL if valid, else a reason. */
 const char *gs_name_check(const char *s, size_t len);
 
@@ -72,6 +76,10 @@ typedef struct gs_span {
 } gs_span;
 int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
                    uint32_t cls, uint64_t labels);
+/* gs_builder_add for a caller that has already checked levels, GPUs and
+ * every name (the parser checks them to report columns). */
+int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
+                         uint32_t cls, uint64_t labels);
 /* Starts loading the node-index slot of `name` into the cache, so that the
  * miss overlaps the rest of the add's checks. */
 void gs_builder_prefetch_name(const gpusched_topo_builder *b, const char *s, size_t len);

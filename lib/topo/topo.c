@@ -1,7 +1,7 @@
 /* Lifetime, shared construction steps and the read accessors. */
 #include <string.h>
 
-#include "topo-build.h"
+#include "topo-construct.h"
 
 int gs_topo_alloc(const gs_alloc *a, uint32_t nlevels, const uint32_t *ndom, uint32_t nnodes,
                   gpusched_topo **out)

@@ -1,8 +1,8 @@
 /* Shared by the ways a topology comes to exist (freeze, uniform, image
  * read): allocation of the numeric arrays for a given shape, the name
  * tables, and the derived fields. */
-#ifndef GS_TOPO_BUILD_H
-#define GS_TOPO_BUILD_H
+#ifndef GS_TOPO_CONSTRUCT_H
+#define GS_TOPO_CONSTRUCT_H
 
 #include "topo-names.h"
 
