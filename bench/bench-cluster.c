@@ -24,17 +24,34 @@ static gpusched_cluster *gsb_cluster_on(const char *preset)
     return c;
 }
 
+/* Resident set of the process in bytes (Linux), 0 if unknown: a check on
+ * the library's own accounting. */
+static double gsb_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, rss = 0;
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%lu %lu", &size, &rss);
+    fclose(f);
+    return n == 2 ? (double)rss * 4096.0 : 0;
+}
+
 static void gsb_bytes_per_gpu(gsb_ctx *b)
 {
+    double rss0 = gsb_rss_bytes();
     gpusched_cluster *c = gsb_cluster_on("gb200-nvl72-1m");
     if (!c)
         return;
+    double rss1 = gsb_rss_bytes();
     gpusched_topo *t = gpusched_cluster_topo(c);
     double gpus = (double)gpusched_topo_gpu_count(t);
     size_t topo = gpusched_topo_memory_bytes(t), state = gpusched_cluster_memory_bytes(c);
-    char params[160];
-    snprintf(params, sizeof params, "\"gpus\": %.0f, \"topo_bytes_per_gpu\": %.2f, \"state_bytes_per_gpu\": %.2f",
-             gpus, (double)topo / gpus, (double)state / gpus);
+    char params[200];
+    snprintf(params, sizeof params,
+             "\"gpus\": %.0f, \"topo_bytes_per_gpu\": %.2f, \"state_bytes_per_gpu\": %.2f, "
+             "\"rss_growth_bytes_per_gpu\": %.2f",
+             gpus, (double)topo / gpus, (double)state / gpus, (rss1 - rss0) / gpus);
     gsb_report(b, "cluster.bytes_per_gpu.gb200-nvl72-1m", (double)(topo + state) / gpus, "B/GPU", params);
     gpusched_cluster_free(c);
 }
@@ -53,7 +70,7 @@ static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t str
     j.id = 1u << 20;
     uint64_t mask = 0xf;
     uint32_t node = nnodes / 2;
-    for (int r = 0; r < reps; r++) {
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up, not timed */
         double t0 = gsb_now_ns();
         for (int i = 0; i < ops; i++) {
             j.id++;
@@ -63,7 +80,8 @@ static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t str
                 return -1;
             }
         }
-        t[r] = (gsb_now_ns() - t0) / ops;
+        if (r >= 0)
+            t[r] = (gsb_now_ns() - t0) / ops;
     }
     return gsb_median(t, (size_t)reps);
 }

@@ -3,6 +3,7 @@
  * against a reference model made of plain per-GPU arrays, recomputed from
  * scratch and compared after every step. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -51,7 +52,7 @@ static void model_init(model *m, gpusched_topo *t)
 static uint64_t model_mask(const model *m, uint32_t n, int kind, uint64_t id)
 {
     uint64_t mask = 0;
-    for (uint32_t g = 0; g < m->gpus[n]; g++)
+    for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++)
         if (m->kind[n][g] == kind && (kind == FREE || m->who[n][g] == id))
             mask |= 1ull << g;
     return mask;
@@ -83,7 +84,7 @@ static int model_check_pairs(const model *m, uint32_t n, const uint32_t *nodes, 
 
 static void model_set(model *m, uint32_t n, uint64_t mask, int kind, uint64_t id)
 {
-    for (uint32_t g = 0; g < m->gpus[n]; g++)
+    for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++)
         if (mask >> g & 1) {
             m->kind[n][g] = (uint8_t)kind;
             m->who[n][g] = kind == FREE ? 0 : id;
@@ -176,7 +177,7 @@ static void compare(gpusched_cluster *c, const model *m)
         cr_assert_eq(gpusched_cluster_node_state(c, n, &f, &r, &a, &h), 0);
         uint64_t mf = model_mask(m, n, FREE, 0);
         uint64_t mr = 0, ma = 0;
-        for (uint32_t g = 0; g < m->gpus[n]; g++) {
+        for (uint32_t g = 0; g < m->gpus[n] && g < 64; g++) {
             mr |= (uint64_t)(m->kind[n][g] == RESV) << g;
             ma |= (uint64_t)(m->kind[n][g] == ALLOC) << g;
             uint32_t st;
@@ -326,7 +327,7 @@ static void step(gpusched_cluster *c, model *m)
         cr_assert_eq(nhit, expect);
         m->health[node] = (uint8_t)h;
         n_down += h == GPUSCHED_NODE_DOWN && nhit > 0;
-    } else if (op < 98) {
+    } else if (op < 96) {
         /* The placement engine's path: lend a reservation, then commit its
          * job on what it may use, or give it back. */
         if (!m->reserved[id] || m->running[id])
@@ -351,11 +352,42 @@ static void step(gpusched_cluster *c, model *m)
         } else {
             gs_cluster_resv_unlend(c, r);
         }
+    } else if (op < 99) {
+        /* Preemption's step: evict a victim, keep its GPUs for another job. */
+        uint64_t target = below(IDS);
+        int rc = gpusched_cluster_release_to_resv(c, id, target);
+        cr_assert_eq(rc, m->running[id] ? 0 : GPUSCHED_ENOENT, "%s", gpusched_cluster_errmsg(c));
+        if (!rc) {
+            for (uint32_t n = 0; n < m->nnodes; n++)
+                model_set(m, n, model_mask(m, n, ALLOC, id), RESV, target);
+            m->running[id] = 0;
+            m->reserved[target] = 1;
+        }
     } else {
         gpusched_job j = ct_job(id);
         j.cost_hint = rnd();
         cr_assert_eq(gpusched_cluster_job_update(c, &j), m->running[id] ? 0 : GPUSCHED_ENOENT);
     }
+}
+
+/* Whatever state the sequence reached restores to the same state and the
+ * same bytes. */
+static void snapshot_round_trip(gpusched_cluster *c)
+{
+    size_t len, len2;
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ERANGE);
+    uint8_t *a = malloc(len), *b = malloc(len);
+    cr_assert_eq(gpusched_cluster_snapshot(c, a, len, &len), 0);
+    gpusched_cluster *back;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(a, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ct_fingerprint(back), ct_fingerprint(c));
+    cr_assert_eq(gpusched_cluster_snapshot(back, b, len, &len2), 0);
+    cr_assert_eq(len2, len);
+    cr_assert_arr_eq(a, b, len);
+    gpusched_cluster_free(back);
+    free(a);
+    free(b);
 }
 
 static void run(gpusched_topo *t, uint64_t seed, int steps)
@@ -368,6 +400,8 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
     for (int i = 0; i < steps; i++) {
         step(c, &m);
         compare(c, &m);
+        if (i % 97 == 0)
+            snapshot_round_trip(c);
     }
     gpusched_cluster_free(c);
     /* The sequence must reach the interesting states, not only errors. */
@@ -378,7 +412,7 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
     cr_assert_gt(n_down, 5, "%u nodes went down under jobs", n_down);
 }
 
-Test(cluster_model, uniform_seed_1) { run(ct_uniform(), 0x9e3779b97f4a7c15ull, 3000); }
-Test(cluster_model, uniform_seed_2) { run(ct_uniform(), 12345, 3000); }
-Test(cluster_model, mixed_seed_1) { run(ct_mixed(), 777, 3000); }
-Test(cluster_model, mixed_seed_2) { run(ct_mixed(), 0xdeadbeef, 3000); }
+Test(cluster_model, uniform_seed_1) { run(ct_uniform(), 0x9e3779b97f4a7c15ull, 10000); }
+Test(cluster_model, uniform_seed_2) { run(ct_uniform(), 12345, 10000); }
+Test(cluster_model, mixed_seed_1) { run(ct_mixed(), 777, 10000); }
+Test(cluster_model, mixed_seed_2) { run(ct_mixed(), 0xdeadbeef, 10000); }

@@ -722,3 +722,99 @@ Test(cluster, check_reports_out_of_memory)
     cr_assert_eq(fa.live, 0);
     gpusched_topo_unref(t);
 }
+
+Test(cluster, release_to_resv_keeps_the_gpus_for_the_preemptor)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    gpusched_job victim = ct_job(10);
+    uint32_t vn[] = {4, 5};
+    uint64_t vm[] = {0x3, 0xf};
+    OK(c, gpusched_cluster_alloc(c, &victim, 2, vn, vm));
+    OK(c, alloc1(c, 11, 6, 0xf));
+    uint32_t rn = 5;
+    uint64_t g0, g1;
+    OK(c, gpusched_cluster_domain_free_gpus(c, GPUSCHED_NONE, 0, &g0));
+    OK(c, gpusched_cluster_release_to_resv(c, 10, 99));
+    OK(c, gpusched_cluster_check(c));
+    OK(c, gpusched_cluster_domain_free_gpus(c, GPUSCHED_NONE, 0, &g1));
+    cr_assert_eq(g1, g0, "nothing became free");
+    cr_assert_eq(gpusched_cluster_job_find(c, 10, NULL), GPUSCHED_ENOENT);
+    uint32_t st;
+    uint64_t id;
+    OK(c, gpusched_cluster_gpu_state(c, 5, 2, &st, &id));
+    cr_assert_eq(st, GPUSCHED_GPU_RESERVED);
+    cr_assert_eq(id, 99);
+    /* A second victim on a down node joins the same reservation. */
+    uint64_t hit[4];
+    OK(c, gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, hit, 4, NULL));
+    OK(c, gpusched_cluster_release_to_resv(c, 11, 99));
+    OK(c, gpusched_cluster_check(c));
+    const uint32_t *pn;
+    const uint64_t *pm;
+    uint32_t n, gpus;
+    OK(c, gpusched_cluster_resv_alloc(c, 99, &pn, &pm, &n, &gpus));
+    cr_assert_eq(n, 3);
+    cr_assert_eq(gpus, 10);
+    cr_assert_eq(pn[2], 6);
+    /* The preemptor takes what it needs from its reservation. */
+    gpusched_job pre = ct_job(99);
+    uint64_t pmask = 0xf;
+    OK(c, gpusched_cluster_alloc(c, &pre, 1, &rn, &pmask));
+    OK(c, gpusched_cluster_check(c));
+    cr_assert_eq(gpusched_cluster_resv_count(c), 0);
+    REJECT(c, gpusched_cluster_release_to_resv(c, 10, 99), GPUSCHED_ENOENT, "no running job 10");
+    cr_assert_eq(gpusched_cluster_release_to_resv(NULL, 10, 99), GPUSCHED_EINVAL);
+    /* Lent reservations are the placement engine's until it settles them. */
+    OK(c, alloc1(c, 12, 7, 0x1));
+    uint32_t node = 8;
+    uint64_t mask = 1;
+    OK(c, gpusched_cluster_reserve(c, 50, 1, &node, &mask));
+    gs_hold *r = gs_cluster_resv_find(c, 50);
+    gs_cluster_resv_lend(c, r);
+    cr_assert_eq(gpusched_cluster_release_to_resv(c, 12, 50), GPUSCHED_ESTATE);
+    gs_cluster_resv_unlend(c, r);
+    OK(c, gpusched_cluster_check(c));
+    gpusched_cluster_free(c);
+}
+
+static int fa_release_to_resv(failalloc *fa, void *ctx)
+{
+    fa_ctx *x = ctx;
+    long fail_at = fa->fail_at;
+    fa->fail_at = -1;
+    cr_assert_eq(gpusched_cluster_new(x->topo, &fa->a, &x->c), 0);
+    gpusched_job j = ct_job(1);
+    uint32_t nodes[] = {0, 1, 2};
+    uint64_t masks[] = {1, 1, 1};
+    cr_assert_eq(gpusched_cluster_alloc(x->c, &j, 3, nodes, masks), 0);
+    j.id = 2;
+    cr_assert_eq(gpusched_cluster_alloc(x->c, &j, 1, &nodes[1], &(uint64_t){2}), 0);
+    if (x->what)
+        cr_assert_eq(gpusched_cluster_reserve(x->c, 7, 1, &nodes[2], &(uint64_t){4}), 0);
+    uint64_t before = ct_fingerprint(x->c);
+    fa->fail_at = fail_at >= 0 ? fa->count + fail_at : -1;
+    int rc = gpusched_cluster_release_to_resv(x->c, 1, 7);
+    if (rc == 0)
+        rc = gpusched_cluster_release_to_resv(x->c, 2, 7);
+    fa->fail_at = -1;
+    if (rc) {
+        cr_assert_eq(rc, GPUSCHED_ENOMEM);
+        cr_assert_eq(gpusched_cluster_check(x->c), 0);
+        if (gpusched_cluster_job_count(x->c) == 2)
+            cr_assert_eq(ct_fingerprint(x->c), before);
+        gpusched_cluster_free(x->c);
+        x->c = NULL;
+        return rc;
+    }
+    cr_assert_eq(gpusched_cluster_check(x->c), 0);
+    return 0;
+}
+
+Test(cluster, release_to_resv_survives_every_allocation_failure)
+{
+    fa_ctx x = {.topo = ct_uniform()};
+    cr_assert_gt(failalloc_sweep(fa_release_to_resv, fa_free, &x), 0);
+    x.what = 1;
+    cr_assert_gt(failalloc_sweep(fa_release_to_resv, fa_free, &x), 0);
+    gpusched_topo_unref(x.topo);
+}

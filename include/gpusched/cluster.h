@@ -165,7 +165,7 @@ GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `ids`.
  * @param[out] count Number of jobs on the node (even when it exceeds `cap`).
  * @retval 0 Success: all ids fit.
- * @retval GPUSCHED_EINVAL `c` or `count` is NULL.
+ * @retval GPUSCHED_EINVAL `c` or `count` is NULL, or `ids` is NULL while the node has jobs.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small (`*count` says how many).
  */
 GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, uint64_t *ids,
@@ -186,7 +186,8 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
  * @param cap Capacity of `hit`.
  * @param[out] nhit Number of jobs hit; may be NULL.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL `c` is NULL or `health` is not a health.
+ * @retval GPUSCHED_EINVAL `c` is NULL, `health` is not a health, or `hit` is NULL
+ *         while jobs are hit.
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small: nothing changed,
  *         `*nhit` says how many ids are needed.
  */
@@ -399,6 +400,24 @@ GPUSCHED_API int gpusched_cluster_job_alloc(gpusched_cluster *c, uint64_t job_id
  */
 GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, uint32_t n,
                                           const uint32_t *nodes, const uint64_t *masks);
+
+/**
+ * Releases a running job and keeps all its GPUs reserved for another job,
+ * atomically: the preemption step "evict a victim, hold its GPUs for the
+ * preemptor". The GPUs are added to the reservation of `resv_job_id`
+ * (created if needed), whatever the health of their nodes; none of them
+ * becomes free in between.
+ * @param c The cluster.
+ * @param job_id The running job to release (the victim).
+ * @param resv_job_id The job the GPUs are kept for.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ * @retval GPUSCHED_ENOENT No running job has id `job_id`.
+ * @retval GPUSCHED_ELIMIT Too many reservations.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t job_id,
+                                                  uint64_t resv_job_id);
 
 /**
  * Drops a reservation: its GPUs become free.

@@ -53,6 +53,13 @@
  * its caller; nothing else may change the cluster while one is lent.
  * While lent: R->lent = 1, R's GPUs have gpu_holder = GS_HOLDER_RESV | slot
  * and are in node_free, not in node_resv.
+ *
+ * For the preemption engine: running jobs are c->jobs.rec[c->jobs.live[i]],
+ * i < c->jobs.count (priority, flags, cost_hint, start_time and the pairs
+ * in each gs_hold); the jobs on a node are found from gpu_holder
+ * (gs_cluster_holder_job). Evicting a victim while keeping its GPUs for the
+ * preemptor is gpusched_cluster_release_to_resv() (atomic: allocates first);
+ * the preemptor is then placed with its reservation lent as above.
  */
 #ifndef GS_CLUSTER_INTERNAL_H
 #define GS_CLUSTER_INTERNAL_H

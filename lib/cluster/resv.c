@@ -99,6 +99,48 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
     return 0;
 }
 
+GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t job_id, uint64_t resv_job_id)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    gs_hold *h = gs_cluster_job_find(c, job_id);
+    if (!h)
+        return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)job_id);
+    gs_hold *r = gs_cluster_resv_find(c, resv_job_id);
+    if (r && r->lent)
+        return gs_error(&c->err, GPUSCHED_ESTATE, "reservation of job %llu is lent to a placement",
+                        (unsigned long long)resv_job_id);
+    const uint32_t n = h->npairs;
+    if (!r) {
+        int rc = gs_holdtab_prepare(&c->resv, &c->alloc, 1);
+        if (rc)
+            return gs_error(&c->err, rc, "%s",
+                            rc == GPUSCHED_ENOMEM ? "out of memory growing the reservation table"
+                                                  : "too many reservations");
+    }
+    uint32_t m = r ? gs_merged_count(r, n, gs_hold_nodes(h)) : n;
+    void *block = gs_pairs_block(&c->alloc, m);
+    if (m > 1 && !block)
+        return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", m);
+    /* Everything is allocated: from here on nothing can fail. */
+    if (r) {
+        gs_merge_pairs(&c->alloc, r, n, gs_hold_nodes(h), gs_hold_masks(h), m, block);
+    } else {
+        r = gs_holdtab_insert(&c->resv, resv_job_id);
+        gs_hold_set_pairs(r, n, gs_hold_nodes(h), gs_hold_masks(h), block);
+    }
+    /* Allocated to reserved: neither is usable for new work, so no
+     * aggregate moves; only the masks and holders change. */
+    uint32_t holder = GS_HOLDER_RESV | gs_hold_slot(&c->resv, r);
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < n; i++)
+        gs_cluster_node_move(c, nodes[i], masks[i], 0, ~(uint64_t)0, holder);
+    gs_holdtab_remove(&c->jobs, &c->alloc, h);
+    gs_err_clear(&c->err);
+    return 0;
+}
+
 void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r)
 {
     const uint32_t *nodes = gs_hold_nodes(r);
