@@ -51,11 +51,46 @@ void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n)
     k[best] = tmp;
 }
 
+/* The greedy prefix over nodes read from the domain's histogram of nodes
+ * by free GPUs, largest first, without visiting the nodes. Only when the
+ * aggregates count the request's units exactly. */
+static int frontier_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    uint32_t nodes = gs_topo_dom_nodes(p->t, (uint32_t)l, d);
+    int rc = front_alloc(p, f, need < nodes ? need : nodes);
+    if (rc)
+        return rc;
+    uint32_t ratio = r->ratio[LV(l)], last = 0, used = 0;
+    uint64_t sum = 0;
+    gs_key w = r->weight[LV(l + 1)];
+    const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
+    for (uint32_t k = c->hist_width; k-- > r->u0 && last < need;) {
+        uint32_t units = r->whole_w ? (k == r->whole_w) : k / r->u0;
+        for (uint32_t i = 0; units && i < h[k] && last < need; i++) {
+            sum += units;
+            used++;
+            uint64_t y = sum / ratio;
+            if (y > need)
+                y = need;
+            if (y > last) {
+                f->key[f->n] = (gs_key)used * w;
+                f->units[f->n++] = (uint32_t)y;
+                last = (uint32_t)y;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Children counted but their insides not: the fewest children is the
  * greedy prefix of the largest ones. */
 static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_front *f)
 {
     const gs_pl_req *r = p->req;
+    if (l + 1 == (int32_t)p->nlevels && r->agg_exact_nodes)
+        return frontier_from_hist(p, l, d, need, f);
     gs_kid *k;
     uint32_t n;
     uint64_t total;

@@ -171,8 +171,9 @@ static int derive_units(gpusched_placer *p, gs_pl_req *r)
         r->weight[LV(l)] = w;
         uint64_t count = l == L ? p->t->nnodes : p->t->ndom[l];
         /* Keys add up to one count per domain of each level: the top
-         * two bits stay free so sums of keys never wrap. */
-        if (__builtin_mul_overflow(w, (gs_key)(count + 1), &w) || (w >> 126))
+         * two bits stay free so sums of keys never wrap. count + 1 is at
+         * most 2^33, so the product cannot wrap while w < 2^92. */
+        if ((w >> 92) || (w *= (gs_key)(count + 1)) >> 126)
             return gs_error(&p->err, GPUSCHED_ELIMIT,
                             "place request: the topology is too large for exact locality keys (set preferred_level)");
     }

@@ -59,8 +59,12 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
     return 0;
 }
 
+static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch);
+
 /* Children that may hold a candidate, tightest first (ties: lowest index):
- * the best fit among domains, so that large free domains survive. */
+ * the best fit among domains, so that large free domains survive. A child
+ * whose bound equals the gang is as tight as any can be: it is visited at
+ * once, and when it settles the search the other children are never read. */
 static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
 {
     int32_t L = (int32_t)p->nlevels;
@@ -71,15 +75,18 @@ static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
     if (!k)
         return GPUSCHED_ENOMEM;
     uint32_t n = 0;
-    for (uint32_t ch = a; ch < b; ch++) {
+    int rc = 0;
+    for (uint32_t ch = a; ch < b && !rc && !s->done; ch++) {
         uint64_t ub = gs_pl_ub_units(p, l + 1, ch);
         if (ub < s->demand_u0)
             continue;
         if (s->level == L && gs_pl_ub_node_units(p, l + 1, ch) < s->demand)
             continue;
-        k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
+        if (ub == s->demand_u0)
+            rc = visit(p, s, l, ch);
+        else
+            k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
     }
-    int rc = 0;
     for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
         uint32_t best = i;
         for (uint32_t j = i + 1; j < n; j++)
@@ -88,18 +95,21 @@ static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
         gs_kid tmp = k[i];
         k[i] = k[best];
         k[best] = tmp;
-        uint32_t ch = k[i].idx;
-        if (l + 1 == s->level) {
-            rc = consider(p, s, ch);
-            continue;
-        }
-        if (s->found && !s->first_wins &&
-            lower_bound(p, s, s->level < L ? gs_pl_ub_node_units(p, l + 1, ch) : 0) >= s->best_key)
-            continue;
-        rc = dfs(p, s, l + 1, ch);
+        rc = visit(p, s, l, k[i].idx);
     }
     gs_arena_restore(&p->arena, m);
     return rc;
+}
+
+static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch)
+{
+    int32_t L = (int32_t)p->nlevels;
+    if (l + 1 == s->level)
+        return consider(p, s, ch);
+    if (s->found && !s->first_wins &&
+        lower_bound(p, s, s->level < L ? gs_pl_ub_node_units(p, l + 1, ch) : 0) >= s->best_key)
+        return 0;
+    return dfs(p, s, l + 1, ch);
 }
 
 /* Candidates at one level: 0 with s->found set or not. */

@@ -51,7 +51,7 @@ static inline int openb_load_nodes(const char *dir, openb_trace *tr, char *err, 
     snprintf(path, sizeof path, "%s/openb/openb_node_list_gpu_node.csv", dir);
     FILE *fp = fopen(path, "r");
     if (!fp) {
-        snprintf(err, errlen, "cannot open %s", path);
+        snprintf(err, errlen, "cannot open %.200s", path);
         return -1;
     }
     gpusched_topo_builder *b = NULL;
@@ -71,7 +71,7 @@ static inline int openb_load_nodes(const char *dir, openb_trace *tr, char *err, 
         const char *p[] = {rack};
         rc = gpusched_topo_builder_add_node(b, p, f[0], (uint32_t)atoi(f[3]), f[4], NULL, 0);
         if (rc) {
-            snprintf(err, errlen, "node %s: %s", f[0], gpusched_topo_builder_errmsg(b));
+            snprintf(err, errlen, "node %.60s: %.160s", f[0], gpusched_topo_builder_errmsg(b));
             break;
         }
         i++;
@@ -107,7 +107,7 @@ static inline int openb_load(const char *dir, openb_trace *tr, char *err, size_t
     snprintf(path, sizeof path, "%s/openb/openb_pod_list_default.csv", dir);
     FILE *fp = fopen(path, "r");
     if (!fp) {
-        snprintf(err, errlen, "cannot open %s", path);
+        snprintf(err, errlen, "cannot open %.200s", path);
         return -1;
     }
     uint32_t cap = 1 << 15;

@@ -7,7 +7,7 @@
 
 #include "place-ref.h"
 
-#define REF_MAX_NODES 64
+#define REF_MAX_NODES 2048
 
 typedef struct ref {
     gpusched_cluster *c;
