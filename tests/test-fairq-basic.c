@@ -9,6 +9,8 @@
 
 #include <gpusched/gpusched.h>
 
+#include "fairq-test.h"
+
 static void clear_env(void) { unsetenv("GPUSCHED_SIMD"); }
 
 TestSuite(fairq, .init = clear_env);
@@ -22,12 +24,7 @@ static gpusched_fairq *mkq(uint32_t tenants)
 
 static int enq(gpusched_fairq *q, uint64_t id, uint32_t tenant, uint32_t type, double t)
 {
-    gpusched_fairq_task task = GPUSCHED_FAIRQ_TASK_INIT;
-    task.id = id;
-    task.tenant = tenant;
-    task.type = type;
-    task.enqueue_time = t;
-    return gpusched_fairq_enqueue(q, &task);
+    return fq_enqueue(q, id, tenant, type, t, 0);
 }
 
 /* Tenant A (0) enqueues at 0, 2, 4; tenant B (1) at 1; polls at now = 10.
@@ -110,11 +107,13 @@ Test(fairq, ties_go_to_the_oldest)
     /* Equal backlogs and all waits zero: every score is 0.1. */
     for (uint64_t i = 0; i < 6; i++)
         cr_assert_eq(enq(q, 50 - i, (uint32_t)(2 - i % 3), 0, 5.0), 0);
+    /* Ids 50, 49, 48 go to tenants 2, 1, 0, then 47, 46, 45 again. Each
+     * poll: the largest backlog wins, then the oldest task; by hand that
+     * is exactly enqueue order here. */
     for (uint64_t i = 0; i < 6; i++) {
         uint64_t id;
         cr_assert_eq(gpusched_fairq_poll(q, 5.0, ~0ull, &id, NULL), 0);
-        /* after each poll backlogs differ; the larger backlog wins, then age */
-        (void)id;
+        cr_assert_eq(id, 50 - i, "poll %llu chose %llu", (unsigned long long)i, (unsigned long long)id);
     }
     gpusched_fairq_free(q);
     q = mkq(2);
@@ -291,6 +290,63 @@ Test(fairq, compaction_keeps_order)
                      (unsigned long long)expect);
         gone[expect] = true;
         cr_assert_eq(gpusched_fairq_complete(q, id, 0.1), 0);
+    }
+    gpusched_fairq_free(q);
+}
+
+/* A long random run of enqueues, cancels and polls against a list-based
+ * model of the literal DES formula: every poll's pick has the top literal
+ * score and its reported terms match the model. */
+Test(fairq, random_run_matches_model)
+{
+    enum { CAP = 4000 };
+    static struct { uint64_t id; uint32_t tenant; double t; bool live; } m[CAP];
+    uint32_t n = 0;
+    srand(11);
+    gpusched_fairq *q = mkq(7);
+    double clock = 0;
+    for (int step = 0; step < 12000 && n < CAP; step++) {
+        int op = rand() % 10;
+        if (op < 5) {
+            clock += (rand() % 3) * 0.37;
+            m[n].id = 1000 + n, m[n].tenant = (uint32_t)(rand() % 7), m[n].t = clock, m[n].live = true;
+            cr_assert_eq(enq(q, m[n].id, m[n].tenant, 0, clock), 0);
+            n++;
+        } else if (op < 6 && n) {
+            uint32_t i = (uint32_t)rand() % n;
+            cr_assert_eq(gpusched_fairq_cancel(q, m[i].id), m[i].live ? 0 : GPUSCHED_ENOENT);
+            m[i].live = false;
+        } else {
+            double now = clock + (rand() % 5);
+            double backlog[7] = {0}, maxb = 0, maxw = 0, best = -1;
+            for (uint32_t i = 0; i < n; i++)
+                if (m[i].live) {
+                    backlog[m[i].tenant]++;
+                    maxw = fmax(maxw, now - m[i].t);
+                }
+            for (int t = 0; t < 7; t++)
+                maxb = fmax(maxb, backlog[t]);
+            for (uint32_t i = 0; i < n; i++)
+                if (m[i].live)
+                    best = fmax(best, 0.1 * backlog[m[i].tenant] / maxb +
+                                          0.9 * (maxw > 0 ? (now - m[i].t) / maxw : 0));
+            uint64_t id;
+            gpusched_fairq_decision d = GPUSCHED_FAIRQ_DECISION_INIT;
+            int rc = gpusched_fairq_poll(q, now, ~0ull, &id, &d);
+            if (best < 0) {
+                cr_assert_eq(rc, GPUSCHED_EEMPTY);
+                continue;
+            }
+            cr_assert_eq(rc, 0);
+            uint32_t i = (uint32_t)(id - 1000);
+            cr_assert(m[i].live);
+            double s = 0.1 * backlog[m[i].tenant] / maxb + 0.9 * (maxw > 0 ? (now - m[i].t) / maxw : 0);
+            cr_assert(fabs(s - best) < 1e-12, "step %d: pick %.17g, best %.17g", step, s, best);
+            cr_assert_float_eq(d.term_backlog, backlog[m[i].tenant] / maxb, 1e-15);
+            cr_assert_float_eq(d.max_wait, maxw, 1e-12);
+            m[i].live = false;
+            clock = now;
+        }
     }
     gpusched_fairq_free(q);
 }

@@ -10,18 +10,15 @@
 
 #include <gpusched/gpusched.h>
 
+#include "fairq-test.h"
+
 static void clear_env(void) { unsetenv("GPUSCHED_SIMD"); }
 
 TestSuite(policy, .init = clear_env);
 
 static int enq(gpusched_fairq *q, uint64_t id, uint32_t tenant, double t, double predicted)
 {
-    gpusched_fairq_task task = GPUSCHED_FAIRQ_TASK_INIT;
-    task.id = id;
-    task.tenant = tenant;
-    task.enqueue_time = t;
-    task.predicted = predicted;
-    return gpusched_fairq_enqueue(q, &task);
+    return fq_enqueue(q, id, tenant, 0, t, predicted);
 }
 
 static double service(gpusched_fairq *q, uint32_t t)

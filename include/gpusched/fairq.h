@@ -23,6 +23,9 @@
  * with maxima and minima over the queued tasks and the backlogged tenants
  * (not only those the polling worker can run). The default weights are the
  * memoryless policy of the model orchestrator (0.1 backlog, 0.9 wait).
+ * Scores are computed in one fixed order of operations (weights divided by
+ * the maxima once per poll, no fused multiply-add; doc/fairq.md), so every
+ * SIMD path and the fast path give bit-identical scores and the same task.
  *
  * Ties are broken by age: among equal scores the task enqueued first wins.
  *

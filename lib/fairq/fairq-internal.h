@@ -195,6 +195,15 @@ struct gpusched_fairq {
     gs_fq_tenant *ten;
     uint32_t *active_tenants;
     uint32_t nactive_tenants;
+    /* Mirror of the backlogged tenants' fast-path fields, by position in
+     * active_tenants, so the fast path streams contiguous arrays. */
+    double *hot_b, *hot_e, *hot_v, *hot_s;
+    uint64_t *hot_types;
+    uint32_t *hot_slot;
+    /* tenants per backlog value, so the largest backlog is kept in O(1) */
+    uint32_t *bhist;
+    uint32_t bhist_cap;
+    uint32_t max_backlog;
 
     /* keys (index 0 is the hole key) */
     uint32_t nkeys, keycap;
@@ -219,6 +228,20 @@ struct gpusched_fairq {
     uint64_t nlog, logcap;
 };
 
+/* Refreshes tenant t's fast-path mirror (no-op while it is idle). */
+static inline void gs_fq_hot_sync(gpusched_fairq *q, uint32_t t)
+{
+    const gs_fq_tenant *x = &q->ten[t];
+    if (!x->backlog)
+        return;
+    uint32_t i = x->active_pos;
+    q->hot_b[i] = x->backlog;
+    q->hot_e[i] = x->oldest_enq;
+    q->hot_v[i] = x->vtime;
+    q->hot_types[i] = x->types;
+    q->hot_slot[i] = x->oldest;
+}
+
 /* queue.c */
 /* Oldest queued task of tenant t among the types in mask; adds the
  * number of such tasks to *count. slot stays GS_FQ_NONE if none. */
@@ -237,6 +260,7 @@ typedef struct gs_fq_frame {
     double bscale;          /* W_BACKLOG / max backlog */
     double vscale;          /* W_VTIME / (vmax - vmin), 0 if equal */
     double wv;              /* W_VTIME */
+    bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
     uint64_t candidates;
 } gs_fq_frame;
 

@@ -156,24 +156,35 @@ static double gs_fq_vtime_term(double v, double vmin, double vmax)
     return vmax > vmin ? (vmax - v) / (vmax - vmin) : 1.0;
 }
 
+static void gs_fq_frame_vtime(const gpusched_fairq *q, gs_fq_frame *f)
+{
+    double vmin = INFINITY, vmax = -INFINITY;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
+        double v = q->ten[q->active_tenants[i]].vtime;
+        vmin = v < vmin ? v : vmin;
+        vmax = v > vmax ? v : vmax;
+    }
+    f->vmin = vmin;
+    f->vmax = vmax;
+    f->have_v = true;
+}
+
+/* O(1) unless the fair-share term is on (then one pass over the
+ * backlogged tenants for the range of virtual times). */
 void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f)
 {
-    double maxb = 0, vmin = INFINITY, vmax = -INFINITY;
-    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
-        const gs_fq_tenant *t = &q->ten[q->active_tenants[i]];
-        maxb = t->backlog > maxb ? t->backlog : maxb;
-        vmin = t->vtime < vmin ? t->vtime : vmin;
-        vmax = t->vtime > vmax ? t->vtime : vmax;
-    }
+    double maxb = q->max_backlog;
     f->now = now;
     f->mask = mask;
     f->max_backlog = maxb;
-    f->vmin = vmin;
-    f->vmax = vmax;
+    f->vmin = f->vmax = 0;
+    f->have_v = false;
+    if (q->p.w_vtime > 0)
+        gs_fq_frame_vtime(q, f);
     f->max_wait = q->live ? now - q->enq[q->lo] : 0;
     f->wscale = f->max_wait > 0 ? q->p.w_wait / f->max_wait : 0;
     f->bscale = maxb > 0 ? q->p.w_backlog / maxb : 0;
-    f->vscale = vmax > vmin ? q->p.w_vtime / (vmax - vmin) : 0;
+    f->vscale = f->vmax > f->vmin ? q->p.w_vtime / (f->vmax - f->vmin) : 0;
     f->wv = q->p.w_vtime;
     f->candidates = 0;
 }
@@ -213,7 +224,10 @@ void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, gpus
     d->score = gs_fq_slot_score(q, f, s);
     d->term_backlog = t->backlog / f->max_backlog;
     d->term_wait = f->max_wait > 0 ? wait / f->max_wait : 0;
-    d->term_vtime = gs_fq_vtime_term(t->vtime, f->vmin, f->vmax);
+    gs_fq_frame v = *f;
+    if (!v.have_v)
+        gs_fq_frame_vtime(q, &v); /* for the record only: the score ignored it */
+    d->term_vtime = gs_fq_vtime_term(t->vtime, v.vmin, v.vmax);
     d->term_pred = wait / (wait + (double)q->pred[s]);
     d->predicted = q->pred[s];
     d->probability = 1.0;
@@ -241,6 +255,8 @@ void gs_fq_decay(gpusched_fairq *q, double now)
         for (uint32_t t = 0; t < q->ntenants; t++)
             q->ten[t].vtime *= f;
         q->vclock *= f;
+        for (uint32_t i = 0; i < q->nactive_tenants; i++)
+            gs_fq_hot_sync(q, q->active_tenants[i]);
     }
     q->decay_time = now;
 }

@@ -11,28 +11,63 @@
  * eligible task is its best; ties go to the lowest slot as in the rescore.
  * One visit per backlogged tenant, plus its keys when the worker's mask
  * excludes some of the tenant's types. */
-static void gs_fq_scan_heads(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
+/* Pass 1, over contiguous arrays (the compiler vectorizes it): every
+ * backlogged tenant's score for its oldest task, the same operations as
+ * gs_fq_score(gs_fq_tenant_term(...)). */
+static void gs_fq_heads_scores(const gpusched_fairq *q, const gs_fq_frame *f)
 {
-    /* Locals, not *b: the compiler cannot prove *b does not alias the
-     * tenant array, and a store/reload per tenant costs more than the rest. */
-    uint64_t cand = 0, mask = f->mask;
-    double best = -INFINITY, now = f->now, ws = f->wscale;
+    uint32_t n = q->nactive_tenants;
+    const double *hb = q->hot_b, *he = q->hot_e, *hv = q->hot_v;
+    double *hs = q->hot_s;
+    double bs = f->bscale, ws = f->wscale, now = f->now, vmax = f->vmax, vs = f->vscale, wv = f->wv;
+    /* One operation per statement: no compiler may fuse a multiply-add. */
+    if (f->vmax > f->vmin) {
+        for (uint32_t i = 0; i < n; i++) {
+            double b = hb[i] * bs;
+            double v = (vmax - hv[i]) * vs;
+            double tt = b + v;
+            double t = (now - he[i]) * ws;
+            hs[i] = tt + t;
+        }
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            double b = hb[i] * bs;
+            double tt = b + wv;
+            double t = (now - he[i]) * ws;
+            hs[i] = tt + t;
+        }
+    }
+}
+
+static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
+{
+    gs_fq_heads_scores(q, f);
+    /* Pass 2: the worker's mask, then the best (ties to the lowest slot).
+     * A tenant with some types outside the mask is scored from its
+     * eligible FIFO heads instead. Arrays and bounds in locals: the calls
+     * below could alias them as far as the compiler knows. */
+    const uint32_t n = q->nactive_tenants;
+    const uint64_t *types_of = q->hot_types, mask = f->mask;
+    const uint32_t *slot_of = q->hot_slot;
+    const double *hs = q->hot_s, *hb = q->hot_b;
+    double best = -INFINITY, full = 0; /* full: backlog of fully eligible tenants, exact below 2^53 */
+    uint64_t partial = 0;
     uint32_t best_slot = GS_FQ_NONE;
-    for (uint32_t i = 0; i < q->nactive_tenants; i++) {
-        uint32_t tn = q->active_tenants[i];
-        const gs_fq_tenant *t = &q->ten[tn];
-        uint64_t elig = t->types & mask;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t types = types_of[i], elig = types & mask;
         if (!elig)
             continue;
-        uint32_t slot = t->oldest;
-        double enq = t->oldest_enq;
-        if (GS_LIKELY(elig == t->types)) {
-            cand += t->backlog;
+        double s = hs[i];
+        uint32_t slot = slot_of[i];
+        if (GS_LIKELY(elig == types)) {
+            full += hb[i];
         } else {
+            uint32_t tn = q->active_tenants[i];
+            double enq = 0;
             slot = GS_FQ_NONE;
-            gs_fq_tenant_oldest(q, tn, mask, &slot, &enq, &cand);
+            gs_fq_tenant_oldest(q, tn, mask, &slot, &enq, &partial);
+            s = gs_fq_score(gs_fq_tenant_term(f, &q->ten[tn]), f->now, enq, f->wscale);
         }
-        double s = gs_fq_score(gs_fq_tenant_term(f, t), now, enq, ws);
         if (s > best || (s == best && slot < best_slot)) {
             best = s;
             best_slot = slot;
@@ -40,7 +75,7 @@ static void gs_fq_scan_heads(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best
     }
     b->score = best;
     b->slot = best_slot;
-    f->candidates = cand;
+    f->candidates = (uint64_t)full + partial;
 }
 
 static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
@@ -160,7 +195,7 @@ static void gs_fq_dispatch(gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, 
     t->service += cost;
     t->running++;
     gs_fq_run_add(q, q->id[s], &(gs_fq_run){.tenant = tn, .key = k, .x = q->x[s], .charged = cost});
-    gs_fq_remove_slot(q, s);
+    gs_fq_remove_slot(q, s); /* syncs the tenant's fast-path mirror */
     q->last_now = f->now;
     if (q->p.log_on != 0)
         q->log[q->nlog++] = d;

@@ -52,7 +52,14 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     q->ntenants = max_tenants;
     q->ten = gs_calloc(&a, max_tenants, sizeof *q->ten);
     q->active_tenants = gs_calloc(&a, max_tenants, sizeof *q->active_tenants);
-    if (!q->ten || !q->active_tenants) {
+    q->hot_b = gs_calloc(&a, max_tenants, sizeof *q->hot_b);
+    q->hot_e = gs_calloc(&a, max_tenants, sizeof *q->hot_e);
+    q->hot_v = gs_calloc(&a, max_tenants, sizeof *q->hot_v);
+    q->hot_s = gs_calloc(&a, max_tenants, sizeof *q->hot_s);
+    q->hot_types = gs_calloc(&a, max_tenants, sizeof *q->hot_types);
+    q->hot_slot = gs_calloc(&a, max_tenants, sizeof *q->hot_slot);
+    if (!q->ten || !q->active_tenants || !q->hot_b || !q->hot_e || !q->hot_v || !q->hot_s ||
+        !q->hot_types || !q->hot_slot) {
         gpusched_fairq_free(q);
         return GPUSCHED_ENOMEM;
     }
@@ -79,7 +86,8 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten,
+    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
+                      q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -108,6 +116,23 @@ static int gs_fq_grow(const gs_alloc *a, void **col, uint32_t cap, size_t elem)
 
 static void gs_fq_compact(gpusched_fairq *q);
 
+/* No backlog can exceed the number of queued tasks. */
+static int gs_fq_bhist_reserve(gpusched_fairq *q, uint64_t want)
+{
+    if (want <= q->bhist_cap)
+        return 0;
+    uint64_t cap = q->bhist_cap ? q->bhist_cap : 64;
+    while (cap < want)
+        cap *= 2;
+    uint32_t *h = gs_realloc_array(&q->alloc, q->bhist, (size_t)cap, sizeof *h);
+    if (!h)
+        return gs_error(&q->err, GPUSCHED_ENOMEM, "out of memory growing the backlog histogram");
+    memset(h + q->bhist_cap, 0, (size_t)(cap - q->bhist_cap) * sizeof *h);
+    q->bhist = h;
+    q->bhist_cap = (uint32_t)cap;
+    return 0;
+}
+
 int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
 {
     if ((uint64_t)q->live + extra > GS_FQ_MAX_SLOTS)
@@ -115,22 +140,22 @@ int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
     int rc = gs_fq_idmap_reserve(&q->ids, &q->alloc, q->id, extra);
     if (rc)
         return gs_error(&q->err, rc, "out of memory growing the id index");
-    if ((uint64_t)q->hi + extra <= q->cap)
-        return 0;
-    /* Squeeze holes out rather than grow when they are at least half. */
-    if (q->hi - q->live >= q->live && (uint64_t)q->live + extra <= q->cap) {
+    if ((rc = gs_fq_bhist_reserve(q, q->live + extra + 1)))
+        return rc;
+    uint64_t want = (uint64_t)q->hi + extra;
+    /* Squeeze holes out rather than grow when they are at least half, or
+     * when growing would pass the slot limit. */
+    if (want > q->cap && (q->hi - q->live >= q->live || want > GS_FQ_MAX_SLOTS)) {
         gs_fq_compact(q);
-        return 0;
+        want = (uint64_t)q->hi + extra;
     }
-    uint64_t want = (uint64_t)q->hi + extra, cap = q->cap ? q->cap : 64;
+    if (want <= q->cap)
+        return 0;
+    uint64_t cap = q->cap ? q->cap : 64;
     while (cap < want)
         cap *= 2;
     if (cap > GS_FQ_MAX_SLOTS)
-        cap = GS_FQ_MAX_SLOTS > want ? GS_FQ_MAX_SLOTS : want;
-    if (cap > GS_FQ_MAX_SLOTS) {
-        gs_fq_compact(q);
         cap = GS_FQ_MAX_SLOTS;
-    }
     uint32_t c = (uint32_t)cap;
     if (gs_fq_grow(&q->alloc, (void **)&q->id, c, sizeof *q->id) ||
         gs_fq_grow(&q->alloc, (void **)&q->enq, c, sizeof *q->enq) ||
@@ -207,6 +232,12 @@ static void gs_fq_list_push(gpusched_fairq *q, uint32_t k, uint32_t slot)
 static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
 {
     gs_fq_tenant *ten = &q->ten[t];
+    uint32_t b = ten->backlog;
+    if (b)
+        q->bhist[b]--;
+    q->bhist[b + 1]++;
+    if (b + 1 > q->max_backlog)
+        q->max_backlog = b + 1;
     if (ten->backlog++ == 0) {
         ten->active_pos = q->nactive_tenants;
         q->active_tenants[q->nactive_tenants++] = t;
@@ -219,10 +250,18 @@ static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
 static void gs_fq_tenant_backlog_dec(gpusched_fairq *q, uint32_t t)
 {
     gs_fq_tenant *ten = &q->ten[t];
+    uint32_t b = ten->backlog;
+    q->bhist[b]--;
+    if (b > 1)
+        q->bhist[b - 1]++;
+    /* The tenant now has b - 1, so the largest backlog drops by at most 1. */
+    if (b == q->max_backlog && q->bhist[b] == 0)
+        q->max_backlog = b - 1;
     if (--ten->backlog == 0) {
         uint32_t last = q->active_tenants[--q->nactive_tenants];
         q->active_tenants[ten->active_pos] = last;
         q->ten[last].active_pos = ten->active_pos;
+        gs_fq_hot_sync(q, last);
     }
 }
 
@@ -244,6 +283,7 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
     gs_fq_idmap_insert(&q->ids, q->id, s);
     gs_fq_list_push(q, k, s);
     gs_fq_tenant_backlog_inc(q, q->keys[k].tenant);
+    gs_fq_hot_sync(q, q->keys[k].tenant);
     q->last_enq = enq;
 }
 
@@ -419,6 +459,7 @@ void gs_fq_remove_slot(gpusched_fairq *q, uint32_t s)
     gs_fq_tenant_backlog_dec(q, t);
     if (q->ten[t].backlog && q->ten[t].oldest == s)
         gs_fq_tenant_refresh(q, t);
+    gs_fq_hot_sync(q, t);
     if (q->live == 0) {
         q->lo = q->hi = 0; /* everything is a hole: start over */
         gs_fq_idmap_clear(&q->ids);
@@ -458,6 +499,8 @@ static void gs_fq_compact(gpusched_fairq *q)
         gs_fq_idmap_insert(&q->ids, q->id, s);
         gs_fq_list_push(q, q->key[s], s);
     }
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        gs_fq_hot_sync(q, q->active_tenants[i]);
 }
 
 GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)

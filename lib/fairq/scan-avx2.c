@@ -41,31 +41,33 @@ static double gs_fq_avx2_hmax(__m256d m0, __m256d m1, __m256d m2, __m256d m3)
     return _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
-static double gs_fq_avx2_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+/* One loop for both score forms; `pred` is a constant at each call, so
+ * the compiler emits two specialized loops. */
+static inline __attribute__((always_inline)) double
+gs_fq_avx2_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, bool pred)
 {
     __m256d now = _mm256_set1_pd(a->now), ws = _mm256_set1_pd(a->wscale);
-    __m256d m0 = _mm256_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 16) {
-        m0 = _mm256_max_pd(m0, gs_fq_avx2_score(a, s, now, ws));
-        m1 = _mm256_max_pd(m1, gs_fq_avx2_score(a, s + 4, now, ws));
-        m2 = _mm256_max_pd(m2, gs_fq_avx2_score(a, s + 8, now, ws));
-        m3 = _mm256_max_pd(m3, gs_fq_avx2_score(a, s + 12, now, ws));
-    }
-    return gs_fq_avx2_hmax(m0, m1, m2, m3);
+    __m256d wp = _mm256_set1_pd(a->wpred);
+    __m256d m[4];
+    for (int j = 0; j < 4; j++)
+        m[j] = _mm256_set1_pd(-INFINITY);
+    for (uint32_t s = lo; s < hi; s += 16)
+        for (int j = 0; j < 4; j++) {
+            uint32_t at = s + 4 * (uint32_t)j;
+            __m256d sc = pred ? gs_fq_avx2_score_pred(a, at, now, ws, wp) : gs_fq_avx2_score(a, at, now, ws);
+            m[j] = _mm256_max_pd(m[j], sc);
+        }
+    return gs_fq_avx2_hmax(m[0], m[1], m[2], m[3]);
+}
+
+static double gs_fq_avx2_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+{
+    return gs_fq_avx2_block_any(a, lo, hi, false);
 }
 
 static double gs_fq_avx2_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
 {
-    __m256d now = _mm256_set1_pd(a->now), ws = _mm256_set1_pd(a->wscale);
-    __m256d wp = _mm256_set1_pd(a->wpred);
-    __m256d m0 = _mm256_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 16) {
-        m0 = _mm256_max_pd(m0, gs_fq_avx2_score_pred(a, s, now, ws, wp));
-        m1 = _mm256_max_pd(m1, gs_fq_avx2_score_pred(a, s + 4, now, ws, wp));
-        m2 = _mm256_max_pd(m2, gs_fq_avx2_score_pred(a, s + 8, now, ws, wp));
-        m3 = _mm256_max_pd(m3, gs_fq_avx2_score_pred(a, s + 12, now, ws, wp));
-    }
-    return gs_fq_avx2_hmax(m0, m1, m2, m3);
+    return gs_fq_avx2_block_any(a, lo, hi, true);
 }
 
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out)

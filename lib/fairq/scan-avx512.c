@@ -30,31 +30,32 @@ static inline __m512d gs_fq_avx512_score_pred(const gs_fq_scan_args *a, uint32_t
     return _mm512_add_pd(sc, _mm512_mul_pd(wp, r));
 }
 
-static double gs_fq_avx512_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+/* One loop for both score forms (see scan-avx2.c). */
+static inline __attribute__((always_inline)) double
+gs_fq_avx512_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, bool pred)
 {
     __m512d now = _mm512_set1_pd(a->now), ws = _mm512_set1_pd(a->wscale);
-    __m512d m0 = _mm512_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 32) {
-        m0 = _mm512_max_pd(m0, gs_fq_avx512_score(a, s, now, ws));
-        m1 = _mm512_max_pd(m1, gs_fq_avx512_score(a, s + 8, now, ws));
-        m2 = _mm512_max_pd(m2, gs_fq_avx512_score(a, s + 16, now, ws));
-        m3 = _mm512_max_pd(m3, gs_fq_avx512_score(a, s + 24, now, ws));
-    }
-    return _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(m0, m1), _mm512_max_pd(m2, m3)));
+    __m512d wp = _mm512_set1_pd(a->wpred);
+    __m512d m[4];
+    for (int j = 0; j < 4; j++)
+        m[j] = _mm512_set1_pd(-INFINITY);
+    for (uint32_t s = lo; s < hi; s += 32)
+        for (int j = 0; j < 4; j++) {
+            uint32_t at = s + 8 * (uint32_t)j;
+            __m512d sc = pred ? gs_fq_avx512_score_pred(a, at, now, ws, wp) : gs_fq_avx512_score(a, at, now, ws);
+            m[j] = _mm512_max_pd(m[j], sc);
+        }
+    return _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(m[0], m[1]), _mm512_max_pd(m[2], m[3])));
+}
+
+static double gs_fq_avx512_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+{
+    return gs_fq_avx512_block_any(a, lo, hi, false);
 }
 
 static double gs_fq_avx512_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
 {
-    __m512d now = _mm512_set1_pd(a->now), ws = _mm512_set1_pd(a->wscale);
-    __m512d wp = _mm512_set1_pd(a->wpred);
-    __m512d m0 = _mm512_set1_pd(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 32) {
-        m0 = _mm512_max_pd(m0, gs_fq_avx512_score_pred(a, s, now, ws, wp));
-        m1 = _mm512_max_pd(m1, gs_fq_avx512_score_pred(a, s + 8, now, ws, wp));
-        m2 = _mm512_max_pd(m2, gs_fq_avx512_score_pred(a, s + 16, now, ws, wp));
-        m3 = _mm512_max_pd(m3, gs_fq_avx512_score_pred(a, s + 24, now, ws, wp));
-    }
-    return _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(m0, m1), _mm512_max_pd(m2, m3)));
+    return gs_fq_avx512_block_any(a, lo, hi, true);
 }
 
 void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out)

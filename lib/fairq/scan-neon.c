@@ -28,31 +28,32 @@ static inline float64x2_t gs_fq_neon_score_pred(const gs_fq_scan_args *a, uint32
     return vaddq_f64(sc, vmulq_f64(wp, r));
 }
 
-static double gs_fq_neon_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+/* One loop for both score forms (see scan-avx2.c). */
+static inline __attribute__((always_inline)) double
+gs_fq_neon_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, bool pred)
 {
     float64x2_t now = vdupq_n_f64(a->now), ws = vdupq_n_f64(a->wscale);
-    float64x2_t m0 = vdupq_n_f64(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 8) {
-        m0 = vmaxq_f64(m0, gs_fq_neon_score(a, s, now, ws));
-        m1 = vmaxq_f64(m1, gs_fq_neon_score(a, s + 2, now, ws));
-        m2 = vmaxq_f64(m2, gs_fq_neon_score(a, s + 4, now, ws));
-        m3 = vmaxq_f64(m3, gs_fq_neon_score(a, s + 6, now, ws));
-    }
-    return vmaxvq_f64(vmaxq_f64(vmaxq_f64(m0, m1), vmaxq_f64(m2, m3)));
+    float64x2_t wp = vdupq_n_f64(a->wpred);
+    float64x2_t m[4];
+    for (int j = 0; j < 4; j++)
+        m[j] = vdupq_n_f64(-INFINITY);
+    for (uint32_t s = lo; s < hi; s += 8)
+        for (int j = 0; j < 4; j++) {
+            uint32_t at = s + 2 * (uint32_t)j;
+            float64x2_t sc = pred ? gs_fq_neon_score_pred(a, at, now, ws, wp) : gs_fq_neon_score(a, at, now, ws);
+            m[j] = vmaxq_f64(m[j], sc);
+        }
+    return vmaxvq_f64(vmaxq_f64(vmaxq_f64(m[0], m[1]), vmaxq_f64(m[2], m[3])));
+}
+
+static double gs_fq_neon_block(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
+{
+    return gs_fq_neon_block_any(a, lo, hi, false);
 }
 
 static double gs_fq_neon_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
 {
-    float64x2_t now = vdupq_n_f64(a->now), ws = vdupq_n_f64(a->wscale);
-    float64x2_t wp = vdupq_n_f64(a->wpred);
-    float64x2_t m0 = vdupq_n_f64(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-    for (uint32_t s = lo; s < hi; s += 8) {
-        m0 = vmaxq_f64(m0, gs_fq_neon_score_pred(a, s, now, ws, wp));
-        m1 = vmaxq_f64(m1, gs_fq_neon_score_pred(a, s + 2, now, ws, wp));
-        m2 = vmaxq_f64(m2, gs_fq_neon_score_pred(a, s + 4, now, ws, wp));
-        m3 = vmaxq_f64(m3, gs_fq_neon_score_pred(a, s + 6, now, ws, wp));
-    }
-    return vmaxvq_f64(vmaxq_f64(vmaxq_f64(m0, m1), vmaxq_f64(m2, m3)));
+    return gs_fq_neon_block_any(a, lo, hi, true);
 }
 
 void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out)
