@@ -157,6 +157,7 @@ FUNCTIONS = {
     "gpusched_cluster_job_find": (c_int, [_cluster, c_uint64, _jobp]),
     "gpusched_cluster_job_alloc": (c_int, [_cluster, c_uint64, P(_u32p), P(_u64p), _u32p, _u32p]),
     "gpusched_cluster_reserve": (c_int, [_cluster, c_uint64, c_uint32, _u32p, _u64p]),
+    "gpusched_cluster_release_to_resv": (c_int, [_cluster, c_uint64, c_uint64]),
     "gpusched_cluster_unreserve": (c_int, [_cluster, c_uint64]),
     "gpusched_cluster_resv_count": (c_uint32, [_cluster]),
     "gpusched_cluster_resv_at": (c_int, [_cluster, c_uint32, _u64p]),

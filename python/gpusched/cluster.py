@@ -427,6 +427,16 @@ class Cluster(u.Handle):
         self._check(lib.cluster_reserve(self._h, u.u64("job_id", job_id), n, nodes, masks),
                     "gpusched_cluster_reserve")
 
+    def release_to_reservation(self, job_id, for_job_id):
+        """Releases running job `job_id` and keeps all its GPUs reserved for
+        job `for_job_id`, atomically (the preemption step "evict a victim,
+        hold its GPUs for the preemptor"): none of them becomes free in
+        between. The GPUs join `for_job_id`'s reservation (created if
+        needed). Raises NotFound if `job_id` is not running."""
+        self._check(lib.cluster_release_to_resv(self._h, u.u64("job_id", job_id),
+                                                u.u64("for_job_id", for_job_id)),
+                    "gpusched_cluster_release_to_resv")
+
     def unreserve(self, job_id):
         """Drops a reservation; its GPUs become free. Raises NotFound."""
         self._check(lib.cluster_unreserve(self._h, u.u64("job_id", job_id)),

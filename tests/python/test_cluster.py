@@ -155,6 +155,23 @@ class TestCluster(gstest.TinyClusterCase):
             c.reservation(10)
         c.check()
 
+    def test_release_to_reservation(self):
+        c = self.c
+        c.allocate(1, {"n0": [0, 1], "n1": [7]})
+        c.reserve(2, {"n2": [0]})
+        c.release_to_reservation(1, 2)
+        self.assertEqual(c.jobs(), [])
+        self.assertEqual(c.reservation(2), Allocation([0, 1, 2], [0x3, 0x80, 0x1]))
+        self.assertEqual(c.gpu_state("n0", 1), (GpuState.RESERVED, 2))
+        with self.assertRaises(gpusched.NotFound) as cm:
+            c.release_to_reservation(1, 2)
+        self.assertTrue(cm.exception.message)
+        with self.assertRaises(ValueError):
+            c.release_to_reservation(1, -2)
+        c.allocate(2, {"n0": [0]})
+        self.assertEqual(c.free_gpus(), 127)
+        c.check()
+
     def test_frag(self):
         c = self.c
         self.assertEqual(c.frag("rack"), (4, 0, 128))
