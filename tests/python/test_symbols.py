@@ -109,6 +109,18 @@ class TestCompleteness(unittest.TestCase):
             fn = getattr(_lib.lib, name[len("gpusched_"):])
             self.assertIsNotNone(fn.argtypes, name)
 
+    def test_every_bound_function_is_used_by_the_package(self):
+        """A table entry alone is not a binding: some class must call it.
+        The one exception: Python callers cannot supply C allocators, so
+        gpusched_allocator_check has nothing to check (tests call it)."""
+        pkg = os.path.dirname(gpusched.__file__)
+        src = "".join(open(f).read() for f in glob.glob(os.path.join(pkg, "*.py"))
+                      if not f.endswith("_lib.py"))
+        unused = sorted(n for n in _lib.FUNCTIONS
+                        if not re.search(r"lib\." + n[len("gpusched_"):] + r"\b", src))
+        unused.remove("gpusched_version")  # called by the loader itself
+        self.assertEqual(unused, ["gpusched_allocator_check"])
+
     def test_every_bound_function_is_exported(self):
         """Fails only once nothing is missing any more; while modules are
         still landing it reports what the loaded build lacks."""
