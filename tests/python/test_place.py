@@ -152,6 +152,23 @@ class TestPlace(gstest.TinyClusterCase):
             c.place_many([dict(gpus=8, commit=True, job_id=5), dict(gpus=8, commit=True, job_id=2)])
         self.assertEqual(c.jobs(), [2])
 
+    @needs("gpusched_cluster_snapshot", "gpusched_cluster_restore")
+    def test_place_many_equals_place_one_by_one(self):
+        rnd = random.Random(5)
+        reqs = []
+        for job in range(1, 40):
+            r = dict(gpus=rnd.choice([1, 2, 4, 8, 16, 24]), commit=rnd.random() < 0.7, job_id=job)
+            if rnd.random() < 0.3:
+                r["required"] = rnd.choice(["rack", "block"])
+            reqs.append(r)
+        with Cluster.restore(self.c.snapshot()) as twin:
+            batch = self.c.place_many(reqs)
+            one_by_one = [twin.place(**r) for r in reqs]
+            self.assertEqual([(p.ok, p.nodes, p.masks, p.message) for p in batch],
+                             [(p.ok, p.nodes, p.masks, p.message) for p in one_by_one])
+            self.assertEqual(self.c.snapshot(), twin.snapshot())
+        self.assertTrue(any(p.ok for p in batch) and not all(p.ok for p in batch))
+
     def test_placer_and_cluster_freed_in_any_order(self):
         for _ in range(20):
             c = Cluster(self.t)
