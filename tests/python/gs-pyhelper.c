@@ -6,7 +6,10 @@
  *                        field ("field NAME.FIELD OFFSET SIZE")
  *   gs-pyhelper place    reads a scenario from stdin, one command a line,
  *                        and prints one line per "place" command:
- *     uniform GPUS NLEVELS NAME... FANOUT...   the topology (first line)
+ *     uniform GPUS NLEVELS NAME... FANOUT...   the topology (first line), or
+ *     levels NLEVELS NAME...                   a built one: levels, then
+ *     node PATH... NAME GPUS CLASS NLABELS LABEL...  its nodes, then
+ *     freeze                                   the end of the topology
  *     alloc JOB N NODE MASK...                 a running job
  *     health NODE HEALTH                       a node's health
  *     place FLAGS JOB GPUS SPLIT POD REQUIRED PREFERRED SG0 SL0 SG1 SL1 CLASS
@@ -130,6 +133,58 @@ static gpusched_topo *read_uniform(void)
     return t;
 }
 
+static void read_word(char *buf)
+{
+    if (scanf("%63s", buf) != 1) {
+        fprintf(stderr, "gs-pyhelper: expected a name\n");
+        exit(2);
+    }
+}
+
+/* levels / node / freeze lines through the builder. */
+static gpusched_topo *read_built(void)
+{
+    char names[GPUSCHED_TOPO_MAX_LEVELS][GPUSCHED_TOPO_NAME_MAX + 1];
+    char name[GPUSCHED_TOPO_NAME_MAX + 1], cls[GPUSCHED_TOPO_NAME_MAX + 1];
+    char labels[8][GPUSCHED_TOPO_NAME_MAX + 1], cmd[32];
+    const char *ptrs[GPUSCHED_TOPO_MAX_LEVELS], *lptrs[8];
+    gpusched_topo_builder *b = NULL;
+    gpusched_topo *t = NULL;
+    uint32_t nlevels = (uint32_t)next_u64();
+    if (nlevels < 1 || nlevels > GPUSCHED_TOPO_MAX_LEVELS || gpusched_topo_builder_new(NULL, &b))
+        exit(2);
+    for (uint32_t l = 0; l < nlevels; l++) {
+        read_word(names[l]);
+        ptrs[l] = names[l];
+    }
+    if (gpusched_topo_builder_set_levels(b, nlevels, ptrs))
+        exit(2);
+    while (scanf("%31s", cmd) == 1 && strcmp(cmd, "freeze")) {
+        for (uint32_t l = 0; l < nlevels; l++) {
+            read_word(names[l]);
+            ptrs[l] = names[l];
+        }
+        read_word(name);
+        uint32_t gpus = (uint32_t)next_u64();
+        read_word(cls);
+        uint32_t nl = (uint32_t)next_u64();
+        if (nl > 8)
+            exit(2);
+        for (uint32_t i = 0; i < nl; i++) {
+            read_word(labels[i]);
+            lptrs[i] = labels[i];
+        }
+        if (gpusched_topo_builder_add_node(b, ptrs, name, gpus, cls, lptrs, nl)) {
+            fprintf(stderr, "gs-pyhelper: %s\n", gpusched_topo_builder_errmsg(b));
+            exit(2);
+        }
+    }
+    if (gpusched_topo_builder_freeze(b, &t))
+        exit(2);
+    gpusched_topo_builder_free(b);
+    return t;
+}
+
 static void print_result(const gpusched_topo *t, int rc, const gpusched_place_result *res)
 {
     const uint32_t *nodes, *pods, *loc, *doms;
@@ -190,9 +245,9 @@ static void read_place(gpusched_placer *p, const gpusched_topo *t, gpusched_plac
 static int run_place(void)
 {
     char cmd[32];
-    if (scanf("%31s", cmd) != 1 || strcmp(cmd, "uniform"))
+    if (scanf("%31s", cmd) != 1 || (strcmp(cmd, "uniform") && strcmp(cmd, "levels")))
         return 2;
-    gpusched_topo *t = read_uniform();
+    gpusched_topo *t = strcmp(cmd, "uniform") ? read_built() : read_uniform();
     gpusched_cluster *c = NULL;
     gpusched_placer *p = NULL;
     gpusched_place_result *res = NULL;

@@ -231,77 +231,107 @@ def normalize(line):
 
 
 class Scenario:
-    """A random cluster and requests, as a gs-pyhelper script and as calls."""
+    """A random cluster and requests, as a gs-pyhelper script and as calls.
+    The topology is uniform, or (`built`) made node by node in a random
+    order with mixed node sizes, GPU classes and labels."""
 
-    def __init__(self, seed):
+    LABELS = ("ib", "nvme", "spot")
+
+    def __init__(self, seed, built=False):
         rnd = random.Random(seed)
-        self.nlevels = rnd.randint(1, 3)
-        self.names = ["zone", "block", "rack"][3 - self.nlevels:]
-        self.fanout = [rnd.randint(1, 3) for _ in range(self.nlevels)] + [rnd.randint(1, 4)]
-        self.gpus_per_node = rnd.choice([4, 8])
-        nnodes = 1
-        for f in self.fanout:
-            nnodes *= f
-        self.script = [f"uniform {self.gpus_per_node} {self.nlevels} {' '.join(self.names)} "
-                       f"{' '.join(map(str, self.fanout))}"]
+        self.topo = self._built(rnd) if built else self._uniform(rnd)
+        t = self.topo
+        nnodes, nlevels = t.node_count, len(t.levels)
         self.allocs, self.health, self.requests = [], [], []
-        full = (1 << self.gpus_per_node) - 1
         for job in range(rnd.randint(0, nnodes)):
             node = rnd.randrange(nnodes)
             if any(node == n for _, n, _ in self.allocs):
                 continue
-            mask = rnd.randint(1, full)
+            mask = rnd.randint(1, (1 << t.node_gpus(node)) - 1)
             self.allocs.append((1000 + job, node, mask))
             self.script.append(f"alloc {1000 + job} 1 {node} {mask}")
         for node in rnd.sample(range(nnodes), rnd.randint(0, min(2, nnodes))):
             h = rnd.choice([1, 3])
             self.health.append((node, h))
             self.script.append(f"health {node} {h}")
-        total = nnodes * self.gpus_per_node
+        biggest = max(t.node_gpus(n) for n in range(nnodes))
         for i in range(12):
             split = rnd.choice([0, 0, 1, 2])
-            pod = rnd.choice([1, 2, 4]) if split == 1 else rnd.choice([0, self.gpus_per_node]) \
+            pod = rnd.choice([1, 2, 4]) if split == 1 else rnd.choice([0, biggest]) \
                 if split == 2 else 0
-            gpus = rnd.randint(1, max(1, total // 2))
+            gpus = rnd.randint(1, max(1, t.gpu_count // rnd.choice([2, 4, 8])))
             if split == 1:
                 gpus = max(1, gpus // pod) * pod
             if split == 2:
-                gpus = max(1, gpus // self.gpus_per_node) * self.gpus_per_node
-            required = rnd.choice([None, rnd.randrange(self.nlevels)])
-            preferred = rnd.choice([None, None, rnd.randrange(self.nlevels)])
+                gpus = max(1, gpus // biggest) * biggest
+            required = rnd.choice([None, rnd.randrange(nlevels)])
+            preferred = rnd.choice([None, None, rnd.randrange(nlevels)])
             slices = []
-            if rnd.random() < 0.3:
-                lv = rnd.randrange(self.nlevels)
+            if rnd.random() < 0.5:
                 sg = rnd.choice([1, 2, 4, 8, 16])
                 if gpus % sg == 0:
-                    slices.append((sg, lv))
+                    slices.append((sg, rnd.randrange(nlevels)))
             avoid = rnd.sample(range(nnodes), rnd.randint(0, min(2, nnodes)))
-            gpu_class = rnd.choice([None, 0])
+            gpu_class = rnd.choice([None] + list(t.classes))
+            labels = rnd.sample(t.labels, rnd.randint(0, min(1, len(t.labels))))
+            avoid_labels = [lb for lb in rnd.sample(t.labels, rnd.randint(0, min(1, len(t.labels))))
+                            if lb not in labels]
             commit = rnd.random() < 0.5
             job = 1 + i
             self.requests.append(dict(gpus=gpus, split=split, pod=pod, required=required,
                                       preferred=preferred, slices=slices, avoid=avoid,
-                                      gpu_class=gpu_class, commit=commit, job=job))
+                                      gpu_class=gpu_class, labels=labels,
+                                      avoid_labels=avoid_labels, commit=commit, job=job))
             sl = slices + [(0, NONE)] * (2 - len(slices))
             self.script.append(
-                "place {} {} {} {} {} {} {} {} {} {} {} {} 0 0 {} {}".format(
+                "place {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}".format(
                     int(commit), job, gpus, split, pod, NONE if required is None else required,
                     NONE if preferred is None else preferred, sl[0][0], sl[0][1], sl[1][0],
-                    sl[1][1], NONE if gpu_class is None else gpu_class, len(avoid),
+                    sl[1][1], NONE if gpu_class is None else t.gpu_class(gpu_class),
+                    t.label_mask(labels), t.label_mask(avoid_labels), len(avoid),
                     " ".join(map(str, avoid))))
+
+    def _uniform(self, rnd):
+        nlevels = rnd.randint(1, 3)
+        names = ["zone", "block", "rack"][3 - nlevels:]
+        fanout = [rnd.randint(1, 3) for _ in range(nlevels)] + [rnd.randint(1, 4)]
+        gpus = rnd.choice([4, 8])
+        self.script = [f"uniform {gpus} {nlevels} {' '.join(names)} {' '.join(map(str, fanout))}"]
+        return Topology.uniform(names, fanout, gpus, "h100")
+
+    def _built(self, rnd):
+        nodes = []
+        for b in range(rnd.randint(1, 3)):
+            for r in range(rnd.randint(1, 3)):
+                for n in range(rnd.randint(1, 4)):
+                    labels = [lb for lb in self.LABELS if rnd.random() < 0.4]
+                    nodes.append(([f"b{b}", f"r{r}"], f"node-{b}-{r}-{n}", rnd.choice([4, 8]),
+                                  rnd.choice(["h100", "a100"]), labels))
+        rnd.shuffle(nodes)
+        self.script = ["levels 2 block rack"]
+        with gpusched.TopologyBuilder(["block", "rack"]) as builder:
+            for path, name, gpus, cls, labels in nodes:
+                builder.add_node(path, name, gpus, gpu_class=cls, labels=labels)
+                self.script.append(f"node {' '.join(path)} {name} {gpus} {cls} {len(labels)} "
+                                   f"{' '.join(labels)}")
+            self.script.append("freeze")
+            return builder.freeze()
+
+    def run_c(self):
+        return gstest.pyhelper("place", stdin="\n".join(self.script) + "\n").splitlines()
 
     def run_python(self):
         lines = []
-        with Topology.uniform(self.names, self.fanout, self.gpus_per_node, "h100") as t, \
-                Cluster(t) as c:
+        t = self.topo
+        with Cluster(t) as c:
             for job, node, mask in self.allocs:
                 c.allocate(job, {node: mask})
             for node, h in self.health:
                 c.set_node_health(node, h)
             for r in self.requests:
                 kw = dict(required=r["required"], preferred=r["preferred"], slices=r["slices"],
-                          avoid_nodes=r["avoid"], gpu_class=r["gpu_class"], commit=r["commit"],
-                          job_id=r["job"])
+                          avoid_nodes=r["avoid"], gpu_class=r["gpu_class"], labels=r["labels"],
+                          avoid_labels=r["avoid_labels"], commit=r["commit"], job_id=r["job"])
                 if r["split"] == 1:
                     kw["pod_gpus"] = r["pod"]
                 elif r["split"] == 2:
@@ -311,7 +341,7 @@ class Scenario:
                 except gpusched.Error as e:
                     lines.append(f"rc={e.code}")
                     continue
-                doms = [p.domains(lv) for lv in range(self.nlevels + 1)] if p.ok else []
+                doms = [p.domains(lv) for lv in range(len(t.levels) + 1)] if p.ok else []
                 lines.append(c_line(0 if p.ok else -30, int(p.reason), int(p.committed),
                                     p.nodes, p.masks, p.pods, p.locality, doms, p.message))
         return lines
@@ -335,17 +365,22 @@ class TestCrossCheck(unittest.TestCase):
         self.assertEqual(got, want)
         self.assertTrue(want[0].startswith("rc=0 ") and want[1].startswith("rc=-30 "))
 
-    def test_random_scenarios(self):
+    def check_scenarios(self, built):
         outcomes = set()
         for seed in range(60):
-            s = Scenario(seed)
-            want = [normalize(l) for l in
-                    gstest.pyhelper("place", stdin="\n".join(s.script) + "\n").splitlines()]
-            got = [normalize(l) for l in s.run_python()]
+            s = Scenario(seed, built)
+            want = [normalize(line) for line in s.run_c()]
+            got = [normalize(line) for line in s.run_python()]
             self.assertEqual(got, want, f"seed {seed}")
-            outcomes.update(l.split()[0] for l in got)
+            outcomes.update(line.split()[0] for line in got)
         # the scenarios exercise fits, misfits and rejected requests
         self.assertTrue({"rc=0", "rc=-30"} <= outcomes, outcomes)
+
+    def test_random_uniform_scenarios(self):
+        self.check_scenarios(built=False)
+
+    def test_random_built_scenarios_with_classes_and_labels(self):
+        self.check_scenarios(built=True)
 
 
 if __name__ == "__main__":
