@@ -34,6 +34,13 @@ class TapResult(unittest.TestResult):
         super().addError(test, err)
         self._fail(test, err, "ERROR")
 
+    def addSubTest(self, test, subtest, err):
+        # A failed subtest is its own "not ok" line; passing ones stay quiet.
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            self._fail(subtest, err, "FAIL" if issubclass(err[0], test.failureException)
+                       else "ERROR")
+
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
         self._line(True, test, f" # SKIP {reason}")
@@ -55,9 +62,10 @@ def main(path):
     print("TAP version 13", flush=True)
     spec.loader.exec_module(module)
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-    print(f"1..{suite.countTestCases()}", flush=True)
     result = TapResult()
     suite.run(result)
+    # The plan goes last: failed subtests add lines beyond the test count.
+    print(f"1..{result.n}", flush=True)
     return 0 if result.wasSuccessful() else 1
 
 
