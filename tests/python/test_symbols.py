@@ -14,6 +14,11 @@ import gpusched
 from gpusched import _lib
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def exported_symbols(path):
     """The gpusched_* functions the shared object exports (readelf), or the
     version script's list when readelf is not installed."""
@@ -28,7 +33,7 @@ def exported_symbols(path):
                 if name.startswith("gpusched_"):
                     names.add(name)
         return names
-    text = open(os.path.join(gstest.source_root(), "lib", "libgpusched.map")).read()
+    text = read(os.path.join(gstest.source_root(), "lib", "libgpusched.map"))
     return set(re.findall(r"\b(gpusched_\w+);", text))
 
 
@@ -64,7 +69,7 @@ def header_prototypes():
     """{name: (return kind, [parameter kinds])} from include/gpusched/*.h."""
     protos = {}
     for h in glob.glob(os.path.join(gstest.source_root(), "include", "gpusched", "*.h")):
-        text = re.sub(r"/\*.*?\*/", "", open(h).read(), flags=re.S)
+        text = re.sub(r"/\*.*?\*/", "", read(h), flags=re.S)
         text = re.sub(r"//[^\n]*", "", text)
         for ret, name, params in re.findall(
                 r"GPUSCHED_API\s+([^;(]*?)\b(gpusched_\w+)\s*\(([^)]*)\)\s*;", text, flags=re.S):
@@ -114,7 +119,7 @@ class TestCompleteness(unittest.TestCase):
         The one exception: Python callers cannot supply C allocators, so
         gpusched_allocator_check has nothing to check (tests call it)."""
         pkg = os.path.dirname(gpusched.__file__)
-        src = "".join(open(f).read() for f in glob.glob(os.path.join(pkg, "*.py"))
+        src = "".join(read(f) for f in glob.glob(os.path.join(pkg, "*.py"))
                       if not f.endswith("_lib.py"))
         unused = sorted(n for n in _lib.FUNCTIONS
                         if not re.search(r"lib\." + n[len("gpusched_"):] + r"\b", src))
