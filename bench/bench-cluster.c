@@ -116,11 +116,13 @@ static uint64_t gsb_rng(uint64_t *s)
     return *s;
 }
 
-/* Fills about half the GPUs with jobs from a size mix (1 GPU to 8 racks),
- * each followed by an equal free gap, so that free space is fragmented. */
+/* Fills about half the GPUs with jobs from a size mix (mostly 1 to 8 GPUs,
+ * some of whole racks and up to 8 racks), each followed by an equal free
+ * gap, so that free space is fragmented and there are tens of thousands of
+ * jobs to save and restore. */
 static int gsb_fill_half(gpusched_cluster *c)
 {
-    static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 16, 32, 72, 144, 576};
+    static const uint32_t sizes[] = {1, 1, 2, 2, 4, 4, 4, 4, 8, 8, 8, 16, 32, 72, 576};
     gpusched_topo *t = gpusched_cluster_topo(c);
     uint32_t nnodes = gpusched_topo_node_count(t);
     uint32_t *nodes = malloc(1024 * sizeof *nodes);

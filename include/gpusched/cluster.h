@@ -98,7 +98,10 @@ typedef struct gpusched_job {
 GPUSCHED_API int gpusched_cluster_new(gpusched_topo *topo, const gpusched_allocator *alloc,
                                       gpusched_cluster **out);
 
-/** Frees a cluster and drops its topology reference; NULL is accepted. */
+/**
+ * Frees a cluster and drops its topology reference.
+ * @param c The cluster; NULL is accepted (no-op).
+ */
 GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c);
 
 /**
@@ -327,12 +330,17 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id);
  * @param c The cluster.
  * @param job The new descriptor; `job->id` names the job.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL NULL argument or bad flags. @retval GPUSCHED_E2BIG Unknown trailing bytes.
+ * @retval GPUSCHED_EINVAL NULL argument or bad flags.
+ * @retval GPUSCHED_E2BIG Unknown trailing bytes.
  * @retval GPUSCHED_ENOENT No running job has this id.
  */
 GPUSCHED_API int gpusched_cluster_job_update(gpusched_cluster *c, const gpusched_job *job);
 
-/** Number of running jobs (0 if `c` is NULL). */
+/**
+ * Number of running jobs.
+ * @param c The cluster.
+ * @return The count, 0 if `c` is NULL.
+ */
 GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c);
 
 /**
@@ -429,12 +437,21 @@ GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t 
  */
 GPUSCHED_API int gpusched_cluster_unreserve(gpusched_cluster *c, uint64_t job_id);
 
-/** Number of reservations (0 if `c` is NULL). */
+/**
+ * Number of reservations.
+ * @param c The cluster.
+ * @return The count, 0 if `c` is NULL.
+ */
 GPUSCHED_API uint32_t gpusched_cluster_resv_count(const gpusched_cluster *c);
 
 /**
- * Iterates reservations: the job id of reservation number `index`.
- * @retval 0 Success. @retval GPUSCHED_EINVAL NULL argument.
+ * Iterates reservations: the job id of reservation number `index`, 0 to
+ * gpusched_cluster_resv_count() - 1 (deterministic order, changed by drops).
+ * @param c The cluster.
+ * @param index Position.
+ * @param[out] job_id The reservation's job id.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` or `job_id` is NULL.
  * @retval GPUSCHED_ERANGE `index` is past the last reservation.
  */
 GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id);

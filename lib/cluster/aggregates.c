@@ -160,6 +160,108 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     }
 }
 
+/* ---- batched updates for large allocations ------------------------------ */
+
+/* Changes of the nodes of one lowest domain, gathered before they are
+ * applied to it and its ancestors once. */
+typedef struct gs_leaf_delta {
+    int32_t free_gpus;
+    int32_t free_nodes;
+    int64_t full_gpus;          /* GPUs of nodes that became (un)fully free */
+    uint32_t lo, hi;            /* histogram buckets touched: [lo, hi] */
+    int32_t hist[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+} gs_leaf_delta;
+
+static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
+{
+    uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    if (ok == nk)
+        return;
+    uint64_t all = gs_node_all_mask(gpus);
+    int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
+    x->free_gpus += (int32_t)nk - (int32_t)ok;
+    x->free_nodes += dfull;
+    x->full_gpus += (int64_t)dfull * gpus;
+    x->hist[ok]--;
+    x->hist[nk]++;
+    uint32_t lo = ok < nk ? ok : nk, hi = ok < nk ? nk : ok;
+    x->lo = lo < x->lo ? lo : x->lo;
+    x->hi = hi > x->hi ? hi : x->hi;
+}
+
+static void gs_delta_row(uint32_t *free_gpus, uint32_t *free_nodes, uint32_t *hist, const gs_leaf_delta *x)
+{
+    *free_gpus += (uint32_t)x->free_gpus;
+    *free_nodes += (uint32_t)x->free_nodes;
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        hist[k] += (uint32_t)x->hist[k];
+}
+
+static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_delta *x)
+{
+    if (x->lo > x->hi)
+        return;
+    const struct gpusched_topo *t = c->topo;
+    const size_t H = c->hist_width;
+    const uint32_t nl = c->nlevels;
+    c->root_free_gpus += (uint64_t)(int64_t)x->free_gpus;
+    c->root_free_nodes += (uint32_t)x->free_nodes;
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        c->root_hist[k] += (uint32_t)x->hist[k];
+    c->full_doms[nl] += (uint32_t)x->free_nodes;
+    c->full_gpus[nl] += (uint64_t)x->full_gpus;
+    uint32_t d = leaf;
+    for (uint32_t l = nl; l-- > 0;) {
+        const gs_agg g = c->agg[l];
+        const uint32_t size = t->dom_start[l][d + 1] - t->dom_start[l][d];
+        const uint32_t before = g.free_nodes[d];
+        gs_delta_row(&g.free_gpus[d], &g.free_nodes[d], &g.hist[d * H], x);
+        const uint32_t after = g.free_nodes[d];
+        if ((before == size) != (after == size)) {
+            const int32_t sign = after == size ? 1 : -1;
+            c->full_doms[l] += (uint32_t)sign;
+            c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
+        }
+        if (l)
+            d = t->dom_parent[l][d];
+    }
+    for (uint32_t k = x->lo; k <= x->hi; k++)
+        x->hist[k] = 0;
+    x->free_gpus = x->free_nodes = 0;
+    x->full_gpus = 0;
+    x->lo = UINT32_MAX;
+    x->hi = 0;
+}
+
+/* A large allocation or release touches thousands of nodes that share
+ * lowest domains (nodes are ascending and domains contiguous), so the
+ * aggregates are updated once per lowest domain instead of once per node:
+ * O(levels * hist_width) per domain touched plus O(1) per node. */
+void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                          int claim, uint32_t holder)
+{
+    const struct gpusched_topo *t = c->topo;
+    gs_leaf_delta x;
+    memset(&x, 0, sizeof x);
+    x.lo = UINT32_MAX;
+    uint32_t leaf = n ? t->node_leaf[nodes[0]] : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t node = nodes[i];
+        const uint64_t mask = masks[i];
+        if (t->node_leaf[node] != leaf) {
+            gs_delta_apply(c, leaf, &x);
+            leaf = t->node_leaf[node];
+        }
+        const uint64_t old = gs_cluster_node_avail(c, node);
+        c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
+        uint32_t *h = &c->gpu_holder[t->node_gpu_base[node]];
+        for (uint64_t m = mask; m; m &= m - 1)
+            h[gs_ctz64(m)] = holder;
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), t->node_gpus[node]);
+    }
+    gs_delta_apply(c, leaf, &x);
+}
+
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)
 {
     const uint32_t *h = l == GPUSCHED_NONE ? c->root_hist : &c->agg[l].hist[(size_t)d * c->hist_width];

@@ -193,6 +193,12 @@ size_t gs_aggs_bytes(const struct gpusched_cluster *c);
  * O(levels). */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail);
 
+/* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
+ * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
+ * updated once per lowest domain touched. Never touches node_resv. */
+void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
+                          int claim, uint32_t holder);
+
 /* ---- jobs and reservations --------------------------------------------- */
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);

@@ -157,9 +157,27 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
     __builtin_prefetch(&t->node_gpu_base[node]);
 }
 
+/* The second round of lines an update of `node` touches, whose addresses
+ * depend on the first (the node's GPU base and lowest domain): started
+ * before the table work so that both overlap. */
+static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf = t->node_leaf[node], l = c->nlevels - 1;
+    __builtin_prefetch(&c->gpu_holder[t->node_gpu_base[node]], 1);
+    __builtin_prefetch(&c->agg[l].free_gpus[leaf], 1);
+    __builtin_prefetch(&c->agg[l].free_nodes[leaf], 1);
+    __builtin_prefetch(&c->agg[l].hist[(size_t)leaf * c->hist_width], 1);
+    __builtin_prefetch(&t->dom_start[l][leaf]);
+    if (l)
+        __builtin_prefetch(&t->dom_parent[l][leaf]);
+}
+
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
                       const uint64_t *masks)
 {
+    if (n == 1)
+        gs_prefetch_node_deps(c, nodes[0]);
     int rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
     if (rc)
         return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
@@ -179,8 +197,10 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     h->flags = job->flags;
     gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
-    for (uint32_t i = 0; i < n; i++)
-        gs_node_claim(c, nodes[i], masks[i], holder);
+    if (n == 1)
+        gs_node_claim(c, nodes[0], masks[0], holder);
+    else
+        gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
     return 0;
 }
 
@@ -217,8 +237,10 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
-    for (uint32_t i = 0; i < h->npairs; i++)
-        gs_node_unclaim(c, nodes[i], masks[i]);
+    if (h->npairs == 1)
+        gs_node_unclaim(c, nodes[0], masks[0]);
+    else
+        gs_cluster_nodes_set(c, h->npairs, nodes, masks, 0, 0);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
 
