@@ -22,6 +22,68 @@ static void show_core(void)
     printf("simd path: %s\n", gpusched_simd_name(chosen));
 }
 
+/* Gang placement: a 200k-GPU training run on the default 1M-GPU cluster,
+ * cut into NVL72 rack slices, then a request that cannot fit and why. */
+static void show_place(void)
+{
+    gpusched_topo *t = NULL;
+    gpusched_cluster *c = NULL;
+    gpusched_placer *p = NULL;
+    gpusched_place_result *res = NULL;
+    char err[256];
+    if (gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, err, sizeof err) || gpusched_cluster_new(t, NULL, &c) ||
+        gpusched_placer_new(c, NULL, &p) || gpusched_place_result_new(NULL, &res)) {
+        fprintf(stderr, "place demo: setup failed\n");
+        goto out;
+    }
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 1;
+    q.gpus = 2778 * 72;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 72; /* one NVLink domain: a rack */
+    q.slice_level[0] = 2;
+    q.preferred_level = 1; /* as few zones, then blocks, as possible */
+    /* A what-if first (it also warms the placer's scratch memory), then
+     * the real thing. The demo times itself; the library reads no clock. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = gpusched_placer_place(p, &q, res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double plan_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rc)
+        rc = gpusched_placer_place(p, &q, res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc) {
+        fprintf(stderr, "place demo: %s %s\n", gpusched_err_name(rc), gpusched_place_result_message(res));
+        goto out;
+    }
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    printf("placed a %u-GPU gang on %llu GPUs: what-if %.2f ms, plan + commit %.2f ms: %s\n", q.gpus,
+           (unsigned long long)gpusched_topo_gpu_count(t), plan_ms, ms, gpusched_place_result_message(res));
+    for (uint32_t l = 0; l < gpusched_topo_level_count(t); l++) {
+        const uint32_t *d;
+        uint32_t n;
+        char first[64] = "", last[64] = "";
+        gpusched_place_result_domains(res, l, &d, &n);
+        gpusched_topo_domain_name(t, l, d[0], first, sizeof first);
+        gpusched_topo_domain_name(t, l, d[n - 1], last, sizeof last);
+        printf("  %-6s %5u used, %s .. %s\n", gpusched_topo_level_name(t, l), n, first, last);
+    }
+    gpusched_place_request small = GPUSCHED_PLACE_REQUEST_INIT;
+    small.job_id = 2;
+    small.gpus = 4100;
+    small.required_level = 1; /* one block: 56 racks of 72 GPUs */
+    rc = gpusched_placer_place(p, &small, res);
+    printf("4100 GPUs in one block: %s (%s)\n", rc ? "does not fit" : "fits", gpusched_place_result_message(res));
+out:
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    gpusched_topo_unref(t);
+}
+
 static void show_topo(void)
 {
     gpusched_topo *t = NULL;
@@ -148,68 +210,6 @@ static void show_fairq(void)
         }
         gpusched_fairq_free(q);
     }
-}
-
-/* Gang placement: a 200k-GPU training run on the default 1M-GPU cluster,
- * cut into NVL72 rack slices, then a request that cannot fit and why. */
-static void show_place(void)
-{
-    gpusched_topo *t = NULL;
-    gpusched_cluster *c = NULL;
-    gpusched_placer *p = NULL;
-    gpusched_place_result *res = NULL;
-    char err[256];
-    if (gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, err, sizeof err) || gpusched_cluster_new(t, NULL, &c) ||
-        gpusched_placer_new(c, NULL, &p) || gpusched_place_result_new(NULL, &res)) {
-        fprintf(stderr, "place demo: setup failed\n");
-        goto out;
-    }
-    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
-    q.gpus = 2778 * 72;
-    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
-    q.slice_gpus[0] = 72; /* one NVLink domain: a rack */
-    q.slice_level[0] = 2;
-    q.preferred_level = 1; /* as few zones, then blocks, as possible */
-    /* A what-if first (it also warms the placer's scratch memory), then
-     * the real thing. The demo times itself; the library reads no clock. */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = gpusched_placer_place(p, &q, res);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double plan_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    q.flags = GPUSCHED_PLACE_COMMIT;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!rc)
-        rc = gpusched_placer_place(p, &q, res);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (rc) {
-        fprintf(stderr, "place demo: %s %s\n", gpusched_err_name(rc), gpusched_place_result_message(res));
-        goto out;
-    }
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    printf("placed a %u-GPU gang on %llu GPUs: what-if %.2f ms, plan + commit %.2f ms: %s\n", q.gpus,
-           (unsigned long long)gpusched_topo_gpu_count(t), plan_ms, ms, gpusched_place_result_message(res));
-    for (uint32_t l = 0; l < gpusched_topo_level_count(t); l++) {
-        const uint32_t *d;
-        uint32_t n;
-        char first[64] = "", last[64] = "";
-        gpusched_place_result_domains(res, l, &d, &n);
-        gpusched_topo_domain_name(t, l, d[0], first, sizeof first);
-        gpusched_topo_domain_name(t, l, d[n - 1], last, sizeof last);
-        printf("  %-6s %5u used, %s .. %s\n", gpusched_topo_level_name(t, l), n, first, last);
-    }
-    gpusched_place_request small = GPUSCHED_PLACE_REQUEST_INIT;
-    small.job_id = 2;
-    small.gpus = 4100;
-    small.required_level = 1; /* one block: 56 racks of 72 GPUs */
-    rc = gpusched_placer_place(p, &small, res);
-    printf("4100 GPUs in one block: %s (%s)\n", rc ? "does not fit" : "fits", gpusched_place_result_message(res));
-out:
-    gpusched_place_result_free(res);
-    gpusched_placer_free(p);
-    gpusched_cluster_free(c);
-    gpusched_topo_unref(t);
 }
 
 int main(void)

@@ -26,6 +26,32 @@ static inline uint64_t pt_next(pt_rng *r)
 
 static inline uint32_t pt_below(pt_rng *r, uint32_t n) { return (uint32_t)(pt_next(r) % n); }
 
+/* A cluster with a placer and a result; owns the topology reference. */
+typedef struct pt_env {
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    uint64_t next_job;
+} pt_env;
+
+static inline pt_env pt_env_on(gpusched_topo *t)
+{
+    pt_env e = {.t = t, .next_job = 1000};
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &e.c), 0);
+    cr_assert_eq(gpusched_placer_new(e.c, NULL, &e.p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &e.res), 0);
+    return e;
+}
+
+static inline void pt_env_free(pt_env *e)
+{
+    gpusched_place_result_free(e->res);
+    gpusched_placer_free(e->p);
+    gpusched_cluster_free(e->c);
+    gpusched_topo_unref(e->t);
+}
+
 /* A uniform topology from fanouts. */
 static inline gpusched_topo *pt_uniform(uint32_t nlevels, const uint32_t *fanout, uint32_t gpus)
 {

@@ -5,31 +5,12 @@
 #include "failalloc.h"
 #include "place-test.h"
 
-typedef struct env {
-    gpusched_topo *t;
-    gpusched_cluster *c;
-    gpusched_placer *p;
-    gpusched_place_result *res;
-} env;
+typedef pt_env env;
 
 /* 2 blocks x 3 racks x 4 nodes x 4 GPUs. */
-static env env_new(void)
-{
-    env e;
-    e.t = ct_uniform();
-    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
-    cr_assert_eq(gpusched_placer_new(e.c, NULL, &e.p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &e.res), 0);
-    return e;
-}
+static env env_new(void) { return pt_env_on(ct_uniform()); }
 
-static void env_free(env *e)
-{
-    gpusched_place_result_free(e->res);
-    gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
-    gpusched_topo_unref(e->t);
-}
+#define env_free pt_env_free
 
 static gpusched_place_request req(uint32_t gpus)
 {
@@ -201,7 +182,10 @@ Test(place_api, bad_requests_say_which_field)
     struct {
         gpusched_place_request q;
         uint32_t extra;
-    } big = {req(8), 1};
+    } big;
+    memset(&big, 0, sizeof big); /* the padding too */
+    big.q = req(8);
+    big.extra = 1;
     big.q.size = sizeof big;
     REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 112 is non-zero but this library knows only 112 bytes");
     big.extra = 0;

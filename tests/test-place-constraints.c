@@ -4,29 +4,9 @@
 #include "cluster-test.h"
 #include "place-test.h"
 
-typedef struct env {
-    gpusched_topo *t;
-    gpusched_cluster *c;
-    gpusched_placer *p;
-    gpusched_place_result *res;
-} env;
-
-static env env_on(gpusched_topo *t)
-{
-    env e = {.t = t};
-    cr_assert_eq(gpusched_cluster_new(t, NULL, &e.c), 0);
-    cr_assert_eq(gpusched_placer_new(e.c, NULL, &e.p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &e.res), 0);
-    return e;
-}
-
-static void env_free(env *e)
-{
-    gpusched_place_result_free(e->res);
-    gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
-    gpusched_topo_unref(e->t);
-}
+typedef pt_env env;
+#define env_on pt_env_on
+#define env_free pt_env_free
 
 static gpusched_place_request req(uint32_t gpus, uint32_t split, uint32_t pod)
 {

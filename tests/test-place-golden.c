@@ -3,30 +3,13 @@
  * and of 18, racks partly used, a zone full, nested slices, failures. */
 #include "place-test.h"
 
-typedef struct env {
-    gpusched_topo *t;
-    gpusched_cluster *c;
-    gpusched_placer *p;
-    gpusched_place_result *res;
-    uint64_t next_job;
-} env;
+typedef pt_env env;
+#define env_free pt_env_free
 
 static env nvl72(void)
 {
     const uint32_t fan[] = {2, 2, 4, 18};
-    env e = {.t = pt_uniform(3, fan, 4), .next_job = 1000};
-    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
-    cr_assert_eq(gpusched_placer_new(e.c, NULL, &e.p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &e.res), 0);
-    return e;
-}
-
-static void env_free(env *e)
-{
-    gpusched_place_result_free(e->res);
-    gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
-    gpusched_topo_unref(e->t);
+    return pt_env_on(pt_uniform(3, fan, 4));
 }
 
 static gpusched_place_request slices72(uint32_t n)

@@ -36,14 +36,44 @@ static uint64_t take_gpus(uint64_t avail, uint32_t count)
     return m;
 }
 
-static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
+static int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
 {
     if (p->nout == p->out_cap && grow_out(p))
         return GPUSCHED_ENOMEM;
-    uint64_t avail = gs_cluster_node_avail(p->c, node);
     p->out_nodes[p->nout] = node;
     p->out_units[p->nout] = units;
     p->out_masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
+    return 0;
+}
+
+static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
+{
+    return emit_node_avail(p, node, units, gs_cluster_node_avail(p->c, node));
+}
+
+/* A lowest-level domain handing over everything it can hold (every rack
+ * of a large gang of whole racks): one pass over its nodes. */
+static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+{
+    const gs_pl_req *r = p->req;
+    uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
+    uint64_t want = (uint64_t)y * r->ratio[LV(l)], total = 0;
+    *done = false;
+    if (r->agg_exact_nodes) {
+        total = gs_pl_ub_units(p, l, d);
+    } else {
+        for (uint32_t n = a; n < b; n++)
+            total += gs_pl_node_units(p, n);
+    }
+    if (total != want)
+        return 0;
+    for (uint32_t n = a; n < b; n++) {
+        uint64_t avail = gs_cluster_node_avail(p->c, n);
+        uint32_t u = r->filtered && !gs_pl_node_eligible(p, n) ? 0 : gs_pl_units_of_mask(r, p->t, n, avail);
+        if (u && emit_node_avail(p, n, u, avail))
+            return GPUSCHED_ENOMEM;
+    }
+    *done = true;
     return 0;
 }
 
@@ -127,9 +157,23 @@ static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
  * costs no more than the frontier entry it was chosen by. */
 static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
 {
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint32_t *share = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *share);
+    if (!share)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < b - a; i++)
+        share[i] = 0;
+    gs_key key;
+    bool direct;
+    int rc = gs_pl_subsets(p, l, d, y, &key, share, &direct);
+    if (rc)
+        return rc;
+    if (direct)
+        return key == GS_KEY_INF ? GPUSCHED_ENOSPC : descend(p, l, a, share, b - a);
     uint32_t Y = y * p->req->ratio[LV(l)];
     gs_pl_dp_out o = {.want_choices = true};
-    int rc = gs_pl_dp(p, l, d, Y, &o);
+    rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
     if (o.dp[Y] == GS_KEY_INF)
@@ -172,6 +216,12 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
         return emit_node(p, d, y);
     if (l >= 0 && gs_pl_use_domain(p, (uint32_t)l, d))
         return GPUSCHED_ENOMEM;
+    if (l + 1 == (int32_t)p->nlevels) {
+        bool done;
+        int rc = take_all_nodes(p, l, d, y, &done);
+        if (rc || done)
+            return rc;
+    }
     gs_arena_mark m = gs_arena_save(&p->arena);
     int rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
     gs_arena_restore(&p->arena, m);

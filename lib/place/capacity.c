@@ -3,32 +3,6 @@
  * visiting nodes. */
 #include "place-internal.h"
 
-static bool node_eligible(const gpusched_placer *p, uint32_t n)
-{
-    const gpusched_place_request *q = &p->req->in;
-    const struct gpusched_topo *t = p->t;
-    if (q->gpu_class != GPUSCHED_NONE && t->node_class[n] != q->gpu_class)
-        return false;
-    uint64_t labels = t->node_labels[n];
-    if ((labels & q->labels_required) != q->labels_required || (labels & q->labels_forbidden))
-        return false;
-    return !(q->avoid_count && p->avoid_gen[n] == p->gen);
-}
-
-static uint32_t units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n, uint64_t avail)
-{
-    if (r->whole_w)
-        return t->node_gpus[n] == r->whole_w && avail == gs_node_all_mask(r->whole_w);
-    return gs_popcount64(avail) / r->u0;
-}
-
-uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
-{
-    if (p->req->filtered && !node_eligible(p, node))
-        return 0;
-    return units_of_mask(p->req, p->t, node, gs_cluster_node_avail(p->c, node));
-}
-
 static const uint32_t *agg_hist(const struct gpusched_cluster *c, int32_t l, uint32_t d)
 {
     return l < 0 ? c->root_hist : &c->agg[l].hist[(size_t)d * c->hist_width];
@@ -39,7 +13,7 @@ uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d)
     const struct gpusched_cluster *c = p->c;
     const gs_pl_req *r = p->req;
     if (l == (int32_t)p->nlevels)
-        return units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
+        return gs_pl_units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
     if (r->whole_w)
         return l < 0 ? c->root_free_nodes : c->agg[l].free_nodes[d];
     if (r->u0 == 1)
@@ -56,7 +30,7 @@ uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d)
     const struct gpusched_cluster *c = p->c;
     const gs_pl_req *r = p->req;
     if (l == (int32_t)p->nlevels)
-        return units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
+        return gs_pl_units_of_mask(r, p->t, d, gs_cluster_node_avail(c, d));
     if (r->whole_w)
         return (l < 0 ? c->root_free_nodes : c->agg[l].free_nodes[d]) ? 1 : 0;
     const uint32_t *h = agg_hist(c, l, d);

@@ -222,8 +222,14 @@ int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_
 int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key)
 {
     gs_arena_mark m = gs_arena_save(&p->arena);
+    bool direct;
+    int rc = gs_pl_subsets(p, l, d, y, key, NULL, &direct);
+    if (rc || direct) {
+        gs_arena_restore(&p->arena, m);
+        return rc;
+    }
     gs_front f;
-    int rc = gs_pl_frontier(p, l, d, y, &f);
+    rc = gs_pl_frontier(p, l, d, y, &f);
     *key = !rc && f.n && f.units[f.n - 1] >= y ? f.key[f.n - 1] : GS_KEY_INF;
     gs_arena_restore(&p->arena, m);
     return rc;

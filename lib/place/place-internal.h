@@ -127,8 +127,34 @@ struct gpusched_placer {
 /* request.c */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 
-/* capacity.c: units of the current request (p->req). */
-uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node);
+/* capacity.c: units of the current request (p->req). Node units are
+ * inline: the large placements evaluate them once per node returned. */
+static inline bool gs_pl_node_eligible(const gpusched_placer *p, uint32_t n)
+{
+    const gpusched_place_request *q = &p->req->in;
+    const struct gpusched_topo *t = p->t;
+    if (q->gpu_class != GPUSCHED_NONE && t->node_class[n] != q->gpu_class)
+        return false;
+    uint64_t labels = t->node_labels[n];
+    if ((labels & q->labels_required) != q->labels_required || (labels & q->labels_forbidden))
+        return false;
+    return !(q->avoid_count && p->avoid_gen[n] == p->gen);
+}
+
+static inline uint32_t gs_pl_units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n,
+                                           uint64_t avail)
+{
+    if (r->whole_w)
+        return t->node_gpus[n] == r->whole_w && avail == gs_node_all_mask(r->whole_w);
+    return gs_popcount64(avail) / r->u0;
+}
+
+static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
+{
+    if (p->req->filtered && !gs_pl_node_eligible(p, node))
+        return 0;
+    return gs_pl_units_of_mask(p->req, p->t, node, gs_cluster_node_avail(p->c, node));
+}
 /* Exact capacity of domain d at level l (-1 .. L) in units of level l. */
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of a domain's node-level units from the aggregates alone. */
@@ -170,6 +196,11 @@ typedef struct gs_pl_dp_out {
     uint32_t nkids, first;
 } gs_pl_dp_out;
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* subsets.c: the exact shortcut for domains whose grandchildren are the
+ * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
+ * if `amount` is given, each child's share (indexed from the first child). */
+int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key, uint32_t *amount,
+                  bool *applicable);
 /* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
 int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
 

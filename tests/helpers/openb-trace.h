@@ -1,8 +1,7 @@
 /* The openb GPU trace (../shared/data/openb, Weng et al., ATC'23) as a
- * topology and an event list, for the placement replay test and bench.
- * Header-only so that the bench, which does not link the test helpers,
- * can use it too. Nodes are grouped into racks of 16 in file order; a pod
- * asking for part of a GPU takes a whole one; pods without GPUs are skipped. */
+ * topology (openb.h: racks of 16 in file order) and an event list, for the
+ * placement replay test and bench. A pod asking for part of a GPU takes a
+ * whole one; pods without GPUs are skipped. */
 #ifndef GS_TEST_OPENB_TRACE_H
 #define GS_TEST_OPENB_TRACE_H
 
@@ -11,6 +10,8 @@
 #include <string.h>
 
 #include <gpusched/gpusched.h>
+
+#include "openb.h"
 
 typedef struct openb_event {
     int64_t time;
@@ -45,44 +46,6 @@ static inline uint32_t openb_fields(char *line, char **f, uint32_t max)
     return n;
 }
 
-static inline int openb_load_nodes(const char *dir, openb_trace *tr, char *err, size_t errlen)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/openb/openb_node_list_gpu_node.csv", dir);
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        snprintf(err, errlen, "cannot open %.200s", path);
-        return -1;
-    }
-    gpusched_topo_builder *b = NULL;
-    gpusched_topo_builder_new(NULL, &b);
-    const char *lv[] = {"rack"};
-    gpusched_topo_builder_set_levels(b, 1, lv);
-    char line[512];
-    uint32_t i = 0;
-    int rc = 0;
-    fgets(line, sizeof line, fp); /* header */
-    while (fgets(line, sizeof line, fp)) {
-        char *f[8];
-        if (openb_fields(line, f, 8) < 5)
-            continue;
-        char rack[16];
-        snprintf(rack, sizeof rack, "r%u", i / 16);
-        const char *p[] = {rack};
-        rc = gpusched_topo_builder_add_node(b, p, f[0], (uint32_t)atoi(f[3]), f[4], NULL, 0);
-        if (rc) {
-            snprintf(err, errlen, "node %.60s: %.160s", f[0], gpusched_topo_builder_errmsg(b));
-            break;
-        }
-        i++;
-    }
-    fclose(fp);
-    if (!rc)
-        rc = gpusched_topo_builder_freeze(b, &tr->topo);
-    gpusched_topo_builder_free(b);
-    return rc;
-}
-
 static inline int openb_cmp_event(const void *a, const void *b)
 {
     const openb_event *x = a, *y = b;
@@ -101,9 +64,12 @@ static inline int openb_load(const char *dir, openb_trace *tr, char *err, size_t
         snprintf(err, errlen, "no data directory");
         return -1;
     }
-    if (openb_load_nodes(dir, tr, err, errlen))
-        return -1;
     char path[1024];
+    snprintf(path, sizeof path, "%s/openb/openb_node_list_gpu_node.csv", dir);
+    if (openb_load_topology(path, &tr->topo)) {
+        snprintf(err, errlen, "cannot load %.200s", path);
+        return -1;
+    }
     snprintf(path, sizeof path, "%s/openb/openb_pod_list_default.csv", dir);
     FILE *fp = fopen(path, "r");
     if (!fp) {
