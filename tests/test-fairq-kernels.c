@@ -91,13 +91,15 @@ static void fill(gpusched_fairq *q, uint32_t n, uint32_t tenants, uint32_t types
     }
 }
 
-static void churn(gpusched_fairq *q, double now, uint32_t polls)
+static double churn(gpusched_fairq *q, double now, uint32_t polls)
 {
     for (uint32_t i = 0; i < polls; i++) {
         uint64_t id;
+        now += rndu(4) == 0 ? 0.5 : 0; /* lets virtual time decay */
         if (gpusched_fairq_poll(q, now, ~0ull, &id, NULL) == 0 && rndu(2))
             cr_assert_eq(gpusched_fairq_complete(q, id, 0.001 * (1 + rndu(3000))), 0);
     }
+    return now;
 }
 
 static void set_random_weights(gpusched_fairq *q)
@@ -135,6 +137,7 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
         int rc2 = gpusched_fairq_peek(q, now, mask, &id_full, NULL);
         gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
         cr_assert_eq(rc1, rc2);
+        cr_assert(rc1 == 0 || rc1 == GPUSCHED_EEMPTY, "round %d: %s", round, gpusched_err_name(rc1));
         cr_assert_eq(id_heads, id_full, "round %d: heads %llu, full %llu", round,
                      (unsigned long long)id_heads, (unsigned long long)id_full);
         if (ref.slot != GS_FQ_NONE)
@@ -165,11 +168,14 @@ Test(kernels, random_queues_match_reference, .timeout = 240)
         for (uint32_t t = 0; t < tenants; t++)
             if (rndu(3) == 0)
                 gpusched_fairq_set_tenant_weight(q, t, 0.1 * (1 + rndu(40)));
+        cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, rndu(2) ? 0 : 5), 0);
+        if (rndu(2))
+            cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
         double clock = rndu(1000);
         uint64_t next = 0;
         uint32_t n = rndu(4) == 0 ? rndu(40) : rndu(3000);
         fill(q, n, tenants, types, &clock, &next);
-        churn(q, clock, rndu(n / 2 + 1)); /* holes, vtimes */
+        clock = churn(q, clock, rndu(n / 2 + 1)); /* holes, vtimes */
         fill(q, rndu(200), tenants, types, &clock, &next);
         for (uint32_t c = 0; c < 3 && next; c++)
             gpusched_fairq_cancel(q, rnd() % next);

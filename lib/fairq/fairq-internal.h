@@ -15,6 +15,16 @@
 #include "core.h"
 #include "gpusched/fairq.h"
 
+/* Bit-identical scores on every path need every multiply and add rounded
+ * on its own: no contraction into fused multiply-adds, whatever -std or
+ * -ffp-contract the build uses (GNU C modes contract by default, and the
+ * AVX2 kernels are compiled with -mfma). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #define GS_FQ_NONE UINT32_MAX
 #define GS_FQ_HOLE_KEY 0u
 #define GS_FQ_MAX_SLOTS (1u << 31)

@@ -50,7 +50,10 @@ static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
     const uint64_t *types_of = q->hot_types, mask = f->mask;
     const uint32_t *slot_of = q->hot_slot;
     const double *hs = q->hot_s, *hb = q->hot_b;
-    double best = -INFINITY, full = 0; /* full: backlog of fully eligible tenants, exact below 2^53 */
+    double best = -INFINITY;
+    /* Counted in integers: a floating-point sum would chain every
+     * iteration on the add latency. Backlogs are exact in hot_b. */
+    int64_t full = 0;
     uint64_t partial = 0;
     uint32_t best_slot = GS_FQ_NONE;
     for (uint32_t i = 0; i < n; i++) {
@@ -60,7 +63,7 @@ static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
         double s = hs[i];
         uint32_t slot = slot_of[i];
         if (GS_LIKELY(elig == types)) {
-            full += hb[i];
+            full += (int64_t)hb[i];
         } else {
             uint32_t tn = q->active_tenants[i];
             double enq = 0;
