@@ -222,6 +222,17 @@ class TestQueue(unittest.TestCase):
         self.assertEqual(self.q.enqueue_many(numpy.array([n + 1], numpy.int64),
                                              numpy.array([1], numpy.int64),
                                              numpy.array([11.0])), 1)
+        with self.assertRaises(ValueError):
+            self.q.enqueue_many(numpy.array([-5], numpy.int64), [0], [12.0])
+        # read-only and strided arrays
+        ro = numpy.arange(n + 2, n + 6, dtype=numpy.uint64)
+        ro.flags.writeable = False
+        self.assertEqual(self.q.enqueue_many(ro, numpy.zeros(4, numpy.uint32),
+                                             numpy.full(4, 12.0)), 4)
+        strided = numpy.arange(n + 10, n + 30, dtype=numpy.uint64)[::2]
+        self.assertEqual(self.q.enqueue_many(strided, numpy.zeros(10, numpy.uint32),
+                                             numpy.full(10, 13.0)), 10)
+        self.assertEqual(len(self.q), n + 15)
 
     def test_predict(self):
         q = self.q
