@@ -135,7 +135,7 @@ class Topology(u.Handle):
     def level_or_nodes(self, level):
         """Like :meth:`level`, but also accepts ``"node"``/``len(levels)`` for
         the level of nodes (as fragmentation metrics do)."""
-        if level == "node" or level == "nodes":
+        if level in ("node", "nodes") and level not in self._levels:
             return self._nlevels
         if isinstance(level, str):
             return self.level(level)
