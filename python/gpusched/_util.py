@@ -5,6 +5,7 @@ import array
 import ctypes
 import math
 import operator
+import weakref
 
 U8_MAX = 0xff
 U32_MAX = 0xffffffff
@@ -178,10 +179,7 @@ class Handle:
     """Owns one C handle: frees it on close(), on leaving a with block, or
     when garbage collected (whichever comes first)."""
 
-    _free = None  # set by the subclass: the C function that frees its handle
-
     def _own(self, ptr, free, *free_args):
-        import weakref
         self._ptr = ptr
         self._finalizer = weakref.finalize(self, free, ptr, *free_args)
 
