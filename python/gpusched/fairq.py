@@ -92,6 +92,8 @@ def _type_mask(types, type_mask):
         return u.u64("type_mask", type_mask)
     if types is None:
         return ALL_TYPES
+    if hasattr(types, "__index__"):
+        raise TypeError("types is an iterable of type numbers; give a bit mask as type_mask=")
     return u.bits("types", types, MAX_TYPES)
 
 

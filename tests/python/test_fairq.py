@@ -148,6 +148,12 @@ class TestQueue(unittest.TestCase):
             q.poll(5.0)
         with self.assertRaises(TypeError):
             q.poll(11.0, types=[1], type_mask=2)
+        with self.assertRaises(TypeError):
+            q.poll(11.0, types=3)
+        with self.assertRaises(ValueError):
+            q.poll(11.0, types=[64])
+        with self.assertRaises(ValueError):
+            q.poll(11.0, type_mask=-1)
         q.cancel(1)
         with self.assertRaises(gpusched.NotFound):
             q.cancel(1)
