@@ -175,6 +175,15 @@ def read_array(ptr, ctype, n):
     return ptr[:n]
 
 
+def copy_array(ptr, typecode, ctype, n):
+    """Copies `n` elements from a C pointer into an ``array.array`` with one
+    memory copy."""
+    out = array.array(typecode)
+    if n and ptr:
+        out.frombytes(ctypes.string_at(ptr, n * ctypes.sizeof(ctype)))
+    return out
+
+
 class Handle:
     """Owns one C handle: frees it on close(), on leaving a with block, or
     when garbage collected (whichever comes first)."""

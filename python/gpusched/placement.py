@@ -162,6 +162,18 @@ class Placement(u.Handle):
         """GPU bit masks, one per node of :attr:`nodes` (bit i: GPU i)."""
         return self._read_nodes()["masks"]
 
+    def arrays(self):
+        """``(nodes, masks)`` as ``array.array`` of uint32 and uint64, copied
+        in one step each: for big gangs (50,000 nodes) this is much faster
+        than :attr:`nodes` and :attr:`masks`, and numpy takes them without a
+        copy (``numpy.frombuffer``)."""
+        nodes = ctypes.POINTER(ctypes.c_uint32)()
+        masks, n = ctypes.POINTER(ctypes.c_uint64)(), ctypes.c_uint32()
+        lib.check(lib.place_result_nodes(self._h, ctypes.byref(nodes), ctypes.byref(masks),
+                                         ctypes.byref(n)), function="gpusched_place_result_nodes")
+        return (u.copy_array(nodes, "I", ctypes.c_uint32, n.value),
+                u.copy_array(masks, "Q", ctypes.c_uint64, n.value))
+
     @property
     def message(self):
         """The library's explanation: where it went, or which constraint

@@ -1,6 +1,7 @@
 """Cluster.place, Cluster.place_many, Placement; and the cross-check: the
 same placements computed through the binding and by a C program
 (tests/python/gs-pyhelper.c) on the same inputs."""
+import array
 import random
 import unittest
 
@@ -33,6 +34,13 @@ class TestPlace(gstest.TinyClusterCase):
         self.assertIn("committed", repr(p))
         self.assertIs(p.raise_if_failed(), p)
         self.assertTrue(p.message)
+
+    def test_arrays(self):
+        p = self.c.place(20, pod_gpus=4)
+        nodes, masks = p.arrays()
+        self.assertEqual((nodes.typecode, masks.typecode), ("I", "Q"))
+        self.assertEqual((tuple(nodes), tuple(masks)), (p.nodes, p.masks))
+        self.assertEqual(self.c.place(999).arrays(), (array.array("I"), array.array("Q")))
 
     def test_closed_placement_keeps_its_fields(self):
         with self.c.place(16, pod_gpus=4) as p:
