@@ -168,6 +168,17 @@ class TestCpu(unittest.TestCase):
                        GPUSCHED_SIMD="bogus")
         self.assertEqual(r.stdout.strip(), "GPUSCHED_EINVAL", r.stderr)
 
+    def test_forced_path_this_cpu_cannot_run_raises_not_supported(self):
+        detected, _ = gpusched.cpu_features()
+        if "avx512" not in gpusched.simd_compiled() or detected & gpusched.core.CpuFeature.AVX512:
+            self.skipTest("needs a build with AVX-512 kernels on a CPU without AVX-512")
+        r = run_python("import gpusched\n"
+                       "for f in (gpusched.cpu_features, lambda: gpusched.FairQueue(2)):\n"
+                       " try:\n  f()\n"
+                       " except gpusched.NotSupported as e:\n  print(e.name)\n",
+                       GPUSCHED_SIMD="avx512")
+        self.assertEqual(r.stdout.split("\n")[:2], ["GPUSCHED_ENOTSUP"] * 2, r.stderr)
+
     def test_forced_scalar_path(self):
         r = run_python("import gpusched; print(gpusched.cpu_features()[1])", GPUSCHED_SIMD="scalar")
         self.assertEqual(r.stdout.strip(), "scalar", r.stderr)

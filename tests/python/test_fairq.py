@@ -286,6 +286,12 @@ class TestQueue(unittest.TestCase):
             with self.assertRaises(gpusched.CorruptData) as cm:
                 DecisionLog.read(p)
             self.assertTrue(cm.exception.message)
+            with open(p, "r+b") as f:  # format version (offset 8, doc/fairq.md)
+                f.seek(8)
+                f.write((2).to_bytes(4, "little"))
+            with self.assertRaises(gpusched.UnsupportedVersion) as cm:
+                DecisionLog.read(p)
+            self.assertIn("version", cm.exception.message)
             with self.assertRaises(gpusched.IOFailure):
                 DecisionLog.read(os.path.join(d, "missing.log"))
             with self.assertRaises(gpusched.IOFailure):

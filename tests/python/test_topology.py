@@ -76,8 +76,13 @@ class TestUniform(unittest.TestCase):
         with self.assertRaises(gpusched.InvalidArgument) as cm:
             Topology.uniform(["a"], [1, 0], 8)
         self.assertTrue(cm.exception.message)
-        with self.assertRaises(gpusched.Error):
+        with self.assertRaises(ValueError):
+            Topology.uniform(["a"], [1, 2], 2**32)
+        with self.assertRaises(gpusched.InvalidArgument):
             Topology.uniform(["a"], [1, 2], 65)
+        with self.assertRaises(gpusched.LimitExceeded) as cm:
+            Topology.uniform(["a", "b"], [65536, 65536, 2], 1)
+        self.assertIn("2^32", cm.exception.message)
 
     def test_constructor_is_not_public(self):
         with self.assertRaises(TypeError):
@@ -190,6 +195,9 @@ class TestBuilder(unittest.TestCase):
         with self.assertRaises(gpusched.AlreadyExists) as cm:
             b.add_node(["r0"], "n0", 8)
         self.assertIn("n0", cm.exception.message)
+        with self.assertRaises(gpusched.LimitExceeded) as cm:
+            b.add_node(["r0"], "n1", 8, labels=[f"l{i}" for i in range(65)])
+        self.assertIn("64 labels", cm.exception.message)
         with self.assertRaises(ValueError):
             TopologyBuilder([])
         with self.assertRaises(gpusched.InvalidArgument):
