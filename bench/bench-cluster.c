@@ -108,6 +108,50 @@ static void gsb_alloc_release(gsb_ctx *b)
     gpusched_cluster_free(c);
 }
 
+/* What a 200k-GPU gang costs the cluster state when the placement engine
+ * commits it (whole nodes, aggregates included) and when it ends. */
+static void gsb_commit_gang(gsb_ctx *b)
+{
+    const char *preset = gsb_quick(b) ? "h100-superpod" : "gb200-nvl72-1m";
+    gpusched_cluster *c = gsb_cluster_on(preset);
+    if (!c)
+        return;
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    uint32_t n = gpusched_topo_node_count(t) / 5; /* about 200k GPUs on the 1M preset */
+    uint32_t *nodes = malloc((size_t)n * sizeof *nodes);
+    uint64_t *masks = malloc((size_t)n * sizeof *masks);
+    int reps = gsb_reps(b);
+    double tc[32], tr[32];
+    uint64_t gpus = 0;
+    for (uint32_t i = 0; nodes && masks && i < n; i++) {
+        nodes[i] = i;
+        masks[i] = gpusched_topo_node_gpus(t, i) == 64 ? ~0ull : (1ull << gpusched_topo_node_gpus(t, i)) - 1;
+        gpus += gpusched_topo_node_gpus(t, i);
+    }
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    int ok = nodes && masks;
+    for (int r = 0; ok && r < reps; r++) {
+        j.id++;
+        double t0 = gsb_now_ns();
+        ok = gpusched_cluster_alloc(c, &j, n, nodes, masks) == 0;
+        double t1 = gsb_now_ns();
+        ok = ok && gpusched_cluster_release(c, j.id) == 0;
+        tc[r] = (t1 - t0) / 1e6;
+        tr[r] = (gsb_now_ns() - t1) / 1e6;
+    }
+    if (ok) {
+        char params[160];
+        snprintf(params, sizeof params, "\"preset\": \"%s\", \"gpus\": %llu, \"nodes\": %u, \"release_ms\": %.3f",
+                 preset, (unsigned long long)gpus, n, gsb_median(tr, (size_t)reps));
+        gsb_report(b, "cluster.alloc_gang200k.ms", gsb_median(tc, (size_t)reps), "ms", params);
+    } else {
+        fprintf(stderr, "bench-cluster: gang: %s\n", gpusched_cluster_errmsg(c));
+    }
+    free(nodes);
+    free(masks);
+    gpusched_cluster_free(c);
+}
+
 static uint64_t gsb_rng(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -220,6 +264,7 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
 const gsb_scenario gsb_cluster_scenarios[] = {
     {"cluster.bytes_per_gpu.gb200-nvl72-1m", gsb_bytes_per_gpu},
     {"cluster.alloc_release.ns", gsb_alloc_release},
+    {"cluster.alloc_gang200k.ms", gsb_commit_gang},
     {"cluster.snapshot.roundtrip.ms", gsb_snapshot_roundtrip},
     {NULL, NULL},
 };

@@ -28,7 +28,7 @@ typedef struct model {
 } model;
 
 static uint64_t rng_state;
-static uint32_t n_alloc_ok, n_alloc_fail, n_resv_ok, n_commit_ok, n_down;
+static uint32_t n_alloc_ok, n_alloc_fail, n_resv_ok, n_commit_ok, n_down, n_big;
 static uint64_t rnd(void)
 {
     rng_state ^= rng_state << 13;
@@ -100,7 +100,7 @@ static void model_drop(model *m, int kind, uint64_t id)
 /* Pairs mostly drawn from what is usable, sometimes broken on purpose. */
 static uint32_t gen_pairs(const model *m, uint64_t id, uint32_t *nodes, uint64_t *masks)
 {
-    uint32_t want = 1 + below(4), n = 0;
+    uint32_t want = 1 + below(8), n = 0; /* above 4: the batched update path */
     uint32_t start = below(m->nnodes);
     for (uint32_t k = 0; k < m->nnodes && n < want; k++) {
         uint32_t node = (start + k) % m->nnodes;
@@ -108,8 +108,6 @@ static uint32_t gen_pairs(const model *m, uint64_t id, uint32_t *nodes, uint64_t
             continue;
         uint64_t usable = model_mask(m, node, FREE, 0) | model_mask(m, node, RESV, id);
         uint64_t mask = usable & rnd();
-        if (below(8) == 0)
-            mask |= 1ull << below(m->gpus[node]); /* maybe taken */
         if (!mask)
             continue;
         nodes[n] = node;
@@ -125,6 +123,10 @@ static uint32_t gen_pairs(const model *m, uint64_t id, uint32_t *nodes, uint64_t
             masks[j] = masks[j - 1];
             masks[j - 1] = tm;
         }
+    if (n && below(6) == 0) {
+        uint32_t i = below(n);
+        masks[i] |= 1ull << below(m->gpus[nodes[i]]); /* maybe taken */
+    }
     switch (below(40)) {
     case 0: if (n) nodes[n - 1] = m->nnodes + below(3); break;
     case 1: if (n > 1) nodes[1] = nodes[0]; break;
@@ -266,7 +268,7 @@ static void step(gpusched_cluster *c, model *m)
     uint64_t masks[8];
     uint32_t op = below(100);
     uint64_t id = below(IDS);
-    if (op < 36) {
+    if (op < 30) {
         uint32_t n = gen_pairs(m, id, nodes, masks);
         int expect = m->running[id] ? GPUSCHED_EEXIST : model_check_pairs(m, n, nodes, masks, m->reserved[id], id);
         gpusched_job j = ct_job(id);
@@ -276,6 +278,7 @@ static void step(gpusched_cluster *c, model *m)
                      gpusched_err_name(rc), gpusched_err_name(expect), gpusched_cluster_errmsg(c));
         n_alloc_ok += !rc;
         n_alloc_fail += rc != 0;
+        n_big += !rc && n > 4;
         if (!rc) {
             if (m->reserved[id])
                 model_drop(m, RESV, id);
@@ -284,14 +287,14 @@ static void step(gpusched_cluster *c, model *m)
                 model_set(m, nodes[i], masks[i], ALLOC, id);
             m->running[id] = 1;
         }
-    } else if (op < 54) {
+    } else if (op < 52) {
         int rc = gpusched_cluster_release(c, id);
         cr_assert_eq(rc, m->running[id] ? 0 : GPUSCHED_ENOENT);
         if (!rc) {
             model_drop(m, ALLOC, id);
             m->running[id] = 0;
         }
-    } else if (op < 70) {
+    } else if (op < 64) {
         uint32_t n = gen_pairs(m, IDS + 1, nodes, masks);
         int expect = model_check_pairs(m, n, nodes, masks, 0, id);
         int rc = gpusched_cluster_reserve(c, id, n, nodes, masks);
@@ -303,14 +306,14 @@ static void step(gpusched_cluster *c, model *m)
                 model_set(m, nodes[i], masks[i], RESV, id);
             m->reserved[id] = 1;
         }
-    } else if (op < 78) {
+    } else if (op < 76) {
         int rc = gpusched_cluster_unreserve(c, id);
         cr_assert_eq(rc, m->reserved[id] ? 0 : GPUSCHED_ENOENT);
         if (!rc) {
             model_drop(m, RESV, id);
             m->reserved[id] = 0;
         }
-    } else if (op < 90) {
+    } else if (op < 86) {
         uint32_t node = below(m->nnodes);
         uint32_t h = below(3) ? GPUSCHED_NODE_UP : below(GPUSCHED_NODE_HEALTH_COUNT);
         uint64_t hit[64];
@@ -327,7 +330,7 @@ static void step(gpusched_cluster *c, model *m)
         cr_assert_eq(nhit, expect);
         m->health[node] = (uint8_t)h;
         n_down += h == GPUSCHED_NODE_DOWN && nhit > 0;
-    } else if (op < 96) {
+    } else if (op < 95) {
         /* The placement engine's path: lend a reservation, then commit its
          * job on what it may use, or give it back. */
         if (!m->reserved[id] || m->running[id])
@@ -352,7 +355,7 @@ static void step(gpusched_cluster *c, model *m)
         } else {
             gs_cluster_resv_unlend(c, r);
         }
-    } else if (op < 99) {
+    } else if (op < 98) {
         /* Preemption's step: evict a victim, keep its GPUs for another job. */
         uint64_t target = below(IDS);
         int rc = gpusched_cluster_release_to_resv(c, id, target);
@@ -405,9 +408,10 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
     }
     gpusched_cluster_free(c);
     /* The sequence must reach the interesting states, not only errors. */
-    cr_assert_gt(n_alloc_ok, steps / 20, "%u allocations succeeded", n_alloc_ok);
+    cr_assert_gt(n_alloc_ok, steps / 40, "%u allocations succeeded", n_alloc_ok);
+    cr_assert_gt(n_big, 5, "%u allocations of more than 4 nodes", n_big);
     cr_assert_gt(n_alloc_fail, steps / 50, "%u allocations failed", n_alloc_fail);
-    cr_assert_gt(n_resv_ok, steps / 40, "%u reservations succeeded", n_resv_ok);
+    cr_assert_gt(n_resv_ok, steps / 60, "%u reservations succeeded", n_resv_ok);
     cr_assert_gt(n_commit_ok, 5, "%u lent commits", n_commit_ok);
     cr_assert_gt(n_down, 5, "%u nodes went down under jobs", n_down);
 }

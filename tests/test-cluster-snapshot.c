@@ -434,3 +434,13 @@ Test(cluster_snapshot, restore_survives_every_allocation_failure)
     free(x.img);
     gpusched_cluster_free(c);
 }
+
+Test(cluster_snapshot, checksum_is_xxh64)
+{
+    /* Published XXH64 values (seed 0), so other tools can check images. */
+    cr_assert_eq(gs_checksum64("", 0), 0xEF46DB3751D8E999ull);
+    cr_assert_eq(gs_checksum64("a", 1), 0xD24EC4F1A98C6E5Bull);
+    cr_assert_eq(gs_checksum64("abc", 3), 0x44BC2CF5AD770999ull);
+    const char *s = "Nobody inspects the spammish repetition";
+    cr_assert_eq(gs_checksum64(s, strlen(s)), 0xFBCEA83C8A378BF1ull);
+}

@@ -818,3 +818,58 @@ Test(cluster, release_to_resv_survives_every_allocation_failure)
     cr_assert_gt(failalloc_sweep(fa_release_to_resv, fa_free, &x), 0);
     gpusched_topo_unref(x.topo);
 }
+
+Test(cluster, memory_grows_with_jobs_and_job_find_respects_a_larger_struct)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    size_t empty = gpusched_cluster_memory_bytes(c);
+    /* 96 GPUs in nodes of 4: masks and health per node, holder per GPU. */
+    cr_assert_geq(empty, 24 * 17 + 96 * 4);
+    gpusched_job j = ct_job(1);
+    uint32_t nodes[] = {0, 1, 2};
+    uint64_t masks[] = {1, 1, 1};
+    OK(c, gpusched_cluster_alloc(c, &j, 3, nodes, masks));
+    cr_assert_gt(gpusched_cluster_memory_bytes(c), empty + 3 * 12);
+    /* A newer caller's struct is longer: the library fills what it knows
+     * and leaves the rest, keeping the caller's size. */
+    struct {
+        gpusched_job j;
+        uint64_t future;
+    } big;
+    memset(&big, 0, sizeof big);
+    big.j.size = sizeof big;
+    big.future = 0xabcdef;
+    OK(c, gpusched_cluster_job_find(c, 1, &big.j));
+    cr_assert_eq(big.j.size, sizeof big);
+    cr_assert_eq(big.j.id, 1);
+    cr_assert_eq(big.future, 0xabcdef);
+    gpusched_cluster_free(c);
+}
+
+Test(cluster, large_jobs_take_the_batched_update)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    OK(c, alloc1(c, 1, 5, 0x1));
+    uint32_t nodes[24];
+    uint64_t masks[24];
+    uint32_t n = 0;
+    for (uint32_t i = 2; i < 22; i++, n++) {
+        nodes[n] = i;
+        masks[n] = i == 5 ? 0xe : i % 3 ? 0xf : 0x3;
+    }
+    gpusched_job j = ct_job(2);
+    OK(c, gpusched_cluster_alloc(c, &j, n, nodes, masks));
+    OK(c, gpusched_cluster_check(c));
+    uint32_t fd;
+    uint64_t s, gang;
+    OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
+    cr_assert_eq(fd, 0);
+    OK(c, gpusched_cluster_set_node_health(c, 9, GPUSCHED_NODE_DOWN, (uint64_t[4]){0}, 4, NULL));
+    OK(c, gpusched_cluster_release(c, 2));
+    OK(c, gpusched_cluster_check(c));
+    OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
+    cr_assert_eq(fd, 4, "racks 1 and 2 hold node 5's job and the down node 9");
+    OK(c, gpusched_cluster_release_to_resv(c, 1, 7));
+    OK(c, gpusched_cluster_check(c));
+    gpusched_cluster_free(c);
+}

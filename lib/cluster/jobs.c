@@ -5,6 +5,9 @@
 #include "cluster-internal.h"
 
 #define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_PREEMPTIBLE
+/* Up to this many pairs, updating the aggregates node by node is cheaper
+ * than gathering per-domain deltas. */
+#define GS_BATCH_MIN_PAIRS 4
 
 static const char *gs_holder_desc(const gpusched_cluster *c, uint32_t h, char *buf, size_t cap)
 {
@@ -197,8 +200,9 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     h->flags = job->flags;
     gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
-    if (n == 1)
-        gs_node_claim(c, nodes[0], masks[0], holder);
+    if (n <= GS_BATCH_MIN_PAIRS)
+        for (uint32_t i = 0; i < n; i++)
+            gs_node_claim(c, nodes[i], masks[i], holder);
     else
         gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
     return 0;
@@ -237,8 +241,9 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
-    if (h->npairs == 1)
-        gs_node_unclaim(c, nodes[0], masks[0]);
+    if (h->npairs <= GS_BATCH_MIN_PAIRS)
+        for (uint32_t i = 0; i < h->npairs; i++)
+            gs_node_unclaim(c, nodes[i], masks[i]);
     else
         gs_cluster_nodes_set(c, h->npairs, nodes, masks, 0, 0);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
