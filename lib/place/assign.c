@@ -77,6 +77,71 @@ static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     return 0;
 }
 
+/* The greedy choice of assign_greedy (largest first, ties lowest index,
+ * the remainder to the tightest node that takes it), planned on the
+ * domain's histogram and carried out by reading nodes only until the
+ * planned ones are found. Only when the aggregates count units exactly. */
+static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    *done = false;
+    if (!r->agg_exact_nodes)
+        return 0;
+    const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
+    uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
+    uint32_t avail_of[GPUSCHED_TOPO_MAX_NODE_GPUS + 1]; /* nodes per unit value */
+    uint32_t full[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+    for (uint32_t v = 0; v <= vmax; v++)
+        avail_of[v] = full[v] = 0;
+    for (uint32_t k = r->u0; k < c->hist_width; k++) {
+        uint32_t v = r->whole_w ? (k == r->whole_w) : k / r->u0;
+        avail_of[v] += h[k];
+    }
+    uint64_t rem = (uint64_t)y * r->ratio[LV(l)];
+    uint32_t part_v = 0, part = 0, pending = 0;
+    for (uint32_t v = vmax; v >= 1 && rem; v--) {
+        while (avail_of[v] && rem > v) {
+            uint64_t t = (rem - 1) / v; /* full nodes before the remainder */
+            if (t > avail_of[v])
+                t = avail_of[v];
+            full[v] += (uint32_t)t;
+            avail_of[v] -= (uint32_t)t;
+            pending += (uint32_t)t;
+            rem -= t * v;
+        }
+        if (avail_of[v] && rem <= v) {
+            for (part_v = (uint32_t)rem; !avail_of[part_v]; part_v++)
+                ;
+            part = (uint32_t)rem;
+            pending++;
+            rem = 0;
+        }
+    }
+    if (rem)
+        return 0;
+    uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
+    for (uint32_t n = a; n < b && pending; n++) {
+        uint64_t avail = gs_cluster_node_avail(c, n);
+        uint32_t v = gs_pl_units_of_mask(r, p->t, n, avail);
+        uint32_t take = 0;
+        if (v && full[v]) {
+            full[v]--;
+            take = v;
+        } else if (v && v == part_v && part) {
+            take = part;
+            part = 0;
+        }
+        if (take) {
+            pending--;
+            if (emit_node_avail(p, n, take, avail))
+                return GPUSCHED_ENOMEM;
+        }
+    }
+    *done = true;
+    return 0;
+}
+
 int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d)
 {
     if (p->ndoms[l] == p->doms_cap[l]) {
@@ -219,6 +284,8 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     if (l + 1 == (int32_t)p->nlevels) {
         bool done;
         int rc = take_all_nodes(p, l, d, y, &done);
+        if (!rc && !done)
+            rc = nodes_from_hist(p, l, d, y, &done);
         if (rc || done)
             return rc;
     }

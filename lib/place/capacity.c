@@ -25,6 +25,14 @@ uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d)
     return units;
 }
 
+uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    const struct gpusched_cluster *c = p->c;
+    if (l == (int32_t)p->nlevels)
+        return gs_popcount64(gs_cluster_node_avail(c, d));
+    return l < 0 ? c->root_free_gpus : c->agg[l].free_gpus[d];
+}
+
 uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d)
 {
     const struct gpusched_cluster *c = p->c;

@@ -159,6 +159,8 @@ static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of a domain's node-level units from the aggregates alone. */
 uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Usable free GPUs of a domain: the cheapest bound, one load. */
+uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of the units of the best single node in a domain. */
 uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d);
 /* Children of domain d at level l: a range of level l+1. */

@@ -61,32 +61,52 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
 
 static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch);
 
-/* Children that may hold a candidate, tightest first (ties: lowest index):
- * the best fit among domains, so that large free domains survive. A child
- * whose bound equals the gang is as tight as any can be: it is visited at
+/* Children that may hold a candidate, tightest first (least usable free
+ * GPUs, ties: lowest index): the best fit among domains, so that large
+ * free domains survive. Free GPUs are the cheapest bound (one load per
+ * child); the exact capacity is checked at the candidate. A child with
+ * exactly the gang's GPUs free is as tight as any can be: it is visited at
  * once, and when it settles the search the other children are never read. */
+/* Whether child `ch` (level l + 1) may hold a candidate; its free GPUs. */
+static bool may_hold(const gpusched_placer *p, const gs_cand *s, const uint32_t *free_gpus, int32_t l, uint32_t ch,
+                     uint64_t *ub)
+{
+    *ub = free_gpus ? free_gpus[ch] : gs_pl_ub_gpus(p, l + 1, ch);
+    if (*ub < p->req->gpus)
+        return false;
+    return s->level != (int32_t)p->nlevels || gs_pl_ub_node_units(p, l + 1, ch) >= s->demand;
+}
+
 static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
 {
-    int32_t L = (int32_t)p->nlevels;
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
+    const uint32_t *fg = l + 1 < (int32_t)p->nlevels ? p->c->agg[l + 1].free_gpus : NULL;
+    const uint64_t G = p->req->gpus;
+    /* The tightest child in one pass; usually it settles the search. */
+    uint32_t first = UINT32_MAX;
+    uint64_t first_ub = UINT64_MAX, ub;
+    for (uint32_t ch = a; ch < b; ch++)
+        if (may_hold(p, s, fg, l, ch, &ub) && ub < first_ub) {
+            first = ch;
+            first_ub = ub;
+            if (ub == G)
+                break;
+        }
+    if (first == UINT32_MAX)
+        return 0;
+    int rc = visit(p, s, l, first);
+    if (rc || s->done)
+        return rc;
+    /* The others, tightest first. */
     gs_arena_mark m = gs_arena_save(&p->arena);
     gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
     if (!k)
         return GPUSCHED_ENOMEM;
     uint32_t n = 0;
-    int rc = 0;
-    for (uint32_t ch = a; ch < b && !rc && !s->done; ch++) {
-        uint64_t ub = gs_pl_ub_units(p, l + 1, ch);
-        if (ub < s->demand_u0)
-            continue;
-        if (s->level == L && gs_pl_ub_node_units(p, l + 1, ch) < s->demand)
-            continue;
-        if (ub == s->demand_u0)
-            rc = visit(p, s, l, ch);
-        else
+    for (uint32_t ch = a; ch < b; ch++)
+        if (ch != first && may_hold(p, s, fg, l, ch, &ub))
             k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
-    }
     for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
         uint32_t best = i;
         for (uint32_t j = i + 1; j < n; j++)
