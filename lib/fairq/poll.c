@@ -39,9 +39,34 @@ static void gs_fq_heads_scores(const gpusched_fairq *q, const gs_fq_frame *f)
     }
 }
 
+/* Pass 2 for a worker that runs every type: every backlogged tenant is a
+ * candidate and every queued task counts. */
+static void gs_fq_heads_pick_all(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
+{
+    const uint32_t n = q->nactive_tenants;
+    const uint32_t *slot_of = q->hot_slot;
+    const double *hs = q->hot_s;
+    double best = -INFINITY;
+    uint32_t best_slot = GS_FQ_NONE;
+    for (uint32_t i = 0; i < n; i++) {
+        double s = hs[i];
+        if (s > best || (s == best && slot_of[i] < best_slot)) {
+            best = s;
+            best_slot = slot_of[i];
+        }
+    }
+    b->score = best;
+    b->slot = best_slot;
+    f->candidates = q->live;
+}
+
 static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
     gs_fq_heads_scores(q, f);
+    if (f->mask == UINT64_MAX) {
+        gs_fq_heads_pick_all(q, f, b);
+        return;
+    }
     /* Pass 2: the worker's mask, then the best (ties to the lowest slot).
      * A tenant with some types outside the mask is scored from its
      * eligible FIFO heads instead. Arrays and bounds in locals: the calls
