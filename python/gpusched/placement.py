@@ -1,5 +1,5 @@
 """Gang placement (place.h): requests built from keyword arguments, and
-:class:`Placement`, the result copied out of the library."""
+:class:`Placement`, which owns one library result."""
 import ctypes
 import enum
 
@@ -7,10 +7,10 @@ from . import _util as u
 from ._lib import lib, PlaceRequest as _CRequest
 from .cluster import Allocation
 from ._errors import DoesNotFit
+from .topology import NONE
 
 __all__ = ["Placement", "PlaceReason", "Split"]
 
-NONE = 0xffffffff
 _COMMIT = 1
 _JOB_PREEMPTIBLE = 1
 _ENOSPC = -30
