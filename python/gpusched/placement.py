@@ -5,14 +5,13 @@ import enum
 
 from . import _util as u
 from ._lib import lib, PlaceRequest as _CRequest
-from .cluster import Allocation
+from .cluster import Allocation, _JOB_PREEMPTIBLE
 from ._errors import DoesNotFit
 from .topology import NONE
 
 __all__ = ["Placement", "PlaceReason", "Split"]
 
 _COMMIT = 1
-_JOB_PREEMPTIBLE = 1
 _ENOSPC = -30
 MAX_SLICES = 2
 
