@@ -132,8 +132,10 @@ static void gsb_fq_scan(gsb_ctx *b)
         best = fmin(best, ns);
         gsb_report(b, name, ns / 1e3, "us", params);
     }
-    /* Bytes the rescore reads per task: enqueue time and key. */
-    double bytes = (double)n * (sizeof(double) + sizeof(uint32_t));
+    /* Bytes the vector rescore reads: the prefilter's float time offset and
+     * key per task, then (typically) one block exactly: time and key. */
+    double bytes = (double)n * (sizeof(float) + sizeof(uint32_t)) +
+                   (double)GS_FQ_BLOCK * (sizeof(double) + sizeof(uint32_t));
     double bw = gsb_membw_bytes_per_s(b);
     if (bw > 0)
         gsb_report(b, "fairq.poll.scan.bw_fraction", bytes / (best * 1e-9) / bw, "ratio",

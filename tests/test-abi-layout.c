@@ -30,6 +30,35 @@ Test(layout, enums_are_int_sized)
     cr_assert_eq(sizeof(gpusched_simd), sizeof(int));
 }
 
+/* Topology limits are part of the contract: callers size buffers and
+ * label masks from them. */
+Test(layout, topo_limits)
+{
+    cr_assert_eq(GPUSCHED_TOPO_MAX_LEVELS, 8);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_NODE_GPUS, 64);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_LABELS, 64);
+    cr_assert_eq(GPUSCHED_TOPO_MAX_CLASSES, 255);
+    cr_assert_eq(GPUSCHED_TOPO_NAME_MAX, 63);
+    cr_assert_eq(GPUSCHED_NONE, UINT32_MAX);
+}
+
+Test(layout, cluster_job)
+{
+    PIN(gpusched_job, size, 0, 4);
+    PIN(gpusched_job, flags, 4, 4);
+    PIN(gpusched_job, id, 8, 8);
+    PIN(gpusched_job, priority, 16, 4);
+    PIN(gpusched_job, tenant, 20, 4);
+    PIN(gpusched_job, start_time, 24, 8);
+    PIN(gpusched_job, cost_hint, 32, 8);
+    cr_assert_eq(sizeof(gpusched_job), 40);
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(j.size, 40);
+    cr_assert_eq(sizeof(gpusched_node_health), sizeof(int));
+    cr_assert_eq(GPUSCHED_NODE_DOWN, 3);
+    cr_assert_eq(GPUSCHED_GPU_ALLOCATED, 2);
+}
+
 Test(layout, fairq_task)
 {
     PIN(gpusched_fairq_task, size, 0, 4);
@@ -74,35 +103,6 @@ Test(layout, fairq_enums)
     cr_assert_eq(GPUSCHED_FAIRQ_POLICY_STATEFUL, 2);
     cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
     cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
-}
-
-/* Topology limits are part of the contract: callers size buffers and
- * label masks from them. */
-Test(layout, topo_limits)
-{
-    cr_assert_eq(GPUSCHED_TOPO_MAX_LEVELS, 8);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_NODE_GPUS, 64);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_LABELS, 64);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_CLASSES, 255);
-    cr_assert_eq(GPUSCHED_TOPO_NAME_MAX, 63);
-    cr_assert_eq(GPUSCHED_NONE, UINT32_MAX);
-}
-
-Test(layout, cluster_job)
-{
-    PIN(gpusched_job, size, 0, 4);
-    PIN(gpusched_job, flags, 4, 4);
-    PIN(gpusched_job, id, 8, 8);
-    PIN(gpusched_job, priority, 16, 4);
-    PIN(gpusched_job, tenant, 20, 4);
-    PIN(gpusched_job, start_time, 24, 8);
-    PIN(gpusched_job, cost_hint, 32, 8);
-    cr_assert_eq(sizeof(gpusched_job), 40);
-    gpusched_job j = GPUSCHED_JOB_INIT;
-    cr_assert_eq(j.size, 40);
-    cr_assert_eq(sizeof(gpusched_node_health), sizeof(int));
-    cr_assert_eq(GPUSCHED_NODE_DOWN, 3);
-    cr_assert_eq(GPUSCHED_GPU_ALLOCATED, 2);
 }
 
 Test(layout, place_request)

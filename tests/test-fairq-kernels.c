@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "fairq/fairq-internal.h"
+#include "fairq-test.h"
 
 static bool forced_path_unrunnable(void)
 {
@@ -119,6 +120,8 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
         .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
         .kterm = q->kterm, .now = now, .wscale = f.wscale, .wpred = q->p.w_pred,
         .lo = q->lo, .hi = q->hi,
+        .enq32 = q->enq32, .now32 = now - q->t0, .blockmax = q->blockmax,
+        .quant = ldexp(q->last_enq - q->t0, -23),
     };
     gs_fq_best ref, got, lit = literal(&a);
     gs_fq_scan_scalar(&a, &ref);
@@ -209,4 +212,75 @@ Test(kernels, all_edges)
             gpusched_fairq_free(q);
         }
     }
+}
+
+/* Many blocks of the vector kernels' prefilter, and times whose float
+ * offsets collapse (1e6 s + multiples of 1e-7 s): the approximate pass
+ * cannot order them, the exact pass must. */
+Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
+{
+    rng_state = 4242;
+    for (int round = 0; round < 12; round++) {
+        uint32_t tenants = 1 + rndu(50), n = 20000 + rndu(30000);
+        gpusched_fairq *q;
+        cr_assert_eq(gpusched_fairq_new(NULL, tenants, &q), 0);
+        bool collapse = round % 2 == 0;
+        cr_assert_eq(fq_enqueue(q, 999999999, 0, 0, 0.0, 0), 0); /* sets the time base at 0 */
+        double clock = collapse ? 1e6 : 5.0;
+        for (uint32_t i = 0; i < n; i++) {
+            clock += collapse ? 1e-7 : (rndu(3) == 0 ? 0.25 : 0.0);
+            uint32_t t = rndu(tenants);
+            /* late blocks get a favored tenant so the best is not always first */
+            if (round % 3 == 1 && i > n / 2 && rndu(2))
+                t = 0;
+            cr_assert_eq(fq_enqueue(q, i, t, rndu(4), clock, 0), 0);
+        }
+        cr_assert_eq(gpusched_fairq_cancel(q, 999999999), 0);
+        for (uint32_t c = 0; c < 50; c++)
+            gpusched_fairq_cancel(q, rnd() % n);
+        set_random_weights(q);
+        cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 0), 0);
+        if (round % 4 == 0)
+            cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
+        for (int k = 0; k < 3; k++)
+            compare_once(q, clock + (k == 0 ? 0 : rndu(100) * 1e-6), k == 2 ? (rnd() | 1) : ~0ull,
+                         1000 + round * 3 + k);
+        gpusched_fairq_free(q);
+    }
+}
+
+/* A crafted case where the float prefilter orders two blocks the wrong
+ * way round: slot A (block 0) wins exactly, slot B (block 1) looks better
+ * after rounding. The error bound must keep block 0 a candidate. */
+Test(kernels, prefilter_bound_keeps_the_true_best)
+{
+    gpusched_fairq *q;
+    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
+    enum { N = 2 * GS_FQ_BLOCK + 64 };
+    static double enq[N], blockmax[N / GS_FQ_BLOCK + 2];
+    static float enq32[N];
+    static uint32_t key[N];
+    double kterm[3] = {-INFINITY, 0.5, 0.53};
+    const uint32_t A = 100, B = GS_FQ_BLOCK + 200;
+    for (uint32_t s = 0; s < N; s++)
+        enq[s] = 1e6;
+    enq[A] = 1e6 + 0.0313; /* float rounds up to 1e6 + 0.0625: looks younger */
+    enq[B] = 1e6 + 0.0937; /* float rounds down to 1e6 + 0.0625: looks older */
+    key[A] = 1;
+    key[B] = 2;
+    for (uint32_t s = 0; s < N; s++)
+        enq32[s] = (float)enq[s];
+    cr_assert_eq(enq32[A], enq32[B], "the offsets collapse");
+    gs_fq_scan_args a = {
+        .enq = enq, .key = key, .kterm = kterm, .now = 1e6 + 1, .wscale = 1.0,
+        .lo = 0, .hi = N, .enq32 = enq32, .now32 = 1e6 + 1, .blockmax = blockmax,
+        .quant = ldexp(1e6 + 0.1, -23),
+    };
+    gs_fq_best ref, got;
+    gs_fq_scan_scalar(&a, &ref);
+    q->scan(&a, &got);
+    cr_assert_eq(ref.slot, A, "exactly, A wins by 0.0324");
+    cr_assert_eq(got.slot, A, "%s chose slot %u", gpusched_simd_name(q->simd), got.slot);
+    cr_assert(memcmp(&got.score, &ref.score, sizeof ref.score) == 0);
+    gpusched_fairq_free(q);
 }

@@ -224,3 +224,26 @@ Test(policy, exploration_probability_is_the_softmax)
     cr_assert_float_eq(d.probability, id == 1 ? p1 : 1 - p1, 1e-12, "p = %g", d.probability);
     gpusched_fairq_free(q);
 }
+
+/* Decay over hundreds of half-lives (the common factor is folded back
+ * into the stored values every 64): charging 1 per half-life converges to
+ * a virtual time of 2. */
+Test(policy, long_decay_converges)
+{
+    gpusched_fairq *q;
+    cr_assert_eq(gpusched_fairq_new(NULL, 3, &q), 0);
+    cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, 1.0), 0);
+    uint64_t id;
+    for (int k = 0; k < 300; k++) {
+        cr_assert_eq(enq(q, (uint64_t)k, 1, k, 1.0), 0);
+        cr_assert_eq(gpusched_fairq_poll(q, k, ~0ull, &id, NULL), 0);
+        cr_assert_eq(gpusched_fairq_complete(q, id, 1.0), 0);
+    }
+    double v;
+    cr_assert_eq(gpusched_fairq_tenant_get(q, 1, GPUSCHED_FAIRQ_TENANT_VTIME, &v), 0);
+    cr_assert_float_eq(v, 2.0, 1e-9, "virtual time %.17g", v);
+    cr_assert_eq(gpusched_fairq_tenant_get(q, 1, GPUSCHED_FAIRQ_TENANT_SERVICE, &v), 0);
+    cr_assert_eq(v, 300.0, "service is not decayed");
+    gpusched_fairq_free(q);
+}

@@ -254,9 +254,7 @@ void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t
         }
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
-        uint32_t *h = &c->gpu_holder[t->node_gpu_base[node]];
-        for (uint64_t m = mask; m; m &= m - 1)
-            h[gs_ctz64(m)] = holder;
+        gs_holder_fill(&c->gpu_holder[t->node_gpu_base[node]], mask, holder);
         gs_delta_node(&x, old, gs_cluster_node_avail(c, node), t->node_gpus[node]);
     }
     gs_delta_apply(c, leaf, &x);

@@ -161,6 +161,20 @@ static inline uint64_t gs_node_all_mask(uint32_t gpus)
     return gpus >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << gpus) - 1);
 }
 
+/* Sets the holder entries of the GPUs in `mask`. Masks of whole nodes or
+ * of GPUs 0..k-1 (the usual shapes) are a plain run of stores. */
+static inline void gs_holder_fill(uint32_t *h, uint64_t mask, uint32_t holder)
+{
+    if ((mask & (mask + 1)) == 0) {
+        uint32_t k = gs_mask_count(mask);
+        for (uint32_t g = 0; g < k; g++)
+            h[g] = holder;
+        return;
+    }
+    for (; mask; mask &= mask - 1)
+        h[__builtin_ctzll(mask)] = holder;
+}
+
 /* GPUs of `n` usable for new work. */
 static inline uint64_t gs_cluster_node_avail(const struct gpusched_cluster *c, uint32_t n)
 {

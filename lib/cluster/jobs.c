@@ -109,9 +109,7 @@ void *gs_pairs_block(const gs_alloc *a, uint32_t n)
 
 static void gs_set_holder(gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t holder)
 {
-    uint32_t *h = &c->gpu_holder[c->topo->node_gpu_base[node]];
-    for (; mask; mask &= mask - 1)
-        h[gs_ctz64(mask)] = holder;
+    gs_holder_fill(&c->gpu_holder[c->topo->node_gpu_base[node]], mask, holder);
 }
 
 /* Moves the GPUs of `mask` on `node` between the free, reserved and

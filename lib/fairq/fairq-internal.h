@@ -45,6 +45,10 @@ typedef struct gs_fq_idmap {
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
+/* Starts loading the table line `key` will probe first: a large index
+ * lives in the last-level cache or memory, and a lookup that follows
+ * other work need not wait for it. */
+void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key);
 /* Like find, skipping entries whose alive[index] is 0 (stale entries). */
 uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
                                const uint32_t *alive);
@@ -59,12 +63,13 @@ void gs_fq_idmap_clear(gs_fq_idmap *m);
 
 /* ---- predictor ------------------------------------------------------- */
 
-/* Exponentially weighted moments of x = log1p(size) and y = log(duration):
+/* Exponentially weighted moments of x = log(1 + size) and y = log(duration):
  * a recursive least-squares fit of y = a + b x with forgetting factor. */
 typedef struct gs_fq_moments {
     double n;            /* observations, saturating: weight of the history */
     double mx, my;       /* means */
     double vxx, vxy, vyy;/* co-moments (variances and covariance) */
+    double c0, c1;       /* the fit, refreshed per observation: log d = c0 + c1 x */
 } gs_fq_moments;
 
 void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y);
@@ -82,6 +87,13 @@ typedef struct gs_fq_scan_args {
     double wscale;          /* W_WAIT / max wait (0 if max wait is 0) */
     double wpred;           /* W_PRED */
     uint32_t lo, hi;        /* slots to scan */
+    /* Optional prefilter (see gs_fq_scan_blocks): enqueue times as float
+     * offsets from t0, `now - t0`, a bound on the offsets' rounding
+     * error, and room for one value per block. */
+    const float *enq32;
+    double now32;
+    double quant;
+    double *blockmax;
 } gs_fq_scan_args;
 
 typedef struct gs_fq_best {
@@ -131,11 +143,17 @@ void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_
  * block holding the overall maximum and rescans that one block with the
  * reference to find its first slot with that score. The scores are the
  * reference's, bit for bit, so the answer is the reference's; the kernels
- * save the per-lane slot bookkeeping. */
+ * save the per-lane slot bookkeeping.
+ *
+ * With a prefilter (`approx`, only without the prediction term), a first
+ * pass reads 8 bytes per task instead of 12: scores from float time
+ * offsets, each within a proven bound eps of the exact score. Only blocks
+ * whose approximate maximum is within 2 eps of the best approximate
+ * maximum can hold the exact maximum; those are rescored exactly. */
 typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi);
 #define GS_FQ_BLOCK 4096u
-void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn fn, uint32_t step,
-                       gs_fq_best *out);
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
+                       gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out);
 
 /* ---- the handle ------------------------------------------------------ */
 
@@ -153,7 +171,7 @@ typedef struct gs_fq_key {
  * its types (its best task whenever the worker runs all of them). */
 typedef struct gs_fq_tenant {
     double weight;
-    double vtime;
+    double vtime;           /* virtual time / q->vunit (see gs_fq_decay) */
     double service;
     double oldest_enq;
     uint64_t types;         /* bit per type with queued tasks */
@@ -169,7 +187,7 @@ typedef struct gs_fq_tenant {
 typedef struct gs_fq_run {
     uint32_t tenant;
     uint32_t key;
-    double x;               /* log1p(size) */
+    double x;               /* log(1 + size) */
     double charged;         /* predicted cost charged at dispatch */
 } gs_fq_run;
 
@@ -193,12 +211,16 @@ struct gpusched_fairq {
     uint32_t cap, lo, hi, live;
     uint64_t *id;
     double *enq;
+    float *enq32;           /* enq - t0 as float: the prefilter's column */
+    double t0;              /* time base of enq32 (oldest task at the last rebase) */
+    double *blockmax;       /* scratch: one value per block of slots */
     uint32_t *key;
     uint32_t *next;
     float *pred;
-    float *x;               /* log1p(size) */
+    float *x;               /* log(1 + size) */
     gs_fq_idmap ids;
     double last_enq, last_now, decay_time, vclock;
+    double vunit;           /* decay so far: true virtual time = stored * vunit */
 
     /* tenants */
     uint32_t ntenants;
@@ -297,7 +319,9 @@ void gs_fq_decay(gpusched_fairq *q, double now);
 /* predict.c */
 double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, double x);
 void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration);
-static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log1p(size) : 0.0; }
+/* log(1 + size), not log1p: sizes are counts (bytes), where the two agree
+ * to the last digit that matters, and log is twice as fast. */
+static inline double gs_fq_size_x(double size) { return size > 0 ? __builtin_log(1.0 + size) : 0.0; }
 
 /* running.c */
 int gs_fq_run_reserve(gpusched_fairq *q, uint32_t extra);

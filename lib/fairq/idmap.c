@@ -87,6 +87,12 @@ static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint
     return gs_fq_idmap_pos_if(m, keys, key, NULL, GS_FQ_NONE);
 }
 
+void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key)
+{
+    if (m->tab)
+        __builtin_prefetch(&m->tab[gs_fq_hash(key) & m->mask]);
+}
+
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
 {
     uint32_t h = gs_fq_idmap_pos(m, keys, key);

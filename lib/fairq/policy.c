@@ -136,7 +136,7 @@ GPUSCHED_API int gpusched_fairq_tenant_get(const gpusched_fairq *q, uint32_t ten
     case GPUSCHED_FAIRQ_TENANT_WEIGHT: *value = t->weight; return 0;
     case GPUSCHED_FAIRQ_TENANT_BACKLOG: *value = t->backlog; return 0;
     case GPUSCHED_FAIRQ_TENANT_RUNNING: *value = t->running; return 0;
-    case GPUSCHED_FAIRQ_TENANT_VTIME: *value = t->vtime; return 0;
+    case GPUSCHED_FAIRQ_TENANT_VTIME: *value = t->vtime * q->vunit; return 0;
     case GPUSCHED_FAIRQ_TENANT_SERVICE: *value = t->service; return 0;
     default: return GPUSCHED_EINVAL;
     }
@@ -247,16 +247,21 @@ bool gs_fq_heads_apply(const gpusched_fairq *q)
 
 /* Decay scales every virtual time and the clock alike, so the normalized
  * fair-share term (a ratio of differences) does not change: applying it
- * after each choice keeps peek and poll identical. */
+ * after each choice keeps peek and poll identical. It costs O(1): the
+ * common factor lives in vunit (stored values are true / vunit) and is
+ * folded into the stored values only when it gets small, once per 64
+ * half-lives. */
 void gs_fq_decay(gpusched_fairq *q, double now)
 {
-    if (q->p.half_life > 0 && isfinite(q->decay_time) && now > q->decay_time) {
-        double f = exp2(-(now - q->decay_time) / q->p.half_life);
-        for (uint32_t t = 0; t < q->ntenants; t++)
-            q->ten[t].vtime *= f;
-        q->vclock *= f;
-        for (uint32_t i = 0; i < q->nactive_tenants; i++)
-            gs_fq_hot_sync(q, q->active_tenants[i]);
-    }
+    if (q->p.half_life > 0 && isfinite(q->decay_time) && now > q->decay_time)
+        q->vunit *= exp2(-(now - q->decay_time) / q->p.half_life);
     q->decay_time = now;
+    if (q->vunit >= 0x1p-64)
+        return;
+    for (uint32_t t = 0; t < q->ntenants; t++)
+        q->ten[t].vtime *= q->vunit;
+    q->vclock *= q->vunit;
+    q->vunit = 1.0;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        gs_fq_hot_sync(q, q->active_tenants[i]);
 }

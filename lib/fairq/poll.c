@@ -113,6 +113,10 @@ static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
         .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
         .kterm = q->kterm, .now = f->now, .wscale = f->wscale, .wpred = q->p.w_pred,
         .lo = q->lo, .hi = q->hi,
+        .enq32 = q->enq32, .now32 = f->now - q->t0, .blockmax = q->blockmax,
+        /* |float(x) - x| <= 2^-24 |x| and every offset is at most
+         * last_enq - t0; twice that covers the double roundings too. */
+        .quant = ldexp(q->last_enq - q->t0, -23),
     };
     q->scan(&a, b);
 }
@@ -219,7 +223,7 @@ static void gs_fq_dispatch(gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, 
     gs_fq_decay(q, f->now);
     if (t->vtime > q->vclock)
         q->vclock = t->vtime; /* the virtual clock: start tag of the latest dispatch */
-    t->vtime += cost / t->weight;
+    t->vtime += cost / t->weight / q->vunit;
     t->service += cost;
     t->running++;
     gs_fq_run_add(q, q->id[s], &(gs_fq_run){.tenant = tn, .key = k, .x = q->x[s], .charged = cost});

@@ -1,5 +1,5 @@
 /* Duration prediction: per (tenant, type) key, exponentially weighted
- * moments of x = log1p(size) and y = log(duration). They give an
+ * moments of x = log(1 + size) and y = log(duration). They give an
  * exponentially weighted estimate of log duration (my) and the weighted
  * least-squares slope on log size (vxy / vxx), which is recursive least
  * squares with forgetting factor 1 - alpha, in closed form for one
@@ -13,6 +13,21 @@
 #define GS_FQ_SLOPE_MIN_N 8.0
 /* Relative variance of x below which sizes are considered all equal. */
 #define GS_FQ_VXX_MIN 1e-9
+
+/* Refits after each observation so that a prediction is one multiply-add
+ * and an exp. */
+static void gs_fq_moments_fit(gs_fq_moments *m)
+{
+    double b = 0, resid = m->vyy;
+    if (m->n >= GS_FQ_SLOPE_MIN_N && m->vxx > GS_FQ_VXX_MIN * (1.0 + m->mx * m->mx)) {
+        b = m->vxy / m->vxx;
+        resid -= b * m->vxy;
+    }
+    /* exp(mean + var/2) is the mean of a lognormal: charge expected cost. */
+    double half_var = resid > 0 && m->n >= 2.0 ? 0.5 * resid : 0;
+    m->c0 = m->my - b * m->mx + half_var;
+    m->c1 = b;
+}
 
 void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y)
 {
@@ -30,23 +45,14 @@ void gs_fq_moments_add(gs_fq_moments *m, double alpha, double x, double y)
     m->vxy = (1.0 - w) * (m->vxy + w * dx * dy);
     m->vyy = (1.0 - w) * (m->vyy + w * dy * dy);
     m->n = n < 1e9 ? n : 1e9;
+    gs_fq_moments_fit(m);
 }
 
 bool gs_fq_moments_predict(const gs_fq_moments *m, double x, double *logd)
 {
     if (m->n < 1.0)
         return false;
-    double y = m->my;
-    double resid = m->vyy;
-    if (m->n >= GS_FQ_SLOPE_MIN_N && m->vxx > GS_FQ_VXX_MIN * (1.0 + m->mx * m->mx)) {
-        double b = m->vxy / m->vxx;
-        y += b * (x - m->mx);
-        resid -= b * m->vxy;
-    }
-    /* exp(mean + var/2) is the mean of a lognormal: charge expected cost. */
-    if (resid > 0 && m->n >= 2.0)
-        y += 0.5 * resid;
-    *logd = y;
+    *logd = m->c0 + m->c1 * x;
     return true;
 }
 

@@ -77,6 +77,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     q->simd = simd;
     q->scan = gs_fq_kernel(simd);
     q->last_enq = q->last_now = q->decay_time = -INFINITY;
+    q->vunit = 1.0;
     *out = q;
     return 0;
 }
@@ -86,7 +87,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
+    void *arrays[] = {q->id, q->enq, q->enq32, q->blockmax, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
                       q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
@@ -159,6 +160,8 @@ int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
     uint32_t c = (uint32_t)cap;
     if (gs_fq_grow(&q->alloc, (void **)&q->id, c, sizeof *q->id) ||
         gs_fq_grow(&q->alloc, (void **)&q->enq, c, sizeof *q->enq) ||
+        gs_fq_grow(&q->alloc, (void **)&q->enq32, c, sizeof *q->enq32) ||
+        gs_fq_grow(&q->alloc, (void **)&q->blockmax, c / GS_FQ_BLOCK + 2, sizeof *q->blockmax) ||
         gs_fq_grow(&q->alloc, (void **)&q->key, c, sizeof *q->key) ||
         gs_fq_grow(&q->alloc, (void **)&q->next, c, sizeof *q->next) ||
         gs_fq_grow(&q->alloc, (void **)&q->pred, c, sizeof *q->pred) ||
@@ -270,8 +273,11 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
                          double predicted)
 {
     uint32_t s = q->hi++;
+    if (q->live == 0)
+        q->t0 = enq; /* a fresh time base for the prefilter's offsets */
     q->id[s] = id;
     q->enq[s] = enq;
+    q->enq32[s] = (float)(enq - q->t0);
     q->key[s] = k;
     q->x[s] = (float)x;
     if (predicted <= 0)
@@ -301,8 +307,8 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
                         last_enq);
     if (!(size >= 0) || !isfinite(size))
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: work size %g, expected >= 0", where, size);
-    if (gs_fq_idmap_find_live(&q->ids, q->id, id, q->key) != GS_FQ_NONE ||
-        gs_fq_idmap_find(&q->runmap, q->run_id, id) != GS_FQ_NONE)
+    if (gs_fq_idmap_find(&q->runmap, q->run_id, id) != GS_FQ_NONE ||
+        gs_fq_idmap_find_live(&q->ids, q->id, id, q->key) != GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_EEXIST, "%s: task id %llu is already queued or running",
                         where, (unsigned long long)id);
     return 0;
@@ -317,6 +323,7 @@ GPUSCHED_API int gpusched_fairq_enqueue(gpusched_fairq *q, const gpusched_fairq_
                                "gpusched_fairq_task");
     if (rc)
         return rc;
+    gs_fq_idmap_prefetch(&q->ids, t.id);
     if (t.reserved0)
         return gs_error(&q->err, GPUSCHED_EINVAL, "task: reserved0 must be zero");
     rc = gs_fq_check_task(q, t.id, t.tenant, t.type, t.enqueue_time, t.work_size, q->last_enq, "task");
@@ -489,6 +496,11 @@ static void gs_fq_compact(gpusched_fairq *q)
     }
     q->lo = 0;
     q->hi = w;
+    /* Rebase the float offsets on the oldest task: they stay as small as
+     * the longest wait, and so does their rounding error. */
+    q->t0 = w ? q->enq[0] : q->t0;
+    for (uint32_t s = 0; s < w; s++)
+        q->enq32[s] = (float)(q->enq[s] - q->t0);
     gs_fq_idmap_clear(&q->ids);
     for (uint32_t k = 0; k < q->nkeys; k++)
         q->keys[k].count = 0;

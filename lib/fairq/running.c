@@ -61,7 +61,7 @@ GPUSCHED_API int gpusched_fairq_complete(gpusched_fairq *q, uint64_t id, double 
     const gs_fq_run r = q->run[i];
     gs_fq_tenant *t = &q->ten[r.tenant];
     double delta = actual_duration - r.charged;
-    t->vtime += delta / t->weight;
+    t->vtime += delta / t->weight / q->vunit;
     t->service += delta;
     t->running--;
     gs_fq_hot_sync(q, r.tenant);
