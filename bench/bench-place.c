@@ -240,14 +240,19 @@ static int bp_steady_new(bp_steady *s, gpusched_topo *t)
     return s->ring ? 0 : -1;
 }
 
-/* ns per placement (place + commit + release of a random running job). */
-static double bp_steady_run(bp_steady *s, uint32_t ops)
+/* ns per placement (place + commit + release of a random running job);
+ * with `release_ns`, the releases alone are timed too (two more clock
+ * reads per placement). */
+static double bp_steady_run(bp_steady *s, uint32_t ops, double *release_ns)
 {
     gpusched_place_request q;
-    double t0 = gsb_now_ns();
+    double t0 = gsb_now_ns(), rel = 0;
     for (uint32_t i = 0; i < ops; i++) {
         uint32_t k = (uint32_t)(bp_next(&s->r) % s->n);
+        double r0 = release_ns ? gsb_now_ns() : 0;
         gpusched_cluster_release(s->e.c, s->ring[k]);
+        if (release_ns)
+            rel += gsb_now_ns() - r0;
         bp_small8_request(&q, s->next_id);
         if (gpusched_placer_place(s->e.p, &q, s->e.res)) {
             fprintf(stderr, "bench-place: steady placement failed: %s\n", gpusched_place_result_message(s->e.res));
@@ -255,6 +260,8 @@ static double bp_steady_run(bp_steady *s, uint32_t ops)
         }
         s->ring[k] = s->next_id++;
     }
+    if (release_ns)
+        *release_ns = rel / ops;
     return (gsb_now_ns() - t0) / ops;
 }
 
@@ -335,22 +342,33 @@ static void bp_small8(gsb_ctx *b)
         return;
     }
     double tb[32], ts[32];
-    bp_steady_run(&big, ops / 4); /* warm */
-    bp_steady_run(&small, ops / 4);
+    bp_steady_run(&big, ops / 4, NULL); /* warm */
+    bp_steady_run(&small, ops / 4, NULL);
     for (int i = 0; i < reps; i++) {
-        tb[i] = bp_steady_run(&big, ops);
-        ts[i] = bp_steady_run(&small, ops);
+        tb[i] = bp_steady_run(&big, ops, NULL);
+        ts[i] = bp_steady_run(&small, ops, NULL);
     }
     double nb = gsb_median(tb, (size_t)reps), ns = gsb_median(ts, (size_t)reps);
+    /* Where the time goes: the cluster's release against the placement. */
+    double rb[32], rs[32], tmp;
+    for (int i = 0; i < reps; i++) {
+        tmp = bp_steady_run(&big, ops / 4, &rb[i]);
+        tmp = bp_steady_run(&small, ops / 4, &rs[i]);
+    }
+    (void)tmp;
+    double relb = gsb_median(rb, (size_t)reps), rels = gsb_median(rs, (size_t)reps);
     char params[256];
     snprintf(params, sizeof params,
              "\"gpus\": %llu, \"fill\": 0.5, \"request\": \"2 pods of 4, required rack\", \"ns_per_placement\": %.1f, "
-             "\"what\": \"place + commit + release\"",
-             (unsigned long long)gpusched_topo_gpu_count(big.e.t), nb);
+             "\"release_ns\": %.1f, \"what\": \"place + commit + release\"",
+             (unsigned long long)gpusched_topo_gpu_count(big.e.t), nb, relb);
     gsb_report(b, "place.small8.per_s", 1e9 / nb, "1/s", params);
-    snprintf(params, sizeof params, "\"big_gpus\": %llu, \"small_gpus\": %llu, \"big_ns\": %.1f, \"small_ns\": %.1f",
+    snprintf(params, sizeof params,
+             "\"big_gpus\": %llu, \"small_gpus\": %llu, \"big_ns\": %.1f, \"small_ns\": %.1f, "
+             "\"big_release_ns\": %.1f, \"small_release_ns\": %.1f, \"place_commit_only_ratio\": %.3f",
              (unsigned long long)gpusched_topo_gpu_count(big.e.t),
-             (unsigned long long)gpusched_topo_gpu_count(small.e.t), nb, ns);
+             (unsigned long long)gpusched_topo_gpu_count(small.e.t), nb, ns, relb, rels,
+             ns > rels ? (nb - relb) / (ns - rels) : 0.0);
     gsb_report(b, "place.small8.scaling", nb / ns, "ratio", params);
     uint32_t nops = gsb_quick(b) ? 50 : 300;
     double tn[32];

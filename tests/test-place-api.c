@@ -194,7 +194,7 @@ Test(place_api, bad_requests_say_which_field)
     env_free(&e);
 }
 
-Test(place_api, batch_in_order_each_seeing_the_committed_ones)
+Test(place_api, batch_in_order_each_seeing_the_ones_before)
 {
     env e = env_new();
     gpusched_place_request q[4];
@@ -211,14 +211,37 @@ Test(place_api, batch_in_order_each_seeing_the_committed_ones)
     q[2].flags = 0;  /* plan only */
     uint32_t placed = 99;
     cr_assert_eq(gpusched_placer_place_batch(e.p, 4, qp, r, &placed), 0, "%s", gpusched_placer_errmsg(e.p));
-    cr_assert_eq(placed, 3);
+    cr_assert_eq(placed, 2);
     cr_assert_eq(gpusched_place_result_committed(r[0]), 1);
     cr_assert_eq(gpusched_place_result_reason(r[1]), GPUSCHED_PLACE_NO_GPUS);
     cr_assert_str_eq(gpusched_place_result_message(r[1]), "49 GPUs asked, the cluster has 48 usable free GPUs");
+    /* The plan-only request is held until the batch ends: the last one
+     * does not fit behind it, and its GPUs are free again afterwards. */
     cr_assert_eq(gpusched_place_result_committed(r[2]), 0);
     cr_assert_eq(gpusched_place_result_reason(r[2]), GPUSCHED_PLACE_OK);
-    cr_assert_eq(gpusched_place_result_committed(r[3]), 1);
-    cr_assert_eq(gpusched_cluster_job_count(e.c), 2);
+    cr_assert_eq(gpusched_place_result_reason(r[3]), GPUSCHED_PLACE_NO_GPUS);
+    cr_assert_str_eq(gpusched_place_result_message(r[3]), "48 GPUs asked, the cluster has 0 usable free GPUs");
+    cr_assert_eq(gpusched_cluster_job_count(e.c), 1);
+    uint64_t free_gpus;
+    gpusched_cluster_domain_free_gpus(e.c, GPUSCHED_NONE, 0, &free_gpus);
+    cr_assert_eq(free_gpus, 48);
+    cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
+
+    /* A plan-only request whose job holds a reservation is planned alone,
+     * not held: its reservation stays whole. */
+    uint32_t node = 23;
+    uint64_t all = 0xf;
+    cr_assert_eq(gpusched_cluster_reserve(e.c, 300, 1, &node, &all), 0);
+    gpusched_place_request hq[2] = {req(8), req(40)};
+    hq[0].job_id = 300;
+    hq[1].job_id = 301;
+    const gpusched_place_request *hqp[2] = {&hq[0], &hq[1]};
+    cr_assert_eq(gpusched_placer_place_batch(e.p, 2, hqp, r, &placed), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(placed, 2, "%s", gpusched_place_result_message(r[1]));
+    cr_assert_eq(gpusched_cluster_resv_count(e.c), 1);
+    cr_assert_eq(gpusched_cluster_job_count(e.c), 1);
+    cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
+    cr_assert_eq(gpusched_cluster_unreserve(e.c, 300), 0);
 
     /* A bad request anywhere: nothing placed at all. */
     q[0].job_id = 200;
@@ -323,5 +346,63 @@ Test(place_api, allocation_failures_leave_nothing_behind)
     x.q.slice_gpus[0] = 8;
     x.q.slice_level[0] = 1;
     failalloc_sweep(fa_place, fa_undo, &x);
+    gpusched_topo_unref(x.t);
+}
+
+typedef struct fa_batch {
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res[3];
+} fa_batch;
+
+static int fa_batch_op(failalloc *fa, void *vctx)
+{
+    fa_batch *x = vctx;
+    int rc = gpusched_cluster_new(x->t, NULL, &x->c);
+    cr_assert_eq(rc, 0);
+    if ((rc = gpusched_placer_new(x->c, &fa->a, &x->p)))
+        goto fail_cluster;
+    int made = 0;
+    for (; made < 3; made++)
+        if ((rc = gpusched_place_result_new(&fa->a, &x->res[made])))
+            goto fail_results;
+    gpusched_place_request q[3];
+    const gpusched_place_request *qp[3];
+    for (int i = 0; i < 3; i++) {
+        q[i] = req(8 + 16 * (uint32_t)i);
+        q[i].job_id = 50 + (uint64_t)i;
+        q[i].flags = GPUSCHED_PLACE_COMMIT;
+        qp[i] = &q[i];
+    }
+    uint64_t before = ct_fingerprint(x->c);
+    if ((rc = gpusched_placer_place_batch(x->p, 3, qp, x->res, NULL))) {
+        cr_assert_eq(ct_fingerprint(x->c), before, "a failed batch changed the cluster");
+        goto fail_results;
+    }
+    return 0;
+fail_results:
+    while (made-- > 0)
+        gpusched_place_result_free(x->res[made]);
+    gpusched_placer_free(x->p);
+fail_cluster:
+    gpusched_cluster_free(x->c);
+    return rc;
+}
+
+static void fa_batch_undo(void *vctx)
+{
+    fa_batch *x = vctx;
+    cr_assert_eq(gpusched_cluster_job_count(x->c), 3);
+    for (int i = 0; i < 3; i++)
+        gpusched_place_result_free(x->res[i]);
+    gpusched_placer_free(x->p);
+    gpusched_cluster_free(x->c);
+}
+
+Test(place_api, batch_out_of_memory_rolls_back)
+{
+    fa_batch x = {.t = ct_uniform()};
+    cr_assert_gt(failalloc_sweep(fa_batch_op, fa_batch_undo, &x), 3);
     gpusched_topo_unref(x.t);
 }

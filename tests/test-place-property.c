@@ -2,12 +2,15 @@
  * clusters and requests: the same feasibility (no false "does not fit"),
  * the same optimal locality vector, and every placement valid. */
 #include "place-test.h"
+#include "place/place-internal.h"
 
 typedef struct pt_stats {
     uint32_t cases, invalid, fit, nofit;
 } pt_stats;
 
-static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes)
+/* Past the knapsack budget the engine fills greedily: still complete and
+ * valid, locality no longer guaranteed. budget == UINT64_MAX: the default. */
+static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget)
 {
     gpusched_topo *t = pt_random_topo(r, max_nodes);
     gpusched_cluster *c;
@@ -19,6 +22,8 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes)
     gpusched_place_result *res;
     cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    if (budget != UINT64_MAX)
+        p->dp_budget_max = budget;
     for (int k = 0; k < 8; k++) {
         gpusched_place_request q;
         uint32_t avoid[4];
@@ -53,28 +58,44 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes)
         cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
         char why[256];
         cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "%s: invalid placement: %s", ctx, why);
+        if (budget != UINT64_MAX)
+            continue;
         uint32_t got[GPUSCHED_TOPO_MAX_LEVELS + 1];
         place_ref_locality(c, &q, nodes, n, got);
         for (uint32_t l = 0; l <= want.nlevels; l++)
             cr_assert_eq(got[l], want.locality[l], "%s: level %u uses %u domains, optimum %u", ctx, l, got[l],
                          want.locality[l]);
+        uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint32_t nfit;
+        place_ref_fit(c, &q, nodes, n, fit, &nfit);
+        cr_assert_eq(nfit, want.nfit, "%s: single-domain levels %u, reference %u", ctx, nfit, want.nfit);
+        for (uint32_t l = 0; l < nfit; l++)
+            cr_assert_eq(fit[l], want.fit[l],
+                         "%s: level %u: chose domain %llu with %llu free GPUs, the tightest is %llu with %llu", ctx, l,
+                         (unsigned long long)(fit[l] & 0xffffffff), (unsigned long long)(fit[l] >> 32),
+                         (unsigned long long)(want.fit[l] & 0xffffffff), (unsigned long long)(want.fit[l] >> 32));
     }
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
     gpusched_cluster_free(c);
 }
 
-static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes)
+static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)
 {
     pt_rng r = {seed};
     pt_stats st = {0};
     for (uint32_t i = 0; i < rounds; i++)
-        one_case(&r, &st, max_nodes);
+        one_case(&r, &st, max_nodes, budget);
     cr_log_info("%u cases: %u invalid, %u fit, %u do not fit", st.cases, st.invalid, st.fit, st.nofit);
     cr_assert_gt(st.fit, st.cases / 8, "too few feasible cases to mean anything");
     cr_assert_gt(st.nofit, 0);
 }
 
-Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4a7c15ull, 3000, 8); }
+Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4a7c15ull, 3000, 8, UINT64_MAX); }
 
-Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12); }
+Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12, UINT64_MAX); }
+
+Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
+{
+    run(0x51ed270b27a3e5f1ull, 1500, 12, 0);
+}

@@ -3,22 +3,19 @@
  * out sorted without a sort. */
 #include "place-internal.h"
 
-static int grow_out(gpusched_placer *p)
+__attribute__((noinline)) static int grow_out(gpusched_placer *p)
 {
-    uint32_t cap = p->out_cap ? 2 * p->out_cap : 256;
-    uint32_t *n = gs_realloc_array(&p->alloc, p->out_nodes, cap, sizeof *n);
+    gpusched_place_result *res = p->res;
+    uint32_t cap = res->cap ? 2 * res->cap : 256;
+    uint32_t *n = gs_realloc_array(&res->alloc, res->nodes, cap, sizeof *n);
     if (!n)
         return GPUSCHED_ENOMEM;
-    p->out_nodes = n;
-    uint32_t *u = gs_realloc_array(&p->alloc, p->out_units, cap, sizeof *u);
-    if (!u)
-        return GPUSCHED_ENOMEM;
-    p->out_units = u;
-    uint64_t *m = gs_realloc_array(&p->alloc, p->out_masks, cap, sizeof *m);
+    res->nodes = n;
+    uint64_t *m = gs_realloc_array(&res->alloc, res->masks, cap, sizeof *m);
     if (!m)
         return GPUSCHED_ENOMEM;
-    p->out_masks = m;
-    p->out_cap = cap;
+    res->masks = m;
+    res->cap = cap;
     return 0;
 }
 
@@ -36,13 +33,13 @@ static uint64_t take_gpus(uint64_t avail, uint32_t count)
     return m;
 }
 
-static int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
+static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
 {
-    if (p->nout == p->out_cap && grow_out(p))
+    gpusched_place_result *res = p->res;
+    if (p->nout == res->cap && grow_out(p))
         return GPUSCHED_ENOMEM;
-    p->out_nodes[p->nout] = node;
-    p->out_units[p->nout] = units;
-    p->out_masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
+    res->nodes[p->nout] = node;
+    res->masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
     return 0;
 }
 
@@ -241,6 +238,8 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
+    if (o.over_budget)
+        return assign_greedy(p, l, d, y);
     if (o.dp[Y] == GS_KEY_INF)
         return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
     uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);

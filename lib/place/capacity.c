@@ -63,13 +63,37 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
     }
 }
 
+/* Children whose capacity is a count in the aggregates divided by a
+ * constant (any split: free GPUs; whole nodes: fully free nodes), in one
+ * tight loop: a 200k-GPU gang sums the capacities of every rack. */
+static bool sum_from_aggregates(const gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum)
+{
+    const gs_pl_req *r = p->req;
+    int32_t k = l + 1;
+    if (!r->agg_exact_nodes || r->deepest_cons > k || k >= (int32_t)p->nlevels || (r->u0 > 1 && !r->whole_w))
+        return false;
+    const uint32_t *count = r->whole_w ? p->c->agg[k].free_nodes : p->c->agg[k].free_gpus;
+    uint32_t per = r->unit[LV(k)] / r->u0; /* counted things per unit of level k */
+    uint64_t s = 0;
+    if (per == 1) {
+        for (uint32_t ch = a; ch < b; ch++)
+            s += count[ch];
+    } else {
+        for (uint32_t ch = a; ch < b; ch++)
+            s += count[ch] / per;
+    }
+    *sum = s;
+    return true;
+}
+
 static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
 {
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
     uint64_t sum = 0;
-    for (uint32_t ch = a; ch < b; ch++)
-        sum += gs_pl_cap(p, l + 1, ch);
+    if (!sum_from_aggregates(p, l, a, b, &sum))
+        for (uint32_t ch = a; ch < b; ch++)
+            sum += gs_pl_cap(p, l + 1, ch);
     return (uint32_t)(sum / p->req->ratio[LV(l)]);
 }
 

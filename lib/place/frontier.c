@@ -117,17 +117,38 @@ static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n
     return 0;
 }
 
+/* The children's frontiers, then the knapsack if the placement's work
+ * budget still covers it (o->over_budget otherwise). */
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o)
 {
     const gs_pl_req *r = p->req;
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
     uint32_t nk = b - a;
+    o->fronts = gs_arena_get(&p->arena, (size_t)nk * sizeof *o->fronts);
+    if (!o->fronts)
+        return GPUSCHED_ENOMEM;
+    gs_front *fr = o->fronts;
+    o->nkids = nk;
+    o->first = a;
+    uint64_t entries = 0;
+    for (uint32_t i = 0; i < nk; i++) {
+        uint32_t cap = gs_pl_cap(p, l + 1, a + i);
+        fr[i].n = 0;
+        int rc = cap ? gs_pl_frontier(p, l + 1, a + i, cap < Y ? cap : Y, &fr[i]) : 0;
+        if (rc)
+            return rc;
+        entries += fr[i].n;
+    }
+    uint64_t work = ((uint64_t)Y + 1) * entries;
+    o->over_budget = work > p->dp_budget;
+    if (o->over_budget)
+        return 0;
+    p->dp_budget -= work;
     gs_key *dp = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
-    gs_front *fr = gs_arena_get(&p->arena, (size_t)nk * sizeof *fr);
     uint32_t *prev = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *prev) : NULL;
     uint32_t *entry = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *entry) : NULL;
-    if (!dp || !fr || (o->want_choices && (!prev || !entry)))
+    if (!dp || (o->want_choices && (!prev || !entry)))
         return GPUSCHED_ENOMEM;
     for (uint32_t t = 0; t <= Y; t++)
         dp[t] = GS_KEY_INF;
@@ -136,17 +157,9 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
         memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
     gs_key w = r->weight[LV(l + 1)];
     for (uint32_t i = 0; i < nk; i++) {
-        uint32_t ch = a + i;
-        uint32_t cap = gs_pl_cap(p, l + 1, ch);
-        fr[i].n = 0;
-        if (!cap)
-            continue;
-        int rc = gs_pl_frontier(p, l + 1, ch, cap < Y ? cap : Y, &fr[i]);
-        if (rc)
-            return rc;
         uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;
         uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
-        for (uint32_t t = Y + 1; t-- > 0;) {
+        for (uint32_t t = Y + 1; fr[i].n && t-- > 0;) {
             gs_key base = dp[t];
             if (base == GS_KEY_INF)
                 continue;
@@ -166,11 +179,44 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
         }
     }
     o->dp = dp;
-    o->fronts = fr;
     o->prev = prev;
     o->entry = entry;
-    o->nkids = nk;
-    o->first = a;
+    return 0;
+}
+
+/* Past the work budget: children filled whole, largest first, each at
+ * the key of its full capacity. Achievable, so still complete, but not
+ * proven optimal (doc/placement.md, "Cost"). */
+static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o, uint32_t need, gs_front *f)
+{
+    const gs_pl_req *r = p->req;
+    gs_kid *k = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *k);
+    if (!k)
+        return GPUSCHED_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < o->nkids; i++)
+        if (o->fronts[i].n)
+            k[n++] = (gs_kid){i, o->fronts[i].units[o->fronts[i].n - 1]};
+    int rc = front_alloc(p, f, n);
+    if (rc)
+        return rc;
+    uint64_t sum = 0;
+    uint32_t last = 0;
+    gs_key key = 0;
+    for (uint32_t i = 0; i < n && last < need; i++) {
+        gs_pl_kid_select(k, i, n);
+        const gs_front *c = &o->fronts[k[i].idx];
+        key += r->weight[LV(l + 1)] + c->key[c->n - 1];
+        sum += k[i].cap;
+        uint64_t y = sum / r->ratio[LV(l)];
+        if (y > need)
+            y = need;
+        if (y > last) {
+            f->key[f->n] = key;
+            f->units[f->n++] = (uint32_t)y;
+            last = (uint32_t)y;
+        }
+    }
     return 0;
 }
 
@@ -200,6 +246,8 @@ int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_
     int rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
+    if (o.over_budget)
+        return frontier_filled(p, l, &o, need, f);
     /* best[t]: the best key holding at least t child units. */
     gs_key *best = o.dp;
     for (uint32_t t = Y; t-- > 0;)

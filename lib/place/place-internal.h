@@ -79,6 +79,7 @@ struct gpusched_place_result {
     gs_alloc alloc;
     uint32_t reason;
     int committed;
+    int held;                   /* a batch holds it as a job until the batch ends */
     char msg[GS_ERRMSG_MAX];
     /* A placement's message is written when first asked for: formatting
      * costs more than a small placement. */
@@ -113,15 +114,16 @@ struct gpusched_placer {
     uint32_t *avoid_gen;        /* per node: == gen when avoided */
     uint32_t gen;
     gs_arena arena;
-    /* What the search chose, in ascending order: nodes with their units
-     * and GPU masks, and the domains used at each level. */
-    uint32_t *out_nodes;
-    uint32_t *out_units;
-    uint64_t *out_masks;
-    uint32_t nout, out_cap;
+    /* What the search chose, in ascending order: nodes and GPU masks go
+     * straight into the result being filled (no copy of a large gang's
+     * arrays), the domains used at each level into the placer. */
+    gpusched_place_result *res;
+    uint32_t nout;
     uint32_t *out_doms[GS_MAX_LEVELS];
     uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */
+    uint64_t dp_budget;         /* knapsack steps left for this placement */
+    uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };
 
 /* request.c */
@@ -191,6 +193,7 @@ int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t
 void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
 typedef struct gs_pl_dp_out {
     bool want_choices;          /* in: keep what each child took */
+    bool over_budget;           /* out: no table, the work budget is spent */
     gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y) */
     gs_front *fronts;           /* per child */
     uint32_t *prev;             /* per child and t: 1 + the t before it, 0: child unused */
@@ -198,6 +201,9 @@ typedef struct gs_pl_dp_out {
     uint32_t nkids, first;
 } gs_pl_dp_out;
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* Knapsack steps one placement may spend: beyond, domains are filled
+ * greedily (doc/placement.md, "Cost"). */
+#define GS_PL_DP_BUDGET ((uint64_t)1 << 24)
 /* subsets.c: the exact shortcut for domains whose grandchildren are the
  * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
  * if `amount` is given, each child's share (indexed from the first child). */

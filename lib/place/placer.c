@@ -36,9 +36,6 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
         gs_free(&a, p->cap_gen[l]);
     }
     gs_free(&a, p->avoid_gen);
-    gs_free(&a, p->out_nodes);
-    gs_free(&a, p->out_units);
-    gs_free(&a, p->out_masks);
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);
@@ -62,6 +59,7 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
     p->t = cluster->topo;
     p->nlevels = p->t->nlevels;
     p->gen = 1;
+    p->dp_budget_max = GS_PL_DP_BUDGET;
     bool ok = (p->avoid_gen = gs_calloc(&a, p->t->nnodes, sizeof *p->avoid_gen)) != NULL;
     for (uint32_t l = 0; ok && l < p->nlevels; l++)
         ok = (p->cap_val[l] = gs_calloc(&a, p->t->ndom[l], sizeof *p->cap_val[l])) &&
@@ -105,7 +103,7 @@ static void job_of(const gs_pl_req *r, gpusched_job *job)
 
 /* Search, result, commit: with the job's reservation lent to the search
  * and settled before returning. */
-static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
 {
     p->req = r;
     next_generation(p);
@@ -117,18 +115,21 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     if (resv)
         gs_cluster_resv_lend(p->c, resv);
     gs_arena_reset(&p->arena);
+    gs_pl_result_reset(res, p->nlevels);
+    p->res = res;
     int rc = gs_pl_search(p);
     if (rc == GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         gs_pl_explain(p, res);
     } else if (rc == 0) {
         rc = gs_pl_result_fill(p, res);
-        if (rc == 0 && (r->in.flags & GPUSCHED_PLACE_COMMIT)) {
+        if (rc == 0 && ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)) {
             gpusched_job job;
             job_of(r, &job);
             rc = gs_cluster_commit(p->c, &job, res->n, res->nodes, res->masks);
             if (rc == 0) {
-                res->committed = 1;
+                res->committed = !hold;
+                res->held = hold;
                 resv = NULL; /* consumed */
             }
         }
@@ -136,6 +137,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     if (resv)
         gs_cluster_resv_unlend(p->c, resv);
     p->req = NULL;
+    p->res = NULL;
     if (rc && rc != GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
@@ -154,7 +156,7 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
     if (rc)
         return rc;
     gs_err_clear(&p->err);
-    return place_loaded(p, &r, res);
+    return place_loaded(p, &r, res, false);
 }
 
 static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
@@ -181,16 +183,35 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
     return 0;
 }
 
-/* Undoes the commits of a batch that ran out of memory. A committed job's
- * reservation was consumed; the batch does not restore it. */
-static void roll_back(gpusched_placer *p, uint32_t upto, const gpusched_place_request *const *reqs,
-                      gpusched_place_result *const *results)
+/* Gives back what a batch holds for its plan-only requests (all == false)
+ * or everything it placed, after running out of memory (all == true; a
+ * committed job's reservation was consumed and is not restored). */
+static void give_back(gpusched_placer *p, uint32_t upto, const gpusched_place_request *const *reqs,
+                      gpusched_place_result *const *results, bool all)
 {
-    for (uint32_t i = upto; i-- > 0;)
-        if (results[i]->committed) {
+    for (uint32_t i = upto; i-- > 0;) {
+        gpusched_place_result *res = results[i];
+        if (res->held || (all && res->committed))
             gpusched_cluster_release(p->c, reqs[i]->job_id);
-            gs_pl_result_reset(results[i], p->nlevels);
-        }
+        res->held = 0;
+        if (all)
+            gs_pl_result_reset(res, p->nlevels);
+    }
+}
+
+/* A plan-only request is held for the rest of the batch when its job can
+ * become a job of the cluster for a while and back: not running, holding
+ * no reservation (committing would consume it), its id used once. */
+static bool can_hold(gpusched_placer *p, uint32_t i, uint32_t n, const gpusched_place_request *const *reqs)
+{
+    const gpusched_place_request *q = reqs[i];
+    if ((q->flags & GPUSCHED_PLACE_COMMIT) || gs_cluster_job_find(p->c, q->job_id) ||
+        gs_cluster_resv_find(p->c, q->job_id))
+        return false;
+    for (uint32_t j = 0; j < n; j++)
+        if (j != i && reqs[j]->job_id == q->job_id)
+            return false;
+    return true;
 }
 
 GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
@@ -209,17 +230,18 @@ GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, con
         gs_pl_req r;
         rc = gs_pl_req_load(p, reqs[i], &r);
         if (rc == 0)
-            rc = place_loaded(p, &r, results[i]);
+            rc = place_loaded(p, &r, results[i], can_hold(p, i, n, reqs));
         if (rc == GPUSCHED_ENOSPC)
             continue;
         if (rc) {
             char msg[GS_ERRMSG_MAX];
             memcpy(msg, p->err.msg, sizeof msg);
-            roll_back(p, i, reqs, results);
+            give_back(p, i, reqs, results, true);
             return gs_error(&p->err, rc, "place batch: request %u: %s", i, msg);
         }
         ok++;
     }
+    give_back(p, n, reqs, results, false);
     if (placed)
         *placed = ok;
     return 0;

@@ -39,6 +39,7 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
 {
     res->reason = GPUSCHED_PLACE_NOT_RUN;
     res->committed = 0;
+    res->held = 0;
     res->msg[0] = '\0';
     res->msg_topo = NULL;
     res->nlevels = nlevels;
@@ -62,17 +63,11 @@ static int grow(const gs_alloc *a, void **arr, uint32_t *cap, uint32_t need, siz
     return 0;
 }
 
+/* Nodes and masks are already in place (the search writes them). */
 static int reserve_arrays(gpusched_placer *p, gpusched_place_result *res, uint32_t npods)
 {
-    uint32_t n = p->nout, L = p->nlevels;
-    uint32_t cap = res->cap;
-    int rc = grow(&res->alloc, (void **)&res->nodes, &cap, n, sizeof *res->nodes);
-    if (rc)
-        return rc;
-    cap = res->cap;
-    if ((rc = grow(&res->alloc, (void **)&res->masks, &cap, n, sizeof *res->masks)))
-        return rc;
-    res->cap = cap;
+    uint32_t L = p->nlevels;
+    int rc;
     if ((rc = grow(&res->alloc, (void **)&res->pod_nodes, &res->pod_cap, npods, sizeof *res->pod_nodes)))
         return rc;
     uint64_t doms = 0;
@@ -118,11 +113,9 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
         return rc;
     gs_pl_result_reset(res, p->nlevels);
     res->n = p->nout;
-    memcpy(res->nodes, p->out_nodes, p->nout * sizeof *res->nodes);
-    memcpy(res->masks, p->out_masks, p->nout * sizeof *res->masks);
     for (uint32_t i = 0; npods && i < p->nout; i++)
-        for (uint32_t k = 0; k < p->out_units[i]; k++)
-            res->pod_nodes[res->npods++] = p->out_nodes[i];
+        for (uint32_t k = gs_popcount64(res->masks[i]) / r->u0; k-- > 0;)
+            res->pod_nodes[res->npods++] = res->nodes[i];
     fill_domains(p, res);
     res->reason = GPUSCHED_PLACE_OK;
     if (res->topo != p->t) {

@@ -168,6 +168,7 @@ int gs_pl_search(gpusched_placer *p)
     if (start < r->stop)
         start = r->stop;
     p->nout = 0;
+    p->dp_budget = p->dp_budget_max;
     for (uint32_t l = 0; l < p->nlevels; l++)
         p->ndoms[l] = 0;
     for (int32_t l = start; l >= r->stop; l--) {

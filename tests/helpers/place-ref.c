@@ -18,6 +18,7 @@ typedef struct ref {
     uint32_t dom[REF_MAX_NODES][GPUSCHED_TOPO_MAX_LEVELS];
     uint32_t ncons;
     uint32_t cons_level[3], cons_size[3];
+    uint64_t usable_gpus[REF_MAX_NODES]; /* free for the job, filters ignored */
     uint32_t take[REF_MAX_NODES];
     uint32_t suffix[REF_MAX_NODES + 1];
     place_ref_out *out;
@@ -90,7 +91,9 @@ static void ref_init(ref *r, gpusched_cluster *c, const gpusched_place_request *
     r->units_needed = q->gpus / r->u0;
     r->pref = q->preferred_level == GPUSCHED_NONE ? r->L : q->preferred_level;
     for (uint32_t n = 0; n < r->nnodes && n < REF_MAX_NODES; n++) {
-        r->units[n] = eligible(r->t, q, n) ? units_of(r->t, q, r->u0, n, usable_mask(c, q, n)) : 0;
+        uint64_t usable = usable_mask(c, q, n);
+        r->usable_gpus[n] = (uint64_t)__builtin_popcountll(usable);
+        r->units[n] = eligible(r->t, q, n) ? units_of(r->t, q, r->u0, n, usable) : 0;
         for (uint32_t l = 0; l < r->L; l++)
             gpusched_topo_node_domain(r->t, n, l, &r->dom[n][l]);
     }
@@ -142,6 +145,33 @@ static void locality_of(const ref *r, const uint32_t *gpus_of_node, uint32_t *lo
     }
 }
 
+/* Free GPUs of the one domain used at each level from the top, while one is. */
+static uint32_t fit_of(const ref *r, const uint32_t *gpus_of_node, const uint32_t *loc, uint64_t *fit)
+{
+    uint32_t nfit = 0;
+    for (uint32_t l = 0; l <= r->L && l <= r->pref && loc[l] == 1; l++) {
+        uint32_t d = UINT32_MAX;
+        for (uint32_t n = 0; n < r->nnodes && d == UINT32_MAX; n++)
+            if (gpus_of_node[n])
+                d = l == r->L ? n : r->dom[n][l];
+        uint64_t free_gpus = 0;
+        for (uint32_t n = 0; n < r->nnodes; n++)
+            if ((l == r->L ? n : r->dom[n][l]) == d)
+                free_gpus += r->usable_gpus[n];
+        /* Ties between equally free domains go to the lowest index. */
+        fit[nfit++] = free_gpus << 32 | d;
+    }
+    return nfit;
+}
+
+static bool lex_less64(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
+{
+    for (uint32_t i = 0; i < na && i < nb; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i];
+    return na < nb;
+}
+
 static bool lex_less(const uint32_t *a, const uint32_t *b, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -160,10 +190,17 @@ static void enumerate(ref *r, uint32_t n, uint32_t rem)
             return;
         uint32_t loc[GPUSCHED_TOPO_MAX_LEVELS + 1];
         locality_of(r, gpus, loc);
+        uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint32_t nfit = fit_of(r, gpus, loc, fit);
         r->out->assignments++;
-        if (!r->out->feasible || lex_less(loc, r->out->locality, r->L + 1)) {
+        bool better = !r->out->feasible || lex_less(loc, r->out->locality, r->L + 1) ||
+                      (!lex_less(r->out->locality, loc, r->L + 1) &&
+                       lex_less64(fit, nfit, r->out->fit, r->out->nfit));
+        if (better) {
             r->out->feasible = true;
             memcpy(r->out->locality, loc, sizeof loc);
+            memcpy(r->out->fit, fit, sizeof fit);
+            r->out->nfit = nfit;
         }
         return;
     }
@@ -201,6 +238,21 @@ void place_ref_locality(gpusched_cluster *c, const gpusched_place_request *req, 
         if (nodes[i] < REF_MAX_NODES)
             gpus[nodes[i]] = 1;
     locality_of(&r, gpus, locality);
+}
+
+void place_ref_fit(gpusched_cluster *c, const gpusched_place_request *req, const uint32_t *nodes, uint32_t n,
+                   uint64_t *fit, uint32_t *nfit)
+{
+    place_ref_out out;
+    ref r;
+    ref_init(&r, c, req, &out);
+    uint32_t gpus[REF_MAX_NODES] = {0};
+    for (uint32_t i = 0; i < n; i++)
+        if (nodes[i] < REF_MAX_NODES)
+            gpus[nodes[i]] = 1;
+    uint32_t loc[GPUSCHED_TOPO_MAX_LEVELS + 1];
+    locality_of(&r, gpus, loc);
+    *nfit = fit_of(&r, gpus, loc, fit);
 }
 
 bool place_ref_check(gpusched_cluster *c, const gpusched_place_request *req, const uint32_t *nodes,

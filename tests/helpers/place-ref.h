@@ -17,6 +17,13 @@ typedef struct place_ref_out {
      * are left at 0 (they are not optimized). */
     uint32_t locality[GPUSCHED_TOPO_MAX_LEVELS + 1];
     uint64_t assignments;   /* feasible assignments seen */
+    /* Best fit among the optimal assignments: for the levels from the top
+     * (down to the preferred one) where one domain is used, that domain's
+     * usable free GPUs (for the job, whatever the filters) in the high 32
+     * bits and its index in the low ones; the smallest such list, compared
+     * from the top. */
+    uint32_t nfit;
+    uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
 } place_ref_out;
 
 /* Exhaustive optimum for `req` (assumed valid) on the current state. */
@@ -27,6 +34,10 @@ void place_ref_solve(gpusched_cluster *c, const gpusched_place_request *req, pla
  * split, slices, required level. Returns true or writes why not. */
 bool place_ref_check(gpusched_cluster *c, const gpusched_place_request *req, const uint32_t *nodes,
                      const uint64_t *masks, uint32_t n, char *why, size_t cap);
+
+/* The best-fit list (see place_ref_out) of a placement. */
+void place_ref_fit(gpusched_cluster *c, const gpusched_place_request *req, const uint32_t *nodes, uint32_t n,
+                   uint64_t *fit, uint32_t *nfit);
 
 /* The locality vector of a placement, truncated like place_ref_solve. */
 void place_ref_locality(gpusched_cluster *c, const gpusched_place_request *req, const uint32_t *nodes,
