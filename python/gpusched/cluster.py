@@ -507,10 +507,14 @@ class Cluster(u.Handle):
         return place_one(self, gpus, request)
 
     def place_many(self, requests):
-        """Places gangs in order, each seeing the committed ones before it,
-        in one call. `requests` are dicts of :meth:`place` arguments
-        (``gpus`` included). Every request is checked before anything is
-        placed. Returns one :class:`~gpusched.Placement` per request."""
+        """Places gangs in order, in one call, each seeing the ones before
+        it: a committed request's GPUs are taken, and so are a plan-only
+        request's until the call returns (a batch of plans is a what-if of
+        the whole sequence), unless its job is running, holds a reservation
+        or appears twice in the batch (place.h). `requests` are dicts of
+        :meth:`place` arguments (``gpus`` included). Every request is
+        checked before anything is placed. Returns one
+        :class:`~gpusched.Placement` per request."""
         from .placement import place_batch
         return place_batch(self, requests)
 

@@ -162,6 +162,10 @@ class TestPlace(gstest.TinyClusterCase):
 
     @needs("gpusched_cluster_snapshot", "gpusched_cluster_restore")
     def test_place_many_equals_place_one_by_one(self):
+        """place.h: in a batch each request sees the ones before it, and a
+        plan-only request's GPUs are held for the rest of the batch (then
+        given back). One by one, holding is committing and releasing at the
+        end."""
         rnd = random.Random(5)
         reqs = []
         for job in range(1, 40):
@@ -171,10 +175,21 @@ class TestPlace(gstest.TinyClusterCase):
             reqs.append(r)
         with Cluster.restore(self.c.snapshot()) as twin:
             batch = self.c.place_many(reqs)
-            one_by_one = [twin.place(**r) for r in reqs]
-            self.assertEqual([(p.ok, p.nodes, p.masks, p.message) for p in batch],
-                             [(p.ok, p.nodes, p.masks, p.message) for p in one_by_one])
-            self.assertEqual(self.c.snapshot(), twin.snapshot())
+            one_by_one, held = [], []
+            for r in reqs:
+                p = twin.place(**dict(r, commit=True))
+                one_by_one.append(p)
+                if p.ok and not r["commit"]:
+                    held.append(r["job_id"])
+            for job in held:
+                twin.release(job)
+            self.assertEqual([(p.ok, p.nodes, p.masks) for p in batch],
+                             [(p.ok, p.nodes, p.masks) for p in one_by_one])
+            self.assertEqual([p.committed for p in batch],
+                             [p.ok and r["commit"] for p, r in zip(one_by_one, reqs)])
+            self.assertEqual(sorted(self.c.jobs()), sorted(twin.jobs()))
+            self.assertEqual([self.c.node_state(n) for n in range(self.t.node_count)],
+                             [twin.node_state(n) for n in range(self.t.node_count)])
         self.assertTrue(any(p.ok for p in batch) and not all(p.ok for p in batch))
 
     def test_placer_and_cluster_freed_in_any_order(self):
