@@ -217,7 +217,7 @@ int main(void)
     show_core();
     show_topo();
     show_cluster();
-    show_place();
     show_fairq();
+    show_place();
     return 0;
 }

@@ -280,3 +280,38 @@ Test(place_state, nodes_not_up_and_reservations)
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
     env_free(&e);
 }
+
+Test(place_filters, a_wide_level_searched_past_its_tightest_domains)
+{
+    /* 100 racks of 2 nodes; only the very last node has the class asked
+     * for, so the descent goes through every rack of a wide level. */
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    for (uint32_t n = 0; n < 200; n++) {
+        char rack[16], name[16];
+        snprintf(rack, sizeof rack, "r%03u", n / 2);
+        snprintf(name, sizeof name, "n%03u", n);
+        const char *path[] = {rack};
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, 4, n == 199 ? "b200" : "h100", NULL, 0), 0);
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    gpusched_topo_builder_free(b);
+    env e = env_on(t);
+    uint32_t cls;
+    cr_assert_eq(gpusched_topo_class_find(t, "b200", &cls), 0);
+    /* Racks differ in free GPUs, so that the order matters. */
+    for (uint32_t n = 0; n < 198; n += 3) {
+        char name[16];
+        snprintf(name, sizeof name, "n%03u", n);
+        take(&e, 100 + n, name, 1);
+    }
+    gpusched_place_request q = req(4, GPUSCHED_SPLIT_ANY, 0);
+    q.gpu_class = cls;
+    cr_assert_str_eq(place_names(&e, &q), "n199");
+    q.gpus = 5;
+    expect_fail(&e, &q, GPUSCHED_PLACE_ELIGIBLE, "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 5 asked");
+    env_free(&e);
+}

@@ -2,6 +2,8 @@
  * found top-down through the aggregates; among that level's domains the
  * best locality below (branch and bound); then the units handed down to
  * nodes (assign.c). doc/placement.md has the argument. */
+#include <stdlib.h>
+
 #include "place-internal.h"
 
 typedef struct gs_cand {
@@ -61,12 +63,14 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
 
 static int visit(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t ch);
 
-/* Children that may hold a candidate, tightest first (least usable free
- * GPUs, ties: lowest index): the best fit among domains, so that large
- * free domains survive. Free GPUs are the cheapest bound (one load per
- * child); the exact capacity is checked at the candidate. A child with
- * exactly the gang's GPUs free is as tight as any can be: it is visited at
- * once, and when it settles the search the other children are never read. */
+static int kid_tighter(const void *x, const void *y)
+{
+    const gs_kid *a = x, *b = y;
+    if (a->cap != b->cap)
+        return a->cap < b->cap ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
 /* Whether child `ch` (level l + 1) may hold a candidate; its free GPUs. */
 static bool may_hold(const gpusched_placer *p, const gs_cand *s, const uint32_t *free_gpus, int32_t l, uint32_t ch,
                      uint64_t *ub)
@@ -77,6 +81,12 @@ static bool may_hold(const gpusched_placer *p, const gs_cand *s, const uint32_t 
     return s->level != (int32_t)p->nlevels || gs_pl_ub_node_units(p, l + 1, ch) >= s->demand;
 }
 
+/* Children that may hold a candidate, tightest first (least usable free
+ * GPUs, ties: lowest index): the best fit among domains, so that large
+ * free domains survive. Free GPUs are the cheapest bound (one load per
+ * child); the exact capacity is checked at the candidate. A child with
+ * exactly the gang's GPUs free is as tight as any can be: it is visited at
+ * once, and when it settles the search the other children are never read. */
 static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
 {
     uint32_t a, b;
@@ -107,10 +117,14 @@ static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
     for (uint32_t ch = a; ch < b; ch++)
         if (ch != first && may_hold(p, s, fg, l, ch, &ub))
             k[n++] = (gs_kid){ch, ub > UINT32_MAX ? UINT32_MAX : (uint32_t)ub};
+    /* Selection while it is cheap (the search usually stops early), a sort
+     * for wide domains. */
+    if (n > 64)
+        qsort(k, n, sizeof *k, kid_tighter);
     for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
         uint32_t best = i;
-        for (uint32_t j = i + 1; j < n; j++)
-            if (k[j].cap < k[best].cap || (k[j].cap == k[best].cap && k[j].idx < k[best].idx))
+        for (uint32_t j = i + 1; n <= 64 && j < n; j++)
+            if (kid_tighter(&k[j], &k[best]) < 0)
                 best = j;
         gs_kid tmp = k[i];
         k[i] = k[best];

@@ -5,6 +5,8 @@
  * So trying every m-subset of the children is exact, and far cheaper than
  * the knapsack when the children are few (the zones of a 200k-GPU gang).
  * Among equal keys the subset with the least capacity wins (best fit). */
+#include <stdlib.h>
+
 #include "place-internal.h"
 
 #define SUBSETS_MAX 4096
@@ -26,8 +28,18 @@ static uint64_t choose(uint32_t n, uint32_t k)
     return c;
 }
 
+static int u32_larger(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a < b) - (a > b);
+}
+
 static void sort_desc(uint32_t *v, uint32_t n)
 {
+    if (n > 64) {
+        qsort(v, n, sizeof *v, u32_larger);
+        return;
+    }
     for (uint32_t i = 1; i < n; i++) {
         uint32_t x = v[i], j = i;
         for (; j > 0 && v[j - 1] < x; j--)
