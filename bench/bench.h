@@ -57,10 +57,10 @@ extern const gsb_scenario *const gsb_tables[];
 
 /* Scenario tables, one per module (bench/bench-<module>.c). */
 extern const gsb_scenario gsb_core_scenarios[];
+extern const gsb_scenario gsb_place_scenarios[];
 extern const gsb_scenario gsb_topo_scenarios[];
 extern const gsb_scenario gsb_cluster_scenarios[];
 extern const gsb_scenario gsb_fairq_scenarios[];
-extern const gsb_scenario gsb_place_scenarios[];
 
 #ifdef __cplusplus
 }

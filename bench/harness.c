@@ -27,10 +27,10 @@ struct gsb_ctx {
 
 const gsb_scenario *const gsb_tables[] = {
     gsb_core_scenarios,
+    gsb_place_scenarios,
     gsb_topo_scenarios,
     gsb_cluster_scenarios,
     gsb_fairq_scenarios,
-    gsb_place_scenarios,
     NULL,
 };
 

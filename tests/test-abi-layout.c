@@ -30,6 +30,42 @@ Test(layout, enums_are_int_sized)
     cr_assert_eq(sizeof(gpusched_simd), sizeof(int));
 }
 
+Test(layout, place_request)
+{
+    PIN(gpusched_place_request, size, 0, 4);
+    PIN(gpusched_place_request, flags, 4, 4);
+    PIN(gpusched_place_request, job_id, 8, 8);
+    PIN(gpusched_place_request, priority, 16, 4);
+    PIN(gpusched_place_request, tenant, 20, 4);
+    PIN(gpusched_place_request, gpus, 24, 4);
+    PIN(gpusched_place_request, split, 28, 4);
+    PIN(gpusched_place_request, pod_gpus, 32, 4);
+    PIN(gpusched_place_request, required_level, 36, 4);
+    PIN(gpusched_place_request, preferred_level, 40, 4);
+    PIN(gpusched_place_request, slice_gpus, 44, 8);
+    PIN(gpusched_place_request, slice_level, 52, 8);
+    PIN(gpusched_place_request, gpu_class, 60, 4);
+    PIN(gpusched_place_request, labels_required, 64, 8);
+    PIN(gpusched_place_request, labels_forbidden, 72, 8);
+    PIN(gpusched_place_request, avoid_nodes, 80, sizeof(void *));
+    PIN(gpusched_place_request, avoid_count, 80 + sizeof(void *), 4);
+    PIN(gpusched_place_request, job_flags, 84 + sizeof(void *), 4);
+    PIN(gpusched_place_request, start_time, 88 + sizeof(void *), 8);
+    PIN(gpusched_place_request, cost_hint, 96 + sizeof(void *), 8);
+    cr_assert_eq(sizeof(gpusched_place_request), 104 + sizeof(void *));
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    cr_assert_eq(q.size, sizeof q);
+    cr_assert_eq(q.required_level, GPUSCHED_NONE);
+    cr_assert_eq(q.preferred_level, GPUSCHED_NONE);
+    cr_assert_eq(q.slice_level[0], GPUSCHED_NONE);
+    cr_assert_eq(q.slice_level[1], GPUSCHED_NONE);
+    cr_assert_eq(q.gpu_class, GPUSCHED_NONE);
+    cr_assert_eq(sizeof(gpusched_place_split), sizeof(int));
+    cr_assert_eq(sizeof(gpusched_place_reason), sizeof(int));
+    cr_assert_eq(GPUSCHED_SPLIT_WHOLE_NODES, 2);
+    cr_assert_eq(GPUSCHED_PLACE_NOT_RUN, 6);
+}
+
 /* Topology limits are part of the contract: callers size buffers and
  * label masks from them. */
 Test(layout, topo_limits)
@@ -103,40 +139,4 @@ Test(layout, fairq_enums)
     cr_assert_eq(GPUSCHED_FAIRQ_POLICY_STATEFUL, 2);
     cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
     cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
-}
-
-Test(layout, place_request)
-{
-    PIN(gpusched_place_request, size, 0, 4);
-    PIN(gpusched_place_request, flags, 4, 4);
-    PIN(gpusched_place_request, job_id, 8, 8);
-    PIN(gpusched_place_request, priority, 16, 4);
-    PIN(gpusched_place_request, tenant, 20, 4);
-    PIN(gpusched_place_request, gpus, 24, 4);
-    PIN(gpusched_place_request, split, 28, 4);
-    PIN(gpusched_place_request, pod_gpus, 32, 4);
-    PIN(gpusched_place_request, required_level, 36, 4);
-    PIN(gpusched_place_request, preferred_level, 40, 4);
-    PIN(gpusched_place_request, slice_gpus, 44, 8);
-    PIN(gpusched_place_request, slice_level, 52, 8);
-    PIN(gpusched_place_request, gpu_class, 60, 4);
-    PIN(gpusched_place_request, labels_required, 64, 8);
-    PIN(gpusched_place_request, labels_forbidden, 72, 8);
-    PIN(gpusched_place_request, avoid_nodes, 80, sizeof(void *));
-    PIN(gpusched_place_request, avoid_count, 80 + sizeof(void *), 4);
-    PIN(gpusched_place_request, job_flags, 84 + sizeof(void *), 4);
-    PIN(gpusched_place_request, start_time, 88 + sizeof(void *), 8);
-    PIN(gpusched_place_request, cost_hint, 96 + sizeof(void *), 8);
-    cr_assert_eq(sizeof(gpusched_place_request), 104 + sizeof(void *));
-    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    cr_assert_eq(q.size, sizeof q);
-    cr_assert_eq(q.required_level, GPUSCHED_NONE);
-    cr_assert_eq(q.preferred_level, GPUSCHED_NONE);
-    cr_assert_eq(q.slice_level[0], GPUSCHED_NONE);
-    cr_assert_eq(q.slice_level[1], GPUSCHED_NONE);
-    cr_assert_eq(q.gpu_class, GPUSCHED_NONE);
-    cr_assert_eq(sizeof(gpusched_place_split), sizeof(int));
-    cr_assert_eq(sizeof(gpusched_place_reason), sizeof(int));
-    cr_assert_eq(GPUSCHED_SPLIT_WHOLE_NODES, 2);
-    cr_assert_eq(GPUSCHED_PLACE_NOT_RUN, 6);
 }
