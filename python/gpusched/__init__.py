@@ -1,0 +1,33 @@
+"""Python binding of libgpusched, the GPU cluster scheduling core.
+
+Pure Python over ctypes, standard library only. The shared library is found
+through the environment variable ``GPUSCHED_LIBRARY``, then next to this
+package, then on the system's search path; importing fails with
+:class:`LibraryError` when it is missing or its version does not suit this
+binding.
+
+Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
+:class:`Cluster`, :class:`Placement` (from :meth:`Cluster.place`),
+:class:`FairQueue`. Errors of the library are raised as subclasses of
+:class:`Error`.
+"""
+from ._errors import *  # noqa: F401,F403
+from ._errors import __all__ as _error_names
+from ._lib import BINDING_VERSION
+from .core import (version, version_string, library_path, strerror, err_name,
+                   cpu_features, simd_compiled, simd_name)
+from .topology import Topology, TopologyBuilder, NONE
+from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, Frag
+from .placement import Placement, PlaceReason, Split
+from .fairq import FairQueue, Param, Policy, TenantValue, Decision, DecisionLog
+
+__version__ = ".".join(map(str, BINDING_VERSION))
+
+__all__ = list(_error_names) + [
+    "BINDING_VERSION", "version", "version_string", "library_path", "strerror",
+    "err_name", "cpu_features", "simd_compiled", "simd_name",
+    "Topology", "TopologyBuilder", "NONE",
+    "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag",
+    "Placement", "PlaceReason", "Split",
+    "FairQueue", "Param", "Policy", "TenantValue", "Decision", "DecisionLog",
+]

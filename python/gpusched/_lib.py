@@ -1,0 +1,316 @@
+"""Loads libgpusched and declares every C function the binding calls.
+
+FUNCTIONS is the one table of C signatures: one entry per public function of
+include/gpusched/*.h. The completeness test compares it with the symbols the
+shared object exports and with the prototypes in the headers.
+"""
+import ctypes
+import ctypes.util
+import os
+
+from ._errors import LibraryError, error_class
+
+#: The library version this binding was written for (major, minor, micro).
+BINDING_VERSION = (0, 1, 0)
+SONAME = "libgpusched.so.1"
+
+from ctypes import (POINTER, c_char_p, c_double, c_int, c_int32, c_int64,  # noqa: E402
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
+
+P = POINTER
+_u32p, _u64p, _dblp = P(c_uint32), P(c_uint64), P(c_double)
+_u8p, _sizep = P(c_uint8), P(c_size_t)
+_charpp = P(c_char_p)
+
+
+class Job(ctypes.Structure):
+    """ctypes mirror of gpusched_job (cluster.h)."""
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("id", c_uint64),
+                ("priority", c_int32), ("tenant", c_uint32),
+                ("start_time", c_int64), ("cost_hint", c_uint64)]
+
+
+class FairqTask(ctypes.Structure):
+    """ctypes mirror of gpusched_fairq_task (fairq.h)."""
+    _fields_ = [("size", c_uint32), ("tenant", c_uint32), ("id", c_uint64),
+                ("type", c_uint32), ("reserved0", c_uint32),
+                ("enqueue_time", c_double), ("work_size", c_double),
+                ("predicted", c_double)]
+
+
+class FairqDecision(ctypes.Structure):
+    """ctypes mirror of gpusched_fairq_decision (fairq.h)."""
+    _fields_ = [("size", c_uint32), ("tenant", c_uint32), ("task_id", c_uint64),
+                ("time", c_double), ("type", c_uint32),
+                ("tenants_backlogged", c_uint32), ("score", c_double),
+                ("term_backlog", c_double), ("term_wait", c_double),
+                ("term_vtime", c_double), ("term_pred", c_double),
+                ("predicted", c_double), ("probability", c_double),
+                ("candidates", c_uint64), ("queued", c_uint64),
+                ("max_wait", c_double)]
+
+
+class PlaceRequest(ctypes.Structure):
+    """ctypes mirror of gpusched_place_request (place.h)."""
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("job_id", c_uint64),
+                ("priority", c_int32), ("tenant", c_uint32), ("gpus", c_uint32),
+                ("split", c_uint32), ("pod_gpus", c_uint32), ("required_level", c_uint32),
+                ("preferred_level", c_uint32), ("slice_gpus", c_uint32 * 2),
+                ("slice_level", c_uint32 * 2), ("gpu_class", c_uint32),
+                ("labels_required", c_uint64), ("labels_forbidden", c_uint64),
+                ("avoid_nodes", P(c_uint32)), ("avoid_count", c_uint32),
+                ("job_flags", c_uint32), ("start_time", c_int64), ("cost_hint", c_uint64)]
+
+
+class Allocator(ctypes.Structure):
+    """ctypes mirror of gpusched_allocator (common.h)."""
+    _fields_ = [("size", c_uint32), ("reserved0", c_uint32),
+                ("malloc_fn", c_void_p), ("realloc_fn", c_void_p),
+                ("free_fn", c_void_p), ("user", c_void_p)]
+
+
+#: Structs whose layout the tests compare with the C compiler's.
+STRUCTS = {"gpusched_job": Job, "gpusched_fairq_task": FairqTask,
+           "gpusched_fairq_decision": FairqDecision,
+           "gpusched_place_request": PlaceRequest,
+           "gpusched_allocator": Allocator}
+
+_alloc = P(Allocator)
+_topo = _builder = _cluster = _fairq = _log = _placer = _result = c_void_p
+_jobp = P(Job)
+
+# name: (restype, argtypes). Pointers to handles are plain void pointers; the
+# classes own them. None as restype means void.
+FUNCTIONS = {
+    # core (common.h)
+    "gpusched_strerror": (c_char_p, [c_int]),
+    "gpusched_err_name": (c_char_p, [c_int]),
+    "gpusched_version": (c_uint32, []),
+    "gpusched_version_string": (c_char_p, []),
+    "gpusched_allocator_check": (c_int, [_alloc]),
+    "gpusched_cpu_features": (c_int, [_u32p, _u32p]),
+    "gpusched_simd_compiled": (c_uint32, []),
+    "gpusched_simd_name": (c_char_p, [c_uint32]),
+    # topology (topo.h)
+    "gpusched_topo_builder_new": (c_int, [_alloc, P(_builder)]),
+    "gpusched_topo_builder_free": (None, [_builder]),
+    "gpusched_topo_builder_errmsg": (c_char_p, [_builder]),
+    "gpusched_topo_builder_set_levels": (c_int, [_builder, c_uint32, _charpp]),
+    "gpusched_topo_builder_add_node": (c_int, [_builder, _charpp, c_char_p, c_uint32,
+                                               c_char_p, _charpp, c_uint32]),
+    "gpusched_topo_builder_parse": (c_int, [_builder, c_char_p, c_size_t]),
+    "gpusched_topo_builder_freeze": (c_int, [_builder, P(_topo)]),
+    "gpusched_topo_parse": (c_int, [c_char_p, c_size_t, _alloc, P(_topo), c_char_p, c_size_t]),
+    "gpusched_topo_uniform": (c_int, [c_uint32, _charpp, _u32p, c_uint32, c_char_p, _alloc,
+                                      P(_topo), c_char_p, c_size_t]),
+    "gpusched_topo_preset": (c_int, [c_char_p, _alloc, P(_topo), c_char_p, c_size_t]),
+    "gpusched_topo_preset_name": (c_char_p, [c_uint32]),
+    "gpusched_topo_ref": (_topo, [_topo]),
+    "gpusched_topo_unref": (None, [_topo]),
+    "gpusched_topo_export": (c_int, [_topo, c_char_p, c_size_t, _sizep]),
+    "gpusched_topo_level_count": (c_uint32, [_topo]),
+    "gpusched_topo_level_name": (c_char_p, [_topo, c_uint32]),
+    "gpusched_topo_level_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_node_count": (c_uint32, [_topo]),
+    "gpusched_topo_gpu_count": (c_uint64, [_topo]),
+    "gpusched_topo_domain_count": (c_uint32, [_topo, c_uint32]),
+    "gpusched_topo_domain_nodes": (c_int, [_topo, c_uint32, c_uint32, _u32p, _u32p]),
+    "gpusched_topo_domain_parent": (c_int, [_topo, c_uint32, c_uint32, _u32p]),
+    "gpusched_topo_node_domain": (c_int, [_topo, c_uint32, c_uint32, _u32p]),
+    "gpusched_topo_domain_name": (c_int, [_topo, c_uint32, c_uint32, c_char_p, c_size_t]),
+    "gpusched_topo_domain_find": (c_int, [_topo, c_uint32, c_char_p, _u32p]),
+    "gpusched_topo_node_gpus": (c_uint32, [_topo, c_uint32]),
+    "gpusched_topo_node_class": (c_uint32, [_topo, c_uint32]),
+    "gpusched_topo_node_labels": (c_uint64, [_topo, c_uint32]),
+    "gpusched_topo_node_name": (c_int, [_topo, c_uint32, c_char_p, c_size_t]),
+    "gpusched_topo_node_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_class_count": (c_uint32, [_topo]),
+    "gpusched_topo_class_name": (c_char_p, [_topo, c_uint32]),
+    "gpusched_topo_class_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_label_count": (c_uint32, [_topo]),
+    "gpusched_topo_label_name": (c_char_p, [_topo, c_uint32]),
+    "gpusched_topo_label_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_memory_bytes": (c_size_t, [_topo]),
+    # cluster state (cluster.h)
+    "gpusched_cluster_new": (c_int, [_topo, _alloc, P(_cluster)]),
+    "gpusched_cluster_free": (None, [_cluster]),
+    "gpusched_cluster_errmsg": (c_char_p, [_cluster]),
+    "gpusched_cluster_topo": (_topo, [_cluster]),
+    "gpusched_cluster_memory_bytes": (c_size_t, [_cluster]),
+    "gpusched_cluster_node_state": (c_int, [_cluster, c_uint32, _u64p, _u64p, _u64p, _u32p]),
+    "gpusched_cluster_gpu_state": (c_int, [_cluster, c_uint32, c_uint32, _u32p, _u64p]),
+    "gpusched_cluster_node_jobs": (c_int, [_cluster, c_uint32, _u64p, c_uint32, _u32p]),
+    "gpusched_cluster_set_node_health": (c_int, [_cluster, c_uint32, c_uint32, _u64p, c_uint32,
+                                                 _u32p]),
+    "gpusched_cluster_domain_free_gpus": (c_int, [_cluster, c_uint32, c_uint32, _u64p]),
+    "gpusched_cluster_domain_free_nodes": (c_int, [_cluster, c_uint32, c_uint32, _u32p]),
+    "gpusched_cluster_domain_nodes_with_free": (c_int, [_cluster, c_uint32, c_uint32, c_uint32,
+                                                        _u32p]),
+    "gpusched_cluster_domain_histogram": (c_int, [_cluster, c_uint32, c_uint32, _u32p, c_uint32,
+                                                  _u32p]),
+    "gpusched_cluster_frag": (c_int, [_cluster, c_uint32, _u32p, _u64p, _u64p]),
+    "gpusched_cluster_alloc": (c_int, [_cluster, _jobp, c_uint32, _u32p, _u64p]),
+    "gpusched_cluster_release": (c_int, [_cluster, c_uint64]),
+    "gpusched_cluster_job_update": (c_int, [_cluster, _jobp]),
+    "gpusched_cluster_job_count": (c_uint32, [_cluster]),
+    "gpusched_cluster_job_at": (c_int, [_cluster, c_uint32, _u64p]),
+    "gpusched_cluster_job_find": (c_int, [_cluster, c_uint64, _jobp]),
+    "gpusched_cluster_job_alloc": (c_int, [_cluster, c_uint64, P(_u32p), P(_u64p), _u32p, _u32p]),
+    "gpusched_cluster_reserve": (c_int, [_cluster, c_uint64, c_uint32, _u32p, _u64p]),
+    "gpusched_cluster_release_to_resv": (c_int, [_cluster, c_uint64, c_uint64]),
+    "gpusched_cluster_unreserve": (c_int, [_cluster, c_uint64]),
+    "gpusched_cluster_resv_count": (c_uint32, [_cluster]),
+    "gpusched_cluster_resv_at": (c_int, [_cluster, c_uint32, _u64p]),
+    "gpusched_cluster_resv_alloc": (c_int, [_cluster, c_uint64, P(_u32p), P(_u64p), _u32p,
+                                            _u32p]),
+    "gpusched_cluster_check": (c_int, [_cluster]),
+    "gpusched_cluster_snapshot": (c_int, [_cluster, c_void_p, c_size_t, _sizep]),
+    "gpusched_cluster_restore": (c_int, [c_void_p, c_size_t, _alloc, P(_cluster), c_char_p,
+                                         c_size_t]),
+    # gang placement (place.h)
+    "gpusched_placer_new": (c_int, [_cluster, _alloc, P(_placer)]),
+    "gpusched_placer_free": (None, [_placer]),
+    "gpusched_placer_errmsg": (c_char_p, [_placer]),
+    "gpusched_placer_place": (c_int, [_placer, P(PlaceRequest), _result]),
+    "gpusched_placer_place_batch": (c_int, [_placer, c_uint32, P(P(PlaceRequest)), P(_result),
+                                            _u32p]),
+    "gpusched_place_result_new": (c_int, [_alloc, P(_result)]),
+    "gpusched_place_result_free": (None, [_result]),
+    "gpusched_place_result_reason": (c_uint32, [_result]),
+    "gpusched_place_result_message": (c_char_p, [_result]),
+    "gpusched_place_result_committed": (c_int, [_result]),
+    "gpusched_place_result_nodes": (c_int, [_result, P(_u32p), P(_u64p), _u32p]),
+    "gpusched_place_result_pods": (c_int, [_result, P(_u32p), _u32p]),
+    "gpusched_place_result_domains": (c_int, [_result, c_uint32, P(_u32p), _u32p]),
+    "gpusched_place_result_locality": (c_int, [_result, P(_u32p), _u32p]),
+    # fair-share queue (fairq.h)
+    "gpusched_fairq_new": (c_int, [_alloc, c_uint32, P(_fairq)]),
+    "gpusched_fairq_free": (None, [_fairq]),
+    "gpusched_fairq_errmsg": (c_char_p, [_fairq]),
+    "gpusched_fairq_set_param": (c_int, [_fairq, c_uint32, c_double]),
+    "gpusched_fairq_get_param": (c_int, [_fairq, c_uint32, _dblp]),
+    "gpusched_fairq_param_bounds": (c_int, [c_uint32, _dblp, _dblp]),
+    "gpusched_fairq_set_policy": (c_int, [_fairq, c_uint32]),
+    "gpusched_fairq_set_tenant_weight": (c_int, [_fairq, c_uint32, c_double]),
+    "gpusched_fairq_tenant_get": (c_int, [_fairq, c_uint32, c_uint32, _dblp]),
+    "gpusched_fairq_enqueue": (c_int, [_fairq, P(FairqTask)]),
+    "gpusched_fairq_enqueue_bulk": (c_int, [_fairq, c_uint32, _u64p, _u32p, _u8p, _dblp, _dblp]),
+    "gpusched_fairq_cancel": (c_int, [_fairq, c_uint64]),
+    "gpusched_fairq_poll": (c_int, [_fairq, c_double, c_uint64, _u64p, P(FairqDecision)]),
+    "gpusched_fairq_peek": (c_int, [_fairq, c_double, c_uint64, _u64p, P(FairqDecision)]),
+    "gpusched_fairq_poll_batch": (c_int, [_fairq, c_double, c_uint32, _u64p, _u64p, _u8p,
+                                          _u32p]),
+    "gpusched_fairq_complete": (c_int, [_fairq, c_uint64, c_double]),
+    "gpusched_fairq_predict": (c_int, [_fairq, c_uint32, c_uint32, c_double, _dblp]),
+    "gpusched_fairq_count": (c_int, [_fairq, _u64p, _u64p]),
+    "gpusched_fairq_simd": (c_int, [_fairq, _u32p]),
+    "gpusched_fairq_log_records": (c_int, [_fairq, P(P(FairqDecision)), _u64p]),
+    "gpusched_fairq_log_clear": (c_int, [_fairq]),
+    "gpusched_fairq_log_save": (c_int, [_fairq, c_char_p]),
+    "gpusched_fairq_log_read": (c_int, [_alloc, c_char_p, P(_log), c_char_p, c_size_t]),
+    "gpusched_fairq_log_view": (c_int, [_log, P(P(FairqDecision)), _u64p]),
+    "gpusched_fairq_log_free": (None, [_log]),
+}
+
+
+class _Missing:
+    """Stands in for a C function the loaded library does not export (a
+    module that has not landed in this build): calling it raises."""
+
+    def __init__(self, name, path):
+        self.__name__ = name
+        self._path = path
+
+    def __call__(self, *args):
+        raise NotImplementedError(
+            f"{self.__name__} is not exported by {self._path} (that part of "
+            f"libgpusched is not in this build)")
+
+
+def _candidates():
+    env = os.environ.get("GPUSCHED_LIBRARY")
+    if env:
+        # An explicit choice is not second-guessed: no silent fallback.
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(d, SONAME) for d in (here, os.path.dirname(here))]
+    paths = [p for p in paths if os.path.exists(p)]
+    paths.append(SONAME)
+    found = ctypes.util.find_library("gpusched")
+    if found:
+        paths.append(found)
+    return paths
+
+
+def _open():
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            errors.append(f"  {path}: {e}")
+    raise LibraryError(
+        "cannot load libgpusched (set GPUSCHED_LIBRARY to the path of "
+        f"{SONAME}); tried:\n" + "\n".join(errors))
+
+
+def decode_version(v):
+    """Splits a version encoded by GPUSCHED_VERSION_ENCODE() into a tuple."""
+    return (v >> 16) & 0xffff, (v >> 8) & 0xff, v & 0xff
+
+
+def check_version(found, path="libgpusched"):
+    """Raises LibraryError unless a library of version `found` (a tuple) can
+    serve this binding: same major version, minor at least the binding's."""
+    want = BINDING_VERSION
+    if found[0] != want[0] or found[1] < want[1]:
+        raise LibraryError(
+            f"{path} is libgpusched {'.'.join(map(str, found))}, but this binding "
+            f"needs {want[0]}.{want[1]}.x or a later {want[0]}.y "
+            f"(same major version, minor >= {want[1]})")
+
+
+class Library:
+    """The loaded shared object with every function of FUNCTIONS declared.
+
+    Attributes: one per C function (name without the ``gpusched_`` prefix),
+    ``path``, ``version_info`` (tuple), ``missing`` (names not exported).
+    """
+
+    def __init__(self):
+        self.cdll, self.path = _open()
+        self.missing = set()
+        for name, (restype, argtypes) in FUNCTIONS.items():
+            try:
+                fn = getattr(self.cdll, name)
+            except AttributeError:
+                self.missing.add(name)
+                fn = _Missing(name, self.path)
+            else:
+                fn.restype = restype
+                fn.argtypes = argtypes
+            setattr(self, name[len("gpusched_"):], fn)
+        if "gpusched_version" in self.missing:
+            raise LibraryError(f"{self.path} is not libgpusched (no gpusched_version)")
+        self.version_info = decode_version(self.version())
+        check_version(self.version_info, self.path)
+
+    def raise_error(self, rc, message=None, function=None):
+        """Raises the exception class of `rc` with the library's message."""
+        name = (self.err_name(rc) or b"GPUSCHED_UNKNOWN").decode()
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        if not message:
+            message = (self.strerror(rc) or b"unknown error").decode()
+        raise error_class(rc)(rc, name, message, function)
+
+    def check(self, rc, errmsg=None, handle=None, function=None):
+        """Returns `rc` when it is not negative; otherwise raises, taking the
+        message from ``errmsg(handle)`` when given."""
+        if rc >= 0:
+            return rc
+        message = errmsg(handle) if errmsg is not None else None
+        self.raise_error(rc, message, function)
+
+
+lib = Library()

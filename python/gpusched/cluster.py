@@ -1,0 +1,533 @@
+"""Cluster state: free GPUs, node health, aggregates, jobs, reservations,
+fragmentation metrics and snapshots (cluster.h)."""
+import collections
+import collections.abc
+import ctypes
+import enum
+import os
+
+from . import _util as u
+from ._lib import lib, Job as _CJob
+from .topology import Topology, NONE
+
+__all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag"]
+
+_ERRBUF = 512
+_JOB_PREEMPTIBLE = 1
+
+
+class NodeHealth(enum.IntEnum):
+    """Health of a node; only UP nodes take new work."""
+    UP = 0
+    CORDONED = 1
+    DRAINING = 2
+    DOWN = 3
+
+
+class GpuState(enum.IntEnum):
+    """State of one GPU."""
+    FREE = 0
+    RESERVED = 1
+    ALLOCATED = 2
+
+
+#: A node's state: GPU bit masks (bit i: GPU i) and its :class:`NodeHealth`.
+NodeState = collections.namedtuple("NodeState", "free reserved allocated health")
+
+#: Fragmentation metrics of one level (see :meth:`Cluster.frag`).
+Frag = collections.namedtuple("Frag", "free_domains stranded_gpus gang_gpus")
+
+#: A running job's descriptor as :meth:`Cluster.job` returns it.
+Job = collections.namedtuple("Job", "id priority tenant start_time cost_hint preemptible")
+
+
+class Allocation:
+    """GPUs held by a job or a reservation (or chosen by a placement): node
+    indices ascending, with one GPU bit mask per node.
+
+    Iterating gives ``(node index, [GPU indices])`` pairs; :meth:`by_name`
+    gives node names instead. Allocations compare equal when they hold the
+    same GPUs.
+    """
+
+    __slots__ = ("nodes", "masks", "_topo")
+
+    def __init__(self, nodes, masks, topology=None):
+        """`nodes` and `masks` are parallel sequences of ints."""
+        self.nodes = tuple(nodes)
+        self.masks = tuple(masks)
+        self._topo = topology
+
+    @property
+    def gpus(self):
+        """Total number of GPUs."""
+        return sum(bin(m).count("1") for m in self.masks)
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def __iter__(self):
+        for n, m in zip(self.nodes, self.masks):
+            yield n, u.mask_to_gpus(m)
+
+    def items(self):
+        """``(node index, GPU mask)`` pairs, as the C API takes them."""
+        return list(zip(self.nodes, self.masks))
+
+    def by_name(self):
+        """``{node name: [GPU indices]}`` (needs the topology)."""
+        if self._topo is None:
+            raise ValueError("this allocation has no topology to name its nodes")
+        return {self._topo.node_name(n): u.mask_to_gpus(m) for n, m in zip(self.nodes, self.masks)}
+
+    def __eq__(self, other):
+        if not isinstance(other, Allocation):
+            return NotImplemented
+        return self.nodes == other.nodes and self.masks == other.masks
+
+    def __hash__(self):
+        return hash((self.nodes, self.masks))
+
+    def __repr__(self):
+        return f"<gpusched.Allocation {self.gpus} GPUs on {len(self.nodes)} nodes>"
+
+
+def _free_cluster(ptr, engine):
+    # The placer must go before its cluster (place.h).
+    if engine[0]:
+        lib.placer_free(engine[0])
+    lib.cluster_free(ptr)
+
+
+def _read_alloc(fn, handle, job_id, topology):
+    nodes, masks = ctypes.POINTER(ctypes.c_uint32)(), ctypes.POINTER(ctypes.c_uint64)()
+    n = ctypes.c_uint32()
+    lib.check(fn(handle, job_id, ctypes.byref(nodes), ctypes.byref(masks), ctypes.byref(n), None),
+              lib.cluster_errmsg, handle, fn.__name__)
+    return Allocation(u.read_array(nodes, ctypes.c_uint32, n.value),
+                      u.read_array(masks, ctypes.c_uint64, n.value), topology)
+
+
+class Cluster(u.Handle):
+    """The mutable state of a cluster on an immutable :class:`Topology`.
+
+    Every GPU is free, reserved (kept for a job not running yet) or
+    allocated (held by a running job); every node has a :class:`NodeHealth`.
+    Every mutating call is atomic: it succeeds fully or changes nothing and
+    raises. Job ids are the caller's 64-bit integers.
+
+    Nodes, levels and domains are accepted by name or index. A set of GPUs
+    (``gpus`` arguments) is a mapping ``{node: gpus}`` or an iterable of
+    ``(node, gpus)`` pairs or an :class:`Allocation`, where ``gpus`` is a
+    bit mask (int), an iterable of GPU indices, or ``"all"`` for every GPU
+    of the node.
+
+    A cluster is used by one thread at a time. Free it with :meth:`close`
+    (or a ``with`` block), or leave it to the garbage collector.
+    """
+
+    def __init__(self, topology):
+        """Creates an empty cluster on `topology`: every GPU free, every
+        node up, no jobs, no reservations."""
+        if not isinstance(topology, Topology):
+            raise TypeError(f"topology must be a Topology, not {type(topology).__name__}")
+        out = ctypes.c_void_p()
+        lib.check(lib.cluster_new(topology._h, None, ctypes.byref(out)),
+                  function="gpusched_cluster_new")
+        self._engine = [None]  # the placer, created by the first place()
+        self._own(out.value, _free_cluster, self._engine)
+        # A reference of its own: closing the caller's Topology must not
+        # break the cluster's name lookups.
+        self._topo = Topology._adopt(lib.topo_ref(topology._h))
+
+    @classmethod
+    def restore(cls, data):
+        """Restores a cluster (with a topology of its own) from a snapshot
+        made by :meth:`snapshot`. Raises CorruptData or UnsupportedVersion
+        for a bad image; nothing is created then."""
+        try:
+            mv = memoryview(data)
+        except TypeError:
+            raise TypeError(f"data must be bytes-like, not {type(data).__name__}") from None
+        buf = bytes(mv) if not isinstance(data, bytes) else data
+        out = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(_ERRBUF)
+        rc = lib.cluster_restore(buf, len(buf), None, ctypes.byref(out), err, _ERRBUF)
+        lib.check(rc, lambda _: err.value, None, "gpusched_cluster_restore")
+        self = object.__new__(cls)
+        self._engine = [None]
+        self._own(out.value, _free_cluster, self._engine)
+        self._topo = Topology._adopt(lib.topo_ref(lib.cluster_topo(out.value)))
+        return self
+
+    @classmethod
+    def load(cls, path):
+        """Restores a cluster from a snapshot file written by :meth:`save`."""
+        with open(os.fspath(path), "rb") as f:
+            return cls.restore(f.read())
+
+    def _check(self, rc, fn):
+        return lib.check(rc, lib.cluster_errmsg, self._h, fn)
+
+    @property
+    def topology(self):
+        """The cluster's :class:`Topology` (owned by the cluster: do not close it)."""
+        self._h
+        return self._topo
+
+    @property
+    def memory_bytes(self):
+        """Bytes the cluster state holds, not counting the topology."""
+        return lib.cluster_memory_bytes(self._h)
+
+    # ---- arguments -------------------------------------------------------
+
+    def _level_domain(self, level, domain):
+        if level is None:
+            if domain is not None:
+                raise ValueError("a domain needs a level")
+            return NONE, 0
+        lv = self._topo.level(level)
+        if domain is None:
+            raise ValueError("a level needs a domain (or leave both out for the whole cluster)")
+        return lv, self._topo.domain(lv, domain)
+
+    def _gpu_set(self, name, gpus):
+        if isinstance(gpus, Allocation):
+            pairs = gpus.items()
+        elif isinstance(gpus, collections.abc.Mapping):
+            pairs = list(gpus.items())
+        elif isinstance(gpus, (str, bytes)) or not isinstance(gpus, collections.abc.Iterable):
+            raise TypeError(f"{name} must be a mapping or pairs of (node, gpus), "
+                            f"not {type(gpus).__name__}")
+        else:
+            pairs = list(gpus)
+        if not pairs:
+            raise ValueError(f"{name} names no GPUs")
+        t = self._topo
+        resolved = {}
+        for pair in pairs:
+            try:
+                node, g = pair
+            except (TypeError, ValueError):
+                raise TypeError(f"{name} entries must be (node, gpus) pairs") from None
+            n = t.node(node)
+            if n in resolved:
+                raise ValueError(f"{name} names node {node!r} twice")
+            ngpus = t.node_gpus(n)
+            if isinstance(g, str) and g == "all":
+                mask = (1 << ngpus) - 1
+            else:
+                mask = u.bits(f"{name}[{node!r}]", g, ngpus)
+            if mask == 0:
+                raise ValueError(f"{name}[{node!r}] names no GPU")
+            resolved[n] = mask
+        nodes = sorted(resolved)
+        cn = (ctypes.c_uint32 * len(nodes))(*nodes)
+        cm = (ctypes.c_uint64 * len(nodes))(*(resolved[n] for n in nodes))
+        return len(nodes), cn, cm
+
+    @staticmethod
+    def _job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible):
+        j = _CJob()
+        j.size = ctypes.sizeof(_CJob)
+        j.id = u.u64("job_id", job_id)
+        j.priority = u.i32("priority", priority)
+        j.tenant = u.u32("tenant", tenant)
+        j.start_time = u.i64("start_time", start_time)
+        j.cost_hint = u.u64("cost_hint", cost_hint)
+        if not isinstance(preemptible, bool):
+            raise TypeError("preemptible must be a bool")
+        j.flags = _JOB_PREEMPTIBLE if preemptible else 0
+        return j
+
+    # ---- nodes and GPUs --------------------------------------------------
+
+    def node_state(self, node):
+        """The :class:`NodeState` of a node: free, reserved and allocated GPU
+        masks and its health."""
+        n = self._topo.node(node)
+        f, r, a = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        h = ctypes.c_uint32()
+        self._check(lib.cluster_node_state(self._h, n, ctypes.byref(f), ctypes.byref(r),
+                                           ctypes.byref(a), ctypes.byref(h)),
+                    "gpusched_cluster_node_state")
+        return NodeState(f.value, r.value, a.value, NodeHealth(h.value))
+
+    def node_health(self, node):
+        """The :class:`NodeHealth` of a node."""
+        return self.node_state(node).health
+
+    def gpu_state(self, node, gpu):
+        """``(GpuState, job id)`` of one GPU; the job id is 0 when it is free."""
+        n = self._topo.node(node)
+        g = u.u32("gpu", gpu, self._topo.node_gpus(n) - 1)
+        s, j = ctypes.c_uint32(), ctypes.c_uint64()
+        self._check(lib.cluster_gpu_state(self._h, n, g, ctypes.byref(s), ctypes.byref(j)),
+                    "gpusched_cluster_gpu_state")
+        return GpuState(s.value), j.value
+
+    def node_jobs(self, node):
+        """The ids of the jobs holding GPUs on a node, by their lowest GPU."""
+        n = self._topo.node(node)
+        cap = self._topo.node_gpus(n)  # a job holds at least one GPU
+        ids, count = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
+        self._check(lib.cluster_node_jobs(self._h, n, ids, cap, ctypes.byref(count)),
+                    "gpusched_cluster_node_jobs")
+        return list(ids[:count.value])
+
+    def set_node_health(self, node, health):
+        """Changes a node's health (a :class:`NodeHealth` or its name, such as
+        ``"down"``) and returns the ids of the jobs holding GPUs there. They
+        stay allocated: the caller decides what to do with them."""
+        n = self._topo.node(node)
+        if isinstance(health, str):
+            try:
+                health = NodeHealth[health.upper()]
+            except KeyError:
+                raise ValueError(f"unknown node health {health!r}") from None
+        h = NodeHealth(u.u32("health", health, len(NodeHealth) - 1))
+        cap = self._topo.node_gpus(n)
+        hit, nhit = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
+        self._check(lib.cluster_set_node_health(self._h, n, h, hit, cap, ctypes.byref(nhit)),
+                    "gpusched_cluster_set_node_health")
+        return list(hit[:nhit.value])
+
+    # ---- aggregates ------------------------------------------------------
+
+    def free_gpus(self, level=None, domain=None):
+        """Free GPUs usable for new work (free GPUs of up nodes) in a domain,
+        or in the whole cluster when no level is given. O(1)."""
+        lv, d = self._level_domain(level, domain)
+        out = ctypes.c_uint64()
+        self._check(lib.cluster_domain_free_gpus(self._h, lv, d, ctypes.byref(out)),
+                    "gpusched_cluster_domain_free_gpus")
+        return out.value
+
+    def free_nodes(self, level=None, domain=None):
+        """Fully free nodes (up, every GPU free) in a domain or the cluster."""
+        lv, d = self._level_domain(level, domain)
+        out = ctypes.c_uint32()
+        self._check(lib.cluster_domain_free_nodes(self._h, lv, d, ctypes.byref(out)),
+                    "gpusched_cluster_domain_free_nodes")
+        return out.value
+
+    def nodes_with_free(self, gpus, level=None, domain=None):
+        """Nodes with at least `gpus` free GPUs usable for new work, in a
+        domain or the cluster."""
+        lv, d = self._level_domain(level, domain)
+        out = ctypes.c_uint32()
+        self._check(lib.cluster_domain_nodes_with_free(self._h, lv, d, u.u32("gpus", gpus, 64),
+                                                       ctypes.byref(out)),
+                    "gpusched_cluster_domain_nodes_with_free")
+        return out.value
+
+    def histogram(self, level=None, domain=None):
+        """List ``h`` where ``h[k]`` is the number of nodes with exactly k
+        free GPUs usable for new work (nodes that are not up count in h[0])."""
+        lv, d = self._level_domain(level, domain)
+        cap = 65
+        hist, n = (ctypes.c_uint32 * cap)(), ctypes.c_uint32()
+        self._check(lib.cluster_domain_histogram(self._h, lv, d, hist, cap, ctypes.byref(n)),
+                    "gpusched_cluster_domain_histogram")
+        return list(hist[:n.value])
+
+    def frag(self, level):
+        """Fragmentation metrics of a level (name or index; ``"node"`` for
+        the level of nodes) as a :class:`Frag`: fully free domains, free
+        GPUs stranded outside them, and GPUs in them."""
+        lv = self._topo.level_or_nodes(level)
+        fd, st, gg = ctypes.c_uint32(), ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(lib.cluster_frag(self._h, lv, ctypes.byref(fd), ctypes.byref(st),
+                                     ctypes.byref(gg)), "gpusched_cluster_frag")
+        return Frag(fd.value, st.value, gg.value)
+
+    def utilization(self):
+        """Fraction of all GPUs that are allocated or reserved (computed from
+        the aggregates: GPUs on nodes that are not up count as used)."""
+        total = self._topo.gpu_count
+        return (total - self.free_gpus()) / total if total else 0.0
+
+    # ---- jobs ------------------------------------------------------------
+
+    def allocate(self, job_id, gpus, *, priority=0, tenant=0, start_time=0, cost_hint=0,
+                 preemptible=False):
+        """Allocates GPUs to a new job, all or nothing. Every GPU must be
+        free (or reserved for this job id) and every node up.
+
+        Raises AlreadyExists, Busy, WrongState (node not up) and others;
+        nothing changes then."""
+        j = self._job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible)
+        n, nodes, masks = self._gpu_set("gpus", gpus)
+        self._check(lib.cluster_alloc(self._h, ctypes.byref(j), n, nodes, masks),
+                    "gpusched_cluster_alloc")
+
+    def release(self, job_id):
+        """Releases a running job; its GPUs become free. Raises NotFound."""
+        self._check(lib.cluster_release(self._h, u.u64("job_id", job_id)),
+                    "gpusched_cluster_release")
+
+    def job(self, job_id):
+        """The :class:`Job` descriptor of a running job. Raises NotFound."""
+        j = _CJob()
+        j.size = ctypes.sizeof(_CJob)
+        self._check(lib.cluster_job_find(self._h, u.u64("job_id", job_id), ctypes.byref(j)),
+                    "gpusched_cluster_job_find")
+        return Job(j.id, j.priority, j.tenant, j.start_time, j.cost_hint,
+                   bool(j.flags & _JOB_PREEMPTIBLE))
+
+    def __contains__(self, job_id):
+        """True if a job with this id is running."""
+        rc = lib.cluster_job_find(self._h, u.u64("job_id", job_id), None)
+        if rc == -20:
+            return False
+        self._check(rc, "gpusched_cluster_job_find")
+        return True
+
+    def update_job(self, job_id, **fields):
+        """Changes fields of a running job's descriptor (priority, tenant,
+        start_time, cost_hint, preemptible); its GPUs are not changed."""
+        unknown = set(fields) - {"priority", "tenant", "start_time", "cost_hint", "preemptible"}
+        if unknown:
+            raise TypeError(f"update_job() got unknown fields {sorted(unknown)}")
+        cur = self.job(job_id)._asdict()
+        cur.update(fields)
+        j = self._job_struct(cur["id"], cur["priority"], cur["tenant"], cur["start_time"],
+                             cur["cost_hint"], cur["preemptible"])
+        self._check(lib.cluster_job_update(self._h, ctypes.byref(j)),
+                    "gpusched_cluster_job_update")
+
+    @property
+    def job_count(self):
+        """Number of running jobs."""
+        return lib.cluster_job_count(self._h)
+
+    def _ids(self, count_fn, at_fn):
+        out, ids = ctypes.c_uint64(), []
+        for i in range(count_fn(self._h)):
+            self._check(at_fn(self._h, i, ctypes.byref(out)), at_fn.__name__)
+            ids.append(out.value)
+        return ids
+
+    def jobs(self):
+        """The ids of the running jobs (deterministic order)."""
+        return self._ids(lib.cluster_job_count, lib.cluster_job_at)
+
+    def allocation(self, job_id):
+        """The :class:`Allocation` of a running job. Raises NotFound."""
+        return _read_alloc(lib.cluster_job_alloc, self._h, u.u64("job_id", job_id), self._topo)
+
+    # ---- reservations ----------------------------------------------------
+
+    def reserve(self, job_id, gpus):
+        """Reserves free GPUs for a job that is not running yet (added to its
+        reservation if it has one); :meth:`allocate` with the same id
+        consumes it."""
+        n, nodes, masks = self._gpu_set("gpus", gpus)
+        self._check(lib.cluster_reserve(self._h, u.u64("job_id", job_id), n, nodes, masks),
+                    "gpusched_cluster_reserve")
+
+    def release_to_reservation(self, job_id, for_job_id):
+        """Releases running job `job_id` and keeps all its GPUs reserved for
+        job `for_job_id`, atomically (the preemption step "evict a victim,
+        hold its GPUs for the preemptor"): none of them becomes free in
+        between. The GPUs join `for_job_id`'s reservation (created if
+        needed). Raises NotFound if `job_id` is not running."""
+        self._check(lib.cluster_release_to_resv(self._h, u.u64("job_id", job_id),
+                                                u.u64("for_job_id", for_job_id)),
+                    "gpusched_cluster_release_to_resv")
+
+    def unreserve(self, job_id):
+        """Drops a reservation; its GPUs become free. Raises NotFound."""
+        self._check(lib.cluster_unreserve(self._h, u.u64("job_id", job_id)),
+                    "gpusched_cluster_unreserve")
+
+    def reservations(self):
+        """The job ids that hold reservations."""
+        return self._ids(lib.cluster_resv_count, lib.cluster_resv_at)
+
+    def reservation(self, job_id):
+        """The :class:`Allocation` a reservation holds. Raises NotFound."""
+        return _read_alloc(lib.cluster_resv_alloc, self._h, u.u64("job_id", job_id), self._topo)
+
+    # ---- checking and snapshots -----------------------------------------
+
+    def check(self):
+        """Runs the invariant checker; raises CorruptData naming the first
+        inconsistency."""
+        self._check(lib.cluster_check(self._h), "gpusched_cluster_check")
+
+    def snapshot(self):
+        """A versioned, checksummed binary image of topology and state, as
+        bytes; :meth:`restore` turns it back into a cluster."""
+        need = ctypes.c_size_t()
+        rc = lib.cluster_snapshot(self._h, None, 0, ctypes.byref(need))
+        if rc < 0 and rc != -2:
+            self._check(rc, "gpusched_cluster_snapshot")
+        buf = ctypes.create_string_buffer(need.value)
+        self._check(lib.cluster_snapshot(self._h, buf, need.value, ctypes.byref(need)),
+                    "gpusched_cluster_snapshot")
+        return buf.raw[:need.value]
+
+    def save(self, path):
+        """Writes :meth:`snapshot` to a file."""
+        data = self.snapshot()
+        with open(os.fspath(path), "wb") as f:
+            f.write(data)
+
+    # ---- placement -------------------------------------------------------
+
+    def place(self, gpus, **request):
+        """Places an all-or-nothing gang of `gpus` GPUs and returns a
+        :class:`~gpusched.Placement`; with ``commit=True`` it also becomes
+        a running job. A gang that does not fit is not an exception: the
+        placement's ``ok`` is False and ``message`` says why (call
+        ``raise_if_failed()`` for DoesNotFit).
+
+        Keyword arguments (levels, classes, labels, nodes by name or index):
+            pod_gpus: split into pods of this many GPUs, each on one node.
+            whole_nodes: take whole, fully free nodes only (``pod_gpus``
+                then picks nodes with that many GPUs).
+            required: the whole gang inside one domain of this level.
+            preferred: optimize locality down to this level only.
+            slices: up to two ``(gpus, level)`` pairs: each slice of that
+                many GPUs inside one domain of the level, e.g.
+                ``[(72, "rack")]``.
+            gpu_class: only GPUs of this class.
+            labels: labels every node used must have.
+            avoid_labels: labels no node used may have.
+            avoid_nodes: nodes not to use.
+            job_id: the job (its id when committed; its reservation may be
+                used). Default 0.
+            commit: make the placement a running job (default: plan only).
+            priority, tenant, start_time, cost_hint, preemptible: the job's
+                descriptor when committed.
+        """
+        from .placement import place_one
+        return place_one(self, gpus, request)
+
+    def place_many(self, requests):
+        """Places gangs in order, in one call, each seeing the ones before
+        it: a committed request's GPUs are taken, and so are a plan-only
+        request's until the call returns (a batch of plans is a what-if of
+        the whole sequence), unless its job is running, holds a reservation
+        or appears twice in the batch (place.h). `requests` are dicts of
+        :meth:`place` arguments (``gpus`` included). Every request is
+        checked before anything is placed. Returns one
+        :class:`~gpusched.Placement` per request."""
+        from .placement import place_batch
+        return place_batch(self, requests)
+
+    def _placer(self):
+        if self._engine[0] is None:
+            out = ctypes.c_void_p()
+            lib.check(lib.placer_new(self._h, None, ctypes.byref(out)),
+                      function="gpusched_placer_new")
+            self._engine[0] = out.value
+        return self._engine[0]
+
+    def __repr__(self):
+        if self.closed:
+            return "<gpusched.Cluster closed>"
+        return (f"<gpusched.Cluster {self._topo.gpu_count - self.free_gpus()}/"
+                f"{self._topo.gpu_count} GPUs used, {self.job_count} jobs>")

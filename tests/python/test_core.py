@@ -1,0 +1,220 @@
+"""Loading, version check, error texts, exceptions, CPU features."""
+import os
+import subprocess
+import sys
+import unittest
+
+import gstest  # noqa: F401
+import gpusched
+from gpusched import _errors, _lib
+from gpusched._lib import lib
+
+CODES = {
+    -1: ("GPUSCHED_EINVAL", gpusched.InvalidArgument),
+    -2: ("GPUSCHED_ERANGE", gpusched.OutOfRange),
+    -3: ("GPUSCHED_E2BIG", gpusched.UnknownFields),
+    -4: ("GPUSCHED_ENOTSUP", gpusched.NotSupported),
+    -10: ("GPUSCHED_ENOMEM", gpusched.OutOfMemory),
+    -11: ("GPUSCHED_ELIMIT", gpusched.LimitExceeded),
+    -20: ("GPUSCHED_ENOENT", gpusched.NotFound),
+    -21: ("GPUSCHED_EEXIST", gpusched.AlreadyExists),
+    -22: ("GPUSCHED_EBUSY", gpusched.Busy),
+    -23: ("GPUSCHED_ESTATE", gpusched.WrongState),
+    -24: ("GPUSCHED_EEMPTY", gpusched.Empty),
+    -30: ("GPUSCHED_ENOSPC", gpusched.DoesNotFit),
+    -40: ("GPUSCHED_EPARSE", gpusched.ParseError),
+    -41: ("GPUSCHED_ECORRUPT", gpusched.CorruptData),
+    -42: ("GPUSCHED_EVERSION", gpusched.UnsupportedVersion),
+    -43: ("GPUSCHED_EIO", gpusched.IOFailure),
+}
+
+
+def run_python(code, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e)
+
+
+class TestVersion(unittest.TestCase):
+    def test_version_matches_binding(self):
+        v = gpusched.version()
+        self.assertEqual(v[0], gpusched.BINDING_VERSION[0])
+        self.assertGreaterEqual(v[1], gpusched.BINDING_VERSION[1])
+        self.assertEqual(gpusched.version_string(), "%d.%d.%d" % v)
+
+    def test_check_version_accepts_newer_minor(self):
+        major, minor, _ = _lib.BINDING_VERSION
+        _lib.check_version((major, minor, 0))
+        _lib.check_version((major, minor + 3, 9))
+
+    def test_check_version_rejects_other_major_and_older_minor(self):
+        major, minor, _ = _lib.BINDING_VERSION
+        with self.assertRaisesRegex(gpusched.LibraryError, "same major version"):
+            _lib.check_version((major + 1, minor, 0))
+        if minor > 0:
+            with self.assertRaises(gpusched.LibraryError):
+                _lib.check_version((major, minor - 1, 0))
+        else:
+            with self.assertRaisesRegex(gpusched.LibraryError, r"is libgpusched 0\.0\.0"):
+                old = _lib.BINDING_VERSION
+                _lib.BINDING_VERSION = (major, 1, 0)
+                try:
+                    _lib.check_version((major, 0, 0), "libgpusched")
+                finally:
+                    _lib.BINDING_VERSION = old
+
+    def test_decode_version(self):
+        self.assertEqual(_lib.decode_version((1 << 16) | (2 << 8) | 3), (1, 2, 3))
+
+    def test_library_path_is_the_one_asked_for(self):
+        want = os.environ.get("GPUSCHED_LIBRARY")
+        if want:
+            self.assertEqual(gpusched.library_path(), want)
+
+
+class TestLoading(unittest.TestCase):
+    def test_missing_library_fails_clearly(self):
+        r = run_python("import gpusched", GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.1")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("LibraryError", r.stderr)
+        self.assertIn("cannot load libgpusched", r.stderr)
+        self.assertIn("/nonexistent/libgpusched.so.1", r.stderr)
+
+    def test_not_libgpusched_fails_clearly(self):
+        import ctypes.util
+        libc = ctypes.util.find_library("c")
+        if not libc:
+            self.skipTest("no libc to load")
+        r = run_python("import gpusched", GPUSCHED_LIBRARY=libc)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("is not libgpusched", r.stderr)
+
+    def test_library_is_found_next_to_the_package(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            pkg = os.path.join(d, "gpusched")
+            shutil.copytree(os.path.dirname(gpusched.__file__), pkg,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+            shutil.copy(gpusched.library_path(), os.path.join(pkg, _lib.SONAME))
+            env = {k: v for k, v in os.environ.items() if k != "GPUSCHED_LIBRARY"}
+            env["PYTHONPATH"] = d
+            r = subprocess.run([sys.executable, "-c",
+                                "import gpusched; print(gpusched.library_path())"],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), os.path.join(pkg, _lib.SONAME))
+
+
+class TestErrors(unittest.TestCase):
+    def test_every_code_has_its_class_name_and_text(self):
+        for code, (name, cls) in CODES.items():
+            self.assertEqual(gpusched.err_name(code), name)
+            self.assertNotEqual(gpusched.strerror(code), "unknown error")
+            self.assertIs(_errors.error_class(code), cls)
+            self.assertEqual(cls.code, code)
+            self.assertTrue(issubclass(cls, gpusched.Error))
+
+    def test_unknown_code(self):
+        self.assertEqual(gpusched.err_name(-999), "GPUSCHED_UNKNOWN")
+        self.assertEqual(gpusched.strerror(-999), "unknown error")
+        self.assertIs(_errors.error_class(-999), gpusched.UnknownError)
+
+    def test_raise_error_carries_code_name_and_message(self):
+        with self.assertRaises(gpusched.DoesNotFit) as cm:
+            lib.raise_error(-30, b"largest block holds 3 of 4 slices", "gpusched_x")
+        e = cm.exception
+        self.assertEqual((e.code, e.name, e.message, e.function),
+                         (-30, "GPUSCHED_ENOSPC", "largest block holds 3 of 4 slices", "gpusched_x"))
+        self.assertEqual(str(e), "GPUSCHED_ENOSPC: largest block holds 3 of 4 slices")
+
+    def test_raise_error_without_message_uses_strerror(self):
+        with self.assertRaises(gpusched.NotFound) as cm:
+            lib.raise_error(-20)
+        self.assertEqual(cm.exception.message, gpusched.strerror(-20))
+
+    def test_check_passes_non_negative(self):
+        self.assertEqual(lib.check(0), 0)
+        self.assertEqual(lib.check(5), 5)
+
+    def test_bad_argument_types(self):
+        with self.assertRaises(TypeError):
+            gpusched.strerror("x")
+        with self.assertRaises(ValueError):
+            gpusched.strerror(2**40)
+        with self.assertRaises(ValueError):
+            gpusched.simd_name(-1)
+        with self.assertRaises(TypeError):
+            gpusched.simd_name(1.5)
+        with self.assertRaises(TypeError):
+            gpusched.simd_name(True)
+
+
+class TestCpu(unittest.TestCase):
+    def test_features_and_paths(self):
+        detected, chosen = gpusched.cpu_features()
+        self.assertIsInstance(detected, int)
+        compiled = gpusched.simd_compiled()
+        self.assertIn("scalar", compiled)
+        self.assertIn(chosen, compiled)
+        self.assertEqual([gpusched.simd_name(i) for i in range(5)],
+                         ["scalar", "sse2", "avx2", "avx512", "neon"])
+        self.assertEqual(gpusched.simd_name(99), "unknown")
+
+    def test_forced_unknown_path_raises_invalid_argument(self):
+        r = run_python("import gpusched\n"
+                       "try:\n gpusched.cpu_features()\n"
+                       "except gpusched.InvalidArgument as e:\n print(e.name)\n",
+                       GPUSCHED_SIMD="bogus")
+        self.assertEqual(r.stdout.strip(), "GPUSCHED_EINVAL", r.stderr)
+
+    def test_forced_path_this_cpu_cannot_run_raises_not_supported(self):
+        detected, _ = gpusched.cpu_features()
+        if "avx512" not in gpusched.simd_compiled() or detected & gpusched.core.CpuFeature.AVX512:
+            self.skipTest("needs a build with AVX-512 kernels on a CPU without AVX-512")
+        r = run_python("import gpusched\n"
+                       "for f in (gpusched.cpu_features, lambda: gpusched.FairQueue(2)):\n"
+                       " try:\n  f()\n"
+                       " except gpusched.NotSupported as e:\n  print(e.name)\n",
+                       GPUSCHED_SIMD="avx512")
+        self.assertEqual(r.stdout.split("\n")[:2], ["GPUSCHED_ENOTSUP"] * 2, r.stderr)
+
+    def test_forced_scalar_path(self):
+        r = run_python("import gpusched; print(gpusched.cpu_features()[1])", GPUSCHED_SIMD="scalar")
+        self.assertEqual(r.stdout.strip(), "scalar", r.stderr)
+
+
+class TestAllocatorCheck(unittest.TestCase):
+    def test_null_allocator_is_valid_and_empty_one_is_not(self):
+        import ctypes
+        self.assertEqual(lib.allocator_check(None), 0)
+        a = _lib.Allocator()
+        a.size = ctypes.sizeof(_lib.Allocator)
+        self.assertEqual(lib.allocator_check(ctypes.byref(a)), -1)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class TestDocstrings(unittest.TestCase):
+    def test_every_public_class_function_and_method_has_a_docstring(self):
+        import inspect
+        missing = []
+        for name in gpusched.__all__:
+            obj = getattr(gpusched, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            if not (obj.__doc__ or "").strip():
+                missing.append(name)
+            if not inspect.isclass(obj):
+                continue
+            for attr, member in vars(obj).items():
+                if attr.startswith("_"):
+                    continue
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if inspect.isfunction(member) or isinstance(member, property):
+                    if not (member.__doc__ or "").strip():
+                        missing.append(f"{name}.{attr}")
+        self.assertEqual(missing, [])
