@@ -155,6 +155,44 @@ typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint
 void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
                        gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out);
 
+/* ---- fast-path kernels ----------------------------------------------- */
+
+/* The fast path's per-poll pass over the backlogged tenants' mirrors
+ * (hot_* by position in active_tenants): each tenant's score for its
+ * oldest task, written to s[], and the best of them, the maximum score
+ * with ties to the lowest slot ({-inf, GS_FQ_NONE} when n is 0). Scores
+ * are gs_fq_head_score()'s, bit for bit, on every kernel. */
+typedef struct gs_fq_heads_args {
+    const double *b, *e, *v;    /* backlog, oldest enqueue time, virtual time */
+    const uint32_t *slot;       /* oldest slot */
+    double *s;                  /* out: scores */
+    uint32_t n;
+    bool vterm;                 /* vmax > vmin: the fair-share term varies */
+    double now, bs, ws, wv, vmax, vs;
+} gs_fq_heads_args;
+
+typedef void (*gs_fq_heads_fn)(const gs_fq_heads_args *a, gs_fq_best *out);
+
+/* gs_fq_score(gs_fq_tenant_term(...)) for tenant i, one operation per
+ * statement (no fused multiply-add). */
+static inline double gs_fq_head_score(const gs_fq_heads_args *a, uint32_t i)
+{
+    double b = a->b[i] * a->bs;
+    double tt;
+    if (a->vterm) {
+        double v = (a->vmax - a->v[i]) * a->vs;
+        tt = b + v;
+    } else {
+        tt = b + a->wv;
+    }
+    double t = (a->now - a->e[i]) * a->ws;
+    return tt + t;
+}
+
+/* The reference: the scores in order, keeping the first maximum. */
+void gs_fq_heads_scalar(const gs_fq_heads_args *a, gs_fq_best *out);
+void gs_fq_heads_avx2(const gs_fq_heads_args *a, gs_fq_best *out);
+
 /* ---- the handle ------------------------------------------------------ */
 
 typedef struct gs_fq_key {
@@ -204,6 +242,7 @@ struct gpusched_fairq {
     gs_err err;
     uint32_t simd;
     gs_fq_scan_fn scan;
+    gs_fq_heads_fn heads;
     gs_fq_params p;
     uint64_t rng;
 

@@ -14,6 +14,18 @@ static uint32_t gs_fq_kernels(void)
     return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
 }
 
+/* The fast path's kernel: AVX2 serves the AVX-512 path too (the pass is
+ * over a few hundred tenants at most, too short for wider vectors). */
+static gs_fq_heads_fn gs_fq_heads_kernel(uint32_t simd)
+{
+#if GPUSCHED_HAVE_AVX2
+    if (simd == GPUSCHED_SIMD_AVX2 || simd == GPUSCHED_SIMD_AVX512)
+        return gs_fq_heads_avx2;
+#endif
+    (void)simd;
+    return gs_fq_heads_scalar;
+}
+
 static gs_fq_scan_fn gs_fq_kernel(uint32_t simd)
 {
     switch (simd) {
@@ -76,6 +88,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     gs_fq_params_default(&q->p);
     q->simd = simd;
     q->scan = gs_fq_kernel(simd);
+    q->heads = gs_fq_heads_kernel(simd);
     q->last_enq = q->last_now = q->decay_time = -INFINITY;
     q->vunit = 1.0;
     *out = q;

@@ -93,3 +93,63 @@ void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out)
     gs_fq_scan_blocks(a, a->pred ? gs_fq_avx2_block_pred : gs_fq_avx2_block, gs_fq_avx2_block_approx,
                       16, out);
 }
+
+/* The fast path: four tenants per vector, the scores stored and their
+ * maximum kept branch-free (the reference's compare-and-branch per tenant
+ * costs more than the score), then one compare per four tenants finds
+ * the lowest slot holding the maximum. The maximum is exact, so the
+ * answer is the reference's. */
+static inline __attribute__((always_inline)) double gs_fq_avx2_heads_pass(const gs_fq_heads_args *a,
+                                                                          bool vterm)
+{
+    const uint32_t n = a->n;
+    __m256d bs = _mm256_set1_pd(a->bs), ws = _mm256_set1_pd(a->ws), now = _mm256_set1_pd(a->now);
+    __m256d wv = _mm256_set1_pd(a->wv), vmax = _mm256_set1_pd(a->vmax), vs = _mm256_set1_pd(a->vs);
+    __m256d m0 = _mm256_set1_pd(-INFINITY), m1 = m0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (uint32_t j = 0; j < 8; j += 4) {
+            __m256d b = _mm256_mul_pd(_mm256_loadu_pd(a->b + i + j), bs);
+            __m256d tt = vterm ? _mm256_add_pd(b, _mm256_mul_pd(_mm256_sub_pd(vmax, _mm256_loadu_pd(a->v + i + j)), vs))
+                               : _mm256_add_pd(b, wv);
+            __m256d t = _mm256_mul_pd(_mm256_sub_pd(now, _mm256_loadu_pd(a->e + i + j)), ws);
+            __m256d sc = _mm256_add_pd(tt, t);
+            _mm256_storeu_pd(a->s + i + j, sc);
+            if (j)
+                m1 = _mm256_max_pd(m1, sc);
+            else
+                m0 = _mm256_max_pd(m0, sc);
+        }
+    double m = gs_fq_avx2_hmax(m0, m1, m0, m1);
+    for (; i < n; i++) {
+        double v = gs_fq_head_score(a, i);
+        a->s[i] = v;
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+void gs_fq_heads_avx2(const gs_fq_heads_args *a, gs_fq_best *out)
+{
+    out->score = -INFINITY;
+    out->slot = GS_FQ_NONE;
+    if (!a->n)
+        return;
+    double m = a->vterm ? gs_fq_avx2_heads_pass(a, true) : gs_fq_avx2_heads_pass(a, false);
+    const double *s = a->s;
+    uint32_t i = 0, best = GS_FQ_NONE;
+    __m256d vm = _mm256_set1_pd(m);
+    for (; i + 8 <= a->n; i += 8) {
+        unsigned hit = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + i), vm, _CMP_EQ_OQ)) |
+                       (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + i + 4), vm, _CMP_EQ_OQ)) << 4;
+        for (; hit; hit &= hit - 1) {
+            uint32_t slot = a->slot[i + (uint32_t)__builtin_ctz(hit)];
+            best = slot < best ? slot : best;
+        }
+    }
+    for (; i < a->n; i++)
+        if (s[i] == m && a->slot[i] < best)
+            best = a->slot[i];
+    out->score = m;
+    out->slot = best;
+}
