@@ -35,10 +35,19 @@
 /* Open addressing, linear probing, backward-shift deletion. A table entry
  * is (32-bit hash << 32) | (index + 1), 0 when empty; the 64-bit key is
  * stored once, in its column, and read only when the hash matches, so a
- * probe rarely leaves the table. */
+ * probe rarely leaves the table.
+ *
+ * The hash keeps runs of 8 consecutive keys (same key >> 3) in one
+ * 64-byte line of the table (aligned to 64 bytes): task ids are mostly
+ * handed out in order, so enqueues, the index rebuild after compaction and
+ * completions touch a new line once per 8 tasks instead of once per task.
+ * Keys that are not consecutive are spread by the mix of key >> 3 as
+ * before; the table then behaves as buckets of 8 entries with linear
+ * overflow, at load <= 1/2. */
 typedef struct gs_fq_idmap {
-    uint64_t *tab;
-    uint32_t mask;   /* capacity - 1; capacity is a power of two */
+    uint64_t *tab;   /* 64-byte aligned, inside raw */
+    void *raw;       /* the allocation */
+    uint32_t mask;   /* capacity - 1; capacity is a power of two, >= 16 */
     uint32_t count;
 } gs_fq_idmap;
 

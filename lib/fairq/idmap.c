@@ -6,15 +6,20 @@
 
 #include "fairq-internal.h"
 
+/* The low 3 bits of the key pick the entry within its line; the rest is
+ * mixed (murmur3's finalizer) to pick the line. */
 static uint32_t gs_fq_hash(uint64_t k)
 {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ull;
-    k ^= k >> 33;
-    return (uint32_t)k;
+    uint64_t h = k >> 3;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (uint32_t)(h << 3) | (uint32_t)(k & 7);
 }
+
+#define GS_FQ_LINE 64u
 
 static uint64_t gs_fq_entry(uint32_t hash, uint32_t index)
 {
@@ -44,13 +49,16 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
         ncap *= 2;
     if (ncap > (1ull << 32))
         return GPUSCHED_ELIMIT;
-    uint64_t *tab = gs_calloc(a, (size_t)ncap, sizeof *tab);
-    if (!tab)
+    /* One line of slack to align the table: a run of 8 keys is one line. */
+    void *raw = gs_calloc(a, (size_t)ncap + GS_FQ_LINE / sizeof(uint64_t), sizeof(uint64_t));
+    if (!raw)
         return GPUSCHED_ENOMEM;
+    uint64_t *tab = (uint64_t *)(((uintptr_t)raw + GS_FQ_LINE - 1) & ~(uintptr_t)(GS_FQ_LINE - 1));
     for (uint64_t i = 0; i < cap; i++)
         if (m->tab[i])
             gs_fq_idmap_place(tab, (uint32_t)(ncap - 1), m->tab[i]);
-    gs_free(a, m->tab);
+    gs_free(a, m->raw);
+    m->raw = raw;
     m->tab = tab;
     m->mask = (uint32_t)(ncap - 1);
     return 0;
@@ -58,7 +66,7 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
 
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
 {
-    gs_free(a, m->tab);
+    gs_free(a, m->raw);
     *m = (gs_fq_idmap){0};
 }
 
