@@ -37,21 +37,29 @@
  * stored once, in its column, and read only when the hash matches, so a
  * probe rarely leaves the table.
  *
- * The hash keeps runs of 8 consecutive keys (same key >> 3) in one
- * 64-byte line of the table (aligned to 64 bytes): task ids are mostly
- * handed out in order, so enqueues, the index rebuild after compaction and
- * completions touch a new line once per 8 tasks instead of once per task.
- * Keys that are not consecutive are spread by the mix of key >> 3 as
- * before; the table then behaves as buckets of 8 entries with linear
- * overflow, at load <= 1/2. */
+ * With `runs` (the task-id index), the hash keeps runs of 8 consecutive
+ * keys (same key >> 3) in one 64-byte line of the table (aligned to 64
+ * bytes): task ids are mostly handed out in order, so enqueues and the
+ * index rebuild after compaction touch a new line once per 8 tasks
+ * instead of once per task. Keys that are not consecutive are spread by
+ * the mix of key >> 3; the table then behaves as buckets of 8 entries
+ * with linear overflow, at load <= 1/2. The small maps (running tasks,
+ * keys) stay in cache and hash every key fully: shorter probes. */
 typedef struct gs_fq_idmap {
     uint64_t *tab;   /* 64-byte aligned, inside raw */
     void *raw;       /* the allocation */
     uint32_t mask;   /* capacity - 1; capacity is a power of two, >= 16 */
     uint32_t count;
+    bool runs;       /* consecutive keys share a line (set before first use) */
 } gs_fq_idmap;
 
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
+/* True if `want` more entries fit without growing (reserve's common case,
+ * checked before a call on the per-operation paths). */
+static inline bool gs_fq_idmap_has_room(const gs_fq_idmap *m, uint32_t want)
+{
+    return m->tab && 2ull * ((uint64_t)m->count + want) <= (uint64_t)m->mask + 1;
+}
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
 /* Starts loading the table line `key` will probe first: a large index

@@ -6,17 +6,18 @@
 
 #include "fairq-internal.h"
 
-/* The low 3 bits of the key pick the entry within its line; the rest is
- * mixed (murmur3's finalizer) to pick the line. */
-static uint32_t gs_fq_hash(uint64_t k)
+/* murmur3's finalizer. With runs, the low 3 bits of the key pick the
+ * entry within its line and only the rest is mixed, to pick the line. */
+static uint32_t gs_fq_hash_in(const gs_fq_idmap *m, uint64_t k)
 {
-    uint64_t h = k >> 3;
+    uint32_t low = m->runs ? 3 : 0;
+    uint64_t h = k >> low;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 33;
-    return (uint32_t)(h << 3) | (uint32_t)(k & 7);
+    return (uint32_t)(h << low) | (uint32_t)(k & ((1u << low) - 1));
 }
 
 #define GS_FQ_LINE 64u
@@ -67,7 +68,7 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
 {
     gs_free(a, m->raw);
-    *m = (gs_fq_idmap){0};
+    *m = (gs_fq_idmap){.runs = m->runs};
 }
 
 /* Position of the first entry for `key` whose index is alive (alive may
@@ -78,7 +79,7 @@ static uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, u
 {
     if (!m->tab)
         return GS_FQ_NONE;
-    uint32_t hash = gs_fq_hash(key);
+    uint32_t hash = gs_fq_hash_in(m, key);
     for (uint32_t h = hash & m->mask;; h = (h + 1) & m->mask) {
         uint64_t e = m->tab[h];
         if (!e)
@@ -98,7 +99,7 @@ static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint
 void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key)
 {
     if (m->tab)
-        __builtin_prefetch(&m->tab[gs_fq_hash(key) & m->mask]);
+        __builtin_prefetch(&m->tab[gs_fq_hash_in(m, key) & m->mask]);
 }
 
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
@@ -116,7 +117,7 @@ uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint6
 
 void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index)
 {
-    gs_fq_idmap_place(m->tab, m->mask, gs_fq_entry(gs_fq_hash(keys[index]), index));
+    gs_fq_idmap_place(m->tab, m->mask, gs_fq_entry(gs_fq_hash_in(m, keys[index]), index));
     m->count++;
 }
 

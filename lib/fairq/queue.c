@@ -61,6 +61,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     if (!q)
         return GPUSCHED_ENOMEM;
     q->alloc = a;
+    q->ids.runs = true;
     q->ntenants = max_tenants;
     q->ten = gs_calloc(&a, max_tenants, sizeof *q->ten);
     q->active_tenants = gs_calloc(&a, max_tenants, sizeof *q->active_tenants);
@@ -149,6 +150,10 @@ static int gs_fq_bhist_reserve(gpusched_fairq *q, uint64_t want)
 
 int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
 {
+    /* Room everywhere already: nothing below would change anything. */
+    if (GS_LIKELY((uint64_t)q->hi + extra <= q->cap && (uint64_t)q->live + extra + 1 <= q->bhist_cap &&
+                  gs_fq_idmap_has_room(&q->ids, extra)))
+        return 0;
     if ((uint64_t)q->live + extra > GS_FQ_MAX_SLOTS)
         return gs_error(&q->err, GPUSCHED_ELIMIT, "the queue would hold more than 2^31 tasks");
     int rc = gs_fq_idmap_reserve(&q->ids, &q->alloc, q->id, extra);
