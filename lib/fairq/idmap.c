@@ -6,18 +6,24 @@
 
 #include "fairq-internal.h"
 
-/* murmur3's finalizer. With runs, the low 3 bits of the key pick the
- * entry within its line and only the rest is mixed, to pick the line. */
-static uint32_t gs_fq_hash_in(const gs_fq_idmap *m, uint64_t k)
+/* murmur3's finalizer. */
+static inline uint32_t gs_fq_mix(uint64_t k)
 {
-    uint32_t low = m->runs ? 3 : 0;
-    uint64_t h = k >> low;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return (uint32_t)(h << low) | (uint32_t)(k & ((1u << low) - 1));
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+/* With runs, the low 3 bits of the key pick the entry within its line and
+ * only the rest is mixed, to pick the line. */
+static inline uint32_t gs_fq_hash_in(const gs_fq_idmap *m, uint64_t k)
+{
+    if (!m->runs)
+        return gs_fq_mix(k);
+    return gs_fq_mix(k >> 3) << 3 | (uint32_t)(k & 7);
 }
 
 #define GS_FQ_LINE 64u
@@ -74,7 +80,7 @@ void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
 /* Position of the first entry for `key` whose index is alive (alive may
  * be NULL: every index is), or whose index is `only` if that is not
  * GS_FQ_NONE. */
-static uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+static inline __attribute__((always_inline)) uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
                                    const uint32_t *alive, uint32_t only)
 {
     if (!m->tab)
