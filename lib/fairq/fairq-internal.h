@@ -35,14 +35,31 @@
 /* Open addressing, linear probing, backward-shift deletion. A table entry
  * is (32-bit hash << 32) | (index + 1), 0 when empty; the 64-bit key is
  * stored once, in its column, and read only when the hash matches, so a
- * probe rarely leaves the table. */
+ * probe rarely leaves the table.
+ *
+ * With `runs` (the task-id index), the hash keeps runs of 8 consecutive
+ * keys (same key >> 3) in one 64-byte line of the table (aligned to 64
+ * bytes): task ids are mostly handed out in order, so enqueues and the
+ * index rebuild after compaction touch a new line once per 8 tasks
+ * instead of once per task. Keys that are not consecutive are spread by
+ * the mix of key >> 3; the table then behaves as buckets of 8 entries
+ * with linear overflow, at load <= 1/2. The small maps (running tasks,
+ * keys) stay in cache and hash every key fully: shorter probes. */
 typedef struct gs_fq_idmap {
-    uint64_t *tab;
-    uint32_t mask;   /* capacity - 1; capacity is a power of two */
+    uint64_t *tab;   /* 64-byte aligned, inside raw */
+    void *raw;       /* the allocation */
+    uint32_t mask;   /* capacity - 1; capacity is a power of two, >= 16 */
     uint32_t count;
+    bool runs;       /* consecutive keys share a line (set before first use) */
 } gs_fq_idmap;
 
 int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys, uint32_t want);
+/* True if `want` more entries fit without growing (reserve's common case,
+ * checked before a call on the per-operation paths). */
+static inline bool gs_fq_idmap_has_room(const gs_fq_idmap *m, uint32_t want)
+{
+    return m->tab && 2ull * ((uint64_t)m->count + want) <= (uint64_t)m->mask + 1;
+}
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a);
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key);
 /* Starts loading the table line `key` will probe first: a large index
@@ -155,6 +172,44 @@ typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint
 void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
                        gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out);
 
+/* ---- fast-path kernels ----------------------------------------------- */
+
+/* The fast path's per-poll pass over the backlogged tenants' mirrors
+ * (hot_* by position in active_tenants): each tenant's score for its
+ * oldest task, written to s[], and the best of them, the maximum score
+ * with ties to the lowest slot ({-inf, GS_FQ_NONE} when n is 0). Scores
+ * are gs_fq_head_score()'s, bit for bit, on every kernel. */
+typedef struct gs_fq_heads_args {
+    const double *b, *e, *v;    /* backlog, oldest enqueue time, virtual time */
+    const uint32_t *slot;       /* oldest slot */
+    double *s;                  /* out: scores */
+    uint32_t n;
+    bool vterm;                 /* vmax > vmin: the fair-share term varies */
+    double now, bs, ws, wv, vmax, vs;
+} gs_fq_heads_args;
+
+typedef void (*gs_fq_heads_fn)(const gs_fq_heads_args *a, gs_fq_best *out);
+
+/* gs_fq_score(gs_fq_tenant_term(...)) for tenant i, one operation per
+ * statement (no fused multiply-add). */
+static inline double gs_fq_head_score(const gs_fq_heads_args *a, uint32_t i)
+{
+    double b = a->b[i] * a->bs;
+    double tt;
+    if (a->vterm) {
+        double v = (a->vmax - a->v[i]) * a->vs;
+        tt = b + v;
+    } else {
+        tt = b + a->wv;
+    }
+    double t = (a->now - a->e[i]) * a->ws;
+    return tt + t;
+}
+
+/* The reference: the scores in order, keeping the first maximum. */
+void gs_fq_heads_scalar(const gs_fq_heads_args *a, gs_fq_best *out);
+void gs_fq_heads_avx2(const gs_fq_heads_args *a, gs_fq_best *out);
+
 /* ---- the handle ------------------------------------------------------ */
 
 typedef struct gs_fq_key {
@@ -204,6 +259,7 @@ struct gpusched_fairq {
     gs_err err;
     uint32_t simd;
     gs_fq_scan_fn scan;
+    gs_fq_heads_fn heads;
     gs_fq_params p;
     uint64_t rng;
 

@@ -6,7 +6,8 @@
 
 #include "fairq-internal.h"
 
-static uint32_t gs_fq_hash(uint64_t k)
+/* murmur3's finalizer. */
+static inline uint32_t gs_fq_mix(uint64_t k)
 {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
@@ -15,6 +16,17 @@ static uint32_t gs_fq_hash(uint64_t k)
     k ^= k >> 33;
     return (uint32_t)k;
 }
+
+/* With runs, the low 3 bits of the key pick the entry within its line and
+ * only the rest is mixed, to pick the line. */
+static inline uint32_t gs_fq_hash_in(const gs_fq_idmap *m, uint64_t k)
+{
+    if (!m->runs)
+        return gs_fq_mix(k);
+    return gs_fq_mix(k >> 3) << 3 | (uint32_t)(k & 7);
+}
+
+#define GS_FQ_LINE 64u
 
 static uint64_t gs_fq_entry(uint32_t hash, uint32_t index)
 {
@@ -44,13 +56,16 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
         ncap *= 2;
     if (ncap > (1ull << 32))
         return GPUSCHED_ELIMIT;
-    uint64_t *tab = gs_calloc(a, (size_t)ncap, sizeof *tab);
-    if (!tab)
+    /* One line of slack to align the table: a run of 8 keys is one line. */
+    void *raw = gs_calloc(a, (size_t)ncap + GS_FQ_LINE / sizeof(uint64_t), sizeof(uint64_t));
+    if (!raw)
         return GPUSCHED_ENOMEM;
+    uint64_t *tab = (uint64_t *)(((uintptr_t)raw + GS_FQ_LINE - 1) & ~(uintptr_t)(GS_FQ_LINE - 1));
     for (uint64_t i = 0; i < cap; i++)
         if (m->tab[i])
             gs_fq_idmap_place(tab, (uint32_t)(ncap - 1), m->tab[i]);
-    gs_free(a, m->tab);
+    gs_free(a, m->raw);
+    m->raw = raw;
     m->tab = tab;
     m->mask = (uint32_t)(ncap - 1);
     return 0;
@@ -58,19 +73,19 @@ int gs_fq_idmap_reserve(gs_fq_idmap *m, const gs_alloc *a, const uint64_t *keys,
 
 void gs_fq_idmap_free(gs_fq_idmap *m, const gs_alloc *a)
 {
-    gs_free(a, m->tab);
-    *m = (gs_fq_idmap){0};
+    gs_free(a, m->raw);
+    *m = (gs_fq_idmap){.runs = m->runs};
 }
 
 /* Position of the first entry for `key` whose index is alive (alive may
  * be NULL: every index is), or whose index is `only` if that is not
  * GS_FQ_NONE. */
-static uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
+static inline __attribute__((always_inline)) uint32_t gs_fq_idmap_pos_if(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key,
                                    const uint32_t *alive, uint32_t only)
 {
     if (!m->tab)
         return GS_FQ_NONE;
-    uint32_t hash = gs_fq_hash(key);
+    uint32_t hash = gs_fq_hash_in(m, key);
     for (uint32_t h = hash & m->mask;; h = (h + 1) & m->mask) {
         uint64_t e = m->tab[h];
         if (!e)
@@ -90,7 +105,7 @@ static uint32_t gs_fq_idmap_pos(const gs_fq_idmap *m, const uint64_t *keys, uint
 void gs_fq_idmap_prefetch(const gs_fq_idmap *m, uint64_t key)
 {
     if (m->tab)
-        __builtin_prefetch(&m->tab[gs_fq_hash(key) & m->mask]);
+        __builtin_prefetch(&m->tab[gs_fq_hash_in(m, key) & m->mask]);
 }
 
 uint32_t gs_fq_idmap_find(const gs_fq_idmap *m, const uint64_t *keys, uint64_t key)
@@ -108,7 +123,7 @@ uint32_t gs_fq_idmap_find_live(const gs_fq_idmap *m, const uint64_t *keys, uint6
 
 void gs_fq_idmap_insert(gs_fq_idmap *m, const uint64_t *keys, uint32_t index)
 {
-    gs_fq_idmap_place(m->tab, m->mask, gs_fq_entry(gs_fq_hash(keys[index]), index));
+    gs_fq_idmap_place(m->tab, m->mask, gs_fq_entry(gs_fq_hash_in(m, keys[index]), index));
     m->count++;
 }
 

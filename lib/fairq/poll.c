@@ -10,61 +10,25 @@
  * within a tenant all FIFOs share the tenant term, so the tenant's oldest
  * eligible task is its best; ties go to the lowest slot as in the rescore.
  * One visit per backlogged tenant, plus its keys when the worker's mask
- * excludes some of the tenant's types. */
-/* Pass 1, over contiguous arrays (the compiler vectorizes it): every
- * backlogged tenant's score for its oldest task, the same operations as
- * gs_fq_score(gs_fq_tenant_term(...)). */
-static void gs_fq_heads_scores(const gpusched_fairq *q, const gs_fq_frame *f)
+ * excludes some of the tenant's types.
+ *
+ * Pass 1, over contiguous arrays, through the chosen kernel: every
+ * backlogged tenant's score for its oldest task, and the best of them. */
+static void gs_fq_heads_pass(const gpusched_fairq *q, const gs_fq_frame *f, gs_fq_best *b)
 {
-    uint32_t n = q->nactive_tenants;
-    const double *hb = q->hot_b, *he = q->hot_e, *hv = q->hot_v;
-    double *hs = q->hot_s;
-    double bs = f->bscale, ws = f->wscale, now = f->now, vmax = f->vmax, vs = f->vscale, wv = f->wv;
-    /* One operation per statement: no compiler may fuse a multiply-add. */
-    if (f->vmax > f->vmin) {
-        for (uint32_t i = 0; i < n; i++) {
-            double b = hb[i] * bs;
-            double v = (vmax - hv[i]) * vs;
-            double tt = b + v;
-            double t = (now - he[i]) * ws;
-            hs[i] = tt + t;
-        }
-    } else {
-        for (uint32_t i = 0; i < n; i++) {
-            double b = hb[i] * bs;
-            double tt = b + wv;
-            double t = (now - he[i]) * ws;
-            hs[i] = tt + t;
-        }
-    }
-}
-
-/* Pass 2 for a worker that runs every type: every backlogged tenant is a
- * candidate and every queued task counts. */
-static void gs_fq_heads_pick_all(const gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
-{
-    const uint32_t n = q->nactive_tenants;
-    const uint32_t *slot_of = q->hot_slot;
-    const double *hs = q->hot_s;
-    double best = -INFINITY;
-    uint32_t best_slot = GS_FQ_NONE;
-    for (uint32_t i = 0; i < n; i++) {
-        double s = hs[i];
-        if (s > best || (s == best && slot_of[i] < best_slot)) {
-            best = s;
-            best_slot = slot_of[i];
-        }
-    }
-    b->score = best;
-    b->slot = best_slot;
-    f->candidates = q->live;
+    gs_fq_heads_args a = {
+        .b = q->hot_b, .e = q->hot_e, .v = q->hot_v, .slot = q->hot_slot, .s = q->hot_s,
+        .n = q->nactive_tenants, .vterm = f->vmax > f->vmin,
+        .now = f->now, .bs = f->bscale, .ws = f->wscale, .wv = f->wv, .vmax = f->vmax, .vs = f->vscale,
+    };
+    q->heads(&a, b);
 }
 
 static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
-    gs_fq_heads_scores(q, f);
+    gs_fq_heads_pass(q, f, b);
     if (f->mask == UINT64_MAX) {
-        gs_fq_heads_pick_all(q, f, b);
+        f->candidates = q->live; /* every backlogged tenant is a candidate */
         return;
     }
     /* Pass 2: the worker's mask, then the best (ties to the lowest slot).

@@ -14,6 +14,18 @@ static uint32_t gs_fq_kernels(void)
     return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
 }
 
+/* The fast path's kernel: AVX2 serves the AVX-512 path too (the pass is
+ * over a few hundred tenants at most, too short for wider vectors). */
+static gs_fq_heads_fn gs_fq_heads_kernel(uint32_t simd)
+{
+#if GPUSCHED_HAVE_AVX2
+    if (simd == GPUSCHED_SIMD_AVX2 || simd == GPUSCHED_SIMD_AVX512)
+        return gs_fq_heads_avx2;
+#endif
+    (void)simd;
+    return gs_fq_heads_scalar;
+}
+
 static gs_fq_scan_fn gs_fq_kernel(uint32_t simd)
 {
     switch (simd) {
@@ -49,6 +61,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     if (!q)
         return GPUSCHED_ENOMEM;
     q->alloc = a;
+    q->ids.runs = true;
     q->ntenants = max_tenants;
     q->ten = gs_calloc(&a, max_tenants, sizeof *q->ten);
     q->active_tenants = gs_calloc(&a, max_tenants, sizeof *q->active_tenants);
@@ -76,6 +89,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     gs_fq_params_default(&q->p);
     q->simd = simd;
     q->scan = gs_fq_kernel(simd);
+    q->heads = gs_fq_heads_kernel(simd);
     q->last_enq = q->last_now = q->decay_time = -INFINITY;
     q->vunit = 1.0;
     *out = q;
@@ -136,6 +150,10 @@ static int gs_fq_bhist_reserve(gpusched_fairq *q, uint64_t want)
 
 int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
 {
+    /* Room everywhere already: nothing below would change anything. */
+    if (GS_LIKELY((uint64_t)q->hi + extra <= q->cap && (uint64_t)q->live + extra + 1 <= q->bhist_cap &&
+                  gs_fq_idmap_has_room(&q->ids, extra)))
+        return 0;
     if ((uint64_t)q->live + extra > GS_FQ_MAX_SLOTS)
         return gs_error(&q->err, GPUSCHED_ELIMIT, "the queue would hold more than 2^31 tasks");
     int rc = gs_fq_idmap_reserve(&q->ids, &q->alloc, q->id, extra);

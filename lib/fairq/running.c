@@ -7,6 +7,8 @@
 
 int gs_fq_run_reserve(gpusched_fairq *q, uint32_t extra)
 {
+    if (GS_LIKELY((uint64_t)q->nrun + extra <= q->runcap && gs_fq_idmap_has_room(&q->runmap, extra)))
+        return 0;
     if (gs_fq_idmap_reserve(&q->runmap, &q->alloc, q->run_id, extra))
         return gs_error(&q->err, GPUSCHED_ENOMEM, "out of memory growing the running table");
     if ((uint64_t)q->nrun + extra <= q->runcap)

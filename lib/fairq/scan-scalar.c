@@ -96,3 +96,19 @@ void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out)
     gs_fq_scan_range(a, a->lo, a->hi, &b);
     *out = b;
 }
+
+void gs_fq_heads_scalar(const gs_fq_heads_args *a, gs_fq_best *out)
+{
+    double best = -INFINITY;
+    uint32_t best_slot = GS_FQ_NONE;
+    for (uint32_t i = 0; i < a->n; i++) {
+        double v = gs_fq_head_score(a, i);
+        a->s[i] = v;
+        if (v > best || (v == best && a->slot[i] < best_slot)) {
+            best = v;
+            best_slot = a->slot[i];
+        }
+    }
+    out->score = best;
+    out->slot = best_slot;
+}
