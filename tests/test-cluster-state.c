@@ -576,9 +576,9 @@ Test(cluster, checker_finds_tampering)
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "job 1: 3 GPUs recorded, 2 in its pairs");
     c->jobs.rec[0].ngpus = 2;
 
-    c->resv.rec[0].mask0 = 0x3;
+    c->resv.rec[0].p.in.masks[0] = 0x3;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
-    c->resv.rec[0].mask0 = 0x1;
+    c->resv.rec[0].p.in.masks[0] = 0x1;
 
     c->node_health[9] = 7;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);

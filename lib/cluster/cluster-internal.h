@@ -37,8 +37,8 @@
  * per-GPU holder entries of other jobs never move), a dense `live` list of
  * slots for iteration, and an open-addressing hash (linear probing,
  * backward-shift deletion) from the 64-bit job id to the slot. Allocation
- * pairs are stored sorted by node: one pair inline in the record (no
- * allocation for the common single-node job), more in one block of the
+ * pairs are stored sorted by node: up to GS_HOLD_INLINE pairs inline in the
+ * record (no allocation for the common small job), more in one block of the
  * cluster's allocator.
  *
  * Reservations and placement: a reservation is looked up by job id with
@@ -71,24 +71,43 @@
 #define GS_HOLDER_RESV 0x80000000u
 #define GS_HOLD_MAX_SLOTS 0x7fffffffu
 
-/* A job or a reservation. */
+/* Pairs kept inline in the record: the common small jobs (one node, or the
+ * two nodes of two pods) need no block, and a release reads them from the
+ * line it reads the record from. */
+#define GS_HOLD_INLINE 2u
+
+/* A job or a reservation. The fields a lookup and a release read (id,
+ * pairs) come first, in the record's first 40 bytes. */
 typedef struct gs_hold {
     uint64_t id;
+    uint32_t npairs;
+    uint32_t ngpus;
+    /* npairs <= GS_HOLD_INLINE: the pairs are in `in`. More: one block holds
+     * masks[npairs] then nodes[npairs]. */
+    union {
+        struct {
+            uint64_t masks[GS_HOLD_INLINE];
+            uint32_t nodes[GS_HOLD_INLINE];
+        } in;
+        struct {
+            uint64_t *masks;
+            uint32_t *nodes;
+        } out;
+    } p;
     int64_t start_time;
     uint64_t cost_hint;
     int32_t priority;
     uint32_t tenant;
     uint32_t flags;
-    uint32_t npairs;
-    uint32_t ngpus;
     uint32_t lent;          /* reservations only: lent to placement (see above) */
-    /* npairs == 1: the pair is inline in node0/mask0 and `nodes`/`masks` are
-     * NULL. npairs > 1: one block holds masks[npairs] then nodes[npairs]. */
-    uint32_t node0;
-    uint64_t mask0;
-    uint32_t *nodes;
-    uint64_t *masks;
 } gs_hold;
+
+/* One hash entry: key and slot share a line, so a lookup misses once. */
+typedef struct gs_hent {
+    uint64_t key;
+    uint32_t slot;          /* UINT32_MAX: empty */
+    uint32_t pad;
+} gs_hent;
 
 typedef struct gs_holdtab {
     gs_hold *rec;           /* cap slots */
@@ -100,8 +119,7 @@ typedef struct gs_holdtab {
     uint32_t nfree;         /* entries on free_slots */
     uint32_t cap;
     /* hash: hcap is a power of two (or 0), load kept <= 1/2 */
-    uint64_t *hkeys;
-    uint32_t *hslots;       /* UINT32_MAX: empty */
+    gs_hent *hash;
     uint32_t hcap;
 } gs_holdtab;
 
@@ -245,12 +263,18 @@ static inline gs_hold *gs_cluster_resv_find(const struct gpusched_cluster *c, ui
 
 static inline const uint32_t *gs_hold_nodes(const gs_hold *h)
 {
-    return h->npairs == 1 ? &h->node0 : h->nodes;
+    return h->npairs <= GS_HOLD_INLINE ? h->p.in.nodes : h->p.out.nodes;
 }
 
 static inline const uint64_t *gs_hold_masks(const gs_hold *h)
 {
-    return h->npairs == 1 ? &h->mask0 : h->masks;
+    return h->npairs <= GS_HOLD_INLINE ? h->p.in.masks : h->p.out.masks;
+}
+
+/* The pair block of `h`, NULL when its pairs are inline. */
+static inline void *gs_hold_block(const gs_hold *h)
+{
+    return h->npairs > GS_HOLD_INLINE ? h->p.out.masks : NULL;
 }
 
 /* Job in the holder entry of a GPU: NULL unless the GPU is allocated. */
@@ -285,7 +309,7 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
                            const gs_hold *own);
 /* Copies in and checks a caller's job descriptor. */
 int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src);
-/* A block for n > 1 pairs (NULL for n <= 1, or on failure). */
+/* A block for n > GS_HOLD_INLINE pairs (NULL for fewer, or on failure). */
 void *gs_pairs_block(const gs_alloc *a, uint32_t n);
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
 /* Sets the GPUs of `mask` on `node` to: free where `to_free` has a bit,

@@ -78,8 +78,8 @@ int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t 
     return gs_cluster_check_pairs(c, n, nodes, masks, gs_cluster_resv_find(c, id));
 }
 
-/* Gives `h` its pairs: inline for one, else the block `block` (masks then
- * nodes) allocated by the caller. */
+/* Gives `h` its pairs: inline up to GS_HOLD_INLINE, else the block `block`
+ * (masks then nodes) allocated by the caller. */
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
 {
     h->npairs = n;
@@ -87,22 +87,21 @@ void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint
     for (uint32_t i = 0; i < n; i++)
         gpus += gs_mask_count(masks[i]);
     h->ngpus = gpus;
-    if (n == 1) {
-        h->node0 = nodes[0];
-        h->mask0 = masks[0];
-        h->nodes = NULL;
-        h->masks = NULL;
-        return;
+    uint64_t *m = h->p.in.masks;
+    uint32_t *nd = h->p.in.nodes;
+    if (n > GS_HOLD_INLINE) {
+        m = block;
+        nd = (uint32_t *)(m + n);
+        h->p.out.masks = m;
+        h->p.out.nodes = nd;
     }
-    h->masks = block;
-    h->nodes = (uint32_t *)(h->masks + n);
-    memcpy(h->masks, masks, (size_t)n * sizeof *masks);
-    memcpy(h->nodes, nodes, (size_t)n * sizeof *nodes);
+    memcpy(m, masks, (size_t)n * sizeof *masks);
+    memcpy(nd, nodes, (size_t)n * sizeof *nodes);
 }
 
 void *gs_pairs_block(const gs_alloc *a, uint32_t n)
 {
-    if (n <= 1)
+    if (n <= GS_HOLD_INLINE)
         return NULL;
     return gs_malloc(a, (size_t)n * (sizeof(uint64_t) + sizeof(uint32_t)));
 }
@@ -184,7 +183,7 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
         return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
                                      : gs_error(&c->err, rc, "too many jobs");
     void *block = gs_pairs_block(&c->alloc, n);
-    if (n > 1 && !block)
+    if (n > GS_HOLD_INLINE && !block)
         return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u allocation pairs", n);
 
     gs_hold *r = gs_cluster_resv_find(c, job->id);
@@ -239,10 +238,18 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
-    if (h->npairs <= GS_BATCH_MIN_PAIRS)
+    if (h->npairs <= GS_BATCH_MIN_PAIRS) {
+        /* The nodes' lines all at once, then the ones that depend on them,
+         * so that the misses of the pairs overlap instead of queueing; the
+         * table's position entry is needed last. */
+        __builtin_prefetch(&c->jobs.pos[gs_hold_slot(&c->jobs, h)], 1);
+        for (uint32_t i = 0; i < h->npairs; i++)
+            gs_prefetch_node(c, nodes[i]);
+        for (uint32_t i = 0; i < h->npairs; i++)
+            gs_prefetch_node_deps(c, nodes[i]);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_node_unclaim(c, nodes[i], masks[i]);
-    else
+    } else
         gs_cluster_nodes_set(c, h->npairs, nodes, masks, 0, 0);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
