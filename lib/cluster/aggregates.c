@@ -110,14 +110,13 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
  * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
-    const struct gpusched_topo *t = c->topo;
     const uint64_t avail = gs_cluster_node_avail(c, n);
     const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
     const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
-    const uint32_t gpus = t->node_gpus[n];
+    const uint32_t gpus = gs_cl_node_gpus(c, n);
     const uint64_t all = gs_node_all_mask(gpus);
     const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
@@ -126,7 +125,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
     root_hist[ok]--;
     root_hist[nk]++;
-    uint32_t d = t->node_leaf[n];
+    uint32_t d = gs_cl_node_leaf(c, n);
     if (!dfull) {
         for (uint32_t l = nl; l-- > 0;) {
             const gs_agg g = c->agg[l];
@@ -134,7 +133,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
             g.hist[d * H + ok]--;
             g.hist[d * H + nk]++;
             if (l)
-                d = t->dom_parent[l][d];
+                d = gs_cl_parent(c, l, d);
         }
         return;
     }
@@ -143,11 +142,10 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
     for (uint32_t l = nl; l-- > 0;) {
         const gs_agg g = c->agg[l];
-        const uint32_t *start = t->dom_start[l];
         g.free_gpus[d] += dfree;
         g.hist[d * H + ok]--;
         g.hist[d * H + nk]++;
-        const uint32_t size = start[d + 1] - start[d];
+        const uint32_t size = gs_cl_dom_nodes(c, l, d);
         const uint32_t before = g.free_nodes[d], after = before + (uint32_t)dfull;
         g.free_nodes[d] = after;
         if (before == size || after == size) {
@@ -156,7 +154,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
             c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
         }
         if (l)
-            d = t->dom_parent[l][d];
+            d = gs_cl_parent(c, l, d);
     }
 }
 
@@ -201,7 +199,6 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 {
     if (x->lo > x->hi)
         return;
-    const struct gpusched_topo *t = c->topo;
     const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
     c->root_free_gpus += (uint64_t)(int64_t)x->free_gpus;
@@ -213,7 +210,7 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
     uint32_t d = leaf;
     for (uint32_t l = nl; l-- > 0;) {
         const gs_agg g = c->agg[l];
-        const uint32_t size = t->dom_start[l][d + 1] - t->dom_start[l][d];
+        const uint32_t size = gs_cl_dom_nodes(c, l, d);
         const uint32_t before = g.free_nodes[d];
         gs_delta_row(&g.free_gpus[d], &g.free_nodes[d], &g.hist[d * H], x);
         const uint32_t after = g.free_nodes[d];
@@ -223,7 +220,7 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
             c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
         }
         if (l)
-            d = t->dom_parent[l][d];
+            d = gs_cl_parent(c, l, d);
     }
     for (uint32_t k = x->lo; k <= x->hi; k++)
         x->hist[k] = 0;
@@ -240,22 +237,22 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
                           int claim, uint32_t holder)
 {
-    const struct gpusched_topo *t = c->topo;
     gs_leaf_delta x;
     memset(&x, 0, sizeof x);
     x.lo = UINT32_MAX;
-    uint32_t leaf = n ? t->node_leaf[nodes[0]] : 0;
+    uint32_t leaf = n ? gs_cl_node_leaf(c, nodes[0]) : 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t node = nodes[i];
         const uint64_t mask = masks[i];
-        if (t->node_leaf[node] != leaf) {
+        const uint32_t nleaf = gs_cl_node_leaf(c, node);
+        if (nleaf != leaf) {
             gs_delta_apply(c, leaf, &x);
-            leaf = t->node_leaf[node];
+            leaf = nleaf;
         }
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
-        gs_holder_fill(&c->gpu_holder[t->node_gpu_base[node]], mask, holder);
-        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), t->node_gpus[node]);
+        gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
     }
     gs_delta_apply(c, leaf, &x);
 }

@@ -155,6 +155,14 @@ struct gpusched_cluster {
     gs_holdtab jobs;
     gs_holdtab resv;
     uint32_t nlent;                 /* reservations lent right now */
+
+    /* Regular shapes (every preset): the per-node and per-domain topology
+     * lookups of the update paths become arithmetic instead of a cache
+     * miss each on large clusters. 0: not regular, read the arrays. */
+    uint32_t reg_node_gpus;         /* every node has this many GPUs */
+    uint32_t reg_leaf_nodes;        /* every lowest domain has this many nodes */
+    uint32_t reg_dom_nodes[GS_MAX_LEVELS];  /* every domain of level l has this many nodes */
+    uint32_t reg_fan[GS_MAX_LEVELS];        /* l >= 1: parent of d is d / reg_fan[l] */
 };
 
 /* ---- node helpers ------------------------------------------------------ */
@@ -191,6 +199,35 @@ static inline void gs_holder_fill(uint32_t *h, uint64_t mask, uint32_t holder)
     }
     for (; mask; mask &= mask - 1)
         h[__builtin_ctzll(mask)] = holder;
+}
+
+/* Fills the reg_* fields of `c` from its topology. */
+void gs_cluster_find_regular(struct gpusched_cluster *c);
+
+static inline uint32_t gs_cl_node_gpus(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_node_gpus ? c->reg_node_gpus : c->topo->node_gpus[n];
+}
+
+static inline uint32_t gs_cl_gpu_base(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_node_gpus ? n * c->reg_node_gpus : c->topo->node_gpu_base[n];
+}
+
+static inline uint32_t gs_cl_node_leaf(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_leaf_nodes ? n / c->reg_leaf_nodes : c->topo->node_leaf[n];
+}
+
+static inline uint32_t gs_cl_dom_nodes(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
+{
+    const uint32_t *start = c->topo->dom_start[l];
+    return c->reg_dom_nodes[l] ? c->reg_dom_nodes[l] : start[d + 1] - start[d];
+}
+
+static inline uint32_t gs_cl_parent(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
+{
+    return c->reg_fan[l] ? d / c->reg_fan[l] : c->topo->dom_parent[l][d];
 }
 
 /* GPUs of `n` usable for new work. */

@@ -108,7 +108,7 @@ void *gs_pairs_block(const gs_alloc *a, uint32_t n)
 
 static void gs_set_holder(gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t holder)
 {
-    gs_holder_fill(&c->gpu_holder[c->topo->node_gpu_base[node]], mask, holder);
+    gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
 }
 
 /* Moves the GPUs of `mask` on `node` between the free, reserved and
@@ -152,24 +152,28 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
         return;
     __builtin_prefetch(&c->node_free[node], 1);
     __builtin_prefetch(&c->node_health[node]);
-    __builtin_prefetch(&t->node_gpus[node]);
-    __builtin_prefetch(&t->node_leaf[node]);
-    __builtin_prefetch(&t->node_gpu_base[node]);
+    if (!c->reg_node_gpus) {
+        __builtin_prefetch(&t->node_gpus[node]);
+        __builtin_prefetch(&t->node_gpu_base[node]);
+    }
+    if (!c->reg_leaf_nodes)
+        __builtin_prefetch(&t->node_leaf[node]);
 }
 
 /* The second round of lines an update of `node` touches, whose addresses
- * depend on the first (the node's GPU base and lowest domain): started
- * before the table work so that both overlap. */
+ * depend on the first (the node's GPU base and lowest domain) unless the
+ * shape is regular: started before the table work so that both overlap. */
 static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node)
 {
     const struct gpusched_topo *t = c->topo;
-    const uint32_t leaf = t->node_leaf[node], l = c->nlevels - 1;
-    __builtin_prefetch(&c->gpu_holder[t->node_gpu_base[node]], 1);
+    const uint32_t leaf = gs_cl_node_leaf(c, node), l = c->nlevels - 1;
+    __builtin_prefetch(&c->gpu_holder[gs_cl_gpu_base(c, node)], 1);
     __builtin_prefetch(&c->agg[l].free_gpus[leaf], 1);
     __builtin_prefetch(&c->agg[l].free_nodes[leaf], 1);
     __builtin_prefetch(&c->agg[l].hist[(size_t)leaf * c->hist_width], 1);
-    __builtin_prefetch(&t->dom_start[l][leaf]);
-    if (l)
+    if (!c->reg_dom_nodes[l])
+        __builtin_prefetch(&t->dom_start[l][leaf]);
+    if (l && !c->reg_fan[l])
         __builtin_prefetch(&t->dom_parent[l][leaf]);
 }
 
