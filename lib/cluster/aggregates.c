@@ -170,12 +170,19 @@ typedef struct gs_leaf_delta {
     int32_t hist[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
 } gs_leaf_delta;
 
+/* Counts of the masks a large allocation meets most: empty and whole
+ * nodes need no population count. */
+static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
+{
+    return x == 0 ? 0 : x == all ? gpus : gs_mask_count(x);
+}
+
 static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
 {
-    uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    uint64_t all = gs_node_all_mask(gpus);
+    uint32_t ok = gs_count_node(old_avail, all, gpus), nk = gs_count_node(avail, all, gpus);
     if (ok == nk)
         return;
-    uint64_t all = gs_node_all_mask(gpus);
     int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     x->free_gpus += (int32_t)nk - (int32_t)ok;
     x->free_nodes += dfull;
@@ -233,28 +240,37 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 /* A large allocation or release touches thousands of nodes that share
  * lowest domains (nodes are ascending and domains contiguous), so the
  * aggregates are updated once per lowest domain instead of once per node:
- * O(levels * hist_width) per domain touched plus O(1) per node. */
-void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                          int claim, uint32_t holder)
+ * O(levels * hist_width) per domain touched plus O(1) per node. Returns
+ * the GPUs of the masks. */
+uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
+                              const uint64_t *masks, int claim, uint32_t holder)
 {
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf_level = c->nlevels - 1;
     gs_leaf_delta x;
     memset(&x, 0, sizeof x);
     x.lo = UINT32_MAX;
-    uint32_t leaf = n ? gs_cl_node_leaf(c, nodes[0]) : 0;
+    uint32_t leaf = 0, leaf_end = 0, total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t node = nodes[i];
         const uint64_t mask = masks[i];
-        const uint32_t nleaf = gs_cl_node_leaf(c, node);
-        if (nleaf != leaf) {
-            gs_delta_apply(c, leaf, &x);
-            leaf = nleaf;
+        /* Ascending nodes: the lowest domain changes only past its end. */
+        if (i == 0 || node >= leaf_end) {
+            if (i)
+                gs_delta_apply(c, leaf, &x);
+            leaf = gs_cl_node_leaf(c, node);
+            leaf_end = t->dom_start[leaf_level][leaf + 1];
         }
+        const uint32_t gpus = gs_cl_node_gpus(c, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
         gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
-        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gpus);
+        total += gs_count_node(mask, gs_node_all_mask(gpus), gpus);
     }
-    gs_delta_apply(c, leaf, &x);
+    if (n)
+        gs_delta_apply(c, leaf, &x);
+    return total;
 }
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)

@@ -192,7 +192,7 @@ static inline uint64_t gs_node_all_mask(uint32_t gpus)
 static inline void gs_holder_fill(uint32_t *h, uint64_t mask, uint32_t holder)
 {
     if ((mask & (mask + 1)) == 0) {
-        uint32_t k = gs_mask_count(mask);
+        uint32_t k = mask ? 64 - (uint32_t)__builtin_clzll(mask) : 0;
         for (uint32_t g = 0; g < k; g++)
             h[g] = holder;
         return;
@@ -264,9 +264,10 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
 
 /* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
  * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
- * updated once per lowest domain touched. Never touches node_resv. */
-void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                          int claim, uint32_t holder);
+ * updated once per lowest domain touched. Never touches node_resv.
+ * Returns the GPUs of the masks. */
+uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
+                              const uint64_t *masks, int claim, uint32_t holder);
 
 /* ---- jobs and reservations --------------------------------------------- */
 
@@ -349,6 +350,8 @@ int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusche
 /* A block for n > GS_HOLD_INLINE pairs (NULL for fewer, or on failure). */
 void *gs_pairs_block(const gs_alloc *a, uint32_t n);
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
+/* The same without counting the GPUs (the caller sets ngpus). */
+void gs_hold_store_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
 /* Sets the GPUs of `mask` on `node` to: free where `to_free` has a bit,
  * reserved where `to_resv` has one, else allocated; holder entries to
  * `holder`; updates the aggregates. O(levels + popcount(mask)). */

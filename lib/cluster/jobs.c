@@ -82,11 +82,16 @@ int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t 
  * (masks then nodes) allocated by the caller. */
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
 {
-    h->npairs = n;
+    gs_hold_store_pairs(h, n, nodes, masks, block);
     uint32_t gpus = 0;
     for (uint32_t i = 0; i < n; i++)
         gpus += gs_mask_count(masks[i]);
     h->ngpus = gpus;
+}
+
+void gs_hold_store_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
+{
+    h->npairs = n;
     uint64_t *m = h->p.in.masks;
     uint32_t *nd = h->p.in.nodes;
     if (n > GS_HOLD_INLINE) {
@@ -199,13 +204,16 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     h->priority = job->priority;
     h->tenant = job->tenant;
     h->flags = job->flags;
-    gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
-    if (n <= GS_BATCH_MIN_PAIRS)
+    if (n <= GS_BATCH_MIN_PAIRS) {
+        gs_hold_set_pairs(h, n, nodes, masks, block);
         for (uint32_t i = 0; i < n; i++)
             gs_node_claim(c, nodes[i], masks[i], holder);
-    else
-        gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
+    } else {
+        /* The update pass counts the GPUs as it goes. */
+        gs_hold_store_pairs(h, n, nodes, masks, block);
+        h->ngpus = gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
+    }
     return 0;
 }
 
