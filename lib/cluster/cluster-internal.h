@@ -272,6 +272,9 @@ uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint
 /* ---- jobs and reservations --------------------------------------------- */
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);
+/* Starts loading the hash line of `id`, for a lookup or insert soon after
+ * other work. */
+void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id);
 /* Makes room for `extra` more records (slots and hash) so that the inserts
  * that follow cannot fail. Moves the records: gs_hold pointers taken before
  * it are stale. GPUSCHED_ENOMEM or GPUSCHED_ELIMIT; the table stays valid. */

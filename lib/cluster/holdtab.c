@@ -33,6 +33,12 @@ gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
     }
 }
 
+void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id)
+{
+    if (t->hcap)
+        __builtin_prefetch(&t->hash[gs_hash_id(id, t->hcap - 1)]);
+}
+
 static void gs_hash_put(gs_hent *hash, uint32_t mask, uint64_t id, uint32_t slot)
 {
     uint32_t i = gs_hash_id(id, mask);

@@ -255,6 +255,7 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
          * so that the misses of the pairs overlap instead of queueing; the
          * table's position entry is needed last. */
         __builtin_prefetch(&c->jobs.pos[gs_hold_slot(&c->jobs, h)], 1);
+        __builtin_prefetch(&c->jobs.pos[c->jobs.live[c->jobs.count - 1]], 1);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_prefetch_node(c, nodes[i]);
         for (uint32_t i = 0; i < h->npairs; i++)
