@@ -44,10 +44,10 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
                             nodes[i - 1]);
         if (mask == 0)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has an empty GPU mask", i, node);
-        uint64_t all = gs_node_all_mask(t->node_gpus[node]);
+        uint64_t all = gs_node_all_mask(gs_cl_node_gpus(c, node));
         if (mask & ~all)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u",
-                            i, node, t->node_gpus[node], (unsigned long long)mask, gs_ctz64(mask & ~all));
+                            i, node, gs_cl_node_gpus(c, node), (unsigned long long)mask, gs_ctz64(mask & ~all));
         if (c->node_health[node] != GPUSCHED_NODE_UP)
             return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
                             c->node_health[node]);
@@ -150,6 +150,8 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
  * loops touch nodes all over the cluster, and these lines sit in arrays of
  * megabytes, so overlapping the misses is most of the cost of a small
  * allocation. */
+static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node);
+
 static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
 {
     const struct gpusched_topo *t = c->topo;
@@ -163,6 +165,8 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
     }
     if (!c->reg_leaf_nodes)
         __builtin_prefetch(&t->node_leaf[node]);
+    else if (c->reg_node_gpus)
+        gs_prefetch_node_deps(c, node); /* addresses known without a load */
 }
 
 /* The second round of lines an update of `node` touches, whose addresses
@@ -258,7 +262,7 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
         __builtin_prefetch(&c->jobs.pos[c->jobs.live[c->jobs.count - 1]], 1);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_prefetch_node(c, nodes[i]);
-        for (uint32_t i = 0; i < h->npairs; i++)
+        for (uint32_t i = 0; !(c->reg_leaf_nodes && c->reg_node_gpus) && i < h->npairs; i++)
             gs_prefetch_node_deps(c, nodes[i]);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_node_unclaim(c, nodes[i], masks[i]);
