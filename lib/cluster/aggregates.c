@@ -105,19 +105,26 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
             }
 }
 
+/* Counts of the masks allocations meet most: empty and whole
+ * nodes need no population count. */
+static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
+{
+    return x == 0 ? 0 : x == all ? gpus : gs_mask_count(x);
+}
+
 /* The hot path of every allocation and release. The build has
  * -fno-strict-aliasing, so each counter store would make the compiler
  * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
     const uint64_t avail = gs_cluster_node_avail(c, n);
-    const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    const uint32_t gpus = gs_cl_node_gpus(c, n);
+    const uint64_t all = gs_node_all_mask(gpus);
+    const uint32_t ok = gs_count_node(old_avail, all, gpus), nk = gs_count_node(avail, all, gpus);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
     const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
-    const uint32_t gpus = gs_cl_node_gpus(c, n);
-    const uint64_t all = gs_node_all_mask(gpus);
     const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
     uint32_t *const root_hist = c->root_hist;
@@ -169,13 +176,6 @@ typedef struct gs_leaf_delta {
     uint32_t lo, hi;            /* histogram buckets touched: [lo, hi] */
     int32_t hist[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
 } gs_leaf_delta;
-
-/* Counts of the masks a large allocation meets most: empty and whole
- * nodes need no population count. */
-static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
-{
-    return x == 0 ? 0 : x == all ? gpus : gs_mask_count(x);
-}
 
 static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
 {
