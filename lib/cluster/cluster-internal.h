@@ -102,11 +102,13 @@ typedef struct gs_hold {
     uint32_t lent;          /* reservations only: lent to placement (see above) */
 } gs_hold;
 
-/* One hash entry: key and slot share a line, so a lookup misses once. */
+/* One hash entry: key and slot share a line, so a lookup misses once.
+ * The record's first node rides along, so that a release can start
+ * loading the node's lines together with the record's. */
 typedef struct gs_hent {
     uint64_t key;
     uint32_t slot;          /* UINT32_MAX: empty */
-    uint32_t pad;
+    uint32_t node_hint;     /* first node of the record's pairs when inserted */
 } gs_hent;
 
 typedef struct gs_holdtab {
@@ -279,8 +281,11 @@ void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id);
  * that follow cannot fail. Moves the records: gs_hold pointers taken before
  * it are stale. GPUSCHED_ENOMEM or GPUSCHED_ELIMIT; the table stays valid. */
 int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra);
+/* The record of `id` and the node hint stored with it (a prefetch address
+ * only: reservations that grow keep their first hint). */
+gs_hold *gs_holdtab_find_hint(const gs_holdtab *t, uint64_t id, uint32_t *node_hint);
 /* A zeroed record with `id` set, appended to the live list. Needs room. */
-gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id);
+gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint);
 /* Frees the record's pair block and its slot; the live list order changes
  * (the last live record takes its place). */
 void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h);

@@ -19,7 +19,7 @@ static inline uint32_t gs_hash_id(uint64_t id, uint32_t mask)
     return (uint32_t)id & mask;
 }
 
-gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
+gs_hold *gs_holdtab_find_hint(const gs_holdtab *t, uint64_t id, uint32_t *node_hint)
 {
     if (!t->count)
         return NULL;
@@ -28,9 +28,17 @@ gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
         const gs_hent *e = &t->hash[i];
         if (e->slot == GS_HASH_EMPTY)
             return NULL;
-        if (e->key == id)
+        if (e->key == id) {
+            *node_hint = e->node_hint;
             return &t->rec[e->slot];
+        }
     }
+}
+
+gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
+{
+    uint32_t hint;
+    return gs_holdtab_find_hint(t, id, &hint);
 }
 
 void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id)
@@ -39,13 +47,12 @@ void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id)
         __builtin_prefetch(&t->hash[gs_hash_id(id, t->hcap - 1)]);
 }
 
-static void gs_hash_put(gs_hent *hash, uint32_t mask, uint64_t id, uint32_t slot)
+static void gs_hash_put(gs_hent *hash, uint32_t mask, gs_hent e)
 {
-    uint32_t i = gs_hash_id(id, mask);
+    uint32_t i = gs_hash_id(e.key, mask);
     while (hash[i].slot != GS_HASH_EMPTY)
         i = (i + 1) & mask;
-    hash[i].key = id;
-    hash[i].slot = slot;
+    hash[i] = e;
 }
 
 static int gs_hash_grow(gs_holdtab *t, const gs_alloc *a, uint32_t need)
@@ -65,7 +72,7 @@ static int gs_hash_grow(gs_holdtab *t, const gs_alloc *a, uint32_t need)
     uint32_t mask = (uint32_t)(cap - 1);
     for (uint32_t i = 0; i < t->hcap; i++)
         if (t->hash[i].slot != GS_HASH_EMPTY)
-            gs_hash_put(hash, mask, t->hash[i].key, t->hash[i].slot);
+            gs_hash_put(hash, mask, t->hash[i]);
     gs_free(a, t->hash);
     t->hash = hash;
     t->hcap = (uint32_t)cap;
@@ -116,7 +123,7 @@ int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra)
     return gs_hash_grow(t, a, t->count + extra);
 }
 
-gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id)
+gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint)
 {
     uint32_t slot = t->nfree ? t->free_slots[--t->nfree] : t->used++;
     gs_hold *h = &t->rec[slot];
@@ -124,7 +131,7 @@ gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id)
     h->id = id;
     t->pos[slot] = t->count;
     t->live[t->count++] = slot;
-    gs_hash_put(t->hash, t->hcap - 1, id, slot);
+    gs_hash_put(t->hash, t->hcap - 1, (gs_hent){id, slot, node_hint});
     return h;
 }
 

@@ -202,7 +202,7 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
     gs_hold *r = gs_cluster_resv_find(c, job->id);
     if (r)
         gs_cluster_resv_drop(c, r);
-    gs_hold *h = gs_holdtab_insert(&c->jobs, job->id);
+    gs_hold *h = gs_holdtab_insert(&c->jobs, job->id, nodes[0]);
     h->start_time = job->start_time;
     h->cost_hint = job->cost_hint;
     h->priority = job->priority;
@@ -283,9 +283,12 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id)
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    gs_hold *h = gs_job_arg(c, job_id);
+    uint32_t hint = 0;
+    gs_hold *h = gs_holdtab_find_hint(&c->jobs, job_id, &hint);
     if (!h)
-        return GPUSCHED_ENOENT;
+        return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)job_id);
+    /* The first node's lines load together with the record's. */
+    gs_prefetch_node(c, hint);
     gs_cluster_job_drop(c, h);
     gs_err_clear(&c->err);
     return 0;

@@ -90,7 +90,7 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
         void *block = gs_pairs_block(&c->alloc, n);
         if (n > GS_HOLD_INLINE && !block)
             return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", n);
-        r = gs_holdtab_insert(&c->resv, job_id);
+        r = gs_holdtab_insert(&c->resv, job_id, nodes[0]);
         gs_hold_set_pairs(r, n, nodes, masks, block);
     }
     uint32_t holder = GS_HOLDER_RESV | gs_hold_slot(&c->resv, r);
@@ -127,7 +127,7 @@ GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t 
     if (r) {
         gs_merge_pairs(&c->alloc, r, n, gs_hold_nodes(h), gs_hold_masks(h), m, block);
     } else {
-        r = gs_holdtab_insert(&c->resv, resv_job_id);
+        r = gs_holdtab_insert(&c->resv, resv_job_id, gs_hold_nodes(h)[0]);
         gs_hold_set_pairs(r, n, gs_hold_nodes(h), gs_hold_masks(h), block);
     }
     /* Allocated to reserved: neither is usable for new work, so no
