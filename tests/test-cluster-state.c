@@ -576,9 +576,9 @@ Test(cluster, checker_finds_tampering)
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "job 1: 3 GPUs recorded, 2 in its pairs");
     c->jobs.rec[0].ngpus = 2;
 
-    c->resv.rec[0].mask0 = 0x3;
+    c->resv.rec[0].p.in.masks[0] = 0x3;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
-    c->resv.rec[0].mask0 = 0x1;
+    c->resv.rec[0].p.in.masks[0] = 0x1;
 
     c->node_health[9] = 7;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
@@ -871,5 +871,36 @@ Test(cluster, large_jobs_take_the_batched_update)
     cr_assert_eq(fd, 4, "racks 1 and 2 hold node 5's job and the down node 9");
     OK(c, gpusched_cluster_release_to_resv(c, 1, 7));
     OK(c, gpusched_cluster_check(c));
+    gpusched_cluster_free(c);
+}
+
+/* The update paths replace topology lookups by arithmetic only where the
+ * arrays agree with it: a uniform shape is regular at every level, uneven
+ * racks and node sizes are not. */
+Test(cluster, regular_shapes_are_found_exactly)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    cr_assert_eq(c->reg_node_gpus, 4);
+    cr_assert_eq(c->reg_leaf_nodes, 4);
+    cr_assert_eq(c->reg_dom_nodes[0], 12);
+    cr_assert_eq(c->reg_dom_nodes[1], 4);
+    cr_assert_eq(c->reg_fan[1], 3);
+    for (uint32_t n = 0; n < c->topo->nnodes; n++) {
+        cr_assert_eq(gs_cl_node_leaf(c, n), c->topo->node_leaf[n]);
+        cr_assert_eq(gs_cl_gpu_base(c, n), c->topo->node_gpu_base[n]);
+    }
+    for (uint32_t d = 0; d < c->topo->ndom[1]; d++)
+        cr_assert_eq(gs_cl_parent(c, 1, d), c->topo->dom_parent[1][d]);
+    gpusched_cluster_free(c);
+
+    c = ct_cluster(ct_mixed());
+    cr_assert_eq(c->reg_node_gpus, 0);
+    cr_assert_eq(c->reg_leaf_nodes, 0);
+    cr_assert_eq(c->reg_dom_nodes[1], 0);
+    cr_assert_eq(c->reg_fan[1], 0);
+    for (uint32_t n = 0; n < c->topo->nnodes; n++) {
+        cr_assert_eq(gs_cl_node_leaf(c, n), c->topo->node_leaf[n]);
+        cr_assert_eq(gs_cl_node_gpus(c, n), c->topo->node_gpus[n]);
+    }
     gpusched_cluster_free(c);
 }

@@ -105,20 +105,26 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
             }
 }
 
+/* Counts of the masks allocations meet most: empty and whole
+ * nodes need no population count. */
+static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
+{
+    return x == 0 ? 0 : x == all ? gpus : gs_mask_count(x);
+}
+
 /* The hot path of every allocation and release. The build has
  * -fno-strict-aliasing, so each counter store would make the compiler
  * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
-    const struct gpusched_topo *t = c->topo;
     const uint64_t avail = gs_cluster_node_avail(c, n);
-    const uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    const uint32_t gpus = gs_cl_node_gpus(c, n);
+    const uint64_t all = gs_node_all_mask(gpus);
+    const uint32_t ok = gs_count_node(old_avail, all, gpus), nk = gs_count_node(avail, all, gpus);
     if (ok == nk)
         return; /* same count, other bits: no aggregate moves */
     const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
-    const uint32_t gpus = t->node_gpus[n];
-    const uint64_t all = gs_node_all_mask(gpus);
     const int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     const uint32_t dfree = nk - ok; /* modular: adding it works for both signs */
     uint32_t *const root_hist = c->root_hist;
@@ -126,7 +132,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     c->root_free_gpus += (uint64_t)(int64_t)(int32_t)dfree;
     root_hist[ok]--;
     root_hist[nk]++;
-    uint32_t d = t->node_leaf[n];
+    uint32_t d = gs_cl_node_leaf(c, n);
     if (!dfull) {
         for (uint32_t l = nl; l-- > 0;) {
             const gs_agg g = c->agg[l];
@@ -134,7 +140,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
             g.hist[d * H + ok]--;
             g.hist[d * H + nk]++;
             if (l)
-                d = t->dom_parent[l][d];
+                d = gs_cl_parent(c, l, d);
         }
         return;
     }
@@ -143,11 +149,10 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
     c->full_gpus[nl] += (uint64_t)(int64_t)(dfull * (int32_t)gpus);
     for (uint32_t l = nl; l-- > 0;) {
         const gs_agg g = c->agg[l];
-        const uint32_t *start = t->dom_start[l];
         g.free_gpus[d] += dfree;
         g.hist[d * H + ok]--;
         g.hist[d * H + nk]++;
-        const uint32_t size = start[d + 1] - start[d];
+        const uint32_t size = gs_cl_dom_nodes(c, l, d);
         const uint32_t before = g.free_nodes[d], after = before + (uint32_t)dfull;
         g.free_nodes[d] = after;
         if (before == size || after == size) {
@@ -156,7 +161,7 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
             c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
         }
         if (l)
-            d = t->dom_parent[l][d];
+            d = gs_cl_parent(c, l, d);
     }
 }
 
@@ -174,10 +179,10 @@ typedef struct gs_leaf_delta {
 
 static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
 {
-    uint32_t ok = gs_mask_count(old_avail), nk = gs_mask_count(avail);
+    uint64_t all = gs_node_all_mask(gpus);
+    uint32_t ok = gs_count_node(old_avail, all, gpus), nk = gs_count_node(avail, all, gpus);
     if (ok == nk)
         return;
-    uint64_t all = gs_node_all_mask(gpus);
     int32_t dfull = (int32_t)(avail == all) - (int32_t)(old_avail == all);
     x->free_gpus += (int32_t)nk - (int32_t)ok;
     x->free_nodes += dfull;
@@ -201,7 +206,6 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 {
     if (x->lo > x->hi)
         return;
-    const struct gpusched_topo *t = c->topo;
     const size_t H = c->hist_width;
     const uint32_t nl = c->nlevels;
     c->root_free_gpus += (uint64_t)(int64_t)x->free_gpus;
@@ -213,7 +217,7 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
     uint32_t d = leaf;
     for (uint32_t l = nl; l-- > 0;) {
         const gs_agg g = c->agg[l];
-        const uint32_t size = t->dom_start[l][d + 1] - t->dom_start[l][d];
+        const uint32_t size = gs_cl_dom_nodes(c, l, d);
         const uint32_t before = g.free_nodes[d];
         gs_delta_row(&g.free_gpus[d], &g.free_nodes[d], &g.hist[d * H], x);
         const uint32_t after = g.free_nodes[d];
@@ -223,7 +227,7 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
             c->full_gpus[l] += (uint64_t)(sign * (int64_t)g.dom_gpus[d]);
         }
         if (l)
-            d = t->dom_parent[l][d];
+            d = gs_cl_parent(c, l, d);
     }
     for (uint32_t k = x->lo; k <= x->hi; k++)
         x->hist[k] = 0;
@@ -236,28 +240,37 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 /* A large allocation or release touches thousands of nodes that share
  * lowest domains (nodes are ascending and domains contiguous), so the
  * aggregates are updated once per lowest domain instead of once per node:
- * O(levels * hist_width) per domain touched plus O(1) per node. */
-void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                          int claim, uint32_t holder)
+ * O(levels * hist_width) per domain touched plus O(1) per node. Returns
+ * the GPUs of the masks. */
+uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
+                              const uint64_t *masks, int claim, uint32_t holder)
 {
     const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf_level = c->nlevels - 1;
     gs_leaf_delta x;
     memset(&x, 0, sizeof x);
     x.lo = UINT32_MAX;
-    uint32_t leaf = n ? t->node_leaf[nodes[0]] : 0;
+    uint32_t leaf = 0, leaf_end = 0, total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t node = nodes[i];
         const uint64_t mask = masks[i];
-        if (t->node_leaf[node] != leaf) {
-            gs_delta_apply(c, leaf, &x);
-            leaf = t->node_leaf[node];
+        /* Ascending nodes: the lowest domain changes only past its end. */
+        if (i == 0 || node >= leaf_end) {
+            if (i)
+                gs_delta_apply(c, leaf, &x);
+            leaf = gs_cl_node_leaf(c, node);
+            leaf_end = t->dom_start[leaf_level][leaf + 1];
         }
+        const uint32_t gpus = gs_cl_node_gpus(c, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
-        gs_holder_fill(&c->gpu_holder[t->node_gpu_base[node]], mask, holder);
-        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), t->node_gpus[node]);
+        gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gpus);
+        total += gs_count_node(mask, gs_node_all_mask(gpus), gpus);
     }
-    gs_delta_apply(c, leaf, &x);
+    if (n)
+        gs_delta_apply(c, leaf, &x);
+    return total;
 }
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)

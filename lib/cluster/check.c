@@ -14,7 +14,7 @@ static int gs_check_table(gpusched_cluster *c, const gs_holdtab *t, const char *
                       t->nfree, t->cap);
     uint32_t hashed = 0;
     for (uint32_t i = 0; i < t->hcap; i++)
-        hashed += t->hslots[i] != UINT32_MAX;
+        hashed += t->hash[i].slot != UINT32_MAX;
     if (hashed != t->count)
         return GS_BAD(c, "%s table: %u hash entries for %u records", what, hashed, t->count);
     for (uint32_t i = 0; i < t->count; i++) {
@@ -36,7 +36,7 @@ static int gs_check_pairs(gpusched_cluster *c, const gs_hold *h, uint32_t holder
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     uint32_t gpus = 0;
-    if (h->npairs == 0 || (h->npairs > 1) != (h->masks != NULL))
+    if (h->npairs == 0 || (h->npairs > GS_HOLD_INLINE && !h->p.out.masks))
         return GS_BAD(c, "%s %llu: %u pairs, storage does not match", what, (unsigned long long)h->id,
                       h->npairs);
     for (uint32_t i = 0; i < h->npairs; i++) {

@@ -37,8 +37,8 @@
  * per-GPU holder entries of other jobs never move), a dense `live` list of
  * slots for iteration, and an open-addressing hash (linear probing,
  * backward-shift deletion) from the 64-bit job id to the slot. Allocation
- * pairs are stored sorted by node: one pair inline in the record (no
- * allocation for the common single-node job), more in one block of the
+ * pairs are stored sorted by node: up to GS_HOLD_INLINE pairs inline in the
+ * record (no allocation for the common small job), more in one block of the
  * cluster's allocator.
  *
  * Reservations and placement: a reservation is looked up by job id with
@@ -71,24 +71,45 @@
 #define GS_HOLDER_RESV 0x80000000u
 #define GS_HOLD_MAX_SLOTS 0x7fffffffu
 
-/* A job or a reservation. */
+/* Pairs kept inline in the record: the common small jobs (one node, or the
+ * two nodes of two pods) need no block, and a release reads them from the
+ * line it reads the record from. */
+#define GS_HOLD_INLINE 2u
+
+/* A job or a reservation. The fields a lookup and a release read (id,
+ * pairs) come first, in the record's first 40 bytes. */
 typedef struct gs_hold {
     uint64_t id;
+    uint32_t npairs;
+    uint32_t ngpus;
+    /* npairs <= GS_HOLD_INLINE: the pairs are in `in`. More: one block holds
+     * masks[npairs] then nodes[npairs]. */
+    union {
+        struct {
+            uint64_t masks[GS_HOLD_INLINE];
+            uint32_t nodes[GS_HOLD_INLINE];
+        } in;
+        struct {
+            uint64_t *masks;
+            uint32_t *nodes;
+        } out;
+    } p;
     int64_t start_time;
     uint64_t cost_hint;
     int32_t priority;
     uint32_t tenant;
     uint32_t flags;
-    uint32_t npairs;
-    uint32_t ngpus;
     uint32_t lent;          /* reservations only: lent to placement (see above) */
-    /* npairs == 1: the pair is inline in node0/mask0 and `nodes`/`masks` are
-     * NULL. npairs > 1: one block holds masks[npairs] then nodes[npairs]. */
-    uint32_t node0;
-    uint64_t mask0;
-    uint32_t *nodes;
-    uint64_t *masks;
 } gs_hold;
+
+/* One hash entry: key and slot share a line, so a lookup misses once.
+ * The record's first node rides along, so that a release can start
+ * loading the node's lines together with the record's. */
+typedef struct gs_hent {
+    uint64_t key;
+    uint32_t slot;          /* UINT32_MAX: empty */
+    uint32_t node_hint;     /* first node of the record's pairs when inserted */
+} gs_hent;
 
 typedef struct gs_holdtab {
     gs_hold *rec;           /* cap slots */
@@ -100,8 +121,7 @@ typedef struct gs_holdtab {
     uint32_t nfree;         /* entries on free_slots */
     uint32_t cap;
     /* hash: hcap is a power of two (or 0), load kept <= 1/2 */
-    uint64_t *hkeys;
-    uint32_t *hslots;       /* UINT32_MAX: empty */
+    gs_hent *hash;
     uint32_t hcap;
 } gs_holdtab;
 
@@ -137,6 +157,14 @@ struct gpusched_cluster {
     gs_holdtab jobs;
     gs_holdtab resv;
     uint32_t nlent;                 /* reservations lent right now */
+
+    /* Regular shapes (every preset): the per-node and per-domain topology
+     * lookups of the update paths become arithmetic instead of a cache
+     * miss each on large clusters. 0: not regular, read the arrays. */
+    uint32_t reg_node_gpus;         /* every node has this many GPUs */
+    uint32_t reg_leaf_nodes;        /* every lowest domain has this many nodes */
+    uint32_t reg_dom_nodes[GS_MAX_LEVELS];  /* every domain of level l has this many nodes */
+    uint32_t reg_fan[GS_MAX_LEVELS];        /* l >= 1: parent of d is d / reg_fan[l] */
 };
 
 /* ---- node helpers ------------------------------------------------------ */
@@ -166,13 +194,42 @@ static inline uint64_t gs_node_all_mask(uint32_t gpus)
 static inline void gs_holder_fill(uint32_t *h, uint64_t mask, uint32_t holder)
 {
     if ((mask & (mask + 1)) == 0) {
-        uint32_t k = gs_mask_count(mask);
+        uint32_t k = mask ? 64 - (uint32_t)__builtin_clzll(mask) : 0;
         for (uint32_t g = 0; g < k; g++)
             h[g] = holder;
         return;
     }
     for (; mask; mask &= mask - 1)
         h[__builtin_ctzll(mask)] = holder;
+}
+
+/* Fills the reg_* fields of `c` from its topology. */
+void gs_cluster_find_regular(struct gpusched_cluster *c);
+
+static inline uint32_t gs_cl_node_gpus(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_node_gpus ? c->reg_node_gpus : c->topo->node_gpus[n];
+}
+
+static inline uint32_t gs_cl_gpu_base(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_node_gpus ? n * c->reg_node_gpus : c->topo->node_gpu_base[n];
+}
+
+static inline uint32_t gs_cl_node_leaf(const struct gpusched_cluster *c, uint32_t n)
+{
+    return c->reg_leaf_nodes ? n / c->reg_leaf_nodes : c->topo->node_leaf[n];
+}
+
+static inline uint32_t gs_cl_dom_nodes(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
+{
+    const uint32_t *start = c->topo->dom_start[l];
+    return c->reg_dom_nodes[l] ? c->reg_dom_nodes[l] : start[d + 1] - start[d];
+}
+
+static inline uint32_t gs_cl_parent(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
+{
+    return c->reg_fan[l] ? d / c->reg_fan[l] : c->topo->dom_parent[l][d];
 }
 
 /* GPUs of `n` usable for new work. */
@@ -209,19 +266,26 @@ void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t ol
 
 /* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
  * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
- * updated once per lowest domain touched. Never touches node_resv. */
-void gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                          int claim, uint32_t holder);
+ * updated once per lowest domain touched. Never touches node_resv.
+ * Returns the GPUs of the masks. */
+uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
+                              const uint64_t *masks, int claim, uint32_t holder);
 
 /* ---- jobs and reservations --------------------------------------------- */
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);
+/* Starts loading the hash line of `id`, for a lookup or insert soon after
+ * other work. */
+void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id);
 /* Makes room for `extra` more records (slots and hash) so that the inserts
  * that follow cannot fail. Moves the records: gs_hold pointers taken before
  * it are stale. GPUSCHED_ENOMEM or GPUSCHED_ELIMIT; the table stays valid. */
 int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra);
+/* The record of `id` and the node hint stored with it (a prefetch address
+ * only: reservations that grow keep their first hint). */
+gs_hold *gs_holdtab_find_hint(const gs_holdtab *t, uint64_t id, uint32_t *node_hint);
 /* A zeroed record with `id` set, appended to the live list. Needs room. */
-gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id);
+gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint);
 /* Frees the record's pair block and its slot; the live list order changes
  * (the last live record takes its place). */
 void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h);
@@ -245,12 +309,18 @@ static inline gs_hold *gs_cluster_resv_find(const struct gpusched_cluster *c, ui
 
 static inline const uint32_t *gs_hold_nodes(const gs_hold *h)
 {
-    return h->npairs == 1 ? &h->node0 : h->nodes;
+    return h->npairs <= GS_HOLD_INLINE ? h->p.in.nodes : h->p.out.nodes;
 }
 
 static inline const uint64_t *gs_hold_masks(const gs_hold *h)
 {
-    return h->npairs == 1 ? &h->mask0 : h->masks;
+    return h->npairs <= GS_HOLD_INLINE ? h->p.in.masks : h->p.out.masks;
+}
+
+/* The pair block of `h`, NULL when its pairs are inline. */
+static inline void *gs_hold_block(const gs_hold *h)
+{
+    return h->npairs > GS_HOLD_INLINE ? h->p.out.masks : NULL;
 }
 
 /* Job in the holder entry of a GPU: NULL unless the GPU is allocated. */
@@ -285,9 +355,11 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
                            const gs_hold *own);
 /* Copies in and checks a caller's job descriptor. */
 int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src);
-/* A block for n > 1 pairs (NULL for n <= 1, or on failure). */
+/* A block for n > GS_HOLD_INLINE pairs (NULL for fewer, or on failure). */
 void *gs_pairs_block(const gs_alloc *a, uint32_t n);
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
+/* The same without counting the GPUs (the caller sets ngpus). */
+void gs_hold_store_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
 /* Sets the GPUs of `mask` on `node` to: free where `to_free` has a bit,
  * reserved where `to_resv` has one, else allocated; holder entries to
  * `holder`; updates the aggregates. O(levels + popcount(mask)). */

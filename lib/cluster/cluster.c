@@ -3,6 +3,39 @@
 
 #include "cluster-internal.h"
 
+/* Each field is set only when the arrays agree with the arithmetic
+ * everywhere, so the shortcuts give exactly what the arrays hold. */
+void gs_cluster_find_regular(struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    uint32_t g = t->nnodes ? t->node_gpus[0] : 0;
+    for (uint32_t n = 0; g && n < t->nnodes; n++)
+        if (t->node_gpus[n] != g || t->node_gpu_base[n] != n * g)
+            g = 0;
+    c->reg_node_gpus = g;
+    for (uint32_t l = 0; l < t->nlevels; l++) {
+        uint32_t nd = t->ndom[l];
+        uint32_t size = nd && t->nnodes % nd == 0 ? t->nnodes / nd : 0;
+        for (uint32_t d = 0; size && d <= nd; d++)
+            if (t->dom_start[l][d] != d * size)
+                size = 0;
+        c->reg_dom_nodes[l] = size;
+        uint32_t fan = 0;
+        if (l > 0 && t->ndom[l - 1] && nd % t->ndom[l - 1] == 0) {
+            fan = nd / t->ndom[l - 1];
+            for (uint32_t d = 0; fan && d < nd; d++)
+                if (t->dom_parent[l][d] != d / fan)
+                    fan = 0;
+        }
+        c->reg_fan[l] = fan;
+    }
+    uint32_t leaf = t->nlevels ? c->reg_dom_nodes[t->nlevels - 1] : 0;
+    for (uint32_t n = 0; leaf && n < t->nnodes; n++)
+        if (t->node_leaf[n] != n / leaf)
+            leaf = 0;
+    c->reg_leaf_nodes = leaf;
+}
+
 int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster **out)
 {
     gpusched_cluster *c = gs_calloc(a, 1, sizeof *c);
@@ -12,6 +45,7 @@ int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster *
     c->topo = topo;
     c->nlevels = topo->nlevels;
     c->hist_width = topo->max_node_gpus + 1;
+    gs_cluster_find_regular(c);
     c->node_free = gs_malloc(a, (size_t)topo->nnodes * sizeof *c->node_free);
     c->node_resv = gs_calloc(a, topo->nnodes, sizeof *c->node_resv);
     c->node_health = gs_calloc(a, topo->nnodes, sizeof *c->node_health);

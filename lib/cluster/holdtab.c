@@ -19,27 +19,40 @@ static inline uint32_t gs_hash_id(uint64_t id, uint32_t mask)
     return (uint32_t)id & mask;
 }
 
-gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
+gs_hold *gs_holdtab_find_hint(const gs_holdtab *t, uint64_t id, uint32_t *node_hint)
 {
     if (!t->count)
         return NULL;
     uint32_t mask = t->hcap - 1;
     for (uint32_t i = gs_hash_id(id, mask);; i = (i + 1) & mask) {
-        uint32_t s = t->hslots[i];
-        if (s == GS_HASH_EMPTY)
+        const gs_hent *e = &t->hash[i];
+        if (e->slot == GS_HASH_EMPTY)
             return NULL;
-        if (t->hkeys[i] == id)
-            return &t->rec[s];
+        if (e->key == id) {
+            *node_hint = e->node_hint;
+            return &t->rec[e->slot];
+        }
     }
 }
 
-static void gs_hash_put(uint64_t *keys, uint32_t *slots, uint32_t mask, uint64_t id, uint32_t slot)
+gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id)
 {
-    uint32_t i = gs_hash_id(id, mask);
-    while (slots[i] != GS_HASH_EMPTY)
+    uint32_t hint;
+    return gs_holdtab_find_hint(t, id, &hint);
+}
+
+void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id)
+{
+    if (t->hcap)
+        __builtin_prefetch(&t->hash[gs_hash_id(id, t->hcap - 1)]);
+}
+
+static void gs_hash_put(gs_hent *hash, uint32_t mask, gs_hent e)
+{
+    uint32_t i = gs_hash_id(e.key, mask);
+    while (hash[i].slot != GS_HASH_EMPTY)
         i = (i + 1) & mask;
-    keys[i] = id;
-    slots[i] = slot;
+    hash[i] = e;
 }
 
 static int gs_hash_grow(gs_holdtab *t, const gs_alloc *a, uint32_t need)
@@ -51,22 +64,17 @@ static int gs_hash_grow(gs_holdtab *t, const gs_alloc *a, uint32_t need)
         cap *= 2;
     if (cap > ((uint64_t)1 << 32))
         return GPUSCHED_ELIMIT;
-    uint64_t *keys = gs_calloc(a, (size_t)cap, sizeof *keys);
-    uint32_t *slots = gs_malloc(a, (size_t)cap * sizeof *slots);
-    if (!keys || !slots) {
-        gs_free(a, keys);
-        gs_free(a, slots);
+    gs_hent *hash = gs_malloc(a, (size_t)cap * sizeof *hash);
+    if (!hash)
         return GPUSCHED_ENOMEM;
-    }
-    memset(slots, 0xff, (size_t)cap * sizeof *slots);
+    for (uint64_t i = 0; i < cap; i++)
+        hash[i] = (gs_hent){0, GS_HASH_EMPTY, 0};
     uint32_t mask = (uint32_t)(cap - 1);
     for (uint32_t i = 0; i < t->hcap; i++)
-        if (t->hslots[i] != GS_HASH_EMPTY)
-            gs_hash_put(keys, slots, mask, t->hkeys[i], t->hslots[i]);
-    gs_free(a, t->hkeys);
-    gs_free(a, t->hslots);
-    t->hkeys = keys;
-    t->hslots = slots;
+        if (t->hash[i].slot != GS_HASH_EMPTY)
+            gs_hash_put(hash, mask, t->hash[i]);
+    gs_free(a, t->hash);
+    t->hash = hash;
     t->hcap = (uint32_t)cap;
     return 0;
 }
@@ -115,7 +123,7 @@ int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra)
     return gs_hash_grow(t, a, t->count + extra);
 }
 
-gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id)
+gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint)
 {
     uint32_t slot = t->nfree ? t->free_slots[--t->nfree] : t->used++;
     gs_hold *h = &t->rec[slot];
@@ -123,7 +131,7 @@ gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id)
     h->id = id;
     t->pos[slot] = t->count;
     t->live[t->count++] = slot;
-    gs_hash_put(t->hkeys, t->hslots, t->hcap - 1, id, slot);
+    gs_hash_put(t->hash, t->hcap - 1, (gs_hent){id, slot, node_hint});
     return h;
 }
 
@@ -131,29 +139,26 @@ static void gs_hash_remove(gs_holdtab *t, uint64_t id)
 {
     uint32_t mask = t->hcap - 1;
     uint32_t i = gs_hash_id(id, mask);
-    while (t->hkeys[i] != id || t->hslots[i] == GS_HASH_EMPTY)
+    gs_hent *hash = t->hash;
+    while (hash[i].key != id || hash[i].slot == GS_HASH_EMPTY)
         i = (i + 1) & mask;
     /* Backward-shift deletion keeps probe chains unbroken without tombstones. */
-    for (uint32_t j = (i + 1) & mask; t->hslots[j] != GS_HASH_EMPTY; j = (j + 1) & mask) {
-        uint32_t home = gs_hash_id(t->hkeys[j], mask);
+    for (uint32_t j = (i + 1) & mask; hash[j].slot != GS_HASH_EMPTY; j = (j + 1) & mask) {
+        uint32_t home = gs_hash_id(hash[j].key, mask);
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            t->hkeys[i] = t->hkeys[j];
-            t->hslots[i] = t->hslots[j];
+            hash[i] = hash[j];
             i = j;
         }
     }
-    t->hslots[i] = GS_HASH_EMPTY;
+    hash[i].slot = GS_HASH_EMPTY;
 }
 
 void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h)
 {
     uint32_t slot = (uint32_t)(h - t->rec);
     gs_hash_remove(t, h->id);
-    if (h->masks) {
-        gs_free(a, h->masks);
-        h->masks = NULL;
-        h->nodes = NULL;
-    }
+    gs_free(a, gs_hold_block(h));
+    h->npairs = 0;
     uint32_t p = t->pos[slot];
     uint32_t last = t->live[--t->count];
     t->live[p] = last;
@@ -164,23 +169,22 @@ void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h)
 void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a)
 {
     for (uint32_t i = 0; i < t->count; i++)
-        gs_free(a, t->rec[t->live[i]].masks);
+        gs_free(a, gs_hold_block(&t->rec[t->live[i]]));
     gs_free(a, t->rec);
     gs_free(a, t->live);
     gs_free(a, t->pos);
     gs_free(a, t->free_slots);
-    gs_free(a, t->hkeys);
-    gs_free(a, t->hslots);
+    gs_free(a, t->hash);
     memset(t, 0, sizeof *t);
 }
 
 size_t gs_holdtab_bytes(const gs_holdtab *t)
 {
     size_t b = (size_t)t->cap * (sizeof(gs_hold) + 3 * sizeof(uint32_t)) +
-               (size_t)t->hcap * (sizeof(uint64_t) + sizeof(uint32_t));
+               (size_t)t->hcap * sizeof(gs_hent);
     for (uint32_t i = 0; i < t->count; i++) {
         const gs_hold *h = &t->rec[t->live[i]];
-        if (h->npairs > 1)
+        if (h->npairs > GS_HOLD_INLINE)
             b += (size_t)h->npairs * (sizeof(uint64_t) + sizeof(uint32_t));
     }
     return b;

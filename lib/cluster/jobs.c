@@ -44,10 +44,10 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
                             nodes[i - 1]);
         if (mask == 0)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has an empty GPU mask", i, node);
-        uint64_t all = gs_node_all_mask(t->node_gpus[node]);
+        uint64_t all = gs_node_all_mask(gs_cl_node_gpus(c, node));
         if (mask & ~all)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u",
-                            i, node, t->node_gpus[node], (unsigned long long)mask, gs_ctz64(mask & ~all));
+                            i, node, gs_cl_node_gpus(c, node), (unsigned long long)mask, gs_ctz64(mask & ~all));
         if (c->node_health[node] != GPUSCHED_NODE_UP)
             return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
                             c->node_health[node]);
@@ -78,38 +78,42 @@ int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t 
     return gs_cluster_check_pairs(c, n, nodes, masks, gs_cluster_resv_find(c, id));
 }
 
-/* Gives `h` its pairs: inline for one, else the block `block` (masks then
- * nodes) allocated by the caller. */
+/* Gives `h` its pairs: inline up to GS_HOLD_INLINE, else the block `block`
+ * (masks then nodes) allocated by the caller. */
 void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
 {
-    h->npairs = n;
+    gs_hold_store_pairs(h, n, nodes, masks, block);
     uint32_t gpus = 0;
     for (uint32_t i = 0; i < n; i++)
         gpus += gs_mask_count(masks[i]);
     h->ngpus = gpus;
-    if (n == 1) {
-        h->node0 = nodes[0];
-        h->mask0 = masks[0];
-        h->nodes = NULL;
-        h->masks = NULL;
-        return;
+}
+
+void gs_hold_store_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block)
+{
+    h->npairs = n;
+    uint64_t *m = h->p.in.masks;
+    uint32_t *nd = h->p.in.nodes;
+    if (n > GS_HOLD_INLINE) {
+        m = block;
+        nd = (uint32_t *)(m + n);
+        h->p.out.masks = m;
+        h->p.out.nodes = nd;
     }
-    h->masks = block;
-    h->nodes = (uint32_t *)(h->masks + n);
-    memcpy(h->masks, masks, (size_t)n * sizeof *masks);
-    memcpy(h->nodes, nodes, (size_t)n * sizeof *nodes);
+    memcpy(m, masks, (size_t)n * sizeof *masks);
+    memcpy(nd, nodes, (size_t)n * sizeof *nodes);
 }
 
 void *gs_pairs_block(const gs_alloc *a, uint32_t n)
 {
-    if (n <= 1)
+    if (n <= GS_HOLD_INLINE)
         return NULL;
     return gs_malloc(a, (size_t)n * (sizeof(uint64_t) + sizeof(uint32_t)));
 }
 
 static void gs_set_holder(gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t holder)
 {
-    gs_holder_fill(&c->gpu_holder[c->topo->node_gpu_base[node]], mask, holder);
+    gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
 }
 
 /* Moves the GPUs of `mask` on `node` between the free, reserved and
@@ -146,6 +150,8 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
  * loops touch nodes all over the cluster, and these lines sit in arrays of
  * megabytes, so overlapping the misses is most of the cost of a small
  * allocation. */
+static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node);
+
 static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
 {
     const struct gpusched_topo *t = c->topo;
@@ -153,24 +159,30 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
         return;
     __builtin_prefetch(&c->node_free[node], 1);
     __builtin_prefetch(&c->node_health[node]);
-    __builtin_prefetch(&t->node_gpus[node]);
-    __builtin_prefetch(&t->node_leaf[node]);
-    __builtin_prefetch(&t->node_gpu_base[node]);
+    if (!c->reg_node_gpus) {
+        __builtin_prefetch(&t->node_gpus[node]);
+        __builtin_prefetch(&t->node_gpu_base[node]);
+    }
+    if (!c->reg_leaf_nodes)
+        __builtin_prefetch(&t->node_leaf[node]);
+    else if (c->reg_node_gpus)
+        gs_prefetch_node_deps(c, node); /* addresses known without a load */
 }
 
 /* The second round of lines an update of `node` touches, whose addresses
- * depend on the first (the node's GPU base and lowest domain): started
- * before the table work so that both overlap. */
+ * depend on the first (the node's GPU base and lowest domain) unless the
+ * shape is regular: started before the table work so that both overlap. */
 static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node)
 {
     const struct gpusched_topo *t = c->topo;
-    const uint32_t leaf = t->node_leaf[node], l = c->nlevels - 1;
-    __builtin_prefetch(&c->gpu_holder[t->node_gpu_base[node]], 1);
+    const uint32_t leaf = gs_cl_node_leaf(c, node), l = c->nlevels - 1;
+    __builtin_prefetch(&c->gpu_holder[gs_cl_gpu_base(c, node)], 1);
     __builtin_prefetch(&c->agg[l].free_gpus[leaf], 1);
     __builtin_prefetch(&c->agg[l].free_nodes[leaf], 1);
     __builtin_prefetch(&c->agg[l].hist[(size_t)leaf * c->hist_width], 1);
-    __builtin_prefetch(&t->dom_start[l][leaf]);
-    if (l)
+    if (!c->reg_dom_nodes[l])
+        __builtin_prefetch(&t->dom_start[l][leaf]);
+    if (l && !c->reg_fan[l])
         __builtin_prefetch(&t->dom_parent[l][leaf]);
 }
 
@@ -184,25 +196,28 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
         return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
                                      : gs_error(&c->err, rc, "too many jobs");
     void *block = gs_pairs_block(&c->alloc, n);
-    if (n > 1 && !block)
+    if (n > GS_HOLD_INLINE && !block)
         return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u allocation pairs", n);
 
     gs_hold *r = gs_cluster_resv_find(c, job->id);
     if (r)
         gs_cluster_resv_drop(c, r);
-    gs_hold *h = gs_holdtab_insert(&c->jobs, job->id);
+    gs_hold *h = gs_holdtab_insert(&c->jobs, job->id, nodes[0]);
     h->start_time = job->start_time;
     h->cost_hint = job->cost_hint;
     h->priority = job->priority;
     h->tenant = job->tenant;
     h->flags = job->flags;
-    gs_hold_set_pairs(h, n, nodes, masks, block);
     uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
-    if (n <= GS_BATCH_MIN_PAIRS)
+    if (n <= GS_BATCH_MIN_PAIRS) {
+        gs_hold_set_pairs(h, n, nodes, masks, block);
         for (uint32_t i = 0; i < n; i++)
             gs_node_claim(c, nodes[i], masks[i], holder);
-    else
-        gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
+    } else {
+        /* The update pass counts the GPUs as it goes. */
+        gs_hold_store_pairs(h, n, nodes, masks, block);
+        h->ngpus = gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
+    }
     return 0;
 }
 
@@ -239,10 +254,19 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
-    if (h->npairs <= GS_BATCH_MIN_PAIRS)
+    if (h->npairs <= GS_BATCH_MIN_PAIRS) {
+        /* The nodes' lines all at once, then the ones that depend on them,
+         * so that the misses of the pairs overlap instead of queueing; the
+         * table's position entry is needed last. */
+        __builtin_prefetch(&c->jobs.pos[gs_hold_slot(&c->jobs, h)], 1);
+        __builtin_prefetch(&c->jobs.pos[c->jobs.live[c->jobs.count - 1]], 1);
+        for (uint32_t i = 0; i < h->npairs; i++)
+            gs_prefetch_node(c, nodes[i]);
+        for (uint32_t i = 0; !(c->reg_leaf_nodes && c->reg_node_gpus) && i < h->npairs; i++)
+            gs_prefetch_node_deps(c, nodes[i]);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_node_unclaim(c, nodes[i], masks[i]);
-    else
+    } else
         gs_cluster_nodes_set(c, h->npairs, nodes, masks, 0, 0);
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
@@ -259,9 +283,12 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id)
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    gs_hold *h = gs_job_arg(c, job_id);
+    uint32_t hint = 0;
+    gs_hold *h = gs_holdtab_find_hint(&c->jobs, job_id, &hint);
     if (!h)
-        return GPUSCHED_ENOENT;
+        return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)job_id);
+    /* The first node's lines load together with the record's. */
+    gs_prefetch_node(c, hint);
     gs_cluster_job_drop(c, h);
     gs_err_clear(&c->err);
     return 0;

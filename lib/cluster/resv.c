@@ -20,16 +20,19 @@ static uint32_t gs_merged_count(const gs_hold *r, uint32_t n, const uint32_t *no
 }
 
 /* Replaces r's pairs with the union of its pairs and (nodes, masks), in
- * `block` (sized for `m` pairs, NULL if m == 1). */
+ * `block` (sized for `m` pairs, NULL if they fit inline). */
 static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint32_t *nodes,
                            const uint64_t *masks, uint32_t m, void *block)
 {
     const uint32_t *rn = gs_hold_nodes(r);
     const uint64_t *rm = gs_hold_masks(r);
-    uint64_t one_mask;
-    uint32_t one_node;
-    uint64_t *om = m == 1 ? &one_mask : block;
-    uint32_t *on = m == 1 ? &one_node : (uint32_t *)(om + m);
+    /* Inline results are merged into locals first: r's own inline pairs
+     * are being read. */
+    uint64_t in_masks[GS_HOLD_INLINE];
+    uint32_t in_nodes[GS_HOLD_INLINE];
+    const int inl = m <= GS_HOLD_INLINE;
+    uint64_t *om = inl ? in_masks : block;
+    uint32_t *on = inl ? in_nodes : (uint32_t *)(om + m);
     uint32_t i = 0, j = 0, k = 0;
     while (i < r->npairs || j < n) {
         if (j == n || (i < r->npairs && rn[i] < nodes[j])) {
@@ -44,18 +47,16 @@ static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint
         }
         k++;
     }
-    uint64_t *old = r->masks;
+    void *old = gs_hold_block(r);
     uint32_t gpus = r->ngpus;
     for (uint32_t x = 0; x < n; x++)
         gpus += gs_mask_count(masks[x]);
-    if (m == 1) {
-        r->node0 = one_node;
-        r->mask0 = one_mask;
-        r->nodes = NULL;
-        r->masks = NULL;
+    if (inl) {
+        memcpy(r->p.in.masks, in_masks, (size_t)m * sizeof *in_masks);
+        memcpy(r->p.in.nodes, in_nodes, (size_t)m * sizeof *in_nodes);
     } else {
-        r->masks = om;
-        r->nodes = on;
+        r->p.out.masks = om;
+        r->p.out.nodes = on;
     }
     r->npairs = m;
     r->ngpus = gpus;
@@ -77,7 +78,7 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
     if (r) {
         uint32_t m = gs_merged_count(r, n, nodes);
         void *block = gs_pairs_block(&c->alloc, m);
-        if (m > 1 && !block)
+        if (m > GS_HOLD_INLINE && !block)
             return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", m);
         gs_merge_pairs(&c->alloc, r, n, nodes, masks, m, block);
     } else {
@@ -87,9 +88,9 @@ GPUSCHED_API int gpusched_cluster_reserve(gpusched_cluster *c, uint64_t job_id, 
                             rc == GPUSCHED_ENOMEM ? "out of memory growing the reservation table"
                                                   : "too many reservations");
         void *block = gs_pairs_block(&c->alloc, n);
-        if (n > 1 && !block)
+        if (n > GS_HOLD_INLINE && !block)
             return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", n);
-        r = gs_holdtab_insert(&c->resv, job_id);
+        r = gs_holdtab_insert(&c->resv, job_id, nodes[0]);
         gs_hold_set_pairs(r, n, nodes, masks, block);
     }
     uint32_t holder = GS_HOLDER_RESV | gs_hold_slot(&c->resv, r);
@@ -120,13 +121,13 @@ GPUSCHED_API int gpusched_cluster_release_to_resv(gpusched_cluster *c, uint64_t 
     }
     uint32_t m = r ? gs_merged_count(r, n, gs_hold_nodes(h)) : n;
     void *block = gs_pairs_block(&c->alloc, m);
-    if (m > 1 && !block)
+    if (m > GS_HOLD_INLINE && !block)
         return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u reservation pairs", m);
     /* Everything is allocated: from here on nothing can fail. */
     if (r) {
         gs_merge_pairs(&c->alloc, r, n, gs_hold_nodes(h), gs_hold_masks(h), m, block);
     } else {
-        r = gs_holdtab_insert(&c->resv, resv_job_id);
+        r = gs_holdtab_insert(&c->resv, resv_job_id, gs_hold_nodes(h)[0]);
         gs_hold_set_pairs(r, n, gs_hold_nodes(h), gs_hold_masks(h), block);
     }
     /* Allocated to reserved: neither is usable for new work, so no

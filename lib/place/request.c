@@ -187,6 +187,10 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if (rc)
         return rc;
     const gpusched_place_request *q = &r->in;
+    /* The running-job check at the end misses on a large job table; its
+     * line loads while the request is checked. */
+    if (q->flags & GPUSCHED_PLACE_COMMIT)
+        gs_holdtab_prefetch(&p->c->jobs, q->job_id);
     if (q->flags & ~GPUSCHED_PLACE_COMMIT)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_COMMIT);
     if (q->job_flags & ~GPUSCHED_JOB_PREEMPTIBLE)
