@@ -75,7 +75,7 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
     gs_agg *g = &dst->agg[leaf];
     for (uint32_t n = 0; n < t->nnodes; n++) {
         uint64_t avail = gs_cluster_node_avail(src, n);
-        uint32_t k = gs_mask_count(avail);
+        uint32_t k = gs_popcount64(avail);
         uint32_t full = avail == gs_node_all_mask(t->node_gpus[n]);
         uint32_t d = t->node_leaf[n];
         g->free_gpus[d] += k;
@@ -109,7 +109,7 @@ void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster
  * nodes need no population count. */
 static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
 {
-    return x == 0 ? 0 : x == all ? gpus : gs_mask_count(x);
+    return x == 0 ? 0 : x == all ? gpus : gs_popcount64(x);
 }
 
 /* The hot path of every allocation and release. The build has

@@ -53,7 +53,7 @@ static int gs_check_pairs(gpusched_cluster *c, const gs_hold *h, uint32_t holder
                               n, g);
             e[g] = holder;
         }
-        gpus += gs_mask_count(masks[i]);
+        gpus += gs_popcount64(masks[i]);
     }
     if (gpus != h->ngpus)
         return GS_BAD(c, "%s %llu: %u GPUs recorded, %u in its pairs", what, (unsigned long long)h->id,

@@ -169,20 +169,6 @@ struct gpusched_cluster {
 
 /* ---- node helpers ------------------------------------------------------ */
 
-/* Population count of a GPU mask. Without -mpopcnt, __builtin_popcountll
- * is a libgcc call that costs more than the rest of an aggregate update;
- * the SWAR form is a dozen inlined instructions. */
-static inline uint32_t gs_mask_count(uint64_t x)
-{
-#if defined(__POPCNT__)
-    return (uint32_t)__builtin_popcountll(x);
-#else
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
-#endif
-}
 
 static inline uint64_t gs_node_all_mask(uint32_t gpus)
 {

@@ -85,7 +85,7 @@ void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint
     gs_hold_store_pairs(h, n, nodes, masks, block);
     uint32_t gpus = 0;
     for (uint32_t i = 0; i < n; i++)
-        gpus += gs_mask_count(masks[i]);
+        gpus += gs_popcount64(masks[i]);
     h->ngpus = gpus;
 }
 

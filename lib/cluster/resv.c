@@ -50,7 +50,7 @@ static void gs_merge_pairs(const gs_alloc *a, gs_hold *r, uint32_t n, const uint
     void *old = gs_hold_block(r);
     uint32_t gpus = r->ngpus;
     for (uint32_t x = 0; x < n; x++)
-        gpus += gs_mask_count(masks[x]);
+        gpus += gs_popcount64(masks[x]);
     if (inl) {
         memcpy(r->p.in.masks, in_masks, (size_t)m * sizeof *in_masks);
         memcpy(r->p.in.nodes, in_nodes, (size_t)m * sizeof *in_nodes);
