@@ -202,9 +202,12 @@ static void show_fairq(void)
             gpusched_fairq_decision d = GPUSCHED_FAIRQ_DECISION_INIT;
             if (gpusched_fairq_poll(q, now, GPUSCHED_FAIRQ_ALL_TYPES, &id, &d))
                 break;
-            printf("  t=%4.1f task %2llu tenant %u score %.3f (backlog %.2f wait %.2f fair %.2f)\n",
-                   now, (unsigned long long)id, d.tenant, d.score, d.term_backlog, d.term_wait,
-                   d.term_vtime);
+            /* The fair-share term only counts under the stateful policy. */
+            printf("  t=%4.1f task %2llu tenant %u score %.3f (backlog %.2f wait %.2f",
+                   now, (unsigned long long)id, d.tenant, d.score, d.term_backlog, d.term_wait);
+            if (policies[p] == GPUSCHED_FAIRQ_POLICY_STATEFUL)
+                printf(" fair %.2f", d.term_vtime);
+            printf(")\n");
             gpusched_fairq_complete(q, id, cost[d.tenant]);
             now += cost[d.tenant];
         }
