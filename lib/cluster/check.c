@@ -64,9 +64,11 @@ static int gs_check_pairs(gpusched_cluster *c, const gs_hold *h, uint32_t holder
 static int gs_check_nodes(gpusched_cluster *c, const uint32_t *expect)
 {
     const struct gpusched_topo *t = c->topo;
+    uint32_t not_up = 0;
     for (uint32_t n = 0; n < t->nnodes; n++) {
         if (c->node_health[n] >= GPUSCHED_NODE_HEALTH_COUNT)
             return GS_BAD(c, "node %u: health %u is not a health", n, c->node_health[n]);
+        not_up += c->node_health[n] != GPUSCHED_NODE_UP;
         uint64_t free = 0, resv = 0;
         const uint32_t *e = &expect[t->node_gpu_base[n]];
         const uint32_t *h = &c->gpu_holder[t->node_gpu_base[n]];
@@ -85,6 +87,8 @@ static int gs_check_nodes(gpusched_cluster *c, const uint32_t *expect)
                           (unsigned long long)c->node_free[n], (unsigned long long)c->node_resv[n],
                           (unsigned long long)free, (unsigned long long)resv);
     }
+    if (c->nodes_not_up != not_up)
+        return GS_BAD(c, "%u nodes counted as not up, %u are", c->nodes_not_up, not_up);
     return 0;
 }
 

@@ -61,6 +61,7 @@ GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t 
     if ((rc = gs_node_jobs_out(c, node, hit, cap, nhit)))
         return rc;
     uint64_t old = gs_cluster_node_avail(c, node);
+    c->nodes_not_up += (health != GPUSCHED_NODE_UP) - (c->node_health[node] != GPUSCHED_NODE_UP);
     c->node_health[node] = (uint8_t)health;
     gs_cluster_node_changed(c, node, old);
     gs_err_clear(&c->err);

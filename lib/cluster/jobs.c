@@ -48,7 +48,7 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
         if (mask & ~all)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u",
                             i, node, gs_cl_node_gpus(c, node), (unsigned long long)mask, gs_ctz64(mask & ~all));
-        if (c->node_health[node] != GPUSCHED_NODE_UP)
+        if (c->nodes_not_up && c->node_health[node] != GPUSCHED_NODE_UP)
             return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
                             c->node_health[node]);
         uint64_t usable = c->node_free[node];
@@ -158,7 +158,8 @@ static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
     if (node >= t->nnodes)
         return;
     __builtin_prefetch(&c->node_free[node], 1);
-    __builtin_prefetch(&c->node_health[node]);
+    if (c->nodes_not_up)
+        __builtin_prefetch(&c->node_health[node]);
     if (!c->reg_node_gpus) {
         __builtin_prefetch(&t->node_gpus[node]);
         __builtin_prefetch(&t->node_gpu_base[node]);

@@ -265,6 +265,7 @@ static int gs_restore_state(gs_restore *s, gs_rd *r)
         if (health[n] != GPUSCHED_NODE_UP) {
             uint64_t old = gs_cluster_node_avail(c, n);
             c->node_health[n] = health[n];
+            c->nodes_not_up++;
             gs_cluster_node_changed(c, n, old);
         }
     if (r->p != r->end)

@@ -92,7 +92,7 @@ static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y
     for (uint32_t v = 0; v <= vmax; v++)
         avail_of[v] = full[v] = 0;
     for (uint32_t k = r->u0; k < c->hist_width; k++) {
-        uint32_t v = r->whole_w ? (k == r->whole_w) : k / r->u0;
+        uint32_t v = r->whole_w ? (k == r->whole_w) : gs_pl_div_u0(r, k);
         avail_of[v] += h[k];
     }
     uint64_t rem = (uint64_t)y * r->ratio[LV(l)];

@@ -21,7 +21,7 @@ uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d)
     const uint32_t *h = agg_hist(c, l, d);
     uint64_t units = 0;
     for (uint32_t k = r->u0; k < c->hist_width; k++)
-        units += (uint64_t)h[k] * (k / r->u0);
+        units += (uint64_t)h[k] * gs_pl_div_u0(r, k);
     return units;
 }
 
@@ -44,7 +44,7 @@ uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d)
     const uint32_t *h = agg_hist(c, l, d);
     for (uint32_t k = c->hist_width; k-- > 1;)
         if (h[k])
-            return k / r->u0;
+            return gs_pl_div_u0(r, k);
     return 0;
 }
 

@@ -58,7 +58,7 @@ static uint64_t eligible_free_gpus(const gpusched_placer *p)
     const gs_pl_req *r = p->req;
     gs_pl_req any = *r;
     any.whole_w = 0;
-    any.u0 = 1;
+    gs_pl_set_u0(&any, 1);
     gpusched_placer *q = (gpusched_placer *)p;
     q->req = &any;
     uint64_t sum = 0;

@@ -35,6 +35,7 @@ typedef struct gs_pl_req {
     uint32_t gpus;              /* G */
     uint32_t split;
     uint32_t u0;                /* GPUs per node-level unit: 1, pod, node size */
+    uint32_t u0_recip;          /* 2^16 / u0 + 1: see gs_pl_div_u0 (gs_pl_set_u0 keeps it) */
     uint32_t whole_w;           /* whole nodes: node GPU count, else 0 */
     uint32_t ncons;             /* constraints, shallowest first, sizes decreasing */
     gs_pl_cons cons[GPUSCHED_PLACE_MAX_SLICES + 1];
@@ -143,12 +144,26 @@ static inline bool gs_pl_node_eligible(const gpusched_placer *p, uint32_t n)
     return !(q->avoid_count && p->avoid_gen[n] == p->gen);
 }
 
+static inline void gs_pl_set_u0(gs_pl_req *r, uint32_t u0)
+{
+    r->u0 = u0;
+    r->u0_recip = 65536 / u0 + 1;
+}
+
+/* gpus / u0 for gpus <= 64 (a popcount, a histogram index) by a multiply:
+ * exact while gpus * u0 < 2^16. A divide per node scanned was most of a
+ * rack scan's instructions. */
+static inline uint32_t gs_pl_div_u0(const gs_pl_req *r, uint32_t gpus)
+{
+    return (gpus * r->u0_recip) >> 16;
+}
+
 static inline uint32_t gs_pl_units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n,
                                            uint64_t avail)
 {
     if (r->whole_w)
         return t->node_gpus[n] == r->whole_w && avail == gs_node_all_mask(r->whole_w);
-    return gs_popcount64(avail) / r->u0;
+    return gs_pl_div_u0(r, gs_popcount64(avail));
 }
 
 static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)

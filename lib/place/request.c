@@ -23,19 +23,19 @@ static int load_split(gpusched_placer *p, gs_pl_req *r)
         if (q->pod_gpus)
             return gs_error(&p->err, GPUSCHED_EINVAL,
                             "place request: pod_gpus is %u but split is any (set it to 0)", q->pod_gpus);
-        r->u0 = 1;
+        gs_pl_set_u0(r, 1);
         return 0;
     case GPUSCHED_SPLIT_PODS:
         if (!q->pod_gpus || q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
             return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus is %u, 1 to %u expected",
                             q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
-        r->u0 = q->pod_gpus;
+        gs_pl_set_u0(r, q->pod_gpus);
         break;
     case GPUSCHED_SPLIT_WHOLE_NODES:
         if (q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
             return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus (node size) is %u, 0 to %u expected",
                             q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
-        r->u0 = q->pod_gpus ? q->pod_gpus : p->t->max_node_gpus;
+        gs_pl_set_u0(r, q->pod_gpus ? q->pod_gpus : p->t->max_node_gpus);
         r->whole_w = r->u0;
         break;
     default:

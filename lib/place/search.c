@@ -96,13 +96,27 @@ static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
     /* The tightest child in one pass; usually it settles the search. */
     uint32_t first = UINT32_MAX;
     uint64_t first_ub = UINT64_MAX, ub;
-    for (uint32_t ch = a; ch < b; ch++)
-        if (may_hold(p, s, fg, l, ch, &ub) && ub < first_ub) {
-            first = ch;
-            first_ub = ub;
-            if (ub == G)
-                break;
+    if (fg && s->level != (int32_t)p->nlevels) {
+        /* may_hold is then the free-GPU test alone: the hot loop of a
+         * search over a wide level, a load and a compare per child. */
+        for (uint32_t ch = a; ch < b; ch++) {
+            uint32_t f = fg[ch];
+            if (f >= G && f < first_ub) {
+                first = ch;
+                first_ub = f;
+                if (f == G)
+                    break;
+            }
         }
+    } else {
+        for (uint32_t ch = a; ch < b; ch++)
+            if (may_hold(p, s, fg, l, ch, &ub) && ub < first_ub) {
+                first = ch;
+                first_ub = ub;
+                if (ub == G)
+                    break;
+            }
+    }
     if (first == UINT32_MAX)
         return 0;
     int rc = visit(p, s, l, first);
