@@ -116,3 +116,20 @@ Test(structs, bad_sizes)
     cr_assert(strstr(e.msg, "_INIT") != NULL, "message points at the init macro: %s", e.msg);
     cr_assert_eq(gs_struct_copy_in(&now, sizeof now, NULL, 4, &e, "req"), GPUSCHED_EINVAL);
 }
+
+Test(alloc, object_new_is_zeroed_and_reports_failures)
+{
+    failalloc fa;
+    failalloc_init(&fa, -1);
+    gs_alloc a;
+    uint64_t *obj = NULL;
+    cr_assert_eq(gs_object_new(&fa.a, 4 * sizeof *obj, &a, (void **)&obj), 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(obj[i], 0);
+    gs_free(&a, obj);
+    cr_assert_eq(fa.live, 0);
+    failalloc_init(&fa, 0);
+    cr_assert_eq(gs_object_new(&fa.a, 8, &a, (void **)&obj), GPUSCHED_ENOMEM);
+    gpusched_allocator bad = GPUSCHED_ALLOCATOR_INIT;
+    cr_assert_eq(gs_object_new(&bad, 8, &a, (void **)&obj), GPUSCHED_EINVAL);
+}

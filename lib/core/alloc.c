@@ -67,6 +67,15 @@ void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem)
     return a->realloc_fn(a->user, ptr, bytes ? bytes : 1);
 }
 
+int gs_object_new(const gpusched_allocator *alloc, size_t size, gs_alloc *a, void **obj)
+{
+    int rc = gs_alloc_init(a, alloc);
+    if (rc)
+        return rc;
+    *obj = gs_calloc(a, 1, size);
+    return *obj ? 0 : GPUSCHED_ENOMEM;
+}
+
 void gs_free(const gs_alloc *a, void *ptr)
 {
     if (ptr)

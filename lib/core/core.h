@@ -40,6 +40,10 @@ void *gs_calloc(const gs_alloc *a, size_t count, size_t elem);
 /* Resizes an array; on failure returns NULL and leaves `ptr` valid. */
 void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem);
 void gs_free(const gs_alloc *a, void *ptr);
+/* The first step of every handle constructor: resolves the caller's
+ * allocator into `a` and allocates a zeroed object of `size` bytes with it.
+ * Returns the allocator's error, GPUSCHED_ENOMEM, or 0. */
+int gs_object_new(const gpusched_allocator *alloc, size_t size, gs_alloc *a, void **obj);
 /* Duplicates a NUL-terminated string. */
 char *gs_strdup(const gs_alloc *a, const char *s);
 

@@ -47,12 +47,10 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
     if (!cluster || !out)
         return GPUSCHED_EINVAL;
     gs_alloc a;
-    int rc = gs_alloc_init(&a, alloc);
+    gpusched_placer *p;
+    int rc = gs_object_new(alloc, sizeof *p, &a, (void **)&p);
     if (rc)
         return rc;
-    gpusched_placer *p = gs_calloc(&a, 1, sizeof *p);
-    if (!p)
-        return GPUSCHED_ENOMEM;
     p->alloc = a;
     p->arena.alloc = &p->alloc;
     p->c = cluster;

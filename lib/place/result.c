@@ -10,12 +10,10 @@ GPUSCHED_API int gpusched_place_result_new(const gpusched_allocator *alloc, gpus
     if (!out)
         return GPUSCHED_EINVAL;
     gs_alloc a;
-    int rc = gs_alloc_init(&a, alloc);
+    gpusched_place_result *res;
+    int rc = gs_object_new(alloc, sizeof *res, &a, (void **)&res);
     if (rc)
         return rc;
-    gpusched_place_result *res = gs_calloc(&a, 1, sizeof *res);
-    if (!res)
-        return GPUSCHED_ENOMEM;
     res->alloc = a;
     gs_pl_result_reset(res, 0);
     *out = res;

@@ -298,12 +298,10 @@ GPUSCHED_API int gpusched_topo_builder_new(const gpusched_allocator *alloc, gpus
         return GPUSCHED_EINVAL;
     *out = NULL;
     gs_alloc a;
-    int rc = gs_alloc_init(&a, alloc);
+    gpusched_topo_builder *b;
+    int rc = gs_object_new(alloc, sizeof *b, &a, (void **)&b);
     if (rc)
         return rc;
-    gpusched_topo_builder *b = gs_calloc(&a, 1, sizeof *b);
-    if (!b)
-        return GPUSCHED_ENOMEM;
     b->alloc = a;
     *out = b;
     return 0;
