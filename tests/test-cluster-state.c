@@ -585,9 +585,9 @@ Test(cluster, checker_finds_tampering)
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "node 9: health 7 is not a health");
     c->node_health[9] = 0;
 
-    c->jobs.pos[0] = 5;
+    c->jobs.rec[c->jobs.live[0]].live = 5;
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
-    c->jobs.pos[0] = 0;
+    c->jobs.rec[c->jobs.live[0]].live = 0;
     OK(c, gpusched_cluster_check(c));
     gpusched_cluster_free(c);
 }

@@ -19,7 +19,7 @@ static int gs_check_table(gpusched_cluster *c, const gs_holdtab *t, const char *
         return GS_BAD(c, "%s table: %u hash entries for %u records", what, hashed, t->count);
     for (uint32_t i = 0; i < t->count; i++) {
         uint32_t s = t->live[i];
-        if (s >= t->used || t->pos[s] != i)
+        if (s >= t->used || t->rec[s].live != i)
             return GS_BAD(c, "%s table: live[%u] = slot %u is out of place", what, i, s);
         if (gs_holdtab_find(t, t->rec[s].id) != &t->rec[s])
             return GS_BAD(c, "%s table: id %llu does not hash to its slot %u", what,

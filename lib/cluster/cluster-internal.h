@@ -77,7 +77,9 @@
 #define GS_HOLD_INLINE 2u
 
 /* A job or a reservation. The fields a lookup and a release read (id,
- * pairs) come first, in the record's first 40 bytes. */
+ * pairs, position in the live list) come first, in the record's first 44
+ * bytes: a release misses on the record once and on nothing it points to
+ * but the node lines, which load at the same time. */
 typedef struct gs_hold {
     uint64_t id;
     uint32_t npairs;
@@ -94,12 +96,13 @@ typedef struct gs_hold {
             uint32_t *nodes;
         } out;
     } p;
+    uint32_t live : 31;     /* index of the record in the table's live list */
+    uint32_t lent : 1;      /* reservations only: lent to placement (see above) */
+    uint32_t flags;
     int64_t start_time;
     uint64_t cost_hint;
     int32_t priority;
     uint32_t tenant;
-    uint32_t flags;
-    uint32_t lent;          /* reservations only: lent to placement (see above) */
 } gs_hold;
 
 /* One hash entry: key and slot share a line, so a lookup misses once.
@@ -113,8 +116,8 @@ typedef struct gs_hent {
 
 typedef struct gs_holdtab {
     gs_hold *rec;           /* cap slots */
-    uint32_t *live;         /* count slots in use, iteration order */
-    uint32_t *pos;          /* cap: index of the slot in live[] (free slots: unused) */
+    uint32_t *live;         /* count slots in use, iteration order; rec[s].live
+                             * is the index of slot s here */
     uint32_t *free_slots;   /* stack of free slots below `used` */
     uint32_t count;         /* live slots */
     uint32_t used;          /* slots ever handed out: [0, used) */

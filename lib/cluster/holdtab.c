@@ -100,10 +100,6 @@ static int gs_slots_grow(gs_holdtab *t, const gs_alloc *a, uint32_t need)
     if (!live)
         return GPUSCHED_ENOMEM;
     t->live = live;
-    uint32_t *pos = gs_realloc_array(a, t->pos, (size_t)cap, sizeof *pos);
-    if (!pos)
-        return GPUSCHED_ENOMEM;
-    t->pos = pos;
     uint32_t *fs = gs_realloc_array(a, t->free_slots, (size_t)cap, sizeof *fs);
     if (!fs)
         return GPUSCHED_ENOMEM;
@@ -129,7 +125,7 @@ gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint)
     gs_hold *h = &t->rec[slot];
     memset(h, 0, sizeof *h);
     h->id = id;
-    t->pos[slot] = t->count;
+    h->live = t->count & GS_HOLD_MAX_SLOTS;
     t->live[t->count++] = slot;
     gs_hash_put(t->hash, t->hcap - 1, (gs_hent){id, slot, node_hint});
     return h;
@@ -159,10 +155,10 @@ void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h)
     gs_hash_remove(t, h->id);
     gs_free(a, gs_hold_block(h));
     h->npairs = 0;
-    uint32_t p = t->pos[slot];
+    uint32_t p = h->live;
     uint32_t last = t->live[--t->count];
     t->live[p] = last;
-    t->pos[last] = p;
+    t->rec[last].live = p;
     t->free_slots[t->nfree++] = slot;
 }
 
@@ -172,7 +168,6 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a)
         gs_free(a, gs_hold_block(&t->rec[t->live[i]]));
     gs_free(a, t->rec);
     gs_free(a, t->live);
-    gs_free(a, t->pos);
     gs_free(a, t->free_slots);
     gs_free(a, t->hash);
     memset(t, 0, sizeof *t);
@@ -180,7 +175,7 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a)
 
 size_t gs_holdtab_bytes(const gs_holdtab *t)
 {
-    size_t b = (size_t)t->cap * (sizeof(gs_hold) + 3 * sizeof(uint32_t)) +
+    size_t b = (size_t)t->cap * (sizeof(gs_hold) + 2 * sizeof(uint32_t)) +
                (size_t)t->hcap * sizeof(gs_hent);
     for (uint32_t i = 0; i < t->count; i++) {
         const gs_hold *h = &t->rec[t->live[i]];

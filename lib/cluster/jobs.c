@@ -258,9 +258,8 @@ void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
     if (h->npairs <= GS_BATCH_MIN_PAIRS) {
         /* The nodes' lines all at once, then the ones that depend on them,
          * so that the misses of the pairs overlap instead of queueing; the
-         * table's position entry is needed last. */
-        __builtin_prefetch(&c->jobs.pos[gs_hold_slot(&c->jobs, h)], 1);
-        __builtin_prefetch(&c->jobs.pos[c->jobs.live[c->jobs.count - 1]], 1);
+         * live-list entry the removal writes is needed last. */
+        __builtin_prefetch(&c->jobs.live[h->live], 1);
         for (uint32_t i = 0; i < h->npairs; i++)
             gs_prefetch_node(c, nodes[i]);
         for (uint32_t i = 0; !(c->reg_leaf_nodes && c->reg_node_gpus) && i < h->npairs; i++)

@@ -127,8 +127,12 @@ struct gpusched_placer {
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };
 
-/* request.c */
+/* request.c: gs_pl_req_load validates and normalizes a request;
+ * gs_pl_req_not_running is its last check (EEXIST when a committing
+ * request's job is running), made apart so that the job table's line,
+ * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
+int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 
 /* capacity.c: units of the current request (p->req). Node units are
  * inline: the large placements evaluate them once per node returned. */

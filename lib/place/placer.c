@@ -116,6 +116,14 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     gs_pl_result_reset(res, p->nlevels);
     p->res = res;
     int rc = gs_pl_search(p);
+    if (rc != GPUSCHED_ENOMEM && gs_pl_req_not_running(p, r)) {
+        if (resv)
+            gs_cluster_resv_unlend(p->c, resv);
+        p->req = NULL;
+        p->res = NULL;
+        gs_pl_result_reset(res, p->nlevels);
+        return GPUSCHED_EEXIST;
+    }
     if (rc == GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         gs_pl_explain(p, res);
@@ -165,6 +173,8 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
             return gs_error(&p->err, GPUSCHED_EINVAL, "place batch: %s %u is NULL", reqs[i] ? "result" : "request", i);
         gs_pl_req r;
         int rc = gs_pl_req_load(p, reqs[i], &r);
+        if (rc == 0)
+            rc = gs_pl_req_not_running(p, &r);
         if (rc) {
             char msg[GS_ERRMSG_MAX];
             memcpy(msg, p->err.msg, sizeof msg);

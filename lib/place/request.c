@@ -187,8 +187,8 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if (rc)
         return rc;
     const gpusched_place_request *q = &r->in;
-    /* The running-job check at the end misses on a large job table; its
-     * line loads while the request is checked. */
+    /* The running-job check (gs_pl_req_not_running, after the search)
+     * misses on a large job table; its line loads meanwhile. */
     if (q->flags & GPUSCHED_PLACE_COMMIT)
         gs_holdtab_prefetch(&p->c->jobs, q->job_id);
     if (q->flags & ~GPUSCHED_PLACE_COMMIT)
@@ -213,10 +213,13 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
      * aggregate also counts nodes of other sizes, so it is only a bound. */
     r->agg_exact_nodes = !r->filtered &&
                          (!r->whole_w || (p->min_node_gpus == r->whole_w && p->t->max_node_gpus == r->whole_w));
-    if ((rc = derive_units(p, r)))
-        return rc;
-    if ((q->flags & GPUSCHED_PLACE_COMMIT) && gs_cluster_job_find(p->c, q->job_id))
+    return derive_units(p, r);
+}
+
+int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r)
+{
+    if ((r->in.flags & GPUSCHED_PLACE_COMMIT) && gs_cluster_job_find(p->c, r->in.job_id))
         return gs_error(&p->err, GPUSCHED_EEXIST, "place request: job %llu is already running",
-                        (unsigned long long)q->job_id);
+                        (unsigned long long)r->in.job_id);
     return 0;
 }
