@@ -146,47 +146,6 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
     gs_cluster_node_changed(c, node, old);
 }
 
-/* Starts the loads of a node's state early: placement results and bench
- * loops touch nodes all over the cluster, and these lines sit in arrays of
- * megabytes, so overlapping the misses is most of the cost of a small
- * allocation. */
-static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node);
-
-static inline void gs_prefetch_node(const gpusched_cluster *c, uint32_t node)
-{
-    const struct gpusched_topo *t = c->topo;
-    if (node >= t->nnodes)
-        return;
-    __builtin_prefetch(&c->node_free[node], 1);
-    if (c->nodes_not_up)
-        __builtin_prefetch(&c->node_health[node]);
-    if (!c->reg_node_gpus) {
-        __builtin_prefetch(&t->node_gpus[node]);
-        __builtin_prefetch(&t->node_gpu_base[node]);
-    }
-    if (!c->reg_leaf_nodes)
-        __builtin_prefetch(&t->node_leaf[node]);
-    else if (c->reg_node_gpus)
-        gs_prefetch_node_deps(c, node); /* addresses known without a load */
-}
-
-/* The second round of lines an update of `node` touches, whose addresses
- * depend on the first (the node's GPU base and lowest domain) unless the
- * shape is regular: started before the table work so that both overlap. */
-static inline void gs_prefetch_node_deps(const gpusched_cluster *c, uint32_t node)
-{
-    const struct gpusched_topo *t = c->topo;
-    const uint32_t leaf = gs_cl_node_leaf(c, node), l = c->nlevels - 1;
-    __builtin_prefetch(&c->gpu_holder[gs_cl_gpu_base(c, node)], 1);
-    __builtin_prefetch(&c->agg[l].free_gpus[leaf], 1);
-    __builtin_prefetch(&c->agg[l].free_nodes[leaf], 1);
-    __builtin_prefetch(&c->agg[l].hist[(size_t)leaf * c->hist_width], 1);
-    if (!c->reg_dom_nodes[l])
-        __builtin_prefetch(&t->dom_start[l][leaf]);
-    if (l && !c->reg_fan[l])
-        __builtin_prefetch(&t->dom_parent[l][leaf]);
-}
-
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
                       const uint64_t *masks)
 {

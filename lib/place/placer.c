@@ -99,6 +99,16 @@ static void job_of(const gs_pl_req *r, gpusched_job *job)
     job->cost_hint = r->in.cost_hint;
 }
 
+/* A small placement about to be committed: the lines the commit writes
+ * (GPU holders, aggregates) load while the result is filled. */
+static void prefetch_commit(const gpusched_placer *p)
+{
+    if (p->nout > 4)
+        return;
+    for (uint32_t i = 0; i < p->nout; i++)
+        gs_prefetch_node(p->c, p->res->nodes[i]);
+}
+
 /* Search, result, commit: with the job's reservation lent to the search
  * and settled before returning. */
 static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
@@ -128,6 +138,8 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         gs_pl_result_reset(res, p->nlevels);
         gs_pl_explain(p, res);
     } else if (rc == 0) {
+        if ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)
+            prefetch_commit(p);
         rc = gs_pl_result_fill(p, res);
         if (rc == 0 && ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)) {
             gpusched_job job;

@@ -39,8 +39,25 @@ static gs_key lower_bound(const gpusched_placer *p, const gs_cand *s, uint32_t b
     return key;
 }
 
+/* A lowest-level candidate (a rack) is usually the answer: its nodes'
+ * lines, which the assignment reads, load while its capacity is checked.
+ * A few lines at most: wide domains are read in order anyway. */
+static void prefetch_leaf_nodes(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    if (l + 1 != (int32_t)p->nlevels)
+        return;
+    const uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
+    const uint32_t per_line = 64 / sizeof *p->c->node_free;
+    if (b - a > 8 * per_line)
+        return;
+    for (uint32_t n = a; n < b; n += per_line)
+        __builtin_prefetch(&p->c->node_free[n]);
+    __builtin_prefetch(&p->c->node_free[b - 1]);
+}
+
 static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
 {
+    prefetch_leaf_nodes(p, s->level, d);
     if (gs_pl_cap(p, s->level, d) < s->demand)
         return 0;
     if (s->first_wins) {
