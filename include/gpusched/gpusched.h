@@ -16,5 +16,6 @@
 #include <gpusched/cluster.h>
 #include <gpusched/fairq.h>
 #include <gpusched/place.h>
+#include <gpusched/preempt.h>
 
 #endif

@@ -97,7 +97,8 @@ typedef struct gs_hold {
         } out;
     } p;
     uint32_t live : 31;     /* index of the record in the table's live list */
-    uint32_t lent : 1;      /* reservations only: lent to placement (see above) */
+    uint32_t lent : 1;      /* lent to placement (reservations, see above) or
+                             * to a preemption what-if (jobs) */
     uint32_t flags;
     int64_t start_time;
     uint64_t cost_hint;
@@ -376,6 +377,23 @@ int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t 
  * Consumes the job's reservation, lent or not. */
 int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
                       const uint32_t *nodes, const uint64_t *masks);
+
+/* The commit in two steps for callers that must change the cluster in
+ * between without risking a half-applied state (the preemption engine
+ * releases its victims there): prepare allocates (the job table's room
+ * and, for more than GS_HOLD_INLINE pairs, the pair block), apply cannot
+ * fail. A prepared block not applied is freed with gs_free. */
+int gs_cluster_commit_prepare(struct gpusched_cluster *c, uint32_t n, void **block);
+void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                             const uint32_t *nodes, const uint64_t *masks, void *block);
+
+/* Lending a running job to the preemption engine's what-if searches: its
+ * GPUs join node_free and the aggregates (O(levels) per node), while its
+ * record and GPU holders stay, so that unlending restores the state
+ * exactly. Like a lent reservation, a lent job is settled before the
+ * engine returns; releasing it is allowed (the GPUs are free already). */
+void gs_cluster_job_lend(struct gpusched_cluster *c, gs_hold *h);
+void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
 
 /* ---- helpers shared by the module's files -------------------------------- */
 

@@ -146,19 +146,22 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
     gs_cluster_node_changed(c, node, old);
 }
 
-int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
-                      const uint64_t *masks)
+int gs_cluster_commit_prepare(struct gpusched_cluster *c, uint32_t n, void **block)
 {
-    if (n == 1)
-        gs_prefetch_node_deps(c, nodes[0]);
+    *block = NULL;
     int rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
     if (rc)
         return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
                                      : gs_error(&c->err, rc, "too many jobs");
-    void *block = gs_pairs_block(&c->alloc, n);
-    if (n > GS_HOLD_INLINE && !block)
+    *block = gs_pairs_block(&c->alloc, n);
+    if (n > GS_HOLD_INLINE && !*block)
         return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u allocation pairs", n);
+    return 0;
+}
 
+void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                             const uint32_t *nodes, const uint64_t *masks, void *block)
+{
     gs_hold *r = gs_cluster_resv_find(c, job->id);
     if (r)
         gs_cluster_resv_drop(c, r);
@@ -178,7 +181,49 @@ int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint3
         gs_hold_store_pairs(h, n, nodes, masks, block);
         h->ngpus = gs_cluster_nodes_set(c, n, nodes, masks, 1, holder);
     }
+}
+
+int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
+                      const uint64_t *masks)
+{
+    if (n == 1)
+        gs_prefetch_node_deps(c, nodes[0]);
+    void *block;
+    int rc = gs_cluster_commit_prepare(c, n, &block);
+    if (rc)
+        return rc;
+    gs_cluster_commit_apply(c, job, n, nodes, masks, block);
     return 0;
+}
+
+/* Lending a job: its GPUs count as free for the searches that follow
+ * (node masks and aggregates), its record and GPU holders stay. */
+static void gs_job_lend_shift(gpusched_cluster *c, gs_hold *h, int lend)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t node = nodes[i];
+        uint64_t old = gs_cluster_node_avail(c, node);
+        c->node_free[node] = lend ? c->node_free[node] | masks[i] : c->node_free[node] & ~masks[i];
+        gs_cluster_node_changed(c, node, old);
+    }
+}
+
+void gs_cluster_job_lend(struct gpusched_cluster *c, gs_hold *h)
+{
+    if (h->lent)
+        return;
+    gs_job_lend_shift(c, h, 1);
+    h->lent = 1;
+}
+
+void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h)
+{
+    if (!h->lent)
+        return;
+    gs_job_lend_shift(c, h, 0);
+    h->lent = 0;
 }
 
 int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src)

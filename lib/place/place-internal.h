@@ -123,6 +123,10 @@ struct gpusched_placer {
     uint32_t *out_doms[GS_MAX_LEVELS];
     uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */
+    /* Set by the preemption engine for its final placement: called after
+     * the commit's allocations succeeded and before it is applied. */
+    void (*before_commit)(void *ctx);
+    void *before_commit_ctx;
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };
@@ -133,6 +137,14 @@ struct gpusched_placer {
  * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
+
+/* placer.c: the request's placement into `res`, committed if it asks
+ * (doc/placement.md); 0, GPUSCHED_ENOSPC (res explains) or an error. */
+int gs_pl_place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* Whether the request fits as the cluster is now: the search alone, no
+ * result message, no commit (res receives the nodes). 0 or
+ * GPUSCHED_ENOSPC; GPUSCHED_ENOMEM. */
+int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
 
 /* capacity.c: units of the current request (p->req). Node units are
  * inline: the large placements evaluate them once per node returned. */

@@ -109,6 +109,51 @@ static void prefetch_commit(const gpusched_placer *p)
         gs_prefetch_node(p->c, p->res->nodes[i]);
 }
 
+static int commit(gpusched_placer *p, const gpusched_job *job, gpusched_place_result *res)
+{
+    if (!p->before_commit)
+        return gs_cluster_commit(p->c, job, res->n, res->nodes, res->masks);
+    void *block;
+    int rc = gs_cluster_commit_prepare(p->c, res->n, &block);
+    if (rc) {
+        gs_free(&p->c->alloc, block);
+        return rc;
+    }
+    p->before_commit(p->before_commit_ctx);
+    gs_cluster_commit_apply(p->c, job, res->n, res->nodes, res->masks, block);
+    return 0;
+}
+
+/* The job's reservation, lent to the search unless it already is. */
+static gs_hold *lend_own_resv(gpusched_placer *p, const gs_pl_req *r)
+{
+    gs_hold *resv = gs_cluster_resv_find(p->c, r->in.job_id);
+    if (resv && resv->lent)
+        return NULL;
+    if (resv)
+        gs_cluster_resv_lend(p->c, resv);
+    return resv;
+}
+
+int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    p->req = r;
+    next_generation(p);
+    for (uint32_t i = 0; i < r->in.avoid_count; i++)
+        p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
+    gs_hold *resv = lend_own_resv(p, r);
+    gs_arena_reset(&p->arena);
+    gs_pl_result_reset(res, p->nlevels);
+    p->res = res;
+    int rc = gs_pl_search(p);
+    res->n = rc ? 0 : p->nout;
+    if (resv)
+        gs_cluster_resv_unlend(p->c, resv);
+    p->req = NULL;
+    p->res = NULL;
+    return rc;
+}
+
 /* Search, result, commit: with the job's reservation lent to the search
  * and settled before returning. */
 static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
@@ -117,11 +162,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     next_generation(p);
     for (uint32_t i = 0; i < r->in.avoid_count; i++)
         p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
-    gs_hold *resv = gs_cluster_resv_find(p->c, r->in.job_id);
-    if (resv && resv->lent)
-        resv = NULL;
-    if (resv)
-        gs_cluster_resv_lend(p->c, resv);
+    gs_hold *resv = lend_own_resv(p, r);
     gs_arena_reset(&p->arena);
     gs_pl_result_reset(res, p->nlevels);
     p->res = res;
@@ -144,7 +185,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         if (rc == 0 && ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)) {
             gpusched_job job;
             job_of(r, &job);
-            rc = gs_cluster_commit(p->c, &job, res->n, res->nodes, res->masks);
+            rc = commit(p, &job, res);
             if (rc == 0) {
                 res->committed = !hold;
                 res->held = hold;
@@ -161,6 +202,11 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
     }
     return rc;
+}
+
+int gs_pl_place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    return place_loaded(p, r, res, false);
 }
 
 GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)

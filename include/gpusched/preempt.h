@@ -1,0 +1,122 @@
+/**
+ * @file preempt.h
+ * @brief Preemption planning: which lower-priority jobs to evict so that a
+ *        gang fits, and where the gang then goes.
+ *
+ * @defgroup preempt Preemption planning
+ * @brief Victims plus target placement, planned on the aggregates and
+ *        checked by the placement engine itself.
+ *
+ * A preemption is asked with an ordinary placement request
+ * (#gpusched_place_request): the gang, its constraints and its `priority`.
+ * The *eligible victims* are the running jobs flagged
+ * #GPUSCHED_JOB_PREEMPTIBLE whose priority is strictly lower than the
+ * request's (never the request's own job). Evicting a victim frees all of
+ * its GPUs.
+ *
+ * The planner answers with a set of victims and the placement the gang gets
+ * once they are gone (exactly what gpusched_placer_place() returns on the
+ * cluster without them). What it guarantees (doc/preempt.md):
+ * - **Complete.** If evicting every eligible victim would let the gang fit,
+ *   a plan is found; otherwise the call says so (#GPUSCHED_ENOSPC) and the
+ *   result explains why the gang does not fit even then.
+ * - **No eviction without need.** If the gang fits as the cluster is, the
+ *   plan has no victim. Every victim of a plan is needed: without any one
+ *   of them the gang does not fit (checked by the engine for plans of up to
+ *   #GPUSCHED_PREEMPT_PRUNE_MAX victims).
+ * - **Cheap victims, few domains.** Victims are taken in order of the least
+ *   cost (their `cost_hint`), then the fewest GPUs, inside the domain of the
+ *   required level (or the lowest-level domains, for a gang without one)
+ *   that is cheapest to clear; the cheapest domain wins, ties going to the
+ *   lowest index. This is a heuristic (choosing victims at least total cost
+ *   is NP-hard in general): cost is minimal for a plan that one victim or
+ *   one domain's cheapest victims settle, not always otherwise.
+ * - **Deterministic.** The same cluster and request give the same plan.
+ *
+ * With #GPUSCHED_PLACE_COMMIT in the request's flags the plan is carried out
+ * atomically: the victims are released and the gang is committed as job
+ * `job_id`; on any error nothing changes.
+ *
+ * Lifetime and threads: as for placement (place.h). A plan is reusable from
+ * call to call; pointers it hands out stay valid until it is reused or freed.
+ * @{
+ */
+#ifndef GPUSCHED_PREEMPT_H
+#define GPUSCHED_PREEMPT_H
+
+#include <gpusched/cluster.h>
+#include <gpusched/common.h>
+#include <gpusched/place.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The victims of one preemption and their totals. */
+typedef struct gpusched_preempt_plan gpusched_preempt_plan;
+
+/** Plans of up to this many victims are pruned to the victims needed. */
+#define GPUSCHED_PREEMPT_PRUNE_MAX 64u
+
+/**
+ * Creates an empty plan (no victims).
+ * @param alloc Allocator; NULL: libc.
+ * @param[out] out The plan.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `out` is NULL or `alloc` is invalid.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_preempt_plan_new(const gpusched_allocator *alloc, gpusched_preempt_plan **out);
+
+/** Frees a plan; NULL is accepted. */
+GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan);
+
+/**
+ * Plans the preemption that lets a gang fit, and with
+ * #GPUSCHED_PLACE_COMMIT carries it out.
+ * @param p The placer.
+ * @param req The gang (#GPUSCHED_PLACE_REQUEST_INIT, then fields); its
+ *        `priority` decides which jobs are eligible victims.
+ * @param res Receives the placement the gang gets once the victims are
+ *        gone, or why it does not fit even with every eligible victim gone.
+ * @param plan Receives the victims (none on failure).
+ * @retval 0 A plan (possibly without victims); carried out if asked.
+ * @retval GPUSCHED_ENOSPC No set of eligible victims makes the gang fit:
+ *         `res` explains; nothing changed.
+ * @retval GPUSCHED_EINVAL NULL argument or an invalid request field.
+ * @retval GPUSCHED_E2BIG Unknown non-zero bytes past the known request.
+ * @retval GPUSCHED_ERANGE A level, class or avoided node is out of range.
+ * @retval GPUSCHED_EEXIST Commit asked and a running job has this id.
+ * @retval GPUSCHED_ENOMEM Out of memory; nothing changed.
+ */
+GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_place_request *req,
+                                         gpusched_place_result *res, gpusched_preempt_plan *plan);
+
+/**
+ * The victims of a plan: job ids, ascending.
+ * @param plan The plan.
+ * @param[out] ids The ids; valid until the plan is reused or freed (NULL when there is none).
+ * @param[out] n The number of victims.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL A NULL argument.
+ */
+GPUSCHED_API int gpusched_preempt_plan_victims(const gpusched_preempt_plan *plan, const uint64_t **ids,
+                                               uint32_t *n);
+
+/**
+ * The totals of a plan.
+ * @param plan The plan.
+ * @param[out] cost Sum of the victims' `cost_hint`; may be NULL.
+ * @param[out] gpus GPUs the victims hold; may be NULL.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `plan` is NULL.
+ */
+GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan, uint64_t *cost, uint64_t *gpus);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,59 @@
+/* The plan object: the victims of one preemption and their totals. */
+#include <string.h>
+
+#include "preempt-internal.h"
+
+GPUSCHED_API int gpusched_preempt_plan_new(const gpusched_allocator *alloc, gpusched_preempt_plan **out)
+{
+    if (!out)
+        return GPUSCHED_EINVAL;
+    gs_alloc a;
+    gpusched_preempt_plan *plan;
+    int rc = gs_object_new(alloc, sizeof *plan, &a, (void **)&plan);
+    if (rc)
+        return rc;
+    plan->alloc = a;
+    rc = gpusched_place_result_new(alloc, &plan->probe);
+    if (rc) {
+        gs_free(&a, plan);
+        return rc;
+    }
+    *out = plan;
+    return 0;
+}
+
+GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
+{
+    if (!plan)
+        return;
+    gs_alloc a = plan->alloc;
+    gs_free(&a, plan->ids);
+    gs_free(&a, plan->v);
+    gs_free(&a, plan->lent);
+    gs_free(&a, plan->doms);
+    gs_free(&a, plan->leaf_cost);
+    gs_free(&a, plan->leaf_gpus);
+    gpusched_place_result_free(plan->probe);
+    gs_free(&a, plan);
+}
+
+GPUSCHED_API int gpusched_preempt_plan_victims(const gpusched_preempt_plan *plan, const uint64_t **ids,
+                                               uint32_t *n)
+{
+    if (!plan || !ids || !n)
+        return GPUSCHED_EINVAL;
+    *ids = plan->n ? plan->ids : NULL;
+    *n = plan->n;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan, uint64_t *cost, uint64_t *gpus)
+{
+    if (!plan)
+        return GPUSCHED_EINVAL;
+    if (cost)
+        *cost = plan->cost;
+    if (gpus)
+        *gpus = plan->gpus;
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* The preemption engine's internals. Never installed. doc/preempt.md
+ * explains the plan; this header names the pieces. */
+#ifndef GS_PREEMPT_INTERNAL_H
+#define GS_PREEMPT_INTERNAL_H
+
+#include "cluster/cluster-internal.h"
+#include "core.h"
+#include "gpusched/preempt.h"
+#include "place/place-internal.h"
+
+/* An eligible victim as seen from one domain of the scope level: the job
+ * (by stable slot), the GPUs it holds inside the domain and the lowest-level
+ * domain it starts in there. A job that spans several scope domains has an
+ * entry in each. */
+typedef struct gs_victim {
+    uint32_t dom;       /* scope domain (0 for the whole cluster) */
+    uint32_t slot;      /* record slot in the cluster's job table */
+    uint32_t gpus;      /* its GPUs inside `dom` */
+    uint32_t home;      /* lowest-level domain of its first node inside `dom` */
+    double rank_cost;   /* clearing `home`: cost per GPU gained (victims.c) */
+    double rank_evict;  /* clearing `home`: GPUs evicted per GPU gained */
+    uint64_t cost;      /* the job's cost_hint */
+    uint64_t id;
+} gs_victim;
+
+/* What a plan costs, compared lexicographically: least cost, then fewest
+ * GPUs evicted, then fewest victims. */
+typedef struct gs_pp_cost {
+    uint64_t cost;
+    uint64_t gpus;
+    uint32_t count;
+} gs_pp_cost;
+
+/* A domain of the scope level that may hold the gang once its victims
+ * are gone: its entries v[a, b), the shortest prefix that frees enough
+ * GPUs by count and what that prefix costs (a lower bound of its plan). */
+typedef struct gs_pp_dom {
+    uint32_t dom, a, b, k0;
+    gs_pp_cost lb;
+} gs_pp_dom;
+
+struct gpusched_preempt_plan {
+    gs_alloc alloc;
+    uint64_t *ids;              /* victims, ascending */
+    uint32_t n, cap;
+    uint64_t cost, gpus;
+    /* Scratch kept across calls (no allocation in steady state). */
+    gs_victim *v;               /* entries of every scope domain, grouped by domain */
+    uint32_t nv, vcap;
+    uint32_t *lent;             /* slots lent right now */
+    uint32_t nlent, lent_cap;
+    gs_pp_dom *doms;
+    uint32_t doms_cap;
+    double *leaf_cost, *leaf_gpus;  /* per lowest-level domain */
+    uint32_t nleaf;
+    gpusched_place_result *probe;   /* the what-if searches' nodes */
+};
+
+/* victims.c: every eligible victim's entries for scope level `scope`
+ * (-1: the whole cluster), grouped by scope domain and ordered inside each
+ * as the plan takes them. Fills plan->v / plan->nv. */
+int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                  int32_t scope);
+
+static inline bool gs_pp_cost_less(gs_pp_cost a, gs_pp_cost b)
+{
+    if (a.cost != b.cost)
+        return a.cost < b.cost;
+    if (a.gpus != b.gpus)
+        return a.gpus < b.gpus;
+    return a.count < b.count;
+}
+
+static inline void gs_pp_cost_add(gs_pp_cost *a, uint64_t cost, uint64_t gpus)
+{
+    a->cost = a->cost + cost < a->cost ? UINT64_MAX : a->cost + cost;
+    a->gpus += gpus;
+    a->count++;
+}
+
+#endif

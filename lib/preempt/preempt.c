@@ -1,0 +1,414 @@
+/* The preemption planner: the cheapest domain's cheapest victims, found by
+ * what-if searches of the placement engine with victims lent, then pruned
+ * to the victims needed. doc/preempt.md has the argument. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "preempt-internal.h"
+
+typedef struct gs_pp {
+    gpusched_placer *p;
+    struct gpusched_cluster *c;
+    gpusched_preempt_plan *plan;
+    const gs_pl_req *r;
+} gs_pp;
+
+static gs_hold *job_at(const gs_pp *x, uint32_t slot) { return &x->c->jobs.rec[slot]; }
+
+/* ---- the lent set: a stack of job slots ---------------------------------- */
+
+static int lend(gs_pp *x, uint32_t slot)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    if (plan->nlent == plan->lent_cap) {
+        uint32_t cap = plan->lent_cap ? 2 * plan->lent_cap : 64;
+        uint32_t *n = gs_realloc_array(&plan->alloc, plan->lent, cap, sizeof *n);
+        if (!n)
+            return GPUSCHED_ENOMEM;
+        plan->lent = n;
+        plan->lent_cap = cap;
+    }
+    plan->lent[plan->nlent++] = slot;
+    gs_cluster_job_lend(x->c, job_at(x, slot));
+    return 0;
+}
+
+static void unlend_to(gs_pp *x, uint32_t k)
+{
+    while (x->plan->nlent > k)
+        gs_cluster_job_unlend(x->c, job_at(x, x->plan->lent[--x->plan->nlent]));
+}
+
+/* Lends exactly the first k entries of the domain's list. */
+static int set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    unlend_to(x, k < x->plan->nlent ? k : x->plan->nlent);
+    for (uint32_t i = x->plan->nlent; i < k; i++)
+        if (lend(x, x->plan->v[d->a + i].slot))
+            return GPUSCHED_ENOMEM;
+    return 0;
+}
+
+/* 1 if the gang fits with what is lent now, 0 if not, or an error. */
+static int fits(gs_pp *x)
+{
+    int rc = gs_pl_fits(x->p, x->r, x->plan->probe);
+    return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
+static int fits_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    int rc = set_prefix(x, d, k);
+    return rc ? rc : fits(x);
+}
+
+/* ---- the domains of a scope ---------------------------------------------- */
+
+static gs_pp_cost prefix_cost(const gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    gs_pp_cost s = {0, 0, 0};
+    for (uint32_t i = 0; i < k; i++) {
+        const gs_hold *h = job_at(x, x->plan->v[d->a + i].slot);
+        gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
+    }
+    return s;
+}
+
+static int dom_order(const void *p, const void *q)
+{
+    const gs_pp_dom *a = p, *b = q;
+    if (gs_pp_cost_less(a->lb, b->lb))
+        return -1;
+    if (gs_pp_cost_less(b->lb, a->lb))
+        return 1;
+    return a->dom < b->dom ? -1 : a->dom > b->dom;
+}
+
+/* The domains whose victims could free enough GPUs by count (free GPUs
+ * plus the victims' GPUs inside, plus the job's own reservation), cheapest
+ * lower bound first. */
+static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    const struct gpusched_cluster *c = x->c;
+    const gs_hold *own = gs_cluster_resv_find(c, x->r->in.job_id);
+    const uint64_t G = x->r->gpus, own_gpus = own ? own->ngpus : 0;
+    uint32_t n = 0;
+    for (uint32_t a = 0; a < plan->nv;) {
+        uint32_t b = a;
+        while (b < plan->nv && plan->v[b].dom == plan->v[a].dom)
+            b++;
+        uint32_t dom = plan->v[a].dom;
+        uint64_t have = own_gpus + (scope < 0 ? c->root_free_gpus : c->agg[scope].free_gpus[dom]);
+        uint32_t k0 = 0;
+        while (have < G && a + k0 < b)
+            have += plan->v[a + k0++].gpus;
+        if (have >= G) {
+            if (n == plan->doms_cap) {
+                uint32_t cap = plan->doms_cap ? 2 * plan->doms_cap : 64;
+                gs_pp_dom *d = gs_realloc_array(&plan->alloc, plan->doms, cap, sizeof *d);
+                if (!d)
+                    return GPUSCHED_ENOMEM;
+                plan->doms = d;
+                plan->doms_cap = cap;
+            }
+            gs_pp_dom d = {dom, a, b, k0 ? k0 : 1, {0, 0, 0}};
+            d.lb = prefix_cost(x, &d, k0);
+            plan->doms[n++] = d;
+        }
+        a = b;
+    }
+    qsort(plan->doms, n, sizeof *plan->doms, dom_order);
+    *ndoms = n;
+    return 0;
+}
+
+/* The shortest feasible prefix of a domain's list, from k0 on: galloping,
+ * then bisection (lending more never makes a gang fit less). *k = 0: none. */
+static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
+{
+    const uint32_t n = d->b - d->a;
+    uint32_t bad = d->k0 - 1, good = 0, step = 1;
+    for (uint32_t t = d->k0;; t = t + step < n ? t + step : n, step *= 2) {
+        int rc = fits_prefix(x, d, t);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            good = t;
+            break;
+        }
+        bad = t;
+        if (t == n)
+            break;
+    }
+    while (good && good - bad > 1) {
+        uint32_t mid = bad + (good - bad) / 2;
+        int rc = fits_prefix(x, d, mid);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            good = mid;
+        else
+            bad = mid;
+    }
+    *k = good;
+    return 0;
+}
+
+typedef struct gs_pp_best {
+    bool found;
+    int32_t scope;
+    uint32_t dom, k;
+    gs_pp_cost cost;
+} gs_pp_best;
+
+/* Branch and bound over the scope's domains: a domain whose lower bound
+ * cannot beat the best plan found is not searched. */
+static int search_scope(gs_pp *x, int32_t scope, gs_pp_best *best)
+{
+    uint32_t ndoms;
+    int rc = gs_pp_collect(x->plan, x->c, x->r, scope);
+    if (rc || (rc = scope_domains(x, scope, &ndoms)))
+        return rc;
+    for (uint32_t i = 0; i < ndoms; i++) {
+        const gs_pp_dom *d = &x->plan->doms[i];
+        if (best->found && !gs_pp_cost_less(d->lb, best->cost))
+            break;
+        uint32_t k = 0;
+        rc = shortest_prefix(x, d, &k);
+        unlend_to(x, 0);
+        if (rc)
+            return rc;
+        if (!k)
+            continue;
+        gs_pp_cost cost = prefix_cost(x, d, k);
+        if (!best->found || gs_pp_cost_less(cost, best->cost))
+            *best = (gs_pp_best){true, scope, d->dom, k, cost};
+    }
+    return 0;
+}
+
+/* ---- pruning ------------------------------------------------------------- */
+
+/* Whether the probe's placement uses a GPU of job h. */
+static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t lo = 0, hi = probe->n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (probe->nodes[mid] < nodes[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < probe->n && probe->nodes[lo] == nodes[i] && (probe->masks[lo] & masks[i]))
+            return true;
+    }
+    return false;
+}
+
+static void drop_lent_at(gs_pp *x, uint32_t i)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    gs_cluster_job_unlend(x->c, job_at(x, plan->lent[i]));
+    memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
+    plan->nlent--;
+}
+
+/* Most expensive first: the victims most worth sparing are tried first. */
+static bool spare_before(const gs_hold *a, const gs_hold *b)
+{
+    if (a->cost_hint != b->cost_hint)
+        return a->cost_hint > b->cost_hint;
+    if (a->ngpus != b->ngpus)
+        return a->ngpus > b->ngpus;
+    return a->id > b->id;
+}
+
+/* Insertion sort: at most GPUSCHED_PREEMPT_PRUNE_MAX slots. */
+static void sort_spare_first(gs_pp *x)
+{
+    uint32_t *s = x->plan->lent;
+    for (uint32_t i = 1; i < x->plan->nlent; i++) {
+        uint32_t v = s[i], j = i;
+        for (; j > 0 && spare_before(job_at(x, v), job_at(x, s[j - 1])); j--)
+            s[j] = s[j - 1];
+        s[j] = v;
+    }
+}
+
+/* Drops the lent victims the gang does not need: first those its placement
+ * does not touch (the same placement stays valid without them), then, for
+ * small plans, each victim whose absence still lets the gang fit. */
+static int prune(gs_pp *x)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    int rc = fits(x);
+    if (rc <= 0)
+        return rc < 0 ? rc : GPUSCHED_ENOSPC;
+    for (uint32_t i = plan->nlent; i-- > 0;)
+        if (!placement_uses(plan->probe, job_at(x, plan->lent[i])))
+            drop_lent_at(x, i);
+    if (plan->nlent > GPUSCHED_PREEMPT_PRUNE_MAX)
+        return 0;
+    sort_spare_first(x);
+    for (uint32_t i = 0; i < plan->nlent;) {
+        gs_hold *h = job_at(x, plan->lent[i]);
+        gs_cluster_job_unlend(x->c, h);
+        rc = fits(x);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
+            plan->nlent--;
+        } else {
+            gs_cluster_job_lend(x->c, h);
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* ---- the plan and its execution ------------------------------------------ */
+
+static int ids_ascending(const void *p, const void *q)
+{
+    uint64_t a = *(const uint64_t *)p, b = *(const uint64_t *)q;
+    return a < b ? -1 : a > b;
+}
+
+static int record_victims(gs_pp *x)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    if (plan->nlent > plan->cap) {
+        uint64_t *ids = gs_realloc_array(&plan->alloc, plan->ids, plan->nlent, sizeof *ids);
+        if (!ids)
+            return GPUSCHED_ENOMEM;
+        plan->ids = ids;
+        plan->cap = plan->nlent;
+    }
+    gs_pp_cost s = {0, 0, 0};
+    for (uint32_t i = 0; i < plan->nlent; i++) {
+        const gs_hold *h = job_at(x, plan->lent[i]);
+        plan->ids[i] = h->id;
+        gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
+    }
+    qsort(plan->ids, plan->nlent, sizeof *plan->ids, ids_ascending);
+    plan->n = plan->nlent;
+    plan->cost = s.cost;
+    plan->gpus = s.gpus;
+    return 0;
+}
+
+/* The commit's step between its allocations and its application: the
+ * victims go (their GPUs are free already, being lent). */
+static void release_victims(void *ctx)
+{
+    gs_pp *x = ctx;
+    for (uint32_t i = 0; i < x->plan->nlent; i++)
+        gs_cluster_job_drop(x->c, job_at(x, x->plan->lent[i]));
+    x->plan->nlent = 0;
+}
+
+static int place_final(gs_pp *x, gpusched_place_result *res)
+{
+    x->p->before_commit = release_victims;
+    x->p->before_commit_ctx = x;
+    int rc = gs_pl_place_loaded(x->p, x->r, res);
+    x->p->before_commit = NULL;
+    x->p->before_commit_ctx = NULL;
+    return rc;
+}
+
+/* Every eligible victim lent: if the gang fits then, a plan exists. */
+static int lend_all_eligible(gs_pp *x)
+{
+    int rc = gs_pp_collect(x->plan, x->c, x->r, -1);
+    for (uint32_t i = 0; !rc && i < x->plan->nv; i++)
+        rc = lend(x, x->plan->v[i].slot);
+    return rc;
+}
+
+/* Why the gang does not fit even with every eligible victim gone. */
+static int explain_failure(gs_pp *x, gpusched_place_result *res)
+{
+    gs_pl_req plan_only = *x->r;
+    plan_only.in.flags &= ~GPUSCHED_PLACE_COMMIT;
+    x->r = &plan_only;
+    int rc = gs_pl_place_loaded(x->p, x->r, res);
+    return rc == 0 ? GPUSCHED_ENOSPC : rc;
+}
+
+static int plan_and_place(gs_pp *x, gpusched_place_result *res)
+{
+    int rc = fits(x);
+    if (rc < 0)
+        return rc;
+    if (rc)
+        return place_final(x, res); /* no victim needed */
+    gs_pp_best best = {0};
+    const int32_t leaf = (int32_t)x->p->nlevels - 1;
+    if (x->r->in.required_level != GPUSCHED_NONE) {
+        rc = search_scope(x, (int32_t)x->r->in.required_level, &best);
+    } else {
+        /* A gang one lowest-level domain can hold may do best there. */
+        if (x->r->gpus <= x->p->max_dom_gpus[LV(leaf)])
+            rc = search_scope(x, leaf, &best);
+        if (!rc)
+            rc = search_scope(x, -1, &best);
+    }
+    if (rc)
+        return rc;
+    if (best.found) {
+        if ((rc = gs_pp_collect(x->plan, x->c, x->r, best.scope)))
+            return rc;
+        uint32_t i = 0;
+        while (x->plan->v[i].dom != best.dom)
+            i++;
+        gs_pp_dom d = {best.dom, i, i, 0, {0, 0, 0}};
+        rc = set_prefix(x, &d, best.k);
+    } else {
+        /* The domain search is complete by construction; this is the
+         * guarantee that stays true whatever the order above. */
+        rc = lend_all_eligible(x);
+        if (!rc && (rc = fits(x)) == 0)
+            return explain_failure(x, res);
+        rc = rc < 0 ? rc : 0;
+    }
+    if (rc || (rc = prune(x)) || (rc = record_victims(x)))
+        return rc;
+    return place_final(x, res);
+}
+
+GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_place_request *req,
+                                         gpusched_place_result *res, gpusched_preempt_plan *plan)
+{
+    if (!p)
+        return GPUSCHED_EINVAL;
+    if (!req || !res || !plan)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "preempt: %s is NULL",
+                        !req ? "request" : !res ? "result" : "plan");
+    gs_pl_req r;
+    int rc = gs_pl_req_load(p, req, &r);
+    if (rc || (rc = gs_pl_req_not_running(p, &r)))
+        return rc;
+    gs_pp x = {p, p->c, plan, &r};
+    plan->n = 0;
+    plan->cost = plan->gpus = 0;
+    plan->nlent = 0;
+    rc = plan_and_place(&x, res);
+    unlend_to(&x, 0);
+    if (rc) {
+        plan->n = 0;
+        plan->cost = plan->gpus = 0;
+        if (rc == GPUSCHED_ENOSPC)
+            return rc;
+        gs_pl_result_reset(res, p->nlevels);
+        return gs_error(&p->err, rc, "preempt: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
+    }
+    gs_err_clear(&p->err);
+    return 0;
+}

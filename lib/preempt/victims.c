@@ -1,0 +1,133 @@
+/* The eligible victims of a preemption, per domain of the scope level, in
+ * the order the plan takes them. */
+#include <stdlib.h>
+
+#include "preempt-internal.h"
+
+static bool eligible(const gs_hold *h, const gs_pl_req *r)
+{
+    return (h->flags & GPUSCHED_JOB_PREEMPTIBLE) && h->priority < r->in.priority && h->id != r->in.job_id;
+}
+
+/* The domain of level `scope` (-1: the whole cluster, domain 0) holding
+ * lowest-level domain `leaf`. */
+static uint32_t scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf)
+{
+    if (scope < 0)
+        return 0;
+    uint32_t d = leaf;
+    for (uint32_t l = t->nlevels - 1; l > (uint32_t)scope; l--)
+        d = t->dom_parent[l][d];
+    return d;
+}
+
+static int push(gpusched_preempt_plan *plan, gs_victim v)
+{
+    if (plan->nv == plan->vcap) {
+        uint32_t cap = plan->vcap ? 2 * plan->vcap : 256;
+        gs_victim *n = gs_realloc_array(&plan->alloc, plan->v, cap, sizeof *n);
+        if (!n)
+            return GPUSCHED_ENOMEM;
+        plan->v = n;
+        plan->vcap = cap;
+    }
+    plan->v[plan->nv++] = v;
+    return 0;
+}
+
+/* One entry per scope domain the job touches (its pairs are ascending by
+ * node and domains are node ranges, so a domain's pairs are consecutive). */
+static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_hold *h,
+                   uint32_t slot, int32_t scope)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    gs_victim cur = {0};
+    bool open = false;
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t leaf = t->node_leaf[nodes[i]];
+        uint32_t d = scope_domain(t, scope, leaf);
+        if (open && d != cur.dom) {
+            if (push(plan, cur))
+                return GPUSCHED_ENOMEM;
+            open = false;
+        }
+        if (!open) {
+            cur = (gs_victim){.dom = d, .slot = slot, .home = leaf, .cost = h->cost_hint, .id = h->id};
+            open = true;
+        }
+        cur.gpus += gs_popcount64(masks[i]);
+    }
+    return open ? push(plan, cur) : 0;
+}
+
+static int by_domain_then_order(const void *x, const void *y)
+{
+    const gs_victim *a = x, *b = y;
+    if (a->dom != b->dom)
+        return a->dom < b->dom ? -1 : 1;
+    if (a->rank_cost != b->rank_cost)
+        return a->rank_cost < b->rank_cost ? -1 : 1;
+    if (a->rank_evict != b->rank_evict)
+        return a->rank_evict < b->rank_evict ? -1 : 1;
+    if (a->home != b->home)
+        return a->home < b->home ? -1 : 1;
+    if (a->cost != b->cost)
+        return a->cost < b->cost ? -1 : 1;
+    if (a->gpus != b->gpus)
+        return a->gpus > b->gpus ? -1 : 1; /* more GPUs freed for the same cost first */
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The rank of a lowest-level domain: what clearing its victims costs per
+ * GPU it then has free (the cheapest racks are cleared first, so that a
+ * large gang evicts whole racks rather than a little everywhere); at equal
+ * cost, the rack that needs the fewest GPUs evicted per GPU gained. */
+static int rank_homes(gpusched_preempt_plan *plan, const struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf_level = t->nlevels - 1, nleaf = t->ndom[leaf_level];
+    if (plan->nleaf < nleaf) {
+        double *lc = gs_realloc_array(&plan->alloc, plan->leaf_cost, nleaf, sizeof *lc);
+        if (!lc)
+            return GPUSCHED_ENOMEM;
+        plan->leaf_cost = lc;
+        double *lg = gs_realloc_array(&plan->alloc, plan->leaf_gpus, nleaf, sizeof *lg);
+        if (!lg)
+            return GPUSCHED_ENOMEM;
+        plan->leaf_gpus = lg;
+        plan->nleaf = nleaf;
+    }
+    for (uint32_t i = 0; i < plan->nv; i++)
+        plan->leaf_cost[plan->v[i].home] = plan->leaf_gpus[plan->v[i].home] = 0;
+    for (uint32_t i = 0; i < plan->nv; i++) {
+        plan->leaf_cost[plan->v[i].home] += (double)plan->v[i].cost;
+        plan->leaf_gpus[plan->v[i].home] += plan->v[i].gpus;
+    }
+    for (uint32_t i = 0; i < plan->nv; i++) {
+        uint32_t home = plan->v[i].home;
+        double evict = plan->leaf_gpus[home];
+        double gained = evict + (double)c->agg[leaf_level].free_gpus[home];
+        plan->v[i].rank_cost = plan->leaf_cost[home] / gained;
+        plan->v[i].rank_evict = evict / gained;
+    }
+    return 0;
+}
+
+int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                  int32_t scope)
+{
+    plan->nv = 0;
+    for (uint32_t i = 0; i < c->jobs.count; i++) {
+        uint32_t slot = c->jobs.live[i];
+        const gs_hold *h = &c->jobs.rec[slot];
+        if (eligible(h, r) && add_job(plan, c, h, slot, scope))
+            return GPUSCHED_ENOMEM;
+    }
+    int rc = rank_homes(plan, c);
+    if (rc)
+        return rc;
+    qsort(plan->v, plan->nv, sizeof *plan->v, by_domain_then_order);
+    return 0;
+}
