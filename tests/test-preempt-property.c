@@ -1,0 +1,284 @@
+/* The preemption planner against exhaustive search over every subset of
+ * eligible victims, on thousands of random tiny clusters and requests:
+ * complete (a plan exists exactly when evicting every eligible victim lets
+ * the gang fit), sound (without its victims the gang gets exactly the
+ * placement reported), no victim without need, every victim needed, only
+ * eligible victims, plan only changes nothing, commit does what the plan
+ * says. How often its cost is the optimum is logged, not asserted: the
+ * planner is a heuristic there (include/gpusched/preempt.h). */
+#include "cluster-test.h"
+#include "place-test.h"
+
+#define MAX_JOBS 12
+#define PREEMPTOR 7
+
+typedef struct pp_job {
+    gpusched_job j;
+    uint32_t n;
+    uint32_t nodes[2];
+    uint64_t masks[2];
+} pp_job;
+
+typedef struct pp_state {
+    gpusched_topo *t;
+    pp_job jobs[MAX_JOBS];
+    uint32_t njobs;
+    uint32_t resv_node;     /* UINT32_MAX: no reservation for the preemptor */
+    uint64_t resv_mask;
+    uint32_t down_node;     /* UINT32_MAX: every node up */
+} pp_state;
+
+static uint64_t all_of(uint32_t g) { return g >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << g) - 1); }
+
+/* Jobs of one or two nodes with random priorities, flags and costs; at
+ * times a reservation for the preemptor and a node down. */
+static void random_state(pt_rng *r, pp_state *s)
+{
+    uint32_t nn = gpusched_topo_node_count(s->t);
+    uint64_t free_[64];
+    for (uint32_t n = 0; n < nn; n++)
+        free_[n] = all_of(gpusched_topo_node_gpus(s->t, n));
+    s->njobs = 0;
+    for (uint32_t tries = 0; tries < 3 * nn && s->njobs < MAX_JOBS; tries++) {
+        pp_job *jb = &s->jobs[s->njobs];
+        uint32_t a = pt_below(r, nn);
+        uint64_t ma = pt_next(r) & free_[a];
+        if (pt_below(r, 2))
+            ma = free_[a]; /* whole free part: nodes fill up */
+        if (!ma)
+            continue;
+        jb->n = 1;
+        jb->nodes[0] = a;
+        jb->masks[0] = ma;
+        uint32_t b = a + 1 + pt_below(r, 2);
+        if (b < nn && pt_below(r, 4) == 0 && free_[b]) {
+            jb->n = 2;
+            jb->nodes[1] = b;
+            jb->masks[1] = free_[b];
+        }
+        for (uint32_t i = 0; i < jb->n; i++)
+            free_[jb->nodes[i]] &= ~jb->masks[i];
+        jb->j = (gpusched_job)GPUSCHED_JOB_INIT;
+        jb->j.id = 100 + s->njobs;
+        jb->j.priority = (int32_t)pt_below(r, 4);
+        jb->j.flags = pt_below(r, 3) ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+        jb->j.cost_hint = pt_below(r, 6);
+        s->njobs++;
+    }
+    s->resv_node = s->down_node = UINT32_MAX;
+    uint32_t rn = pt_below(r, nn);
+    if (pt_below(r, 4) == 0 && free_[rn]) {
+        s->resv_node = rn;
+        s->resv_mask = free_[rn] & (pt_next(r) | 1);
+        if (!s->resv_mask)
+            s->resv_node = UINT32_MAX;
+    }
+    if (pt_below(r, 8) == 0)
+        s->down_node = pt_below(r, nn);
+}
+
+/* The state without the jobs whose bit is set in `gone`. */
+static gpusched_cluster *build(const pp_state *s, uint32_t gone)
+{
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(s->t, NULL, &c), 0);
+    for (uint32_t i = 0; i < s->njobs; i++)
+        if (!(gone >> i & 1))
+            cr_assert_eq(gpusched_cluster_alloc(c, &s->jobs[i].j, s->jobs[i].n, s->jobs[i].nodes, s->jobs[i].masks),
+                         0, "%s", gpusched_cluster_errmsg(c));
+    if (s->resv_node != UINT32_MAX)
+        cr_assert_eq(gpusched_cluster_reserve(c, PREEMPTOR, 1, &s->resv_node, &s->resv_mask), 0, "%s",
+                     gpusched_cluster_errmsg(c));
+    if (s->down_node != UINT32_MAX) {
+        uint64_t hit[64];
+        cr_assert_eq(gpusched_cluster_set_node_health(c, s->down_node, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
+    }
+    return c;
+}
+
+/* Whether the gang fits without the jobs of `gone`; the placement into res. */
+static bool fits_without(const pp_state *s, uint32_t gone, const gpusched_place_request *q,
+                         gpusched_place_result *res)
+{
+    gpusched_cluster *c = build(s, gone);
+    gpusched_placer *p;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    gpusched_place_request plan_only = *q;
+    plan_only.flags = 0;
+    int rc = gpusched_placer_place(p, &plan_only, res);
+    cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%s", gpusched_placer_errmsg(p));
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    return rc == 0;
+}
+
+static bool eligible(const pp_job *jb, const gpusched_place_request *q)
+{
+    return (jb->j.flags & GPUSCHED_JOB_PREEMPTIBLE) && jb->j.priority < q->priority && jb->j.id != q->job_id;
+}
+
+static void same_placement(gpusched_place_result *a, gpusched_place_result *b)
+{
+    const uint32_t *na, *nb;
+    const uint64_t *ma, *mb;
+    uint32_t ka, kb;
+    cr_assert_eq(gpusched_place_result_nodes(a, &na, &ma, &ka), 0);
+    cr_assert_eq(gpusched_place_result_nodes(b, &nb, &mb, &kb), 0);
+    cr_assert_eq(ka, kb, "%u nodes against %u", ka, kb);
+    for (uint32_t i = 0; i < ka; i++) {
+        cr_assert_eq(na[i], nb[i]);
+        cr_assert_eq(ma[i], mb[i]);
+    }
+}
+
+typedef struct pp_stats {
+    uint32_t cases, planned, with_victims, optimal, no_plan;
+} pp_stats;
+
+typedef struct pp_cost {
+    uint64_t cost, gpus;
+    uint32_t n;
+} pp_cost;
+
+static bool cost_less(pp_cost a, pp_cost b)
+{
+    if (a.cost != b.cost)
+        return a.cost < b.cost;
+    if (a.gpus != b.gpus)
+        return a.gpus < b.gpus;
+    return a.n < b.n;
+}
+
+static pp_cost cost_of(const pp_state *s, uint32_t set)
+{
+    pp_cost c = {0, 0, 0};
+    for (uint32_t i = 0; i < s->njobs; i++)
+        if (set >> i & 1) {
+            c.cost += s->jobs[i].j.cost_hint;
+            for (uint32_t k = 0; k < s->jobs[i].n; k++)
+                c.gpus += (uint64_t)__builtin_popcountll(s->jobs[i].masks[k]);
+            c.n++;
+        }
+    return c;
+}
+
+static void one_case(pt_rng *r, pp_stats *st)
+{
+    pp_state s = {.t = pt_random_topo(r, 7)};
+    random_state(r, &s);
+    gpusched_place_request q;
+    uint32_t avoid[4];
+    pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
+    q.priority = (int32_t)pt_below(r, 5);
+
+    gpusched_cluster *c = build(&s, 0);
+    gpusched_placer *p;
+    gpusched_place_result *res, *ref;
+    gpusched_preempt_plan *plan;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    uint64_t before = ct_fingerprint(c);
+    int rc = gpusched_placer_preempt(p, &q, res, plan);
+    cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
+    int place_rc = gpusched_placer_place(p, &q, ref);
+    if (rc != 0 && rc != GPUSCHED_ENOSPC) {
+        /* An invalid request: the placement's own verdict. */
+        cr_assert_eq(rc, place_rc, "preempt %s, place %s", gpusched_err_name(rc), gpusched_err_name(place_rc));
+        goto out;
+    }
+    st->cases++;
+
+    uint32_t elig = 0;
+    for (uint32_t i = 0; i < s.njobs; i++)
+        if (eligible(&s.jobs[i], &q))
+            elig |= 1u << i;
+    bool all_fit = fits_without(&s, elig, &q, ref);
+    cr_assert_eq(rc == 0, all_fit, "preempt says %s, evicting all eligible %s", gpusched_err_name(rc),
+                 all_fit ? "fits" : "does not fit");
+    if (rc) {
+        st->no_plan++;
+        const uint64_t *ids;
+        uint32_t n;
+        cr_assert_eq(gpusched_preempt_plan_victims(plan, &ids, &n), 0);
+        cr_assert_eq(n, 0);
+        cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_PLACE_OK);
+        goto out;
+    }
+    st->planned++;
+
+    /* The victims: eligible, ascending, totals right. */
+    const uint64_t *ids;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_victims(plan, &ids, &n), 0);
+    uint32_t set = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert(i == 0 || ids[i] > ids[i - 1]);
+        cr_assert(ids[i] >= 100 && ids[i] < 100 + s.njobs);
+        uint32_t k = (uint32_t)(ids[i] - 100);
+        cr_assert(elig >> k & 1, "victim %llu is not eligible", (unsigned long long)ids[i]);
+        set |= 1u << k;
+    }
+    pp_cost mine = cost_of(&s, set);
+    uint64_t cost, gpus;
+    cr_assert_eq(gpusched_preempt_plan_totals(plan, &cost, &gpus), 0);
+    cr_assert_eq(cost, mine.cost);
+    cr_assert_eq(gpus, mine.gpus);
+
+    /* Sound: without them the gang gets this very placement. */
+    cr_assert(fits_without(&s, set, &q, ref));
+    same_placement(res, ref);
+    if (fits_without(&s, 0, &q, ref))
+        cr_assert_eq(n, 0, "the gang fits as it is, yet %u victims", n);
+    /* Every victim needed. */
+    for (uint32_t i = 0; i < s.njobs; i++)
+        if (set >> i & 1)
+            cr_assert(!fits_without(&s, set & ~(1u << i), &q, ref), "victim %u is not needed", 100 + i);
+
+    /* The optimum over every subset, for the log. */
+    pp_cost best = {UINT64_MAX, 0, 0};
+    for (uint32_t sub = elig;; sub = (sub - 1) & elig) {
+        pp_cost cs = cost_of(&s, sub);
+        if (cost_less(cs, best) && fits_without(&s, sub, &q, ref))
+            best = cs;
+        if (!sub)
+            break;
+    }
+    cr_assert(!cost_less(mine, best), "cheaper than the optimum: the exhaustive search is wrong");
+    st->with_victims += n > 0;
+    st->optimal += !cost_less(best, mine);
+
+    /* Commit: the victims go, the gang runs where the plan said. */
+    cr_assert(fits_without(&s, set, &q, ref));
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    cr_assert_eq(gpusched_placer_preempt(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
+    same_placement(res, ref);
+    for (uint32_t i = 0; i < s.njobs; i++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_find(c, 100 + i, &j), (set >> i & 1) ? GPUSCHED_ENOENT : 0);
+    }
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(c, PREEMPTOR, &j), 0);
+    cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+out:
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(ref);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    gpusched_topo_unref(s.t);
+}
+
+Test(preempt_property, against_exhaustive_search, .timeout = 240)
+{
+    pt_rng r = {0x5eed5eedull};
+    pp_stats st = {0};
+    for (uint32_t i = 0; i < 20000; i++)
+        one_case(&r, &st);
+    cr_log_info("%u valid cases: %u planned (%u with victims, %u at the optimum cost), %u without a plan",
+                st.cases, st.planned, st.with_victims, st.optimal, st.no_plan);
+    /* The generator must exercise both outcomes and real preemptions. */
+    cr_assert_gt(st.with_victims, 1500);
+    cr_assert_gt(st.no_plan, 500);
+}
