@@ -84,6 +84,90 @@ out:
     gpusched_topo_unref(t);
 }
 
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Preemption: the default cluster full of low-priority rack jobs, then a
+ * 200k-GPU gang of higher priority: which jobs go, where it lands, what it
+ * costs; and a gang nothing may make room for. */
+static void show_preempt(void)
+{
+    gpusched_topo *t = NULL;
+    gpusched_cluster *c = NULL;
+    gpusched_placer *p = NULL;
+    gpusched_place_result *res = NULL;
+    gpusched_preempt_plan *plan = NULL;
+    char err[256];
+    if (gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, err, sizeof err) || gpusched_cluster_new(t, NULL, &c) ||
+        gpusched_placer_new(c, NULL, &p) || gpusched_place_result_new(NULL, &res) ||
+        gpusched_preempt_plan_new(NULL, &plan)) {
+        fprintf(stderr, "preempt demo: setup failed\n");
+        goto out;
+    }
+    const uint32_t rack_level = gpusched_topo_level_count(t) - 1;
+    const uint32_t racks = gpusched_topo_domain_count(t, rack_level);
+    static uint32_t nodes[64];
+    static uint64_t masks[64];
+    for (uint32_t r = 0; r < racks; r++) {
+        uint32_t first, n;
+        gpusched_topo_domain_nodes(t, rack_level, r, &first, &n);
+        for (uint32_t i = 0; i < n && i < 64; i++) {
+            nodes[i] = first + i;
+            masks[i] = 0xf;
+        }
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = 1000 + r;
+        job.flags = GPUSCHED_JOB_PREEMPTIBLE;
+        job.cost_hint = 1 + (r * 7919u) % 100; /* GPU-hours since the job's last checkpoint */
+        if (gpusched_cluster_alloc(c, &job, n, nodes, masks)) {
+            fprintf(stderr, "preempt demo: %s\n", gpusched_cluster_errmsg(c));
+            goto out;
+        }
+    }
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 1;
+    q.gpus = 2778 * 72;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 72;
+    q.slice_level[0] = rack_level;
+    q.preferred_level = 1;
+    q.priority = 1;
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = gpusched_placer_preempt(p, &q, res, plan);
+    double ms = ms_since(&t0);
+    if (rc) {
+        fprintf(stderr, "preempt demo: %s %s %s\n", gpusched_err_name(rc), gpusched_placer_errmsg(p),
+                gpusched_place_result_message(res));
+        goto out;
+    }
+    const uint64_t *ids;
+    uint32_t nv;
+    uint64_t cost, gpus;
+    gpusched_preempt_plan_victims(plan, &ids, &nv);
+    gpusched_preempt_plan_totals(plan, &cost, &gpus);
+    printf("preempted %u rack jobs (%llu GPUs, cost %llu) for a %u-GPU gang on the full cluster in %.2f ms: %s\n",
+           nv, (unsigned long long)gpus, (unsigned long long)cost, q.gpus, ms, gpusched_place_result_message(res));
+    gpusched_place_request low = GPUSCHED_PLACE_REQUEST_INIT;
+    low.job_id = 2;
+    low.gpus = 8;
+    low.priority = 0; /* no job has a lower priority */
+    rc = gpusched_placer_preempt(p, &low, res, plan);
+    printf("8 GPUs at priority 0: %s (%s)\n", rc ? "nothing to preempt" : "planned",
+           gpusched_place_result_message(res));
+out:
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    gpusched_topo_unref(t);
+}
+
 static void show_topo(void)
 {
     gpusched_topo *t = NULL;
@@ -222,5 +306,6 @@ int main(void)
     show_cluster();
     show_fairq();
     show_place();
+    show_preempt();
     return 0;
 }

@@ -264,7 +264,8 @@ uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint
         const uint32_t gpus = gs_cl_node_gpus(c, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
-        gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
+        if (holder != GS_HOLDER_KEEP)
+            gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
         gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gpus);
         total += gs_count_node(mask, gs_node_all_mask(gpus), gpus);
     }

@@ -202,6 +202,10 @@ static void gs_job_lend_shift(gpusched_cluster *c, gs_hold *h, int lend)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
+    if (h->npairs > GS_BATCH_MIN_PAIRS) {
+        gs_cluster_nodes_set(c, h->npairs, nodes, masks, !lend, GS_HOLDER_KEEP);
+        return;
+    }
     for (uint32_t i = 0; i < h->npairs; i++) {
         uint32_t node = nodes[i];
         uint64_t old = gs_cluster_node_avail(c, node);

@@ -58,9 +58,10 @@ struct gpusched_preempt_plan {
 
 /* victims.c: every eligible victim's entries for scope level `scope`
  * (-1: the whole cluster), grouped by scope domain and ordered inside each
- * as the plan takes them. Fills plan->v / plan->nv. */
+ * as the plan takes them: by rack, the racks cheapest to clear first, then
+ * by cost (by_rack), or by cost alone. Fills plan->v / plan->nv. */
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                  int32_t scope);
+                  int32_t scope, bool by_rack);
 
 static inline bool gs_pp_cost_less(gs_pp_cost a, gs_pp_cost b)
 {

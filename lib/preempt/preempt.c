@@ -11,6 +11,7 @@ typedef struct gs_pp {
     struct gpusched_cluster *c;
     gpusched_preempt_plan *plan;
     const gs_pl_req *r;
+    int32_t collected;          /* variant of the entries in plan->v; INT32_MIN: none */
 } gs_pp;
 
 static gs_hold *job_at(const gs_pp *x, uint32_t slot) { return &x->c->jobs.rec[slot]; }
@@ -155,8 +156,21 @@ static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
     return 0;
 }
 
+/* A scope and an order, as one number (for `collected`). */
+static int32_t variant(int32_t scope, bool by_rack) { return scope * 2 + by_rack; }
+
+static int collect(gs_pp *x, int32_t scope, bool by_rack)
+{
+    if (x->collected == variant(scope, by_rack))
+        return 0;
+    int rc = gs_pp_collect(x->plan, x->c, x->r, scope, by_rack);
+    x->collected = rc ? INT32_MIN : variant(scope, by_rack);
+    return rc;
+}
+
 typedef struct gs_pp_best {
     bool found;
+    bool by_rack;
     int32_t scope;
     uint32_t dom, k;
     gs_pp_cost cost;
@@ -164,10 +178,10 @@ typedef struct gs_pp_best {
 
 /* Branch and bound over the scope's domains: a domain whose lower bound
  * cannot beat the best plan found is not searched. */
-static int search_scope(gs_pp *x, int32_t scope, gs_pp_best *best)
+static int search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
 {
     uint32_t ndoms;
-    int rc = gs_pp_collect(x->plan, x->c, x->r, scope);
+    int rc = collect(x, scope, by_rack);
     if (rc || (rc = scope_domains(x, scope, &ndoms)))
         return rc;
     for (uint32_t i = 0; i < ndoms; i++) {
@@ -183,7 +197,7 @@ static int search_scope(gs_pp *x, int32_t scope, gs_pp_best *best)
             continue;
         gs_pp_cost cost = prefix_cost(x, d, k);
         if (!best->found || gs_pp_cost_less(cost, best->cost))
-            *best = (gs_pp_best){true, scope, d->dom, k, cost};
+            *best = (gs_pp_best){true, by_rack, scope, d->dom, k, cost};
     }
     return 0;
 }
@@ -326,7 +340,7 @@ static int place_final(gs_pp *x, gpusched_place_result *res)
 /* Every eligible victim lent: if the gang fits then, a plan exists. */
 static int lend_all_eligible(gs_pp *x)
 {
-    int rc = gs_pp_collect(x->plan, x->c, x->r, -1);
+    int rc = collect(x, -1, false);
     for (uint32_t i = 0; !rc && i < x->plan->nv; i++)
         rc = lend(x, x->plan->v[i].slot);
     return rc;
@@ -349,21 +363,25 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         return rc;
     if (rc)
         return place_final(x, res); /* no victim needed */
+    /* The variants tried, the first found winning ties: the scope is the
+     * required level, or for a gang without one each lowest-level domain
+     * (when one can hold it) and the whole cluster; above the lowest
+     * level, victims by rack, and for a gang a rack can hold, by cost
+     * alone too (a small gang needs the cheapest jobs, not a cheap rack). */
     gs_pp_best best = {0};
     const int32_t leaf = (int32_t)x->p->nlevels - 1;
-    if (x->r->in.required_level != GPUSCHED_NONE) {
-        rc = search_scope(x, (int32_t)x->r->in.required_level, &best);
-    } else {
-        /* A gang one lowest-level domain can hold may do best there. */
-        if (x->r->gpus <= x->p->max_dom_gpus[LV(leaf)])
-            rc = search_scope(x, leaf, &best);
-        if (!rc)
-            rc = search_scope(x, -1, &best);
-    }
+    const bool small = x->r->gpus <= x->p->max_dom_gpus[LV(leaf)];
+    const int32_t scope = x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
+    if (scope < 0 && small)
+        rc = search_scope(x, leaf, false, &best);
+    if (!rc && scope != leaf)
+        rc = search_scope(x, scope, true, &best);
+    if (!rc && (small || scope == leaf))
+        rc = search_scope(x, scope, false, &best);
     if (rc)
         return rc;
     if (best.found) {
-        if ((rc = gs_pp_collect(x->plan, x->c, x->r, best.scope)))
+        if ((rc = collect(x, best.scope, best.by_rack)))
             return rc;
         uint32_t i = 0;
         while (x->plan->v[i].dom != best.dom)
@@ -395,7 +413,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     int rc = gs_pl_req_load(p, req, &r);
     if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
-    gs_pp x = {p, p->c, plan, &r};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN};
     plan->n = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;

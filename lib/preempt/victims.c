@@ -38,11 +38,18 @@ static int push(gpusched_preempt_plan *plan, gs_victim v)
 /* One entry per scope domain the job touches (its pairs are ascending by
  * node and domains are node ranges, so a domain's pairs are consecutive). */
 static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_hold *h,
-                   uint32_t slot, int32_t scope)
+                   uint32_t slot, int32_t scope, bool by_rack)
 {
     const struct gpusched_topo *t = c->topo;
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
+    /* The common case, a job inside one scope domain: one entry, no pass
+     * over its pairs. */
+    uint32_t first_leaf = t->node_leaf[nodes[0]];
+    uint32_t d0 = scope_domain(t, scope, first_leaf);
+    if (d0 == scope_domain(t, scope, t->node_leaf[nodes[h->npairs - 1]]))
+        return push(plan, (gs_victim){.dom = d0, .slot = slot, .gpus = h->ngpus, .home = by_rack ? first_leaf : 0,
+                                      .cost = h->cost_hint, .id = h->id});
     gs_victim cur = {0};
     bool open = false;
     for (uint32_t i = 0; i < h->npairs; i++) {
@@ -54,7 +61,7 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
             open = false;
         }
         if (!open) {
-            cur = (gs_victim){.dom = d, .slot = slot, .home = leaf, .cost = h->cost_hint, .id = h->id};
+            cur = (gs_victim){.dom = d, .slot = slot, .home = by_rack ? leaf : 0, .cost = h->cost_hint, .id = h->id};
             open = true;
         }
         cur.gpus += gs_popcount64(masks[i]);
@@ -116,16 +123,16 @@ static int rank_homes(gpusched_preempt_plan *plan, const struct gpusched_cluster
 }
 
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                  int32_t scope)
+                  int32_t scope, bool by_rack)
 {
     plan->nv = 0;
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t slot = c->jobs.live[i];
         const gs_hold *h = &c->jobs.rec[slot];
-        if (eligible(h, r) && add_job(plan, c, h, slot, scope))
+        if (eligible(h, r) && add_job(plan, c, h, slot, scope, by_rack))
             return GPUSCHED_ENOMEM;
     }
-    int rc = rank_homes(plan, c);
+    int rc = by_rack ? rank_homes(plan, c) : 0;
     if (rc)
         return rc;
     qsort(plan->v, plan->nv, sizeof *plan->v, by_domain_then_order);
