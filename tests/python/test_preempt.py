@@ -1,6 +1,7 @@
 """Cluster.preempt and PreemptPlan: victims, their eligibility and totals,
 carrying a plan out, the gang that does not fit even with every eligible
 victim gone, and bad input."""
+import random
 import unittest
 
 from gstest import needs
@@ -184,6 +185,78 @@ class TestVictims(ClusterCase):
         self.assertEqual(len(c), 0)
         self.assertEqual(a, self.c.preempt(8, priority=1)[1])
         self.assertNotEqual(a, b)
+
+
+@needs(*_FUNCTIONS)
+class TestGuarantees(ClusterCase):
+    """Seeded random clusters of jobs of 1 to 8 GPUs, checked against what
+    preempt.h promises, each on a twin cluster (snapshot and restore): a
+    plan exists exactly when evicting every eligible victim lets the gang
+    fit, its placement is what place() gives once the victims are gone, and
+    every victim is needed."""
+
+    def random_fill(self, rng):
+        jid = 100
+        for n in range(NODES):
+            gpu = 0
+            while gpu < GPUS:
+                size = rng.choice((1, 2, 4, 8))
+                size = min(size, GPUS - gpu)
+                if rng.random() < 0.97:
+                    self.c.allocate(jid, {n: range(gpu, gpu + size)}, priority=rng.randrange(4),
+                                    cost_hint=rng.randrange(1, 11),
+                                    preemptible=rng.random() < 0.7)
+                    jid += 1
+                gpu += size
+
+    def twin_without(self, victims):
+        twin = Cluster.restore(self.c.snapshot())
+        for v in victims:
+            twin.release(v)
+        return twin
+
+    def test_random_scenarios(self):
+        rng = random.Random(20261129)
+        plans = 0
+        for scenario in range(12):
+            self.c.close()
+            self.c = Cluster(self.t)
+            self.random_fill(rng)
+            for _ in range(6):
+                req = dict(priority=rng.randrange(1, 5), job_id=1)
+                gpus = rng.choice((4, 8, 16, 24, 32, 48))
+                if rng.random() < 0.4 and gpus % 8 == 0:
+                    req["pod_gpus"] = 8
+                if rng.random() < 0.3:
+                    req["required"] = "rack"
+                with self.subTest(scenario=scenario, gpus=gpus, **req):
+                    self.check_one(gpus, req)
+                    plans += 1
+        self.assertEqual(plans, 72)
+
+    def check_one(self, gpus, req):
+        c = self.c
+        before = self.state()
+        p, plan = c.preempt(gpus, **req)
+        self.assertEqual(self.state(), before)
+        eligible = [j for j in c.jobs()
+                    if c.job(j).preemptible and c.job(j).priority < req["priority"]]
+        with self.twin_without(eligible) as all_gone:
+            self.assertEqual(p.ok, all_gone.place(gpus, **req).ok, "completeness")
+        if not p.ok:
+            self.assertEqual(len(plan), 0)
+            return
+        self.assert_eligible(plan, req["priority"], 1)
+        self.assert_totals(plan)
+        with self.twin_without(plan) as gone:
+            q = gone.place(gpus, **req)
+            self.assertEqual((q.nodes, q.masks), (p.nodes, p.masks),
+                             "the placement once the victims are gone")
+        for v in plan:
+            with self.twin_without(set(plan) - {v}) as spared:
+                self.assertFalse(spared.place(gpus, **req).ok, f"victim {v} is not needed")
+        if len(plan) == 0:
+            self.assertTrue(c.place(gpus, **req).ok)
 
 
 @needs(*_FUNCTIONS)
