@@ -76,7 +76,7 @@ STRUCTS = {"gpusched_job": Job, "gpusched_fairq_task": FairqTask,
            "gpusched_allocator": Allocator}
 
 _alloc = P(Allocator)
-_topo = _builder = _cluster = _fairq = _log = _placer = _result = c_void_p
+_topo = _builder = _cluster = _fairq = _log = _placer = _result = _plan = c_void_p
 _jobp = P(Job)
 
 # name: (restype, argtypes). Pointers to handles are plain void pointers; the
@@ -183,6 +183,12 @@ FUNCTIONS = {
     "gpusched_place_result_pods": (c_int, [_result, P(_u32p), _u32p]),
     "gpusched_place_result_domains": (c_int, [_result, c_uint32, P(_u32p), _u32p]),
     "gpusched_place_result_locality": (c_int, [_result, P(_u32p), _u32p]),
+    # preemption planning (preempt.h)
+    "gpusched_preempt_plan_new": (c_int, [_alloc, P(_plan)]),
+    "gpusched_preempt_plan_free": (None, [_plan]),
+    "gpusched_placer_preempt": (c_int, [_placer, P(PlaceRequest), _result, _plan]),
+    "gpusched_preempt_plan_victims": (c_int, [_plan, P(_u64p), _u32p]),
+    "gpusched_preempt_plan_totals": (c_int, [_plan, _u64p, _u64p]),
     # fair-share queue (fairq.h)
     "gpusched_fairq_new": (c_int, [_alloc, c_uint32, P(_fairq)]),
     "gpusched_fairq_free": (None, [_fairq]),

@@ -93,9 +93,12 @@ class Allocation:
 
 
 def _free_cluster(ptr, engine):
-    # The placer must go before its cluster (place.h).
+    # The placer must go before its cluster (place.h); the preemption plan
+    # depends on neither.
     if engine[0]:
         lib.placer_free(engine[0])
+    if engine[1]:
+        lib.preempt_plan_free(engine[1])
     lib.cluster_free(ptr)
 
 
@@ -134,7 +137,9 @@ class Cluster(u.Handle):
         out = ctypes.c_void_p()
         lib.check(lib.cluster_new(topology._h, None, ctypes.byref(out)),
                   function="gpusched_cluster_new")
-        self._engine = [None]  # the placer, created by the first place()
+        # The placer and the preemption plan, created by the first place()
+        # and preempt().
+        self._engine = [None, None]
         self._own(out.value, _free_cluster, self._engine)
         # A reference of its own: closing the caller's Topology must not
         # break the cluster's name lookups.
@@ -155,7 +160,7 @@ class Cluster(u.Handle):
         rc = lib.cluster_restore(buf, len(buf), None, ctypes.byref(out), err, _ERRBUF)
         lib.check(rc, lambda _: err.value, None, "gpusched_cluster_restore")
         self = object.__new__(cls)
-        self._engine = [None]
+        self._engine = [None, None]
         self._own(out.value, _free_cluster, self._engine)
         self._topo = Topology._adopt(lib.topo_ref(lib.cluster_topo(out.value)))
         return self
@@ -518,6 +523,30 @@ class Cluster(u.Handle):
         from .placement import place_batch
         return place_batch(self, requests)
 
+    def preempt(self, gpus, **request):
+        """Plans the preemption that lets a gang of `gpus` GPUs fit: which
+        running jobs to evict, and where the gang then goes. Returns
+        ``(placement, plan)``: the :class:`~gpusched.Placement` the gang
+        gets once the victims are gone and a :class:`~gpusched.PreemptPlan`
+        (victims, their total cost and GPUs). With ``commit=True`` the plan
+        is carried out at once: the victims are released and the gang
+        becomes running job ``job_id``, all or nothing.
+
+        Eligible victims are the running jobs allocated with
+        ``preemptible=True`` whose priority is strictly lower than the
+        request's ``priority`` (never the job ``job_id`` itself). A gang
+        that fits as the cluster is gets a plan without victims. As for
+        :meth:`place`, a gang that does not fit even with every eligible
+        victim gone is not an exception: the placement's ``ok`` is False,
+        its ``message`` says why, and the plan is empty
+        (``raise_if_failed()`` raises DoesNotFit).
+
+        Takes the keyword arguments of :meth:`place`. Raises
+        AlreadyExists when committing a job id that is running, and the
+        argument errors of :meth:`place`; nothing changes then."""
+        from .preemption import preempt_one
+        return preempt_one(self, gpus, request)
+
     def _placer(self):
         if self._engine[0] is None:
             out = ctypes.c_void_p()
@@ -525,6 +554,12 @@ class Cluster(u.Handle):
                       function="gpusched_placer_new")
             self._engine[0] = out.value
         return self._engine[0]
+
+    def _preempt_plan(self):
+        if self._engine[1] is None:
+            from .preemption import new_plan
+            self._engine[1] = new_plan()
+        return self._engine[1]
 
     def __repr__(self):
         if self.closed:

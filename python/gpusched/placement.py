@@ -45,12 +45,13 @@ def _flag(name, value):
     return value
 
 
-def build_request(topo, gpus, kw):
-    """Checks place() arguments and fills a C request. Returns the request
-    and the objects it points into (kept alive by the caller)."""
+def build_request(topo, gpus, kw, caller="place"):
+    """Checks place() (or preempt()) arguments and fills a C request.
+    Returns the request and the objects it points into (kept alive by the
+    caller)."""
     unknown = set(kw) - _KEYS
     if unknown:
-        raise TypeError(f"place() got unknown arguments {sorted(unknown)}")
+        raise TypeError(f"{caller}() got unknown arguments {sorted(unknown)}")
     r = _CRequest()
     r.size = ctypes.sizeof(_CRequest)
     r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
@@ -102,7 +103,7 @@ def build_request(topo, gpus, kw):
     return r, arr
 
 
-def _new_result():
+def new_result():
     out = ctypes.c_void_p()
     lib.check(lib.place_result_new(None, ctypes.byref(out)), function="gpusched_place_result_new")
     return out.value
@@ -122,14 +123,17 @@ class Placement(u.Handle):
         reason: a :class:`PlaceReason`.
         committed: True when it became a running job.
         job_id: the request's job id.
+        function: the C function that placed it (named by DoesNotFit).
     """
 
-    def __init__(self, topology, job_id, res):
-        """Takes ownership of a C result (called by :meth:`Cluster.place`)."""
+    def __init__(self, topology, job_id, res, function="gpusched_placer_place"):
+        """Takes ownership of a C result (called by :meth:`Cluster.place`
+        and :meth:`Cluster.preempt`)."""
         self._own(res, lib.place_result_free)
         self._topo = topology
         self._cache = {}
         self.job_id = job_id
+        self.function = function
         self.reason = PlaceReason(lib.place_result_reason(res))
         self.committed = bool(lib.place_result_committed(res))
 
@@ -252,7 +256,7 @@ class Placement(u.Handle):
         """Raises DoesNotFit with the explanation when the gang did not fit;
         returns self otherwise."""
         if not self.ok:
-            raise DoesNotFit(_ENOSPC, "GPUSCHED_ENOSPC", self.message, "gpusched_placer_place")
+            raise DoesNotFit(_ENOSPC, "GPUSCHED_ENOSPC", self.message, self.function)
         return self
 
     def __repr__(self):
@@ -266,7 +270,7 @@ def place_one(cluster, gpus, kw):
     """Cluster.place(): one request through the cluster's placer."""
     req, keep = build_request(cluster.topology, gpus, kw)
     placer = cluster._placer()
-    res = _new_result()
+    res = new_result()
     try:
         rc = lib.placer_place(placer, ctypes.byref(req), res)
         if rc != _ENOSPC:
@@ -296,7 +300,7 @@ def place_batch(cluster, requests):
     results = []
     try:
         for _ in range(n):
-            results.append(_new_result())
+            results.append(new_result())
         creqs = (ctypes.POINTER(_CRequest) * n)(*(ctypes.pointer(r) for r in reqs))
         cres = (ctypes.c_void_p * n)(*results)
         lib.check(lib.placer_place_batch(placer, n, creqs, cres, None), lib.placer_errmsg,
