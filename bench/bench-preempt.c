@@ -103,7 +103,7 @@ static void bpr_env_free(bpr_env *e)
     gpusched_topo_unref(e->t);
 }
 
-static int bpr_env_new(bpr_env *e, uint32_t zones, uint32_t blocks)
+static int bpr_env_new(bpr_env *e, uint32_t zones, uint32_t blocks, bool fill)
 {
     static const char *lv[] = {"zone", "block", "rack"};
     const uint32_t fan[] = {zones, blocks, 56, 18};
@@ -120,7 +120,7 @@ static int bpr_env_new(bpr_env *e, uint32_t zones, uint32_t blocks)
         fprintf(stderr, "bench-preempt: setup failed\n");
         return -1;
     }
-    if (bpr_fill(e)) {
+    if (fill && bpr_fill(e)) {
         fprintf(stderr, "bench-preempt: the cluster did not fill up\n");
         return -1;
     }
@@ -181,12 +181,40 @@ static bpr_figures bpr_time_plan(bpr_env *e, gsb_ctx *b, const gpusched_place_re
     return f;
 }
 
+/* The baseline: one what-if placement of the same gang (the 200k one or
+ * the 8-GPU one) on the empty cluster, the search a plan repeats with
+ * victims lent. */
+static double bpr_time_empty_place_ms(gsb_ctx *b, bool gang)
+{
+    const int quick = gsb_quick(b), reps = gsb_reps(b);
+    double t[32];
+    bpr_env e;
+    if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32, false)) {
+        bpr_env_free(&e);
+        return 0;
+    }
+    gpusched_place_request q;
+    if (gang)
+        bpr_gang_request(&e, &q);
+    else
+        bpr_small8_request(&q);
+    gpusched_placer_place(e.p, &q, e.res);
+    for (int i = 0; i < reps; i++) {
+        double t0 = gsb_now_ns();
+        gpusched_placer_place(e.p, &q, e.res);
+        t[i] = (gsb_now_ns() - t0) / 1e6;
+    }
+    bpr_env_free(&e);
+    return gsb_median(t, (size_t)reps);
+}
+
 static void bpr_preempt(gsb_ctx *b)
 {
+    const double empty_ms = bpr_time_empty_place_ms(b, true), empty8_ms = bpr_time_empty_place_ms(b, false);
     const int quick = gsb_quick(b);
     bpr_env e;
     double t0 = gsb_now_ns();
-    if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32)) {
+    if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32, true)) {
         bpr_env_free(&e);
         return;
     }
@@ -201,9 +229,11 @@ static void bpr_preempt(gsb_ctx *b)
     snprintf(params, sizeof params,
              "\"cluster_gpus\": %llu, \"jobs\": %u, \"mix_jobs\": %u, \"filler_jobs\": %u, \"free_gpus\": 0, "
              "\"gpus\": %u, \"slices\": \"%u x 72 at rack\", \"preferred\": \"block\", \"victims\": %u, "
-             "\"victim_gpus\": %llu, \"cost\": %llu, \"fit\": %d, \"setup_s\": %.1f, \"what\": \"plan only\"",
+             "\"victim_gpus\": %llu, \"cost\": %llu, \"fit\": %d, \"setup_s\": %.2f, \"empty_place_ms\": %.2f, "
+             "\"vs_empty_place\": %.1f, \"what\": \"plan only\"",
              cluster_gpus, jobs, e.mix_jobs, e.filler_jobs, q.gpus, q.gpus / 72, f.victims,
-             (unsigned long long)f.gpus, (unsigned long long)f.cost, f.fit, setup_s);
+             (unsigned long long)f.gpus, (unsigned long long)f.cost, f.fit, setup_s, empty_ms,
+             empty_ms > 0 ? f.median_ns / 1e6 / empty_ms : 0.0);
     gsb_report(b, "preempt.gang200k.full.ms", f.median_ns / 1e6, "ms", params);
 
     gpusched_place_request s;
@@ -211,8 +241,10 @@ static void bpr_preempt(gsb_ctx *b)
     bpr_figures g = bpr_time_plan(&e, b, &s);
     snprintf(params, sizeof params,
              "\"cluster_gpus\": %llu, \"jobs\": %u, \"request\": \"2 pods of 4, required rack\", \"victims\": %u, "
-             "\"victim_gpus\": %llu, \"cost\": %llu, \"fit\": %d, \"what\": \"plan only\"",
-             cluster_gpus, jobs, g.victims, (unsigned long long)g.gpus, (unsigned long long)g.cost, g.fit);
+             "\"victim_gpus\": %llu, \"cost\": %llu, \"fit\": %d, \"empty_place_us\": %.2f, \"vs_empty_place\": %.0f, "
+             "\"what\": \"plan only\"",
+             cluster_gpus, jobs, g.victims, (unsigned long long)g.gpus, (unsigned long long)g.cost, g.fit,
+             empty8_ms * 1e3, empty8_ms > 0 ? g.median_ns / 1e6 / empty8_ms : 0.0);
     gsb_report(b, "preempt.small8.full.us", g.median_ns / 1e3, "us", params);
 
     bpr_env_free(&e);
@@ -226,7 +258,7 @@ static void bpr_preempt(gsb_ctx *b)
     uint32_t victims = 0, jobs_after = 0;
     uint64_t cost = 0, vgpus = 0;
     for (int i = 0; i < reps; i++) {
-        if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32)) {
+        if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32, true)) {
             bpr_env_free(&e);
             return;
         }
