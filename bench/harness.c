@@ -31,6 +31,7 @@ const gsb_scenario *const gsb_tables[] = {
     gsb_topo_scenarios,
     gsb_cluster_scenarios,
     gsb_fairq_scenarios,
+    gsb_preempt_scenarios,
     NULL,
 };
 
