@@ -29,6 +29,8 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_alloc a = plan->alloc;
     gs_free(&a, plan->ids);
     gs_free(&a, plan->v);
+    gs_free(&a, plan->tmp);
+    gs_free(&a, plan->start);
     gs_free(&a, plan->lent);
     gs_free(&a, plan->doms);
     gs_free(&a, plan->leaf_cost);

@@ -47,6 +47,10 @@ struct gpusched_preempt_plan {
     /* Scratch kept across calls (no allocation in steady state). */
     gs_victim *v;               /* entries of every scope domain, grouped by domain */
     uint32_t nv, vcap;
+    gs_victim *tmp;             /* room for grouping and merging */
+    uint32_t tmp_cap;
+    uint32_t *start;            /* per scope domain: where its group starts */
+    uint32_t start_cap;
     uint32_t *lent;             /* slots lent right now */
     uint32_t nlent, lent_cap;
     gs_pp_dom *doms;

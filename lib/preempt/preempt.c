@@ -1,7 +1,6 @@
 /* The preemption planner: the cheapest domain's cheapest victims, found by
  * what-if searches of the placement engine with victims lent, then pruned
  * to the victims needed. doc/preempt.md has the argument. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "preempt-internal.h"
@@ -75,14 +74,41 @@ static gs_pp_cost prefix_cost(const gs_pp *x, const gs_pp_dom *d, uint32_t k)
     return s;
 }
 
-static int dom_order(const void *p, const void *q)
+/* Domains are visited by increasing lower bound, ties by index, from a
+ * binary heap: the search usually stops at the first few, so sorting all
+ * of them (thousands of racks) would be most of a small plan's cost. */
+static bool dom_before(const gs_pp_dom *a, const gs_pp_dom *b)
 {
-    const gs_pp_dom *a = p, *b = q;
     if (gs_pp_cost_less(a->lb, b->lb))
-        return -1;
+        return true;
     if (gs_pp_cost_less(b->lb, a->lb))
-        return 1;
-    return a->dom < b->dom ? -1 : a->dom > b->dom;
+        return false;
+    return a->dom < b->dom;
+}
+
+static void heap_down(gs_pp_dom *h, uint32_t n, uint32_t i)
+{
+    for (;;) {
+        uint32_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && dom_before(&h[l], &h[m]))
+            m = l;
+        if (r < n && dom_before(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        gs_pp_dom t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static gs_pp_dom heap_pop(gs_pp_dom *h, uint32_t *n)
+{
+    gs_pp_dom top = h[0];
+    h[0] = h[--*n];
+    heap_down(h, *n, 0);
+    return top;
 }
 
 /* The domains whose victims could free enough GPUs by count (free GPUs
@@ -119,7 +145,8 @@ static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
         }
         a = b;
     }
-    qsort(plan->doms, n, sizeof *plan->doms, dom_order);
+    for (uint32_t i = n / 2; i-- > 0;)
+        heap_down(plan->doms, n, i);
     *ndoms = n;
     return 0;
 }
@@ -184,20 +211,20 @@ static int search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
     int rc = collect(x, scope, by_rack);
     if (rc || (rc = scope_domains(x, scope, &ndoms)))
         return rc;
-    for (uint32_t i = 0; i < ndoms; i++) {
-        const gs_pp_dom *d = &x->plan->doms[i];
-        if (best->found && !gs_pp_cost_less(d->lb, best->cost))
+    while (ndoms) {
+        const gs_pp_dom d = heap_pop(x->plan->doms, &ndoms);
+        if (best->found && !gs_pp_cost_less(d.lb, best->cost))
             break;
         uint32_t k = 0;
-        rc = shortest_prefix(x, d, &k);
+        rc = shortest_prefix(x, &d, &k);
         unlend_to(x, 0);
         if (rc)
             return rc;
         if (!k)
             continue;
-        gs_pp_cost cost = prefix_cost(x, d, k);
+        gs_pp_cost cost = prefix_cost(x, &d, k);
         if (!best->found || gs_pp_cost_less(cost, best->cost))
-            *best = (gs_pp_best){true, by_rack, scope, d->dom, k, cost};
+            *best = (gs_pp_best){true, by_rack, scope, d.dom, k, cost};
     }
     return 0;
 }
@@ -288,10 +315,30 @@ static int prune(gs_pp *x)
 
 /* ---- the plan and its execution ------------------------------------------ */
 
-static int ids_ascending(const void *p, const void *q)
+/* Heap sort in place: no allocation outside the plan's allocator. */
+static void sift_ids(uint64_t *a, uint32_t n, uint32_t i)
 {
-    uint64_t a = *(const uint64_t *)p, b = *(const uint64_t *)q;
-    return a < b ? -1 : a > b;
+    for (uint32_t m; (m = 2 * i + 1) < n; i = m) {
+        if (m + 1 < n && a[m + 1] > a[m])
+            m++;
+        if (a[i] >= a[m])
+            return;
+        uint64_t t = a[i];
+        a[i] = a[m];
+        a[m] = t;
+    }
+}
+
+static void sort_ids(uint64_t *a, uint32_t n)
+{
+    for (uint32_t i = n / 2; i-- > 0;)
+        sift_ids(a, n, i);
+    for (uint32_t end = n; end > 1; end--) {
+        uint64_t t = a[0];
+        a[0] = a[end - 1];
+        a[end - 1] = t;
+        sift_ids(a, end - 1, 0);
+    }
 }
 
 static int record_victims(gs_pp *x)
@@ -310,7 +357,7 @@ static int record_victims(gs_pp *x)
         plan->ids[i] = h->id;
         gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
     }
-    qsort(plan->ids, plan->nlent, sizeof *plan->ids, ids_ascending);
+    sort_ids(plan->ids, plan->nlent);
     plan->n = plan->nlent;
     plan->cost = s.cost;
     plan->gpus = s.gpus;

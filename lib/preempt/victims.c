@@ -1,6 +1,6 @@
 /* The eligible victims of a preemption, per domain of the scope level, in
  * the order the plan takes them. */
-#include <stdlib.h>
+#include <string.h>
 
 #include "preempt-internal.h"
 
@@ -69,22 +69,96 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
     return open ? push(plan, cur) : 0;
 }
 
-static int by_domain_then_order(const void *x, const void *y)
+/* The order inside a domain: the racks cheapest to clear first, then
+ * the cheapest job, the most GPUs for the cost, the lowest id. */
+static bool taken_before(const gs_victim *a, const gs_victim *b)
 {
-    const gs_victim *a = x, *b = y;
-    if (a->dom != b->dom)
-        return a->dom < b->dom ? -1 : 1;
     if (a->rank_cost != b->rank_cost)
-        return a->rank_cost < b->rank_cost ? -1 : 1;
+        return a->rank_cost < b->rank_cost;
     if (a->rank_evict != b->rank_evict)
-        return a->rank_evict < b->rank_evict ? -1 : 1;
+        return a->rank_evict < b->rank_evict;
     if (a->home != b->home)
-        return a->home < b->home ? -1 : 1;
+        return a->home < b->home;
     if (a->cost != b->cost)
-        return a->cost < b->cost ? -1 : 1;
+        return a->cost < b->cost;
     if (a->gpus != b->gpus)
-        return a->gpus > b->gpus ? -1 : 1; /* more GPUs freed for the same cost first */
-    return a->id < b->id ? -1 : a->id > b->id;
+        return a->gpus > b->gpus;
+    return a->id < b->id;
+}
+
+/* A stable merge sort into `tmp`'s room: the library allocates only
+ * through its allocator, and the C library's qsort may call malloc. Runs
+ * of up to 8 by insertion first (most domains hold a few victims). */
+static void sort_victims(gs_victim *a, gs_victim *tmp, uint32_t n)
+{
+    const uint32_t run = 8;
+    for (uint32_t lo = 0; lo < n; lo += run) {
+        uint32_t hi = lo + run < n ? lo + run : n;
+        for (uint32_t i = lo + 1; i < hi; i++) {
+            gs_victim v = a[i];
+            uint32_t k = i;
+            for (; k > lo && taken_before(&v, &a[k - 1]); k--)
+                a[k] = a[k - 1];
+            a[k] = v;
+        }
+    }
+    gs_victim *src = a, *dst = tmp;
+    for (uint32_t w = run; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t i = lo, k = mid, o = lo;
+            while (i < mid && k < hi)
+                dst[o++] = taken_before(&src[k], &src[i]) ? src[k++] : src[i++];
+            while (i < mid)
+                dst[o++] = src[i++];
+            while (k < hi)
+                dst[o++] = src[k++];
+        }
+        gs_victim *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+/* Groups the entries by scope domain (a counting sort: domains ascending),
+ * then orders each group. */
+static int group_and_order(gpusched_preempt_plan *plan, uint32_t ndom)
+{
+    if (plan->tmp_cap < plan->vcap) {
+        gs_victim *t = gs_realloc_array(&plan->alloc, plan->tmp, plan->vcap, sizeof *t);
+        if (!t)
+            return GPUSCHED_ENOMEM;
+        plan->tmp = t;
+        plan->tmp_cap = plan->vcap;
+    }
+    if (plan->start_cap < ndom + 1) {
+        uint32_t *s = gs_realloc_array(&plan->alloc, plan->start, ndom + 1, sizeof *s);
+        if (!s)
+            return GPUSCHED_ENOMEM;
+        plan->start = s;
+        plan->start_cap = ndom + 1;
+    }
+    uint32_t *start = plan->start;
+    memset(start, 0, (ndom + 1) * sizeof *start);
+    for (uint32_t i = 0; i < plan->nv; i++)
+        start[plan->v[i].dom + 1]++;
+    for (uint32_t d = 0; d < ndom; d++)
+        start[d + 1] += start[d];
+    for (uint32_t i = 0; i < plan->nv; i++)
+        plan->tmp[start[plan->v[i].dom]++] = plan->v[i];
+    /* start[d] is now the end of group d. */
+    for (uint32_t d = 0, a = 0; d < ndom; a = start[d++])
+        if (start[d] - a > 1)
+            sort_victims(plan->tmp + a, plan->v + a, start[d] - a);
+    gs_victim *t = plan->v;
+    plan->v = plan->tmp;
+    plan->tmp = t;
+    uint32_t cap = plan->vcap;
+    plan->vcap = plan->tmp_cap;
+    plan->tmp_cap = cap;
+    return 0;
 }
 
 /* The rank of a lowest-level domain: what clearing its victims costs per
@@ -135,6 +209,5 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
     int rc = by_rack ? rank_homes(plan, c) : 0;
     if (rc)
         return rc;
-    qsort(plan->v, plan->nv, sizeof *plan->v, by_domain_then_order);
-    return 0;
+    return group_and_order(plan, scope < 0 ? 1 : c->topo->ndom[scope]);
 }
