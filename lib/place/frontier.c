@@ -3,7 +3,6 @@
  * combination of its children's frontiers (a knapsack over the units held),
  * which is what makes the search exact (doc/placement.md, "Why it is
  * complete and optimal"). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "place-internal.h"
@@ -40,14 +39,6 @@ int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t
     return 0;
 }
 
-static int kid_larger(const void *x, const void *y)
-{
-    const gs_kid *a = x, *b = y;
-    if (a->cap != b->cap)
-        return a->cap > b->cap ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
 /* Moves the largest of k[from..n) to position `from` (ties: lowest index).
  * Callers take the children in that order and often stop early; a wide
  * list is sorted once, on the first call, instead. */
@@ -55,7 +46,7 @@ void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n)
 {
     if (n > 64) {
         if (from == 0)
-            qsort(k, n, sizeof *k, kid_larger);
+            gs_pl_sort_kids(k, n, true);
         return;
     }
     uint32_t best = from;

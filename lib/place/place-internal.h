@@ -222,6 +222,10 @@ typedef struct gs_kid {
 } gs_kid;
 int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total);
 void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
+/* sort.c: allocation-free sorts. Children by capacity (largest or
+ * smallest first; ties: lowest index); values descending. */
+void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
+void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
 typedef struct gs_pl_dp_out {
     bool want_choices;          /* in: keep what each child took */
     bool over_budget;           /* out: no table, the work budget is spent */

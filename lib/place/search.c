@@ -2,7 +2,6 @@
  * found top-down through the aggregates; among that level's domains the
  * best locality below (branch and bound); then the units handed down to
  * nodes (assign.c). doc/placement.md has the argument. */
-#include <stdlib.h>
 
 #include "place-internal.h"
 
@@ -151,7 +150,7 @@ static int dfs(gpusched_placer *p, gs_cand *s, int32_t l, uint32_t d)
     /* Selection while it is cheap (the search usually stops early), a sort
      * for wide domains. */
     if (n > 64)
-        qsort(k, n, sizeof *k, kid_tighter);
+        gs_pl_sort_kids(k, n, false);
     for (uint32_t i = 0; i < n && !rc && !s->done; i++) {
         uint32_t best = i;
         for (uint32_t j = i + 1; n <= 64 && j < n; j++)

@@ -5,7 +5,6 @@
  * So trying every m-subset of the children is exact, and far cheaper than
  * the knapsack when the children are few (the zones of a 200k-GPU gang).
  * Among equal keys the subset with the least capacity wins (best fit). */
-#include <stdlib.h>
 
 #include "place-internal.h"
 
@@ -28,16 +27,10 @@ static uint64_t choose(uint32_t n, uint32_t k)
     return c;
 }
 
-static int u32_larger(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a < b) - (a > b);
-}
-
 static void sort_desc(uint32_t *v, uint32_t n)
 {
     if (n > 64) {
-        qsort(v, n, sizeof *v, u32_larger);
+        gs_pl_sort_u32_desc(v, n);
         return;
     }
     for (uint32_t i = 1; i < n; i++) {

@@ -1,0 +1,55 @@
+/* The engine's allocation-free sorts against insertion sort, on random
+ * lists with many equal capacities (the index must break every tie). */
+#include <criterion/criterion.h>
+
+#include "place/place-internal.h"
+
+static uint64_t next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static bool before(gs_kid a, gs_kid b, bool larger_first)
+{
+    if (a.cap != b.cap)
+        return larger_first ? a.cap > b.cap : a.cap < b.cap;
+    return a.idx < b.idx;
+}
+
+Test(place_sort, kids_and_values_match_insertion_sort)
+{
+    uint64_t s = 0x1234567;
+    static gs_kid k[700], ref[700];
+    static uint32_t v[700], vref[700];
+    for (int round = 0; round < 400; round++) {
+        uint32_t n = (uint32_t)(next(&s) % 700);
+        bool larger = next(&s) & 1;
+        uint32_t spread = 1 + (uint32_t)(next(&s) % 50);
+        for (uint32_t i = 0; i < n; i++) {
+            k[i] = (gs_kid){(uint32_t)(next(&s) % 100000), (uint32_t)(next(&s) % spread)};
+            k[i].idx = k[i].idx * 700 + i; /* unique indices */
+            v[i] = (uint32_t)(next(&s) % spread);
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            gs_kid x = k[i];
+            uint32_t j = i;
+            for (; j > 0 && before(x, ref[j - 1], larger); j--)
+                ref[j] = ref[j - 1];
+            ref[j] = x;
+            uint32_t y = v[i];
+            for (j = i; j > 0 && vref[j - 1] < y; j--)
+                vref[j] = vref[j - 1];
+            vref[j] = y;
+        }
+        gs_pl_sort_kids(k, n, larger);
+        gs_pl_sort_u32_desc(v, n);
+        for (uint32_t i = 0; i < n; i++) {
+            cr_assert_eq(k[i].idx, ref[i].idx, "round %d, n %u, position %u", round, n, i);
+            cr_assert_eq(k[i].cap, ref[i].cap);
+            cr_assert_eq(v[i], vref[i]);
+        }
+    }
+}
