@@ -5,9 +5,11 @@
  * placement reported), no victim without need, every victim needed, only
  * eligible victims, plan only changes nothing, commit does what the plan
  * says. How often its cost is the optimum is logged, not asserted: the
- * planner is a heuristic there (include/gpusched/preempt.h). */
+ * planner is a heuristic there (include/gpusched/preempt.h). Moving a job
+ * gives what placing its shape gives on the cluster without it. */
 #include "cluster-test.h"
 #include "place-test.h"
+#include "preempt/preempt-internal.h"
 
 #define MAX_JOBS 12
 #define PREEMPTOR 7
@@ -281,4 +283,75 @@ Test(preempt_property, against_exhaustive_search, .timeout = 240)
     /* The generator must exercise both outcomes and real preemptions. */
     cr_assert_gt(st.with_victims, 1500);
     cr_assert_gt(st.no_plan, 500);
+}
+
+/* The job of index k of the state, moved: the same as placing its shape on
+ * the cluster without it; the commit swaps its GPUs and keeps the rest. */
+static void one_move(pt_rng *r, uint32_t *moved, uint32_t *stuck)
+{
+    pp_state s = {.t = pt_random_topo(r, 7)};
+    random_state(r, &s);
+    if (!s.njobs) {
+        gpusched_topo_unref(s.t);
+        return;
+    }
+    uint32_t k = pt_below(r, s.njobs);
+    uint64_t id = s.jobs[k].j.id;
+    gpusched_cluster *c = build(&s, 0);
+    gpusched_placer *p;
+    gpusched_place_result *res, *ref;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
+    gpusched_place_request q;
+    gs_pp_shape(c, gs_cluster_job_find(c, id), &q);
+    uint64_t before = ct_fingerprint(c);
+    int rc = gpusched_placer_move(p, id, 0, res);
+    cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
+    cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%s", gpusched_placer_errmsg(p));
+    bool fits = fits_without(&s, 1u << k, &q, ref);
+    cr_assert_eq(rc == 0, fits, "move %s, its shape on the cluster without it %s", gpusched_err_name(rc),
+                 fits ? "fits" : "does not");
+    if (rc) {
+        ++*stuck;
+        goto out;
+    }
+    ++*moved;
+    same_placement(res, ref);
+    cr_assert_eq(gpusched_placer_move(p, id, GPUSCHED_PLACE_COMMIT, res), 0);
+    same_placement(res, ref);
+    const uint32_t *nodes, *rn;
+    const uint64_t *masks, *rm;
+    uint32_t n, g, rcount;
+    cr_assert_eq(gpusched_cluster_job_alloc(c, id, &nodes, &masks, &n, &g), 0);
+    cr_assert_eq(gpusched_place_result_nodes(ref, &rn, &rm, &rcount), 0);
+    cr_assert_eq(n, rcount);
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_eq(nodes[i], rn[i]);
+        cr_assert_eq(masks[i], rm[i]);
+    }
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(c, id, &j), 0);
+    cr_assert_eq(j.priority, s.jobs[k].j.priority);
+    cr_assert_eq(j.flags, s.jobs[k].j.flags);
+    cr_assert_eq(j.cost_hint, s.jobs[k].j.cost_hint);
+    cr_assert_eq(gpusched_cluster_job_count(c), s.njobs);
+    cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+out:
+    gpusched_place_result_free(ref);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    gpusched_topo_unref(s.t);
+}
+
+Test(preempt_property, move_is_placing_the_shape_without_the_job, .timeout = 240)
+{
+    pt_rng r = {0xfeedull};
+    uint32_t moved = 0, stuck = 0;
+    for (uint32_t i = 0; i < 5000; i++)
+        one_move(&r, &moved, &stuck);
+    cr_log_info("%u jobs moved, %u with nowhere to go", moved, stuck);
+    cr_assert_gt(moved, 2000);
+    cr_assert_gt(stuck, 50);
 }

@@ -393,3 +393,185 @@ Test(preempt, out_of_memory_changes_nothing)
     cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), 3);
     gpusched_topo_unref(o.t);
 }
+
+/* ---- moving a running job ------------------------------------------------ */
+
+static void job_gpus_are(env *x, uint64_t id, const uint32_t *want_nodes, const uint64_t *want_masks, uint32_t nwant)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n, g;
+    cr_assert_eq(gpusched_cluster_job_alloc(x->e.c, id, &nodes, &masks, &n, &g), 0);
+    cr_assert_eq(n, nwant, "job %llu on %u nodes, expected %u", (unsigned long long)id, n, nwant);
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_eq(nodes[i], want_nodes[i], "node %u is %u, expected %u", i, nodes[i], want_nodes[i]);
+        cr_assert_eq(masks[i], want_masks[i]);
+    }
+}
+
+Test(preempt_move, bad_arguments_change_nothing)
+{
+    env x = env_full();
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_move(NULL, 100, 0, x.e.res), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 100, 0, NULL), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "move: result is NULL");
+    cr_assert_eq(gpusched_placer_move(x.e.p, 100, 0x10, x.e.res), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "move: unknown flags 0x10");
+    cr_assert_eq(gpusched_placer_move(x.e.p, 99, 0, x.e.res), GPUSCHED_ENOENT);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "move: no running job 99");
+    /* Full cluster, healthy job: it can only stay where it is. */
+    cr_assert_eq(gpusched_placer_move(x.e.p, 100, 0, x.e.res), 0, "%s", gpusched_placer_errmsg(x.e.p));
+    const uint32_t own[] = {0};
+    nodes_are(&x, own, 1);
+    cr_assert_eq(ct_fingerprint(x.e.c), before);
+    env_free(&x);
+}
+
+Test(preempt_move, repair_moves_a_job_off_a_failed_node)
+{
+    env x = env_empty();
+    /* Job 5: two pods of 4 on nodes 1 and 2 (rack 0), costs and priority
+     * to keep. Node 2 fails. */
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 5;
+    j.priority = 3;
+    j.cost_hint = 77;
+    j.tenant = 9;
+    j.flags = GPUSCHED_JOB_PREEMPTIBLE;
+    const uint32_t nodes[] = {1, 2};
+    const uint64_t masks[] = {0xf, 0xf};
+    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 2, nodes, masks), 0);
+    add_job(&x, 6, 0, 0xf, 0, 0, 0);
+    add_job(&x, 7, 3, 0x3, 0, 0, 0);
+    uint64_t hit[8];
+    uint32_t nhit;
+    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 2, GPUSCHED_NODE_DOWN, hit, 8, &nhit), 0);
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 5, 0, x.e.res), 0, "%s", gpusched_place_result_message(x.e.res));
+    cr_assert_eq(ct_fingerprint(x.e.c), before, "a plan-only move changed the state");
+    /* Whole nodes of 4, inside one rack: rack 0 has only node 1 left whole,
+     * so the job goes to the tightest rack that holds two whole nodes. */
+    const uint32_t want[] = {4, 5};
+    nodes_are(&x, want, 2);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_COMMIT, x.e.res), 0);
+    cr_assert_eq(gpusched_place_result_committed(x.e.res), 1);
+    const uint64_t wm[] = {0xf, 0xf};
+    job_gpus_are(&x, 5, want, wm, 2);
+    gpusched_job got = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 5, &got), 0);
+    cr_assert_eq(got.priority, 3);
+    cr_assert_eq(got.cost_hint, 77);
+    cr_assert_eq(got.tenant, 9);
+    cr_assert_eq(got.flags, GPUSCHED_JOB_PREEMPTIBLE);
+    cr_assert_eq(gpusched_cluster_job_count(x.e.c), 3);
+    cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
+    env_free(&x);
+}
+
+Test(preempt_move, the_shape_is_kept)
+{
+    env x = env_empty();
+    /* Job 5: 2 GPUs on node 0 and 2 on node 4: pods of 2, spanning racks
+     * 0 and 1 of block 0: required level block (slices of 2 would be the
+     * pod itself: no slice constraint). */
+    const uint32_t nodes[] = {0, 4};
+    const uint64_t masks[] = {0x3, 0xc};
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 5;
+    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 2, nodes, masks), 0);
+    /* Block 0 full but for node 11 (rack 2); block 1 empty. */
+    for (uint32_t n = 1; n < 11; n++)
+        if (n != 4)
+            add_job(&x, 100 + n, n, 0xf, 0, 0, 0);
+    add_job(&x, 200, 0, 0xc, 0, 0, 0);
+    add_job(&x, 204, 4, 0x3, 0, 0, 0);
+    /* Its shape is pods of 2 inside block 0, and its own GPUs are free to
+     * it; one node (11) holds both pods: better locality than its two
+     * nodes, so a plain move already gathers it there. */
+    uint64_t hit[8];
+    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_COMMIT, x.e.res), 0,
+                 "%s", gpusched_place_result_message(x.e.res));
+    const uint32_t nn[] = {11};
+    const uint64_t nm[] = {0xf};
+    job_gpus_are(&x, 5, nn, nm, 1);
+    cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
+
+    /* Whole nodes across two racks of a block keep slices per rack: job 8
+     * holds nodes 12, 13 (rack 3) and 16, 17 (rack 4): slices of 8 per
+     * rack inside block 1. */
+    const uint32_t wn[] = {12, 13, 16, 17};
+    const uint64_t wmask[] = {0xf, 0xf, 0xf, 0xf};
+    j.id = 8;
+    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 4, wn, wmask), 0);
+    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 13, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+    /* Rack 3 keeps 3 up nodes (12, 14, 15), rack 4 all four, rack 5 all
+     * four: both slices of 8 fit in rack 4 (its own nodes, best locality). */
+    cr_assert_eq(gpusched_placer_move(x.e.p, 8, 0, x.e.res), 0, "%s", gpusched_place_result_message(x.e.res));
+    const uint32_t *rn;
+    const uint64_t *rm;
+    uint32_t rcount;
+    cr_assert_eq(gpusched_place_result_nodes(x.e.res, &rn, &rm, &rcount), 0);
+    cr_assert_eq(rcount, 4);
+    uint32_t per_rack[6] = {0};
+    for (uint32_t i = 0; i < rcount; i++) {
+        cr_assert(rn[i] >= 12 && rn[i] != 13, "node %u", rn[i]);
+        cr_assert_eq(rm[i], 0xf);
+        per_rack[rn[i] / 4]++;
+    }
+    for (uint32_t r = 0; r < 6; r++)
+        cr_assert(per_rack[r] % 2 == 0, "rack %u holds %u nodes of the job: not whole slices", r, per_rack[r]);
+    env_free(&x);
+}
+
+Test(preempt_move, nowhere_to_go)
+{
+    env x = env_full();
+    uint64_t hit[8];
+    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 7, GPUSCHED_NODE_DRAINING, hit, 8, NULL), 0);
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 107, GPUSCHED_PLACE_COMMIT, x.e.res), GPUSCHED_ENOSPC);
+    cr_assert_eq(ct_fingerprint(x.e.c), before);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "4 GPUs asked, the cluster has 0 usable free GPUs");
+    env_free(&x);
+}
+
+static int move_oom_op(failalloc *fa, void *ctx)
+{
+    oom_ctx *o = ctx;
+    long k = fa->fail_at;
+    fa->fail_at = -1;
+    cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
+    const uint32_t nodes[] = {0, 1, 2};
+    const uint64_t masks[] = {0xf, 0xf, 0xf};
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 5;
+    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, nodes, masks), 0);
+    uint64_t hit[8];
+    cr_assert_eq(gpusched_cluster_set_node_health(o->c, 1, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+    o->before = ct_fingerprint(o->c);
+    fa->fail_at = fa->count + k;
+    int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
+    if (!rc)
+        rc = gpusched_place_result_new(&fa->a, &o->res);
+    if (!rc) {
+        rc = gpusched_placer_move(o->p, 5, o->commit ? GPUSCHED_PLACE_COMMIT : 0, o->res);
+        fa->fail_at = -1;
+        if (rc || !o->commit)
+            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only move changed the state");
+        cr_assert_eq(gpusched_cluster_check(o->c), 0);
+    }
+    if (rc)
+        oom_undo(o);
+    return rc;
+}
+
+Test(preempt_move, out_of_memory_changes_nothing)
+{
+    oom_ctx o = {.t = ct_uniform()};
+    cr_assert_gt(failalloc_sweep(move_oom_op, oom_undo, &o), 2);
+    o.commit = true;
+    cr_assert_gt(failalloc_sweep(move_oom_op, oom_undo, &o), 2);
+    gpusched_topo_unref(o.t);
+}

@@ -39,6 +39,11 @@
  * atomically: the victims are released and the gang is committed as job
  * `job_id`; on any error nothing changes.
  *
+ * Moving a running job (gpusched_placer_move()) plans where it would go
+ * now with its shape kept (the same split, locality and GPU class), its own
+ * GPUs counting as free: the repair of a job on a failed or drained node,
+ * and the step a defragmentation takes.
+ *
  * Lifetime and threads: as for placement (place.h). A plan is reusable from
  * call to call; pointers it hands out stay valid until it is reused or freed.
  * @{
@@ -114,6 +119,34 @@ GPUSCHED_API int gpusched_preempt_plan_victims(const gpusched_preempt_plan *plan
  * @retval GPUSCHED_EINVAL `plan` is NULL.
  */
 GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan, uint64_t *cost, uint64_t *gpus);
+
+/**
+ * Plans moving a running job to the best GPUs for its shape now, and with
+ * #GPUSCHED_PLACE_COMMIT moves it (atomically: the job keeps its id and
+ * descriptor, only its GPUs change).
+ *
+ * The shape is derived from the job's current GPUs: whole nodes if it holds
+ * whole nodes of one size, else pods of the greatest common divisor of its
+ * GPUs per node (any split when that is 1); required level: the deepest
+ * level with one domain holding all of it; when it spans several
+ * lowest-level domains, slices of the greatest common divisor of its GPUs
+ * per such domain, each inside one; its GPU class when it has one class.
+ * The job's GPUs count as free for the search on nodes that are up, so a
+ * job on a node that is down, cordoned or draining moves off that node,
+ * and a healthy job may stay where it is (the result then lists its own
+ * GPUs).
+ * @param p The placer.
+ * @param job_id A running job.
+ * @param flags 0 (plan only) or #GPUSCHED_PLACE_COMMIT.
+ * @param res Receives the new placement, or why the job fits nowhere.
+ * @retval 0 A placement (committed if asked).
+ * @retval GPUSCHED_ENOSPC No placement for the shape: `res` explains; nothing changed.
+ * @retval GPUSCHED_EINVAL `p` or `res` is NULL, or unknown flags.
+ * @retval GPUSCHED_ENOENT No running job has this id.
+ * @retval GPUSCHED_ENOMEM Out of memory; nothing changed.
+ */
+GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint32_t flags,
+                                      gpusched_place_result *res);
 
 /** @} */
 

@@ -127,6 +127,9 @@ struct gpusched_placer {
      * the commit's allocations succeeded and before it is applied. */
     void (*before_commit)(void *ctx);
     void *before_commit_ctx;
+    /* Set while a running job is placed again (gpusched_placer_move): its
+     * own id is then no "already running" error. */
+    bool moving;
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };

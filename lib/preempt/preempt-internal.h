@@ -67,6 +67,10 @@ struct gpusched_preempt_plan {
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
                   int32_t scope, bool by_rack);
 
+/* move.c: the request that places running job h again with its shape
+ * (see gpusched_placer_move). */
+void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q);
+
 static inline bool gs_pp_cost_less(gs_pp_cost a, gs_pp_cost b)
 {
     if (a.cost != b.cost)

@@ -1,0 +1,138 @@
+/* Moving a running job: the request of its shape, derived from its GPUs,
+ * placed again with its own GPUs lent to the search; the commit swaps the
+ * old GPUs for the new ones under the same id and descriptor. */
+#include "preempt-internal.h"
+
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The deepest level with one domain holding lowest-level domains a and
+ * b, or GPUSCHED_NONE. */
+static uint32_t common_level(const struct gpusched_topo *t, uint32_t a, uint32_t b)
+{
+    for (uint32_t l = t->nlevels; l-- > 0;) {
+        if (a == b)
+            return l;
+        if (l == 0)
+            break;
+        a = t->dom_parent[l][a];
+        b = t->dom_parent[l][b];
+    }
+    return GPUSCHED_NONE;
+}
+
+/* Slices of the greatest common divisor of its GPUs per lowest-level
+ * domain (its pairs are ascending, so a domain's pairs are consecutive). */
+static uint32_t leaf_slice(const struct gpusched_topo *t, const gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    uint32_t g = 0, run = 0, leaf = t->node_leaf[nodes[0]];
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t l = t->node_leaf[nodes[i]];
+        if (l != leaf) {
+            g = gcd32(g, run);
+            run = 0;
+            leaf = l;
+        }
+        run += gs_popcount64(masks[i]);
+    }
+    return gcd32(g, run);
+}
+
+void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    q->job_id = h->id;
+    q->gpus = h->ngpus;
+    q->priority = h->priority;
+    q->tenant = h->tenant;
+    q->job_flags = h->flags;
+    q->start_time = h->start_time;
+    q->cost_hint = h->cost_hint;
+    const uint32_t w = t->node_gpus[nodes[0]];
+    uint32_t g = 0, cls = t->node_class[nodes[0]];
+    bool whole = true;
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t n = nodes[i];
+        g = gcd32(g, gs_popcount64(masks[i]));
+        whole = whole && t->node_gpus[n] == w && masks[i] == gs_node_all_mask(w);
+        if (t->node_class[n] != cls)
+            cls = GPUSCHED_NONE;
+    }
+    if (whole) {
+        q->split = GPUSCHED_SPLIT_WHOLE_NODES;
+        q->pod_gpus = w;
+    } else if (g > 1) {
+        q->split = GPUSCHED_SPLIT_PODS;
+        q->pod_gpus = g;
+    }
+    q->gpu_class = cls;
+    const uint32_t first = t->node_leaf[nodes[0]], last = t->node_leaf[nodes[h->npairs - 1]];
+    q->required_level = common_level(t, first, last);
+    if (first != last) {
+        uint32_t s = leaf_slice(t, h);
+        if (s < h->ngpus && s > (whole ? w : g)) {
+            q->slice_gpus[0] = s;
+            q->slice_level[0] = t->nlevels - 1;
+        }
+    }
+}
+
+typedef struct gs_move {
+    struct gpusched_cluster *c;
+    uint32_t slot;
+} gs_move;
+
+/* Between the commit's allocations and its application: the old GPUs go
+ * (they are free already, being lent). */
+static void drop_moved(void *ctx)
+{
+    gs_move *m = ctx;
+    gs_cluster_job_drop(m->c, &m->c->jobs.rec[m->slot]);
+}
+
+GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint32_t flags,
+                                      gpusched_place_result *res)
+{
+    if (!p)
+        return GPUSCHED_EINVAL;
+    if (!res)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "move: result is NULL");
+    if (flags & ~(uint32_t)GPUSCHED_PLACE_COMMIT)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "move: unknown flags 0x%x", flags & ~(uint32_t)GPUSCHED_PLACE_COMMIT);
+    gs_hold *h = gs_cluster_job_find(p->c, job_id);
+    if (!h)
+        return gs_error(&p->err, GPUSCHED_ENOENT, "move: no running job %llu", (unsigned long long)job_id);
+    gpusched_place_request q;
+    gs_pp_shape(p->c, h, &q);
+    q.flags = flags;
+    gs_pl_req r;
+    int rc = gs_pl_req_load(p, &q, &r);
+    if (rc)
+        return rc;
+    gs_move m = {p->c, gs_hold_slot(&p->c->jobs, h)};
+    gs_cluster_job_lend(p->c, h);
+    p->before_commit = drop_moved;
+    p->before_commit_ctx = &m;
+    p->moving = true;
+    rc = gs_pl_place_loaded(p, &r, res);
+    p->before_commit = NULL;
+    p->before_commit_ctx = NULL;
+    p->moving = false;
+    if (!res->committed)
+        gs_cluster_job_unlend(p->c, &p->c->jobs.rec[m.slot]);
+    if (rc == 0)
+        gs_err_clear(&p->err);
+    return rc;
+}
