@@ -547,6 +547,18 @@ class Cluster(u.Handle):
         from .preemption import preempt_one
         return preempt_one(self, gpus, request)
 
+    def move(self, job_id, commit=False):
+        """Plans moving running job `job_id` to the best GPUs for its shape
+        now (the same split, locality and GPU class; its own GPUs count as
+        free on nodes that are up), and with ``commit=True`` moves it: the
+        job keeps its id and descriptor, only its GPUs change. This is how
+        a job on a failed or drained node is repaired. Returns the
+        :class:`~gpusched.Placement`; when the shape fits nowhere its
+        ``ok`` is False and ``message`` says why. Raises NotFound when no
+        job runs with this id."""
+        from .preemption import move_one
+        return move_one(self, job_id, commit)
+
     def _placer(self):
         if self._engine[0] is None:
             out = ctypes.c_void_p()

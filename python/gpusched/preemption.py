@@ -10,6 +10,7 @@ from .placement import Placement, build_request, new_result
 __all__ = ["PreemptPlan"]
 
 _ENOSPC = -30
+_COMMIT = 1  # GPUSCHED_PLACE_COMMIT
 
 
 class PreemptPlan:
@@ -86,3 +87,20 @@ def preempt_one(cluster, gpus, kw):
         lib.place_result_free(res)
         raise
     return Placement(cluster.topology, req.job_id, res, "gpusched_placer_preempt"), victims
+
+
+def move_one(cluster, job_id, commit):
+    """Cluster.move(): one running job placed again with its shape."""
+    job_id = u.u64("job_id", job_id)
+    if not isinstance(commit, bool):
+        raise TypeError("commit must be a bool")
+    placer = cluster._placer()
+    res = new_result()
+    try:
+        rc = lib.placer_move(placer, job_id, _COMMIT if commit else 0, res)
+        if rc != _ENOSPC:
+            lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_move")
+    except BaseException:
+        lib.place_result_free(res)
+        raise
+    return Placement(cluster.topology, job_id, res, "gpusched_placer_move")
