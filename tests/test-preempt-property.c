@@ -355,3 +355,133 @@ Test(preempt_property, move_is_placing_the_shape_without_the_job, .timeout = 240
     cr_assert_gt(moved, 2000);
     cr_assert_gt(stuck, 50);
 }
+
+/* Defragmentation on random states whose jobs may be movable: a plan is
+ * sound (the movers are movable and of no higher priority; without them
+ * the gang gets the reported placement; then every mover's new GPUs are
+ * free and hold its shape), plan only changes nothing, the commit is the
+ * plan. */
+static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint32_t *none)
+{
+    pp_state s = {.t = pt_random_topo(r, 7)};
+    random_state(r, &s);
+    /* Half the jobs gone: room to move into. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < s.njobs; i++)
+        if (pt_below(r, 2)) {
+            s.jobs[kept] = s.jobs[i];
+            s.jobs[kept].j.id = 100 + kept;
+            s.jobs[kept].j.flags = pt_below(r, 3) ? GPUSCHED_JOB_MOVABLE : 0;
+            kept++;
+        }
+    s.njobs = kept;
+    gpusched_place_request q;
+    uint32_t avoid[4];
+    pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
+    q.priority = (int32_t)pt_below(r, 5);
+    gpusched_cluster *c = build(&s, 0);
+    gpusched_placer *p;
+    gpusched_place_result *res, *ref;
+    gpusched_preempt_plan *plan;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    uint64_t before = ct_fingerprint(c);
+    int rc = gpusched_placer_defrag(p, &q, res, plan);
+    cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
+    if (rc != 0 && rc != GPUSCHED_ENOSPC) {
+        cr_assert_eq(rc, gpusched_placer_place(p, &q, ref));
+        goto out;
+    }
+    bool fits_now = fits_without(&s, 0, &q, ref);
+    if (rc) {
+        cr_assert(!fits_now, "no plan, yet the gang fits as it is");
+        cr_assert_eq(gpusched_preempt_plan_move_count(plan), 0);
+        ++*none;
+        goto out;
+    }
+    ++*planned;
+    uint32_t nm = gpusched_preempt_plan_move_count(plan);
+    if (fits_now)
+        cr_assert_eq(nm, 0, "the gang fits as it is, yet %u moves", nm);
+    *with_moves += nm > 0;
+    uint32_t movers = 0;
+    for (uint32_t i = 0; i < nm; i++) {
+        uint64_t id;
+        const uint32_t *nodes;
+        const uint64_t *masks;
+        uint32_t n;
+        cr_assert_eq(gpusched_preempt_plan_move(plan, i, &id, &nodes, &masks, &n), 0);
+        cr_assert(id >= 100 && id < 100 + s.njobs);
+        const pp_job *jb = &s.jobs[id - 100];
+        cr_assert(jb->j.flags & GPUSCHED_JOB_MOVABLE, "job %llu is not movable", (unsigned long long)id);
+        cr_assert_leq(jb->j.priority, q.priority);
+        movers |= 1u << (id - 100);
+    }
+    /* Without the movers the gang gets this placement... */
+    cr_assert(fits_without(&s, movers, &q, ref));
+    same_placement(res, ref);
+    /* ...and then every mover fits at its new GPUs. */
+    gpusched_cluster *sim = build(&s, movers);
+    const uint32_t *gn;
+    const uint64_t *gm;
+    uint32_t gk;
+    cr_assert_eq(gpusched_place_result_nodes(res, &gn, &gm, &gk), 0);
+    gpusched_job gang = GPUSCHED_JOB_INIT;
+    gang.id = PREEMPTOR;
+    cr_assert_eq(gpusched_cluster_alloc(sim, &gang, gk, gn, gm), 0, "%s", gpusched_cluster_errmsg(sim));
+    for (uint32_t i = 0; i < nm; i++) {
+        uint64_t id;
+        const uint32_t *nodes;
+        const uint64_t *masks;
+        uint32_t n;
+        cr_assert_eq(gpusched_preempt_plan_move(plan, i, &id, &nodes, &masks, &n), 0);
+        uint32_t g = 0;
+        for (uint32_t k = 0; k < n; k++)
+            g += (uint32_t)__builtin_popcountll(masks[k]);
+        uint32_t old = 0;
+        for (uint32_t k = 0; k < s.jobs[id - 100].n; k++)
+            old += (uint32_t)__builtin_popcountll(s.jobs[id - 100].masks[k]);
+        cr_assert_eq(g, old, "job %llu moves with %u GPUs, held %u", (unsigned long long)id, g, old);
+        cr_assert_eq(gpusched_cluster_alloc(sim, &s.jobs[id - 100].j, n, nodes, masks), 0, "mover %llu: %s",
+                     (unsigned long long)id, gpusched_cluster_errmsg(sim));
+    }
+    /* The commit is the plan. */
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    cr_assert_eq(gpusched_placer_defrag(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
+    cr_assert_eq(gpusched_place_result_committed(res), 1);
+    cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+    for (uint32_t i = 0; i < s.njobs; i++) {
+        const uint32_t *a, *b;
+        const uint64_t *am, *bm;
+        uint32_t an, bn, ag, bg;
+        uint64_t id = 100 + i;
+        cr_assert_eq(gpusched_cluster_job_alloc(c, id, &a, &am, &an, &ag), 0);
+        cr_assert_eq(gpusched_cluster_job_alloc(sim, id, &b, &bm, &bn, &bg), 0);
+        cr_assert_eq(an, bn);
+        for (uint32_t k = 0; k < an; k++) {
+            cr_assert_eq(a[k], b[k]);
+            cr_assert_eq(am[k], bm[k]);
+        }
+    }
+    gpusched_cluster_free(sim);
+out:
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(ref);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_free(c);
+    gpusched_topo_unref(s.t);
+}
+
+Test(preempt_property, defrag_plans_are_sound, .timeout = 240)
+{
+    pt_rng r = {0xdef7a6ull};
+    uint32_t planned = 0, with_moves = 0, none = 0;
+    for (uint32_t i = 0; i < 40000; i++)
+        one_defrag(&r, &planned, &with_moves, &none);
+    cr_log_info("%u planned (%u with moves), %u without a plan", planned, with_moves, none);
+    cr_assert_gt(with_moves, 300);
+    cr_assert_gt(none, 300);
+}

@@ -575,3 +575,199 @@ Test(preempt_move, out_of_memory_changes_nothing)
     cr_assert_gt(failalloc_sweep(move_oom_op, oom_undo, &o), 2);
     gpusched_topo_unref(o.t);
 }
+
+/* ---- defragmentation ------------------------------------------------------ */
+
+/* Every rack of block 0 holds one movable job of 4 GPUs on its first node;
+ * block 1 is empty but for one unmovable job per rack. A gang of a whole
+ * rack (16 GPUs, whole nodes, required rack) fits nowhere; moving one job
+ * frees a rack. */
+static env env_fragmented(void)
+{
+    env x = env_empty();
+    for (uint32_t r = 0; r < 6; r++)
+        add_job(&x, 100 + r, 4 * r, 0xf, 0, 10 + r, r < 3 ? GPUSCHED_JOB_MOVABLE : 0);
+    return x;
+}
+
+static gpusched_place_request rack_gang(void)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 1;
+    q.gpus = 16;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.required_level = 1;
+    return q;
+}
+
+Test(preempt_defrag, bad_arguments_and_accessors)
+{
+    env x = env_fragmented();
+    gpusched_place_request q = rack_gang();
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_defrag(NULL, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, NULL, x.e.res, x.plan), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "defrag: request is NULL");
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, NULL, x.plan), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "defrag: result is NULL");
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, NULL), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "defrag: plan is NULL");
+    q.job_flags = 0x80;
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
+    q = rack_gang();
+    q.job_id = 100;
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EEXIST);
+    cr_assert_eq(ct_fingerprint(x.e.c), before);
+
+    uint64_t id;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_move_count(NULL), 0);
+    cr_assert_eq(gpusched_preempt_plan_move_count(x.plan), 0);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, &masks, &n), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_preempt_plan_move(NULL, 0, &id, &nodes, &masks, &n), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, NULL, &nodes, &masks, &n), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, NULL, &masks, &n), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, NULL, &n), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, &masks, NULL), GPUSCHED_EINVAL);
+    env_free(&x);
+}
+
+Test(preempt_defrag, one_move_frees_a_rack)
+{
+    env x = env_fragmented();
+    gpusched_place_request q = rack_gang();
+    /* Nothing is preemptible: a preemption cannot help. */
+    cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
+
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
+    cr_assert_eq(ct_fingerprint(x.e.c), before, "a plan-only defragmentation changed the state");
+    cr_assert_eq(gpusched_preempt_plan_move_count(x.plan), 1);
+    victims_are(&x, NULL, 0);
+    uint64_t id;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, &masks, &n), 0);
+    /* The cheapest mover is job 100 (rack 0); it goes to the tightest node
+     * that holds a whole node of 4: in a rack already used. */
+    cr_assert_eq(id, 100);
+    cr_assert_eq(n, 1);
+    cr_assert(nodes[0] / 4 != 0, "job 100 stays in the rack it must leave");
+    cr_assert_eq(masks[0], 0xf);
+    const uint32_t rack0[] = {0, 1, 2, 3};
+    nodes_are(&x, rack0, 4);
+    uint64_t cost, gpus;
+    cr_assert_eq(gpusched_preempt_plan_totals(x.plan, &cost, &gpus), 0);
+    cr_assert_eq(cost, 10);
+    cr_assert_eq(gpus, 4);
+
+    uint32_t dest = nodes[0];
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0);
+    cr_assert_eq(gpusched_place_result_committed(x.e.res), 1);
+    const uint64_t all[] = {0xf, 0xf, 0xf, 0xf};
+    job_gpus_are(&x, 1, rack0, all, 4);
+    const uint64_t one[] = {0xf};
+    job_gpus_are(&x, 100, &dest, one, 1);
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 100, &j), 0);
+    cr_assert_eq(j.cost_hint, 10);
+    cr_assert_eq(j.flags, GPUSCHED_JOB_MOVABLE);
+    cr_assert_eq(gpusched_cluster_job_count(x.e.c), 7);
+    cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
+    env_free(&x);
+}
+
+Test(preempt_defrag, no_room_to_move_into)
+{
+    env x = env_fragmented();
+    /* Fill every free node: the movers have nowhere to go. */
+    for (uint32_t n = 0; n < 24; n++)
+        if (n % 4)
+            add_job(&x, 200 + n, n, 0xf, 0, 0, 0);
+    gpusched_place_request q = rack_gang();
+    q.flags = GPUSCHED_PLACE_COMMIT;
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
+    cr_assert_eq(ct_fingerprint(x.e.c), before);
+    cr_assert_eq(gpusched_preempt_plan_move_count(x.plan), 0);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res), "16 GPUs asked, the cluster has 0 usable free GPUs");
+    /* A higher-priority job is never moved for a lower-priority gang. */
+    env y = env_fragmented();
+    cr_assert_eq(gpusched_cluster_release(y.e.c, 100), 0);
+    add_job(&y, 100, 0, 0xf, 5, 10, GPUSCHED_JOB_MOVABLE);
+    cr_assert_eq(gpusched_cluster_release(y.e.c, 101), 0);
+    add_job(&y, 101, 4, 0xf, 5, 11, GPUSCHED_JOB_MOVABLE);
+    cr_assert_eq(gpusched_cluster_release(y.e.c, 102), 0);
+    add_job(&y, 102, 8, 0xf, 5, 12, GPUSCHED_JOB_MOVABLE);
+    q.priority = 4;
+    cr_assert_eq(gpusched_placer_defrag(y.e.p, &q, y.e.res, y.plan), GPUSCHED_ENOSPC);
+    q.priority = 5;
+    cr_assert_eq(gpusched_placer_defrag(y.e.p, &q, y.e.res, y.plan), 0);
+    env_free(&y);
+    env_free(&x);
+}
+
+static int defrag_oom_op(failalloc *fa, void *ctx)
+{
+    oom_ctx *o = ctx;
+    long k = fa->fail_at;
+    fa->fail_at = -1;
+    cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
+    /* Two movable jobs of 3 nodes each (pair blocks) across racks 0 and 1. */
+    const uint32_t a[] = {0, 1, 4}, b[] = {2, 5, 6};
+    const uint64_t m[] = {0xf, 0xf, 0xf};
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.flags = GPUSCHED_JOB_MOVABLE;
+    j.id = 5;
+    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, a, m), 0);
+    j.id = 6;
+    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, b, m), 0);
+    /* No rack has four whole nodes free: rack 0 has node 3, rack 1 node
+     * 7, rack 2 nodes 8 to 10; the others are taken. Clearing rack 0 moves
+     * both jobs, into rack 2 and rack 1. */
+    for (uint32_t n = 11; n < 24; n++) {
+        gpusched_job f = GPUSCHED_JOB_INIT;
+        f.id = 100 + n;
+        uint64_t mask = n < 16 ? 0x1 : 0xf;
+        cr_assert_eq(gpusched_cluster_alloc(o->c, &f, 1, &n, &mask), 0);
+    }
+    o->before = ct_fingerprint(o->c);
+    fa->fail_at = fa->count + k;
+    int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
+    if (!rc)
+        rc = gpusched_place_result_new(&fa->a, &o->res);
+    if (!rc)
+        rc = gpusched_preempt_plan_new(&fa->a, &o->plan);
+    if (!rc) {
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        q.job_id = 1;
+        q.gpus = 16;
+        q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+        q.required_level = 1;
+        q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
+        rc = gpusched_placer_defrag(o->p, &q, o->res, o->plan);
+        fa->fail_at = -1;
+        if (rc || !o->commit)
+            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only defrag changed the state");
+        if (!rc)
+            cr_assert_gt(gpusched_preempt_plan_move_count(o->plan), 0);
+        cr_assert_eq(gpusched_cluster_check(o->c), 0);
+    }
+    if (rc)
+        oom_undo(o);
+    return rc;
+}
+
+Test(preempt_defrag, out_of_memory_changes_nothing)
+{
+    oom_ctx o = {.t = ct_uniform()};
+    cr_assert_gt(failalloc_sweep(defrag_oom_op, oom_undo, &o), 3);
+    o.commit = true;
+    cr_assert_gt(failalloc_sweep(defrag_oom_op, oom_undo, &o), 3);
+    gpusched_topo_unref(o.t);
+}

@@ -64,6 +64,11 @@ typedef enum gpusched_gpu_state {
 
 /** Job flag: the job may be preempted. */
 #define GPUSCHED_JOB_PREEMPTIBLE (1u << 0)
+/** Job flag: the job may be moved to other GPUs (it can checkpoint and
+ *  restart elsewhere); defragmentation moves only such jobs. */
+#define GPUSCHED_JOB_MOVABLE (1u << 1)
+/** Every job flag this version knows. */
+#define GPUSCHED_JOB_FLAGS (GPUSCHED_JOB_PREEMPTIBLE | GPUSCHED_JOB_MOVABLE)
 
 /**
  * A job's descriptor. Extensible: fill with #GPUSCHED_JOB_INIT, then set

@@ -121,6 +121,61 @@ GPUSCHED_API int gpusched_preempt_plan_victims(const gpusched_preempt_plan *plan
 GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan, uint64_t *cost, uint64_t *gpus);
 
 /**
+ * Plans the moves that let a gang fit without evicting anyone, and with
+ * #GPUSCHED_PLACE_COMMIT carries them out: defragmentation.
+ *
+ * The jobs that may move are the running jobs flagged #GPUSCHED_JOB_MOVABLE
+ * whose priority is not above the request's (never the request's own job).
+ * A move keeps the job's shape, as gpusched_placer_move() does. Movers are
+ * chosen as a preemption chooses victims (the same domains, order and
+ * pruning), then checked: with the gang's GPUs taken, every mover, largest
+ * first, must find a place for its shape; the first domain, cheapest
+ * first, whose movers all find one is the plan. Unlike preemption this is
+ * not complete: a gang that only a chain of moves would make room for may
+ * get #GPUSCHED_ENOSPC.
+ *
+ * The plan lists the moves (gpusched_preempt_plan_move_count(),
+ * gpusched_preempt_plan_move()) and no victims; its totals are the movers'
+ * cost hints and GPUs. The commit is atomic: the movers keep their ids and
+ * descriptors, only their GPUs change, and the gang becomes job `job_id`.
+ * @param p The placer.
+ * @param req The gang; its `priority` bounds the movers'.
+ * @param res Receives the gang's placement once the moves are made, or why
+ *        it does not fit as the cluster is.
+ * @param plan Receives the moves (none on failure).
+ * @retval 0 A plan (possibly without moves); carried out if asked.
+ * @retval GPUSCHED_ENOSPC No plan found: `res` explains why the gang does
+ *         not fit now; nothing changed.
+ * @retval GPUSCHED_EINVAL / GPUSCHED_E2BIG / GPUSCHED_ERANGE / GPUSCHED_EEXIST As for
+ *         gpusched_placer_preempt().
+ * @retval GPUSCHED_ENOMEM Out of memory; nothing changed.
+ */
+GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place_request *req,
+                                        gpusched_place_result *res, gpusched_preempt_plan *plan);
+
+/**
+ * The number of moves of a plan (0 for a preemption's).
+ * @param plan The plan (NULL gives 0).
+ * @return The moves.
+ */
+GPUSCHED_API uint32_t gpusched_preempt_plan_move_count(const gpusched_preempt_plan *plan);
+
+/**
+ * One move of a plan: the job and the GPUs it moves to.
+ * @param plan The plan.
+ * @param index 0 .. gpusched_preempt_plan_move_count() - 1.
+ * @param[out] job_id The job that moves.
+ * @param[out] nodes Its new nodes, ascending; valid until the plan is reused or freed.
+ * @param[out] masks Its GPUs on each of them.
+ * @param[out] n The number of nodes.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL A NULL argument.
+ * @retval GPUSCHED_ERANGE `index` is out of range.
+ */
+GPUSCHED_API int gpusched_preempt_plan_move(const gpusched_preempt_plan *plan, uint32_t index, uint64_t *job_id,
+                                            const uint32_t **nodes, const uint64_t **masks, uint32_t *n);
+
+/**
  * Plans moving a running job to the best GPUs for its shape now, and with
  * #GPUSCHED_PLACE_COMMIT moves it (atomically: the job keeps its id and
  * descriptor, only its GPUs change).

@@ -4,7 +4,7 @@
 
 #include "cluster-internal.h"
 
-#define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_PREEMPTIBLE
+#define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_FLAGS
 /* Up to this many pairs, updating the aggregates node by node is cheaper
  * than gathering per-domain deltas. */
 #define GS_BATCH_MIN_PAIRS 4

@@ -193,9 +193,9 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
         gs_holdtab_prefetch(&p->c->jobs, q->job_id);
     if (q->flags & ~GPUSCHED_PLACE_COMMIT)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_COMMIT);
-    if (q->job_flags & ~GPUSCHED_JOB_PREEMPTIBLE)
+    if (q->job_flags & ~(uint32_t)GPUSCHED_JOB_FLAGS)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown job_flags 0x%x",
-                        q->job_flags & ~GPUSCHED_JOB_PREEMPTIBLE);
+                        q->job_flags & ~(uint32_t)GPUSCHED_JOB_FLAGS);
     if (!q->gpus)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is 0");
     r->gpus = q->gpus;

@@ -33,6 +33,14 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->start);
     gs_free(&a, plan->lent);
     gs_free(&a, plan->doms);
+    gs_free(&a, plan->move_ids);
+    gs_free(&a, plan->move_off);
+    gs_free(&a, plan->move_nodes);
+    gs_free(&a, plan->move_masks);
+    gs_free(&a, plan->gang_nodes);
+    gs_free(&a, plan->gang_masks);
+    gs_free(&a, plan->move_jobs);
+    gs_free(&a, plan->move_blocks);
     gs_free(&a, plan->leaf_cost);
     gs_free(&a, plan->leaf_gpus);
     gpusched_place_result_free(plan->probe);

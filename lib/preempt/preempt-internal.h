@@ -55,17 +55,33 @@ struct gpusched_preempt_plan {
     uint32_t nlent, lent_cap;
     gs_pp_dom *doms;
     uint32_t doms_cap;
+    /* Defragmentation: the moves (job ids; their new pairs, move i at
+     * move_off[i] .. move_off[i + 1]) and the gang's placement, both held
+     * (claimed without a job) while the plan is checked. */
+    uint64_t *move_ids;
+    uint32_t nmoves, moves_cap;
+    uint32_t *move_off;
+    uint32_t off_cap;
+    uint32_t *move_nodes;
+    uint64_t *move_masks;
+    uint32_t move_pairs, move_pairs_cap;
+    uint32_t *gang_nodes;
+    uint64_t *gang_masks;
+    uint32_t ngang, gang_cap;
+    gpusched_job *move_jobs;    /* commit: the movers' descriptors */
+    void **move_blocks;         /* commit: pair blocks, gang first */
     double *leaf_cost, *leaf_gpus;  /* per lowest-level domain */
     uint32_t nleaf;
     gpusched_place_result *probe;   /* the what-if searches' nodes */
 };
 
-/* victims.c: every eligible victim's entries for scope level `scope`
+/* victims.c: every eligible victim's (or, with `movers`, every job a
+ * defragmentation may move) entries for scope level `scope`
  * (-1: the whole cluster), grouped by scope domain and ordered inside each
  * as the plan takes them: by rack, the racks cheapest to clear first, then
  * by cost (by_rack), or by cost alone. Fills plan->v / plan->nv. */
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                  int32_t scope, bool by_rack);
+                  int32_t scope, bool by_rack, bool movers);
 
 /* move.c: the request that places running job h again with its shape
  * (see gpusched_placer_move). */

@@ -4,9 +4,15 @@
 
 #include "preempt-internal.h"
 
-static bool eligible(const gs_hold *h, const gs_pl_req *r)
+/* Victims of a preemption: preemptible, of lower priority. Movers of a
+ * defragmentation: movable, of a priority not above the gang's. */
+static bool eligible(const gs_hold *h, const gs_pl_req *r, bool movers)
 {
-    return (h->flags & GPUSCHED_JOB_PREEMPTIBLE) && h->priority < r->in.priority && h->id != r->in.job_id;
+    if (h->id == r->in.job_id)
+        return false;
+    if (movers)
+        return (h->flags & GPUSCHED_JOB_MOVABLE) && h->priority <= r->in.priority;
+    return (h->flags & GPUSCHED_JOB_PREEMPTIBLE) && h->priority < r->in.priority;
 }
 
 /* The domain of level `scope` (-1: the whole cluster, domain 0) holding
@@ -197,13 +203,13 @@ static int rank_homes(gpusched_preempt_plan *plan, const struct gpusched_cluster
 }
 
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                  int32_t scope, bool by_rack)
+                  int32_t scope, bool by_rack, bool movers)
 {
     plan->nv = 0;
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t slot = c->jobs.live[i];
         const gs_hold *h = &c->jobs.rec[slot];
-        if (eligible(h, r) && add_job(plan, c, h, slot, scope, by_rack))
+        if (eligible(h, r, movers) && add_job(plan, c, h, slot, scope, by_rack))
             return GPUSCHED_ENOMEM;
     }
     int rc = by_rack ? rank_homes(plan, c) : 0;
