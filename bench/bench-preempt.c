@@ -283,9 +283,71 @@ static void bpr_preempt(gsb_ctx *b)
     gsb_report(b, "preempt.gang200k.commit.ms", gsb_median(t, (size_t)reps), "ms", params);
 }
 
+/* Defragmentation: one movable 4-GPU job on the first node of every rack,
+ * so that no rack is whole; a gang of one rack, then of eight racks (in
+ * slices of 72 inside one block) makes its room by moving one job per
+ * rack it takes. Plan only, median. */
+static void bpr_defrag_case(bpr_env *e, gsb_ctx *b, uint32_t racks, const char *name)
+{
+    const int reps = gsb_reps(b);
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 900000001;
+    q.priority = BPR_HIGH_PRIORITY;
+    q.gpus = 72 * racks;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 72;
+    q.slice_level[0] = 2;
+    q.required_level = racks > 1 ? 1 : 2;
+    int fit = gpusched_placer_defrag(e->p, &q, e->res, e->plan) == 0;
+    double t[32];
+    for (int i = 0; i < reps; i++) {
+        double t0 = gsb_now_ns();
+        fit &= gpusched_placer_defrag(e->p, &q, e->res, e->plan) == 0;
+        t[i] = (gsb_now_ns() - t0) / 1e6;
+    }
+    uint64_t cost = 0, gpus = 0;
+    gpusched_preempt_plan_totals(e->plan, &cost, &gpus);
+    char params[320];
+    snprintf(params, sizeof params,
+             "\"cluster_gpus\": %llu, \"jobs\": %u, \"gpus\": %u, \"moves\": %u, \"moved_gpus\": %llu, "
+             "\"cost\": %llu, \"fit\": %d, \"what\": \"plan only; one movable job per rack\"",
+             (unsigned long long)gpusched_topo_gpu_count(e->t), gpusched_cluster_job_count(e->c), q.gpus,
+             gpusched_preempt_plan_move_count(e->plan), (unsigned long long)gpus, (unsigned long long)cost, fit);
+    gsb_report(b, name, gsb_median(t, (size_t)reps), "ms", params);
+}
+
+static void bpr_defrag(gsb_ctx *b)
+{
+    const int quick = gsb_quick(b);
+    bpr_env e;
+    if (bpr_env_new(&e, quick ? 2 : 8, quick ? 8 : 32, false)) {
+        bpr_env_free(&e);
+        return;
+    }
+    const uint32_t rack_level = gpusched_topo_level_count(e.t) - 1;
+    for (uint32_t r = 0; r < gpusched_topo_domain_count(e.t, rack_level); r++) {
+        uint32_t first, n;
+        gpusched_topo_domain_nodes(e.t, rack_level, r, &first, &n);
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 1 + r;
+        j.flags = GPUSCHED_JOB_MOVABLE;
+        j.cost_hint = 1 + (r * 7919u) % 100;
+        uint64_t mask = 0xf;
+        if (gpusched_cluster_alloc(e.c, &j, 1, &first, &mask)) {
+            fprintf(stderr, "bench-preempt: %s\n", gpusched_cluster_errmsg(e.c));
+            bpr_env_free(&e);
+            return;
+        }
+    }
+    bpr_defrag_case(&e, b, 1, "preempt.defrag.rack.ms");
+    bpr_defrag_case(&e, b, 8, "preempt.defrag.8racks.ms");
+    bpr_env_free(&e);
+}
+
 /* One scenario for the three records: they share the full cluster, which
  * is by far the most expensive part to build. */
 const gsb_scenario gsb_preempt_scenarios[] = {
     {"preempt", bpr_preempt},
+    {"preempt.defrag", bpr_defrag},
     {NULL, NULL},
 };

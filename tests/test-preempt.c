@@ -682,6 +682,29 @@ Test(preempt_defrag, one_move_frees_a_rack)
     env_free(&x);
 }
 
+Test(preempt_defrag, the_jobs_reservation_counts_where_it_is)
+{
+    env x = env_fragmented();
+    /* Job 1 holds node 1 (rack 0): rack 0 needs one move (job 100, cost
+     * 10), rack 1 one too (job 101, cost 11); the reservation makes rack 0
+     * the cheaper, and only there. */
+    const uint32_t node = 1;
+    const uint64_t mask = 0xf;
+    cr_assert_eq(gpusched_cluster_reserve(x.e.c, 1, 1, &node, &mask), 0);
+    gpusched_place_request q = rack_gang();
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
+    uint64_t id;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_move_count(x.plan), 1);
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, &masks, &n), 0);
+    cr_assert_eq(id, 100);
+    const uint32_t rack0[] = {0, 1, 2, 3};
+    nodes_are(&x, rack0, 4);
+    env_free(&x);
+}
+
 Test(preempt_defrag, no_room_to_move_into)
 {
     env x = env_fragmented();

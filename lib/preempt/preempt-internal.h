@@ -87,6 +87,10 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
  * (see gpusched_placer_move). */
 void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q);
 
+/* victims.c: the domain of level `scope` (-1: the whole cluster, domain
+ * 0) holding lowest-level domain `leaf`. */
+uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf);
+
 static inline bool gs_pp_cost_less(gs_pp_cost a, gs_pp_cost b)
 {
     if (a.cost != b.cost)

@@ -116,22 +116,39 @@ static gs_pp_dom heap_pop(gs_pp_dom *h, uint32_t *n)
     return top;
 }
 
+/* The GPUs of the job's own reservation inside domain `dom`, walking its
+ * pairs (ascending, as the domains are visited) from *i on. */
+static uint64_t own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i)
+{
+    if (!own)
+        return 0;
+    const uint32_t *nodes = gs_hold_nodes(own);
+    const uint64_t *masks = gs_hold_masks(own);
+    while (*i < own->npairs && gs_pp_scope_domain(t, scope, t->node_leaf[nodes[*i]]) < dom)
+        ++*i;
+    uint64_t g = 0;
+    for (; *i < own->npairs && gs_pp_scope_domain(t, scope, t->node_leaf[nodes[*i]]) == dom; ++*i)
+        g += gs_popcount64(masks[*i]);
+    return g;
+}
+
 /* The domains whose victims could free enough GPUs by count (free GPUs
- * plus the victims' GPUs inside, plus the job's own reservation), cheapest
- * lower bound first. */
+ * plus the victims' GPUs inside, plus the job's own reservation there),
+ * as a heap, cheapest lower bound first. */
 static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
 {
     gpusched_preempt_plan *plan = x->plan;
     const struct gpusched_cluster *c = x->c;
     const gs_hold *own = gs_cluster_resv_find(c, x->r->in.job_id);
-    const uint64_t G = x->r->gpus, own_gpus = own ? own->ngpus : 0;
-    uint32_t n = 0;
+    const uint64_t G = x->r->gpus;
+    uint32_t n = 0, own_i = 0;
     for (uint32_t a = 0; a < plan->nv;) {
         uint32_t b = a;
         while (b < plan->nv && plan->v[b].dom == plan->v[a].dom)
             b++;
         uint32_t dom = plan->v[a].dom;
-        uint64_t have = own_gpus + (scope < 0 ? c->root_free_gpus : c->agg[scope].free_gpus[dom]);
+        uint64_t have = own_in(c->topo, own, scope, dom, &own_i) +
+                        (scope < 0 ? c->root_free_gpus : c->agg[scope].free_gpus[dom]);
         uint32_t k0 = 0;
         while (have < G && a + k0 < b)
             have += plan->v[a + k0++].gpus;

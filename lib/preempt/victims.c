@@ -17,7 +17,7 @@ static bool eligible(const gs_hold *h, const gs_pl_req *r, bool movers)
 
 /* The domain of level `scope` (-1: the whole cluster, domain 0) holding
  * lowest-level domain `leaf`. */
-static uint32_t scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf)
+uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf)
 {
     if (scope < 0)
         return 0;
@@ -52,15 +52,15 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
     /* The common case, a job inside one scope domain: one entry, no pass
      * over its pairs. */
     uint32_t first_leaf = t->node_leaf[nodes[0]];
-    uint32_t d0 = scope_domain(t, scope, first_leaf);
-    if (d0 == scope_domain(t, scope, t->node_leaf[nodes[h->npairs - 1]]))
+    uint32_t d0 = gs_pp_scope_domain(t, scope, first_leaf);
+    if (d0 == gs_pp_scope_domain(t, scope, t->node_leaf[nodes[h->npairs - 1]]))
         return push(plan, (gs_victim){.dom = d0, .slot = slot, .gpus = h->ngpus, .home = by_rack ? first_leaf : 0,
                                       .cost = h->cost_hint, .id = h->id});
     gs_victim cur = {0};
     bool open = false;
     for (uint32_t i = 0; i < h->npairs; i++) {
         uint32_t leaf = t->node_leaf[nodes[i]];
-        uint32_t d = scope_domain(t, scope, leaf);
+        uint32_t d = gs_pp_scope_domain(t, scope, leaf);
         if (open && d != cur.dom) {
             if (push(plan, cur))
                 return GPUSCHED_ENOMEM;
