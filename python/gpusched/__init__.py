@@ -8,7 +8,8 @@ binding.
 
 Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
 :class:`Cluster`, :class:`Placement` (from :meth:`Cluster.place`),
-:class:`PreemptPlan` (from :meth:`Cluster.preempt`),
+:class:`PreemptPlan` (from :meth:`Cluster.preempt` and
+:meth:`Cluster.defrag`),
 :class:`FairQueue`. Errors of the library are raised as subclasses of
 :class:`Error`.
 """
@@ -20,7 +21,7 @@ from .core import (version, version_string, library_path, strerror, err_name,
 from .topology import Topology, TopologyBuilder, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, Frag
 from .placement import Placement, PlaceReason, Split
-from .preemption import PreemptPlan
+from .preemption import PreemptPlan, Move
 from .fairq import FairQueue, Param, Policy, TenantValue, Decision, DecisionLog
 
 __version__ = ".".join(map(str, BINDING_VERSION))
@@ -30,6 +31,6 @@ __all__ = list(_error_names) + [
     "err_name", "cpu_features", "simd_compiled", "simd_name",
     "Topology", "TopologyBuilder", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag",
-    "Placement", "PlaceReason", "Split", "PreemptPlan",
+    "Placement", "PlaceReason", "Split", "PreemptPlan", "Move",
     "FairQueue", "Param", "Policy", "TenantValue", "Decision", "DecisionLog",
 ]

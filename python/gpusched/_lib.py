@@ -190,6 +190,9 @@ FUNCTIONS = {
     "gpusched_preempt_plan_victims": (c_int, [_plan, P(_u64p), _u32p]),
     "gpusched_preempt_plan_totals": (c_int, [_plan, _u64p, _u64p]),
     "gpusched_placer_move": (c_int, [_placer, c_uint64, c_uint32, _result]),
+    "gpusched_placer_defrag": (c_int, [_placer, P(PlaceRequest), _result, _plan]),
+    "gpusched_preempt_plan_move_count": (c_uint32, [_plan]),
+    "gpusched_preempt_plan_move": (c_int, [_plan, c_uint32, _u64p, P(_u32p), P(_u64p), _u32p]),
     # fair-share queue (fairq.h)
     "gpusched_fairq_new": (c_int, [_alloc, c_uint32, P(_fairq)]),
     "gpusched_fairq_free": (None, [_fairq]),

@@ -13,7 +13,8 @@ from .topology import Topology, NONE
 __all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag"]
 
 _ERRBUF = 512
-_JOB_PREEMPTIBLE = 1
+_JOB_PREEMPTIBLE = 1 << 0
+_JOB_MOVABLE = 1 << 1
 
 
 class NodeHealth(enum.IntEnum):
@@ -37,8 +38,24 @@ NodeState = collections.namedtuple("NodeState", "free reserved allocated health"
 #: Fragmentation metrics of one level (see :meth:`Cluster.frag`).
 Frag = collections.namedtuple("Frag", "free_domains stranded_gpus gang_gpus")
 
-#: A running job's descriptor as :meth:`Cluster.job` returns it.
-Job = collections.namedtuple("Job", "id priority tenant start_time cost_hint preemptible")
+#: A running job's descriptor as :meth:`Cluster.job` returns it. ``movable``
+#: came last and defaults to False, so positional construction of the older
+#: six fields keeps working.
+Job = collections.namedtuple("Job", "id priority tenant start_time cost_hint preemptible movable",
+                             defaults=(False,))
+
+
+def job_flags(preemptible, movable):
+    """The C job flags of the two bool keywords (TypeError for non-bools:
+    a truthy int would hide a mistaken argument)."""
+    flags = 0
+    for name, value, bit in (("preemptible", preemptible, _JOB_PREEMPTIBLE),
+                             ("movable", movable, _JOB_MOVABLE)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+        if value:
+            flags |= bit
+    return flags
 
 
 class Allocation:
@@ -138,7 +155,7 @@ class Cluster(u.Handle):
         lib.check(lib.cluster_new(topology._h, None, ctypes.byref(out)),
                   function="gpusched_cluster_new")
         # The placer and the preemption plan, created by the first place()
-        # and preempt().
+        # and preempt() or defrag().
         self._engine = [None, None]
         self._own(out.value, _free_cluster, self._engine)
         # A reference of its own: closing the caller's Topology must not
@@ -233,7 +250,7 @@ class Cluster(u.Handle):
         return len(nodes), cn, cm
 
     @staticmethod
-    def _job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible):
+    def _job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible, movable):
         j = _CJob()
         j.size = ctypes.sizeof(_CJob)
         j.id = u.u64("job_id", job_id)
@@ -241,9 +258,7 @@ class Cluster(u.Handle):
         j.tenant = u.u32("tenant", tenant)
         j.start_time = u.i64("start_time", start_time)
         j.cost_hint = u.u64("cost_hint", cost_hint)
-        if not isinstance(preemptible, bool):
-            raise TypeError("preemptible must be a bool")
-        j.flags = _JOB_PREEMPTIBLE if preemptible else 0
+        j.flags = job_flags(preemptible, movable)
         return j
 
     # ---- nodes and GPUs --------------------------------------------------
@@ -356,13 +371,16 @@ class Cluster(u.Handle):
     # ---- jobs ------------------------------------------------------------
 
     def allocate(self, job_id, gpus, *, priority=0, tenant=0, start_time=0, cost_hint=0,
-                 preemptible=False):
+                 preemptible=False, movable=False):
         """Allocates GPUs to a new job, all or nothing. Every GPU must be
         free (or reserved for this job id) and every node up.
+        ``preemptible=True`` lets :meth:`preempt` evict it, ``movable=True``
+        lets :meth:`defrag` move it.
 
         Raises AlreadyExists, Busy, WrongState (node not up) and others;
         nothing changes then."""
-        j = self._job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible)
+        j = self._job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible,
+                             movable)
         n, nodes, masks = self._gpu_set("gpus", gpus)
         self._check(lib.cluster_alloc(self._h, ctypes.byref(j), n, nodes, masks),
                     "gpusched_cluster_alloc")
@@ -379,7 +397,7 @@ class Cluster(u.Handle):
         self._check(lib.cluster_job_find(self._h, u.u64("job_id", job_id), ctypes.byref(j)),
                     "gpusched_cluster_job_find")
         return Job(j.id, j.priority, j.tenant, j.start_time, j.cost_hint,
-                   bool(j.flags & _JOB_PREEMPTIBLE))
+                   bool(j.flags & _JOB_PREEMPTIBLE), bool(j.flags & _JOB_MOVABLE))
 
     def __contains__(self, job_id):
         """True if a job with this id is running."""
@@ -391,14 +409,16 @@ class Cluster(u.Handle):
 
     def update_job(self, job_id, **fields):
         """Changes fields of a running job's descriptor (priority, tenant,
-        start_time, cost_hint, preemptible); its GPUs are not changed."""
-        unknown = set(fields) - {"priority", "tenant", "start_time", "cost_hint", "preemptible"}
+        start_time, cost_hint, preemptible, movable); its GPUs are not
+        changed."""
+        unknown = set(fields) - {"priority", "tenant", "start_time", "cost_hint", "preemptible",
+                                 "movable"}
         if unknown:
             raise TypeError(f"update_job() got unknown fields {sorted(unknown)}")
         cur = self.job(job_id)._asdict()
         cur.update(fields)
         j = self._job_struct(cur["id"], cur["priority"], cur["tenant"], cur["start_time"],
-                             cur["cost_hint"], cur["preemptible"])
+                             cur["cost_hint"], cur["preemptible"], cur["movable"])
         self._check(lib.cluster_job_update(self._h, ctypes.byref(j)),
                     "gpusched_cluster_job_update")
 
@@ -505,8 +525,8 @@ class Cluster(u.Handle):
             job_id: the job (its id when committed; its reservation may be
                 used). Default 0.
             commit: make the placement a running job (default: plan only).
-            priority, tenant, start_time, cost_hint, preemptible: the job's
-                descriptor when committed.
+            priority, tenant, start_time, cost_hint, preemptible, movable:
+                the job's descriptor when committed.
         """
         from .placement import place_one
         return place_one(self, gpus, request)
@@ -546,6 +566,32 @@ class Cluster(u.Handle):
         argument errors of :meth:`place`; nothing changes then."""
         from .preemption import preempt_one
         return preempt_one(self, gpus, request)
+
+    def defrag(self, gpus, **request):
+        """Plans the moves that let a gang of `gpus` GPUs fit without
+        evicting anyone (defragmentation). Returns ``(placement, plan)`` as
+        :meth:`preempt` does: the :class:`~gpusched.Placement` the gang gets
+        once the moves are made, and a :class:`~gpusched.PreemptPlan` whose
+        ``moves`` are :class:`~gpusched.Move` ``(job_id, nodes, masks)``
+        (where each job goes), with no victims; ``cost`` and ``gpus`` total
+        the movers' ``cost_hint`` and GPUs. With ``commit=True`` the moves
+        are made and the gang becomes running job ``job_id``, all or
+        nothing; the moved jobs keep their ids and descriptors.
+
+        The jobs that may move are the running jobs allocated with
+        ``movable=True`` whose priority is not above the request's
+        ``priority`` (never the job ``job_id`` itself); a move keeps the
+        job's shape, as :meth:`move` does. A gang that fits as the cluster
+        is gets a plan without moves. When no plan is found the placement's
+        ``ok`` is False, its ``message`` says why the gang does not fit as
+        the cluster is, and the plan is empty; nothing changes. Unlike
+        :meth:`preempt` this is a heuristic that is not complete: a gang
+        only a chain of moves would make room for may get no plan.
+
+        Takes the keyword arguments of :meth:`place`; raises as
+        :meth:`preempt` does."""
+        from .preemption import defrag_one
+        return defrag_one(self, gpus, request)
 
     def move(self, job_id, commit=False):
         """Plans moving running job `job_id` to the best GPUs for its shape

@@ -5,7 +5,7 @@ import enum
 
 from . import _util as u
 from ._lib import lib, PlaceRequest as _CRequest
-from .cluster import Allocation, _JOB_PREEMPTIBLE
+from .cluster import Allocation, job_flags
 from ._errors import DoesNotFit
 from .topology import NONE
 
@@ -36,7 +36,7 @@ class PlaceReason(enum.IntEnum):
 
 _KEYS = {"pod_gpus", "whole_nodes", "required", "preferred", "slices", "gpu_class", "labels",
          "avoid_labels", "avoid_nodes", "job_id", "commit", "priority", "tenant", "start_time",
-         "cost_hint", "preemptible"}
+         "cost_hint", "preemptible", "movable"}
 
 
 def _flag(name, value):
@@ -99,7 +99,7 @@ def build_request(topo, gpus, kw, caller="place"):
     r.tenant = u.u32("tenant", kw.get("tenant", 0))
     r.start_time = u.i64("start_time", kw.get("start_time", 0))
     r.cost_hint = u.u64("cost_hint", kw.get("cost_hint", 0))
-    r.job_flags = _JOB_PREEMPTIBLE if _flag("preemptible", kw.get("preemptible", False)) else 0
+    r.job_flags = job_flags(kw.get("preemptible", False), kw.get("movable", False))
     return r, arr
 
 
