@@ -67,6 +67,21 @@ void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem)
     return a->realloc_fn(a->user, ptr, bytes ? bytes : 1);
 }
 
+int gs_grow(const gs_alloc *a, void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < need)
+        c = c > UINT32_MAX / 2 ? need : 2 * c;
+    void *n = gs_realloc_array(a, *arr, c, elem);
+    if (!n)
+        return GPUSCHED_ENOMEM;
+    *arr = n;
+    *cap = c;
+    return 0;
+}
+
 int gs_object_new(const gpusched_allocator *alloc, size_t size, gs_alloc *a, void **obj)
 {
     int rc = gs_alloc_init(a, alloc);

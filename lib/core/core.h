@@ -40,6 +40,10 @@ void *gs_calloc(const gs_alloc *a, size_t count, size_t elem);
 /* Resizes an array; on failure returns NULL and leaves `ptr` valid. */
 void *gs_realloc_array(const gs_alloc *a, void *ptr, size_t count, size_t elem);
 void gs_free(const gs_alloc *a, void *ptr);
+/* Grows *arr (of *cap elements of `elem` bytes) to hold at least `need`,
+ * doubling from 64; on failure *arr and *cap are unchanged.
+ * GPUSCHED_ENOMEM or 0. */
+int gs_grow(const gs_alloc *a, void **arr, uint32_t *cap, uint32_t need, size_t elem);
 /* The first step of every handle constructor: resolves the caller's
  * allocator into `a` and allocates a zeroed object of `size` bytes with it.
  * Returns the allocator's error, GPUSCHED_ENOMEM, or 0. */

@@ -144,6 +144,8 @@ int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 /* placer.c: the request's placement into `res`, committed if it asks
  * (doc/placement.md); 0, GPUSCHED_ENOSPC (res explains) or an error. */
 int gs_pl_place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* The descriptor of the job a committed request becomes. */
+void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job);
 /* Whether the request fits as the cluster is now: the search alone, no
  * result message, no commit (res receives the nodes). 0 or
  * GPUSCHED_ENOSPC; GPUSCHED_ENOMEM. */

@@ -88,7 +88,7 @@ static void next_generation(gpusched_placer *p)
     }
 }
 
-static void job_of(const gs_pl_req *r, gpusched_job *job)
+void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job)
 {
     *job = (gpusched_job)GPUSCHED_JOB_INIT;
     job->id = r->in.job_id;
@@ -184,7 +184,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         rc = gs_pl_result_fill(p, res);
         if (rc == 0 && ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)) {
             gpusched_job job;
-            job_of(r, &job);
+            gs_pl_job_of(r, &job);
             rc = commit(p, &job, res);
             if (rc == 0) {
                 res->committed = !hold;

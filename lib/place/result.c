@@ -46,32 +46,17 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
     memset(res->locality, 0, sizeof res->locality);
 }
 
-static int grow(const gs_alloc *a, void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < need)
-        c = c > UINT32_MAX / 2 ? need : 2 * c;
-    void *n = gs_realloc_array(a, *arr, c, elem);
-    if (!n)
-        return GPUSCHED_ENOMEM;
-    *arr = n;
-    *cap = c;
-    return 0;
-}
-
 /* Nodes and masks are already in place (the search writes them). */
 static int reserve_arrays(gpusched_placer *p, gpusched_place_result *res, uint32_t npods)
 {
     uint32_t L = p->nlevels;
     int rc;
-    if ((rc = grow(&res->alloc, (void **)&res->pod_nodes, &res->pod_cap, npods, sizeof *res->pod_nodes)))
+    if ((rc = gs_grow(&res->alloc, (void **)&res->pod_nodes, &res->pod_cap, npods, sizeof *res->pod_nodes)))
         return rc;
     uint64_t doms = 0;
     for (uint32_t l = 0; l < L; l++)
         doms += p->ndoms[l];
-    return grow(&res->alloc, (void **)&res->doms, &res->doms_cap, (uint32_t)doms, sizeof *res->doms);
+    return gs_grow(&res->alloc, (void **)&res->doms, &res->doms_cap, (uint32_t)doms, sizeof *res->doms);
 }
 
 /* Domains used per level, concatenated: ascending within each level. */

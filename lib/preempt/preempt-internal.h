@@ -107,4 +107,54 @@ static inline void gs_pp_cost_add(gs_pp_cost *a, uint64_t cost, uint64_t gpus)
     a->count++;
 }
 
+/* ---- the search shared by preemption and defragmentation (search.c) ---- */
+
+/* One planning call: the placer and cluster, the plan (its scratch and
+ * the lent set), the request. */
+typedef struct gs_pp {
+    gpusched_placer *p;
+    struct gpusched_cluster *c;
+    gpusched_preempt_plan *plan;
+    const gs_pl_req *r;
+    int32_t collected;          /* variant of the entries in plan->v; INT32_MIN: none */
+    bool defrag;                /* movers instead of victims (defrag.c) */
+    bool done;                  /* defrag: a plan is lent and held */
+} gs_pp;
+
+
+
+/* The best domain a search found (or, for defragmentation, the first that
+ * works): its scope, order and prefix length. */
+typedef struct gs_pp_best {
+    bool found;
+    bool by_rack;
+    int32_t scope;
+    uint32_t dom, k;
+    gs_pp_cost cost;
+} gs_pp_best;
+
+static inline gs_hold *gs_pp_job(const gs_pp *x, uint32_t slot) { return &x->c->jobs.rec[slot]; }
+
+/* The lent set, a stack of job slots: lend one, unlend down to k, or lend
+ * exactly the first k entries of a domain's list. */
+int gs_pp_lend(gs_pp *x, uint32_t slot);
+void gs_pp_unlend_to(gs_pp *x, uint32_t k);
+int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k);
+/* 1 if the gang fits with what is lent now (its nodes in plan->probe), 0
+ * if not, or an error. */
+int gs_pp_fits(gs_pp *x);
+/* The entries of one variant (scope, order) in plan->v, unless there. */
+int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack);
+/* Branch and bound over one variant's domains; for defragmentation the
+ * first domain whose movers all find a place ends it (x->done). */
+int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best);
+/* Every variant the request calls for, in order (doc/preempt.md). */
+int gs_pp_search_all(gs_pp *x, gs_pp_best *best);
+/* Drops the lent entries the gang does not need. */
+int gs_pp_prune(gs_pp *x);
+
+/* defrag.c: with the movers lent, the gang held and every mover placed
+ * and held: 1, or 0 (nothing held), or an error. */
+int gs_pp_try_moves(gs_pp *x);
+
 #endif

@@ -29,14 +29,8 @@ uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32
 
 static int push(gpusched_preempt_plan *plan, gs_victim v)
 {
-    if (plan->nv == plan->vcap) {
-        uint32_t cap = plan->vcap ? 2 * plan->vcap : 256;
-        gs_victim *n = gs_realloc_array(&plan->alloc, plan->v, cap, sizeof *n);
-        if (!n)
-            return GPUSCHED_ENOMEM;
-        plan->v = n;
-        plan->vcap = cap;
-    }
+    if (gs_grow(&plan->alloc, (void **)&plan->v, &plan->vcap, plan->nv + 1, sizeof *plan->v))
+        return GPUSCHED_ENOMEM;
     plan->v[plan->nv++] = v;
     return 0;
 }

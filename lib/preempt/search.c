@@ -1,0 +1,341 @@
+/* The search preemption and defragmentation share: per domain of a scope,
+ * the shortest prefix of its candidates (victims or movers) that lets the
+ * gang fit on what-if searches with them lent, branch and bound over the
+ * domains, and the pruning of what the gang does not need. doc/preempt.md
+ * has the argument. */
+#include <string.h>
+
+#include "preempt-internal.h"
+
+/* ---- the lent set: a stack of job slots ---------------------------------- */
+
+int gs_pp_lend(gs_pp *x, uint32_t slot)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    if (gs_grow(&plan->alloc, (void **)&plan->lent, &plan->lent_cap, plan->nlent + 1, sizeof *plan->lent))
+        return GPUSCHED_ENOMEM;
+    plan->lent[plan->nlent++] = slot;
+    gs_cluster_job_lend(x->c, gs_pp_job(x, slot));
+    return 0;
+}
+
+void gs_pp_unlend_to(gs_pp *x, uint32_t k)
+{
+    while (x->plan->nlent > k)
+        gs_cluster_job_unlend(x->c, gs_pp_job(x, x->plan->lent[--x->plan->nlent]));
+}
+
+/* Lends exactly the first k entries of the domain's list. */
+int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    gs_pp_unlend_to(x, k < x->plan->nlent ? k : x->plan->nlent);
+    for (uint32_t i = x->plan->nlent; i < k; i++)
+        if (gs_pp_lend(x, x->plan->v[d->a + i].slot))
+            return GPUSCHED_ENOMEM;
+    return 0;
+}
+
+/* 1 if the gang fits with what is lent now, 0 if not, or an error. */
+int gs_pp_fits(gs_pp *x)
+{
+    int rc = gs_pl_fits(x->p, x->r, x->plan->probe);
+    return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
+static int fits_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    int rc = gs_pp_set_prefix(x, d, k);
+    return rc ? rc : gs_pp_fits(x);
+}
+
+/* ---- the domains of a scope ---------------------------------------------- */
+
+static gs_pp_cost prefix_cost(const gs_pp *x, const gs_pp_dom *d, uint32_t k)
+{
+    gs_pp_cost s = {0, 0, 0};
+    for (uint32_t i = 0; i < k; i++) {
+        const gs_hold *h = gs_pp_job(x, x->plan->v[d->a + i].slot);
+        gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
+    }
+    return s;
+}
+
+/* Domains are visited by increasing lower bound, ties by index, from a
+ * binary heap: the search usually stops at the first few, so sorting all
+ * of them (thousands of racks) would be most of a small plan's cost. */
+static bool dom_before(const gs_pp_dom *a, const gs_pp_dom *b)
+{
+    if (gs_pp_cost_less(a->lb, b->lb))
+        return true;
+    if (gs_pp_cost_less(b->lb, a->lb))
+        return false;
+    return a->dom < b->dom;
+}
+
+static void heap_down(gs_pp_dom *h, uint32_t n, uint32_t i)
+{
+    for (;;) {
+        uint32_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && dom_before(&h[l], &h[m]))
+            m = l;
+        if (r < n && dom_before(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        gs_pp_dom t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static gs_pp_dom heap_pop(gs_pp_dom *h, uint32_t *n)
+{
+    gs_pp_dom top = h[0];
+    h[0] = h[--*n];
+    heap_down(h, *n, 0);
+    return top;
+}
+
+/* The GPUs of the job's own reservation inside domain `dom`, walking its
+ * pairs (ascending, as the domains are visited) from *i on. */
+static uint64_t own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i)
+{
+    if (!own)
+        return 0;
+    const uint32_t *nodes = gs_hold_nodes(own);
+    const uint64_t *masks = gs_hold_masks(own);
+    while (*i < own->npairs && gs_pp_scope_domain(t, scope, t->node_leaf[nodes[*i]]) < dom)
+        ++*i;
+    uint64_t g = 0;
+    for (; *i < own->npairs && gs_pp_scope_domain(t, scope, t->node_leaf[nodes[*i]]) == dom; ++*i)
+        g += gs_popcount64(masks[*i]);
+    return g;
+}
+
+/* The domains whose victims could free enough GPUs by count (free GPUs
+ * plus the victims' GPUs inside, plus the job's own reservation there),
+ * as a heap, cheapest lower bound first. */
+static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    const struct gpusched_cluster *c = x->c;
+    const gs_hold *own = gs_cluster_resv_find(c, x->r->in.job_id);
+    const uint64_t G = x->r->gpus;
+    uint32_t n = 0, own_i = 0;
+    for (uint32_t a = 0; a < plan->nv;) {
+        uint32_t b = a;
+        while (b < plan->nv && plan->v[b].dom == plan->v[a].dom)
+            b++;
+        uint32_t dom = plan->v[a].dom;
+        uint64_t have = own_in(c->topo, own, scope, dom, &own_i) +
+                        (scope < 0 ? c->root_free_gpus : c->agg[scope].free_gpus[dom]);
+        uint32_t k0 = 0;
+        while (have < G && a + k0 < b)
+            have += plan->v[a + k0++].gpus;
+        if (have >= G) {
+            if (gs_grow(&plan->alloc, (void **)&plan->doms, &plan->doms_cap, n + 1, sizeof *plan->doms))
+                return GPUSCHED_ENOMEM;
+            gs_pp_dom d = {dom, a, b, k0 ? k0 : 1, {0, 0, 0}};
+            d.lb = prefix_cost(x, &d, k0);
+            plan->doms[n++] = d;
+        }
+        a = b;
+    }
+    for (uint32_t i = n / 2; i-- > 0;)
+        heap_down(plan->doms, n, i);
+    *ndoms = n;
+    return 0;
+}
+
+/* The shortest feasible prefix of a domain's list, from k0 on: galloping,
+ * then bisection (lending more never makes a gang fit less). *k = 0: none. */
+static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
+{
+    const uint32_t n = d->b - d->a;
+    uint32_t bad = d->k0 - 1, good = 0, step = 1;
+    for (uint32_t t = d->k0;; t = t + step < n ? t + step : n, step *= 2) {
+        int rc = fits_prefix(x, d, t);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            good = t;
+            break;
+        }
+        bad = t;
+        if (t == n)
+            break;
+    }
+    while (good && good - bad > 1) {
+        uint32_t mid = bad + (good - bad) / 2;
+        int rc = fits_prefix(x, d, mid);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            good = mid;
+        else
+            bad = mid;
+    }
+    *k = good;
+    return 0;
+}
+
+/* A scope and an order, as one number (for `collected`). */
+static int32_t variant(int32_t scope, bool by_rack) { return scope * 2 + by_rack; }
+
+int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack)
+{
+    if (x->collected == variant(scope, by_rack))
+        return 0;
+    int rc = gs_pp_collect(x->plan, x->c, x->r, scope, by_rack, x->defrag);
+    x->collected = rc ? INT32_MIN : variant(scope, by_rack);
+    return rc;
+}
+
+
+/* Branch and bound over the scope's domains: a domain whose lower bound
+ * cannot beat the best plan found is not searched. */
+int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
+{
+    uint32_t ndoms;
+    int rc = gs_pp_collect_as(x, scope, by_rack);
+    if (rc || (rc = scope_domains(x, scope, &ndoms)))
+        return rc;
+    while (ndoms) {
+        const gs_pp_dom d = heap_pop(x->plan->doms, &ndoms);
+        if (best->found && !gs_pp_cost_less(d.lb, best->cost))
+            break;
+        uint32_t k = 0;
+        rc = shortest_prefix(x, &d, &k);
+        if (!rc && k && x->defrag) {
+            /* The first domain whose movers can all go elsewhere wins. */
+            rc = gs_pp_set_prefix(x, &d, k);
+            if (!rc)
+                rc = gs_pp_prune(x);
+            if (!rc) {
+                int moved = gs_pp_try_moves(x);
+                if (moved == 1) {
+                    x->done = true;
+                    return 0;
+                }
+                rc = moved;
+            } else if (rc == GPUSCHED_ENOSPC) {
+                rc = 0;
+            }
+            k = 0;
+        }
+        gs_pp_unlend_to(x, 0);
+        if (rc < 0)
+            return rc;
+        if (!k)
+            continue;
+        gs_pp_cost cost = prefix_cost(x, &d, k);
+        if (!best->found || gs_pp_cost_less(cost, best->cost))
+            *best = (gs_pp_best){true, by_rack, scope, d.dom, k, cost};
+    }
+    return 0;
+}
+
+/* ---- pruning ------------------------------------------------------------- */
+
+/* Whether the probe's placement uses a GPU of job h. */
+static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        uint32_t lo = 0, hi = probe->n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (probe->nodes[mid] < nodes[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < probe->n && probe->nodes[lo] == nodes[i] && (probe->masks[lo] & masks[i]))
+            return true;
+    }
+    return false;
+}
+
+static void drop_lent_at(gs_pp *x, uint32_t i)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    gs_cluster_job_unlend(x->c, gs_pp_job(x, plan->lent[i]));
+    memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
+    plan->nlent--;
+}
+
+/* Most expensive first: the victims most worth sparing are tried first. */
+static bool spare_before(const gs_hold *a, const gs_hold *b)
+{
+    if (a->cost_hint != b->cost_hint)
+        return a->cost_hint > b->cost_hint;
+    if (a->ngpus != b->ngpus)
+        return a->ngpus > b->ngpus;
+    return a->id > b->id;
+}
+
+/* Insertion sort: at most GPUSCHED_PREEMPT_PRUNE_MAX slots. */
+static void sort_spare_first(gs_pp *x)
+{
+    uint32_t *s = x->plan->lent;
+    for (uint32_t i = 1; i < x->plan->nlent; i++) {
+        uint32_t v = s[i], j = i;
+        for (; j > 0 && spare_before(gs_pp_job(x, v), gs_pp_job(x, s[j - 1])); j--)
+            s[j] = s[j - 1];
+        s[j] = v;
+    }
+}
+
+/* Drops the lent victims the gang does not need: first those its placement
+ * does not touch (the same placement stays valid without them), then, for
+ * small plans, each victim whose absence still lets the gang fit. */
+int gs_pp_prune(gs_pp *x)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    int rc = gs_pp_fits(x);
+    if (rc <= 0)
+        return rc < 0 ? rc : GPUSCHED_ENOSPC;
+    for (uint32_t i = plan->nlent; i-- > 0;)
+        if (!placement_uses(plan->probe, gs_pp_job(x, plan->lent[i])))
+            drop_lent_at(x, i);
+    if (plan->nlent > GPUSCHED_PREEMPT_PRUNE_MAX)
+        return 0;
+    sort_spare_first(x);
+    for (uint32_t i = 0; i < plan->nlent;) {
+        gs_hold *h = gs_pp_job(x, plan->lent[i]);
+        gs_cluster_job_unlend(x->c, h);
+        rc = gs_pp_fits(x);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
+            plan->nlent--;
+        } else {
+            gs_cluster_job_lend(x->c, h);
+            i++;
+        }
+    }
+    return 0;
+}
+
+int gs_pp_search_all(gs_pp *x, gs_pp_best *best)
+{
+    /* The variants tried, the first found winning ties: the scope is the
+     * required level, or for a gang without one each lowest-level domain
+     * (when one can hold it) and the whole cluster; above the lowest
+     * level, candidates by rack, and for a gang a rack can hold, by cost
+     * alone too (a small gang needs the cheapest jobs, not a cheap rack). */
+    const int32_t leaf = (int32_t)x->p->nlevels - 1;
+    const bool small = x->r->gpus <= x->p->max_dom_gpus[LV(leaf)];
+    const int32_t scope = x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
+    int rc = 0;
+    if (scope < 0 && small)
+        rc = gs_pp_search_scope(x, leaf, false, best);
+    if (!rc && !x->done && scope != leaf)
+        rc = gs_pp_search_scope(x, scope, true, best);
+    if (!rc && !x->done && (small || scope == leaf))
+        rc = gs_pp_search_scope(x, scope, false, best);
+    return rc;
+}
