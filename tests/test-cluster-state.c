@@ -904,3 +904,43 @@ Test(cluster, regular_shapes_are_found_exactly)
     }
     gpusched_cluster_free(c);
 }
+
+/* The bulk read of node state is the per-node read, for every range. */
+Test(cluster, nodes_state_in_bulk)
+{
+    gpusched_cluster *c = ct_cluster(ct_mixed());
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    const uint32_t nn = gpusched_topo_node_count(t);
+    /* Some of everything: jobs, a reservation, a node down. */
+    uint32_t n0 = 0, n3 = 3;
+    uint64_t m0 = 0x3, m3 = 0xff00;
+    gpusched_job j = ct_job(1);
+    cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &n0, &m0), 0);
+    cr_assert_eq(gpusched_cluster_reserve(c, 2, 1, &n3, &m3), 0);
+    uint64_t hit[64];
+    cr_assert_eq(gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
+    uint64_t f[16], r[16], a[16];
+    uint32_t h[16];
+    for (uint32_t first = 0; first <= nn; first++)
+        for (uint32_t count = 0; first + count <= nn; count++) {
+            cr_assert_eq(gpusched_cluster_nodes_state(c, first, count, f, r, a, h), 0);
+            for (uint32_t i = 0; i < count; i++) {
+                uint64_t ef, er, ea;
+                uint32_t eh;
+                cr_assert_eq(gpusched_cluster_node_state(c, first + i, &ef, &er, &ea, &eh), 0);
+                cr_assert_eq(f[i], ef);
+                cr_assert_eq(r[i], er);
+                cr_assert_eq(a[i], ea);
+                cr_assert_eq(h[i], eh);
+            }
+        }
+    cr_assert_eq(gpusched_cluster_nodes_state(c, 0, nn, NULL, NULL, NULL, NULL), 0);
+    cr_assert_eq(gpusched_cluster_nodes_state(NULL, 0, 1, f, r, a, h), GPUSCHED_EINVAL);
+    f[0] = 77;
+    cr_assert_eq(gpusched_cluster_nodes_state(c, 3, nn - 2, f, r, a, h), GPUSCHED_ERANGE);
+    cr_assert_str_eq(gpusched_cluster_errmsg(c), "nodes 3 to 10 out of range (the topology has 10)");
+    cr_assert_eq(f[0], 77, "a refused call wrote");
+    cr_assert_eq(gpusched_cluster_nodes_state(c, nn + 1, 0, f, r, a, h), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_cluster_nodes_state(c, 1, UINT32_MAX, f, r, a, h), GPUSCHED_ERANGE);
+    gpusched_cluster_free(c);
+}

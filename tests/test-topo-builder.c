@@ -319,3 +319,44 @@ Test(topo_builder, refcount_is_shared)
     cr_assert_eq(t->refcount, 1);
     gpusched_topo_unref(t);
 }
+
+/* The bulk read of node facts is the per-node read, for every range. */
+Test(topo_builder, nodes_info_in_bulk)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"rack"};
+    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    const char *labs[] = {"ib", "ssd"};
+    for (uint32_t n = 0; n < 9; n++) {
+        const char *path[] = {n < 5 ? "r0" : "r1"};
+        char name[8];
+        snprintf(name, sizeof name, "n%u", n);
+        uint32_t nl = n % 2 ? (n % 3 ? 1 : 0) : n % 3; /* within labs */
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, 1 + n % 8, n % 3 ? "a100" : "h100", labs + n % 2,
+                                                    nl),
+                     0, "%s", gpusched_topo_builder_errmsg(b));
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+    gpusched_topo_builder_free(b);
+    uint32_t g[9], k[9];
+    uint64_t l[9];
+    for (uint32_t first = 0; first <= 9; first++)
+        for (uint32_t count = 0; first + count <= 9; count++) {
+            cr_assert_eq(gpusched_topo_nodes_info(t, first, count, g, k, l), 0);
+            for (uint32_t i = 0; i < count; i++) {
+                cr_assert_eq(g[i], gpusched_topo_node_gpus(t, first + i));
+                cr_assert_eq(k[i], gpusched_topo_node_class(t, first + i));
+                cr_assert_eq(l[i], gpusched_topo_node_labels(t, first + i));
+            }
+        }
+    cr_assert_eq(gpusched_topo_nodes_info(t, 0, 9, NULL, NULL, NULL), 0);
+    cr_assert_eq(gpusched_topo_nodes_info(NULL, 0, 1, g, k, l), GPUSCHED_EINVAL);
+    g[0] = 77;
+    cr_assert_eq(gpusched_topo_nodes_info(t, 5, 5, g, k, l), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_nodes_info(t, 10, 0, g, k, l), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_topo_nodes_info(t, 1, UINT32_MAX, g, k, l), GPUSCHED_ERANGE);
+    cr_assert_eq(g[0], 77, "a refused call wrote");
+    gpusched_topo_unref(t);
+}

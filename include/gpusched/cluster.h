@@ -150,6 +150,26 @@ GPUSCHED_API int gpusched_cluster_node_state(gpusched_cluster *c, uint32_t node,
                                              uint32_t *health);
 
 /**
+ * The state of nodes `first` .. `first + count - 1` in one call: what
+ * gpusched_cluster_node_state() gives for each, into arrays of `count`
+ * entries (one call for a whole cluster, from Python or another language
+ * where a call per node costs more than the copy). Every output may be NULL.
+ * @param c The cluster.
+ * @param first The first node.
+ * @param count The number of nodes (0 is valid and writes nothing).
+ * @param[out] free_masks GPUs that are free, per node.
+ * @param[out] reserved_masks GPUs held by reservations, per node.
+ * @param[out] allocated_masks GPUs held by jobs, per node.
+ * @param[out] health #gpusched_node_health values, per node.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ * @retval GPUSCHED_ERANGE The range goes past the last node; nothing is written.
+ */
+GPUSCHED_API int gpusched_cluster_nodes_state(gpusched_cluster *c, uint32_t first, uint32_t count,
+                                              uint64_t *free_masks, uint64_t *reserved_masks,
+                                              uint64_t *allocated_masks, uint32_t *health);
+
+/**
  * Which job or reservation holds one GPU.
  * @param c The cluster.
  * @param node Node index.

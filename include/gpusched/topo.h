@@ -275,6 +275,21 @@ GPUSCHED_API uint32_t gpusched_topo_node_gpus(const gpusched_topo *t, uint32_t n
 GPUSCHED_API uint32_t gpusched_topo_node_class(const gpusched_topo *t, uint32_t node);
 /** Label bit mask of `node` (bit i: label i). */
 GPUSCHED_API uint64_t gpusched_topo_node_labels(const gpusched_topo *t, uint32_t node);
+/**
+ * GPU counts, classes and labels of nodes `first` .. `first + count - 1`
+ * in one call, into arrays of `count` entries. Every output may be NULL.
+ * @param t The topology.
+ * @param first The first node.
+ * @param count The number of nodes (0 is valid and writes nothing).
+ * @param[out] gpus GPUs per node.
+ * @param[out] classes GPU class index per node.
+ * @param[out] labels Label bit mask per node.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `t` is NULL.
+ * @retval GPUSCHED_ERANGE The range goes past the last node; nothing is written.
+ */
+GPUSCHED_API int gpusched_topo_nodes_info(const gpusched_topo *t, uint32_t first, uint32_t count, uint32_t *gpus,
+                                          uint32_t *classes, uint64_t *labels);
 /** The node's name. @retval GPUSCHED_ERANGE Out of range or `cap` too small. */
 GPUSCHED_API int gpusched_topo_node_name(const gpusched_topo *t, uint32_t node, char *buf, size_t cap);
 /** Finds a node by name. @retval GPUSCHED_ENOENT Not found. */

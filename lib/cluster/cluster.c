@@ -141,6 +141,31 @@ GPUSCHED_API int gpusched_cluster_node_state(gpusched_cluster *c, uint32_t node,
     return 0;
 }
 
+GPUSCHED_API int gpusched_cluster_nodes_state(gpusched_cluster *c, uint32_t first, uint32_t count,
+                                              uint64_t *free_masks, uint64_t *reserved_masks,
+                                              uint64_t *allocated_masks, uint32_t *health)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    const uint32_t nn = c->topo->nnodes;
+    if (first > nn || count > nn - first)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "nodes %u to %llu out of range (the topology has %u)", first,
+                        (unsigned long long)first + count - 1, nn);
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t n = first + i;
+        if (free_masks)
+            free_masks[i] = c->node_free[n];
+        if (reserved_masks)
+            reserved_masks[i] = c->node_resv[n];
+        if (allocated_masks)
+            allocated_masks[i] = gs_cluster_node_allocated(c, n);
+        if (health)
+            health[i] = c->node_health[n];
+    }
+    gs_err_clear(&c->err);
+    return 0;
+}
+
 GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, uint32_t gpu,
                                             uint32_t *state, uint64_t *job_id)
 {

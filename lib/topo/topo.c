@@ -275,6 +275,22 @@ GPUSCHED_API uint64_t gpusched_topo_node_labels(const gpusched_topo *t, uint32_t
     return t && node < t->nnodes ? t->node_labels[node] : 0;
 }
 
+GPUSCHED_API int gpusched_topo_nodes_info(const gpusched_topo *t, uint32_t first, uint32_t count, uint32_t *gpus,
+                                          uint32_t *classes, uint64_t *labels)
+{
+    if (!t)
+        return GPUSCHED_EINVAL;
+    if (first > t->nnodes || count > t->nnodes - first)
+        return GPUSCHED_ERANGE;
+    for (uint32_t i = 0; gpus && i < count; i++)
+        gpus[i] = t->node_gpus[first + i];
+    for (uint32_t i = 0; classes && i < count; i++)
+        classes[i] = t->node_class[first + i];
+    if (labels)
+        memcpy(labels, t->node_labels + first, (size_t)count * sizeof *labels);
+    return 0;
+}
+
 GPUSCHED_API int gpusched_topo_node_name(const gpusched_topo *t, uint32_t node, char *buf, size_t cap)
 {
     if (!t || (!buf && cap))

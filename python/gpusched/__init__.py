@@ -18,8 +18,8 @@ from ._errors import __all__ as _error_names
 from ._lib import BINDING_VERSION
 from .core import (version, version_string, library_path, strerror, err_name,
                    cpu_features, simd_compiled, simd_name)
-from .topology import Topology, TopologyBuilder, NONE
-from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, Frag
+from .topology import Topology, TopologyBuilder, NodesInfo, NONE
+from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, NodesState, Frag
 from .placement import Placement, PlaceReason, Split
 from .preemption import PreemptPlan, Move
 from .fairq import FairQueue, Param, Policy, TenantValue, Decision, DecisionLog
@@ -29,8 +29,8 @@ __version__ = ".".join(map(str, BINDING_VERSION))
 __all__ = list(_error_names) + [
     "BINDING_VERSION", "version", "version_string", "library_path", "strerror",
     "err_name", "cpu_features", "simd_compiled", "simd_name",
-    "Topology", "TopologyBuilder", "NONE",
-    "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag",
+    "Topology", "TopologyBuilder", "NodesInfo", "NONE",
+    "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
     "Placement", "PlaceReason", "Split", "PreemptPlan", "Move",
     "FairQueue", "Param", "Policy", "TenantValue", "Decision", "DecisionLog",
 ]

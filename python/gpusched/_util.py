@@ -217,3 +217,22 @@ class Handle:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def node_range(first, count, nnodes):
+    """`first` and `count` of a node range (count None: to the last node),
+    checked against `nnodes`."""
+    first = u32("first", first, nnodes)
+    if count is None:
+        count = nnodes - first
+    return first, u32("count", count, nnodes - first)
+
+
+def out_column(typecode, ctype, n):
+    """A zeroed array.array of `n` items and a ctypes pointer into it (None
+    when empty), for a C function to fill in one call."""
+    import array
+    col = array.array(typecode, bytes(n * ctypes.sizeof(ctype)))
+    if col.itemsize != ctypes.sizeof(ctype):
+        raise RuntimeError(f"array typecode {typecode!r} is not {ctypes.sizeof(ctype)} bytes here")
+    return col, ((ctype * n).from_buffer(col) if n else None)

@@ -10,7 +10,7 @@ from . import _util as u
 from ._lib import lib, Job as _CJob
 from .topology import Topology, NONE
 
-__all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "Frag"]
+__all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag"]
 
 _ERRBUF = 512
 _JOB_PREEMPTIBLE = 1 << 0
@@ -34,6 +34,9 @@ class GpuState(enum.IntEnum):
 
 #: A node's state: GPU bit masks (bit i: GPU i) and its :class:`NodeHealth`.
 NodeState = collections.namedtuple("NodeState", "free reserved allocated health")
+#: The state of a range of nodes, one ``array.array`` column each: free,
+#: reserved and allocated GPU masks, and health values (see :class:`NodeHealth`).
+NodesState = collections.namedtuple("NodesState", "free reserved allocated health")
 
 #: Fragmentation metrics of one level (see :meth:`Cluster.frag`).
 Frag = collections.namedtuple("Frag", "free_domains stranded_gpus gang_gpus")
@@ -273,6 +276,20 @@ class Cluster(u.Handle):
                                            ctypes.byref(a), ctypes.byref(h)),
                     "gpusched_cluster_node_state")
         return NodeState(f.value, r.value, a.value, NodeHealth(h.value))
+
+    def nodes_state(self, first=0, count=None):
+        """The state of nodes `first` to `first + count - 1` (count None: to
+        the last node) in one call, as a :class:`NodesState` of
+        ``array.array`` columns (health as plain integers)."""
+        first, count = u.node_range(first, count, self._topo.node_count)
+        f, fp = u.out_column("Q", ctypes.c_uint64, count)
+        r, rp = u.out_column("Q", ctypes.c_uint64, count)
+        a, ap = u.out_column("Q", ctypes.c_uint64, count)
+        h, hp = u.out_column("I", ctypes.c_uint32, count)
+        if count:
+            self._check(lib.cluster_nodes_state(self._h, first, count, fp, rp, ap, hp),
+                        "gpusched_cluster_nodes_state")
+        return NodesState(f, r, a, h)
 
     def node_health(self, node):
         """The :class:`NodeHealth` of a node."""

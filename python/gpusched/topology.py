@@ -1,11 +1,16 @@
 """Topology: the immutable physical shape of a cluster (topo.h)."""
+import collections
 import ctypes
 
 from . import _util as u
 from ._lib import lib
 
-__all__ = ["Topology", "TopologyBuilder", "MAX_LEVELS", "MAX_NODE_GPUS",
+__all__ = ["Topology", "TopologyBuilder", "NodesInfo", "MAX_LEVELS", "MAX_NODE_GPUS",
            "MAX_LABELS", "MAX_CLASSES", "NAME_MAX", "NONE"]
+
+#: Facts of a range of nodes, one ``array.array`` column each: GPU counts,
+#: GPU class indices (see :attr:`Topology.classes`) and label bit masks.
+NodesInfo = collections.namedtuple("NodesInfo", "gpus classes label_masks")
 
 MAX_LEVELS = 8
 MAX_NODE_GPUS = 64
@@ -290,6 +295,18 @@ class Topology(u.Handle):
         """The label names of a node, by label bit."""
         mask = lib.topo_node_labels(self._h, self.node(node))
         return tuple(self._labels[b] for b in u.mask_to_gpus(mask))
+
+    def nodes_info(self, first=0, count=None):
+        """GPU counts, class indices and label bit masks of nodes `first` to
+        `first + count - 1` (count None: to the last node) in one call, as
+        a :class:`NodesInfo` of ``array.array`` columns."""
+        first, count = u.node_range(first, count, self._nnodes)
+        gpus, gp = u.out_column("I", ctypes.c_uint32, count)
+        classes, cp = u.out_column("I", ctypes.c_uint32, count)
+        labels, lp = u.out_column("Q", ctypes.c_uint64, count)
+        if count:
+            lib.check(lib.topo_nodes_info(self._h, first, count, gp, cp, lp), function="gpusched_topo_nodes_info")
+        return NodesInfo(gpus, classes, labels)
 
     def node_label_mask(self, node):
         """The label bit mask of a node (bit i: label i)."""
