@@ -243,7 +243,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     int rc = gs_pl_req_load(p, req, &r);
     if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, false};
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;

@@ -119,6 +119,7 @@ typedef struct gs_pp {
     int32_t collected;          /* variant of the entries in plan->v; INT32_MIN: none */
     bool defrag;                /* movers instead of victims (defrag.c) */
     bool done;                  /* defrag: a plan is lent and held */
+    bool best_lent;             /* what is lent is the best plan's prefix */
 } gs_pp;
 
 

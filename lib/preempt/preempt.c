@@ -106,7 +106,9 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
     rc = gs_pp_search_all(x, &best);
     if (rc)
         return rc;
-    if (best.found) {
+    if (best.found && x->best_lent) {
+        rc = 0; /* the search left the best prefix lent */
+    } else if (best.found) {
         if ((rc = gs_pp_collect_as(x, best.scope, best.by_rack)))
             return rc;
         uint32_t i = 0;
@@ -139,7 +141,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     int rc = gs_pl_req_load(p, req, &r);
     if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, false};
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;

@@ -197,6 +197,11 @@ int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack)
  * cannot beat the best plan found is not searched. */
 int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
 {
+    /* The order of the candidates reads the aggregates: nothing may be lent
+     * while they are collected, or the caller's collection of the same
+     * variant would give another order. */
+    gs_pp_unlend_to(x, 0);
+    x->best_lent = false;
     uint32_t ndoms;
     int rc = gs_pp_collect_as(x, scope, by_rack);
     if (rc || (rc = scope_domains(x, scope, &ndoms)))
@@ -205,6 +210,12 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
         const gs_pp_dom d = heap_pop(x->plan->doms, &ndoms);
         if (best->found && !gs_pp_cost_less(d.lb, best->cost))
             break;
+        /* The best so far stays lent until another domain is searched:
+         * usually none is, and the caller then has its plan lent already
+         * (for a large gang that is two passes over tens of thousands of
+         * nodes saved). */
+        gs_pp_unlend_to(x, 0);
+        x->best_lent = false;
         uint32_t k = 0;
         rc = shortest_prefix(x, &d, &k);
         if (!rc && k && x->defrag) {
@@ -224,14 +235,22 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
             }
             k = 0;
         }
-        gs_pp_unlend_to(x, 0);
-        if (rc < 0)
-            return rc;
-        if (!k)
+        if (rc < 0 || !k) {
+            gs_pp_unlend_to(x, 0);
+            if (rc < 0)
+                return rc;
             continue;
+        }
         gs_pp_cost cost = prefix_cost(x, &d, k);
-        if (!best->found || gs_pp_cost_less(cost, best->cost))
-            *best = (gs_pp_best){true, by_rack, scope, d.dom, k, cost};
+        if (best->found && !gs_pp_cost_less(cost, best->cost)) {
+            gs_pp_unlend_to(x, 0);
+            continue;
+        }
+        *best = (gs_pp_best){true, by_rack, scope, d.dom, k, cost};
+        /* The bisection may have ended on a shorter, failing prefix. */
+        if ((rc = gs_pp_set_prefix(x, &d, k)))
+            return rc;
+        x->best_lent = true;
     }
     return 0;
 }
