@@ -135,7 +135,10 @@ static gs_hold *lend_own_resv(gpusched_placer *p, const gs_pl_req *r)
     return resv;
 }
 
-int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+/* Everything a search needs set up: the request, a new generation, the
+ * avoided nodes, the job's reservation lent (returned, for search_end),
+ * fresh scratch memory and an empty result. */
+static gs_hold *search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
     p->req = r;
     next_generation(p);
@@ -145,12 +148,24 @@ int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *re
     gs_arena_reset(&p->arena);
     gs_pl_result_reset(res, p->nlevels);
     p->res = res;
-    int rc = gs_pl_search(p);
-    res->n = rc ? 0 : p->nout;
+    return resv;
+}
+
+/* Settles what search_begin set up (`resv`: still lent, or NULL). */
+static void search_end(gpusched_placer *p, gs_hold *resv)
+{
     if (resv)
         gs_cluster_resv_unlend(p->c, resv);
     p->req = NULL;
     p->res = NULL;
+}
+
+int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    gs_hold *resv = search_begin(p, r, res);
+    int rc = gs_pl_search(p);
+    res->n = rc ? 0 : p->nout;
+    search_end(p, resv);
     return rc;
 }
 
@@ -158,20 +173,10 @@ int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *re
  * and settled before returning. */
 static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
 {
-    p->req = r;
-    next_generation(p);
-    for (uint32_t i = 0; i < r->in.avoid_count; i++)
-        p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
-    gs_hold *resv = lend_own_resv(p, r);
-    gs_arena_reset(&p->arena);
-    gs_pl_result_reset(res, p->nlevels);
-    p->res = res;
+    gs_hold *resv = search_begin(p, r, res);
     int rc = gs_pl_search(p);
     if (rc != GPUSCHED_ENOMEM && gs_pl_req_not_running(p, r)) {
-        if (resv)
-            gs_cluster_resv_unlend(p->c, resv);
-        p->req = NULL;
-        p->res = NULL;
+        search_end(p, resv);
         gs_pl_result_reset(res, p->nlevels);
         return GPUSCHED_EEXIST;
     }
@@ -193,10 +198,7 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
             }
         }
     }
-    if (resv)
-        gs_cluster_resv_unlend(p->c, resv);
-    p->req = NULL;
-    p->res = NULL;
+    search_end(p, resv);
     if (rc && rc != GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
