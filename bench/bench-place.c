@@ -77,24 +77,7 @@ static void bp_gang200k_request(gpusched_place_request *q, uint64_t id)
  * dominate, a few rack and multi-rack jobs). */
 static void bp_mix_request(bp_rng *r, gpusched_place_request *q, uint64_t id)
 {
-    static const uint32_t sizes[] = {1, 1, 1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 32, 64, 72, 144, 288, 576};
-    uint32_t g = sizes[bp_next(r) % (sizeof sizes / sizeof sizes[0])];
-    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = id;
-    q->gpus = g;
-    q->flags = GPUSCHED_PLACE_COMMIT;
-    if (g < 4) {
-        q->required_level = 2;
-    } else if (g < 72) {
-        q->split = GPUSCHED_SPLIT_PODS;
-        q->pod_gpus = 4;
-        q->required_level = 2;
-    } else {
-        q->split = GPUSCHED_SPLIT_WHOLE_NODES;
-        q->slice_gpus[0] = 72;
-        q->slice_level[0] = 2;
-        q->preferred_level = 1;
-    }
+    gsb_mix_request(q, id, gsb_mix_size(bp_next(r)));
 }
 
 /* Fills to `fill` of the GPUs with the mix; returns the job ids placed. */

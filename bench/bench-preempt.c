@@ -38,25 +38,10 @@ static uint64_t bpr_rand(bpr_env *e)
  * 1000 per GPU (say GPU-minutes since its last checkpoint). */
 static void bpr_low_request(bpr_env *e, gpusched_place_request *q, uint32_t gpus)
 {
-    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = e->next_id;
-    q->gpus = gpus;
-    q->flags = GPUSCHED_PLACE_COMMIT;
+    gsb_mix_request(q, e->next_id, gpus);
     q->priority = BPR_LOW_PRIORITY;
     q->job_flags = GPUSCHED_JOB_PREEMPTIBLE;
     q->cost_hint = (uint64_t)gpus * (1 + bpr_rand(e) % 1000);
-    if (gpus < 4) {
-        q->required_level = 2;
-    } else if (gpus < 72) {
-        q->split = GPUSCHED_SPLIT_PODS;
-        q->pod_gpus = 4;
-        q->required_level = 2;
-    } else {
-        q->split = GPUSCHED_SPLIT_WHOLE_NODES;
-        q->slice_gpus[0] = 72;
-        q->slice_level[0] = 2;
-        q->preferred_level = 1;
-    }
 }
 
 static int bpr_place_low(bpr_env *e, uint32_t gpus)
@@ -81,10 +66,9 @@ static uint64_t bpr_free_gpus(bpr_env *e)
  * no GPU is free. */
 static int bpr_fill(bpr_env *e)
 {
-    static const uint32_t sizes[] = {1, 1, 1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 32, 64, 72, 144, 288, 576};
     uint32_t misses = 0;
     while (misses < 1000) {
-        if (bpr_place_low(e, sizes[bpr_rand(e) % (sizeof sizes / sizeof sizes[0])]))
+        if (bpr_place_low(e, gsb_mix_size(bpr_rand(e))))
             misses++;
         else
             e->mix_jobs++;
