@@ -315,19 +315,23 @@ Test(preempt, commit_releases_the_victims_and_runs_the_gang)
 
 /* ---- allocation failures ------------------------------------------------- */
 
-typedef struct oom_ctx {
+typedef struct oom_ctx oom_ctx;
+struct oom_ctx {
     gpusched_topo *t;
+    void (*fill)(gpusched_cluster *c);  /* the state, built before failures count */
+    int (*act)(oom_ctx *o);             /* the call under test */
     gpusched_cluster *c;
     gpusched_placer *p;
     gpusched_place_result *res;
     gpusched_preempt_plan *plan;
     uint64_t before;
     bool commit;
-} oom_ctx;
+};
 
 /* One failing allocator for the cluster, the placer, the result and the
- * plan: the k-th allocation of the preemption itself fails (the setup's
- * are not counted), including the commit's in the cluster. */
+ * plan: the k-th allocation of the call under test fails (the setup's are
+ * not counted), including the commit's in the cluster. A failed or
+ * plan-only call changes nothing; the invariants hold either way. */
 static void oom_undo(void *ctx);
 
 static int oom_op(failalloc *fa, void *ctx)
@@ -336,13 +340,7 @@ static int oom_op(failalloc *fa, void *ctx)
     long k = fa->fail_at;
     fa->fail_at = -1;
     cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
-    for (uint32_t n = 0; n < 24; n++) {
-        gpusched_job j = GPUSCHED_JOB_INIT;
-        j.id = 100 + n;
-        j.flags = GPUSCHED_JOB_PREEMPTIBLE;
-        uint64_t m = 0xf;
-        cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 1, &n, &m), 0);
-    }
+    o->fill(o->c);
     o->before = ct_fingerprint(o->c);
     fa->fail_at = fa->count + k;
     int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
@@ -351,24 +349,51 @@ static int oom_op(failalloc *fa, void *ctx)
     if (!rc)
         rc = gpusched_preempt_plan_new(&fa->a, &o->plan);
     if (!rc) {
-        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-        q.job_id = 1;
-        q.gpus = 16;
-        q.split = GPUSCHED_SPLIT_WHOLE_NODES;
-        q.slice_gpus[0] = 8;
-        q.slice_level[0] = 1;
-        q.priority = 1;
-        q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
-        rc = gpusched_placer_preempt(o->p, &q, o->res, o->plan);
+        rc = o->act(o);
         fa->fail_at = -1; /* the checks below allocate */
         if (rc || !o->commit)
-            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only preemption changed the state");
-        else
-            cr_assert_eq(gpusched_cluster_job_count(o->c), 24 - 4 + 1);
+            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only call changed the state");
         cr_assert_eq(gpusched_cluster_check(o->c), 0);
     }
     if (rc)
         oom_undo(o); /* the sweep undoes successes only */
+    return rc;
+}
+
+/* Sweeps plan only, then commit. */
+static void oom_sweep(void (*fill)(gpusched_cluster *c), int (*act)(oom_ctx *o), long min_allocs)
+{
+    oom_ctx o = {.t = ct_uniform(), .fill = fill, .act = act};
+    cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), min_allocs);
+    o.commit = true;
+    cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), min_allocs);
+    gpusched_topo_unref(o.t);
+}
+
+static void fill_preemptible(gpusched_cluster *c)
+{
+    for (uint32_t n = 0; n < 24; n++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 100 + n;
+        j.flags = GPUSCHED_JOB_PREEMPTIBLE;
+        uint64_t m = 0xf;
+        cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &n, &m), 0);
+    }
+}
+
+static int preempt_slices(oom_ctx *o)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 1;
+    q.gpus = 16;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 8;
+    q.slice_level[0] = 1;
+    q.priority = 1;
+    q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
+    int rc = gpusched_placer_preempt(o->p, &q, o->res, o->plan);
+    if (!rc && o->commit)
+        cr_assert_eq(gpusched_cluster_job_count(o->c), 24 - 4 + 1);
     return rc;
 }
 
@@ -387,11 +412,7 @@ static void oom_undo(void *ctx)
 
 Test(preempt, out_of_memory_changes_nothing)
 {
-    oom_ctx o = {.t = ct_uniform()};
-    cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), 3);
-    o.commit = true;
-    cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), 3);
-    gpusched_topo_unref(o.t);
+    oom_sweep(fill_preemptible, preempt_slices, 3);
 }
 
 /* ---- moving a running job ------------------------------------------------ */
@@ -537,43 +558,26 @@ Test(preempt_move, nowhere_to_go)
     env_free(&x);
 }
 
-static int move_oom_op(failalloc *fa, void *ctx)
+/* Job 5 on nodes 0 to 2, node 1 down: the move of its repair. */
+static void fill_failed_node(gpusched_cluster *c)
 {
-    oom_ctx *o = ctx;
-    long k = fa->fail_at;
-    fa->fail_at = -1;
-    cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
     const uint32_t nodes[] = {0, 1, 2};
     const uint64_t masks[] = {0xf, 0xf, 0xf};
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = 5;
-    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, nodes, masks), 0);
     uint64_t hit[8];
-    cr_assert_eq(gpusched_cluster_set_node_health(o->c, 1, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
-    o->before = ct_fingerprint(o->c);
-    fa->fail_at = fa->count + k;
-    int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
-    if (!rc)
-        rc = gpusched_place_result_new(&fa->a, &o->res);
-    if (!rc) {
-        rc = gpusched_placer_move(o->p, 5, o->commit ? GPUSCHED_PLACE_COMMIT : 0, o->res);
-        fa->fail_at = -1;
-        if (rc || !o->commit)
-            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only move changed the state");
-        cr_assert_eq(gpusched_cluster_check(o->c), 0);
-    }
-    if (rc)
-        oom_undo(o);
-    return rc;
+    cr_assert_eq(gpusched_cluster_set_node_health(c, 1, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+}
+
+static int move_job5(oom_ctx *o)
+{
+    return gpusched_placer_move(o->p, 5, o->commit ? GPUSCHED_PLACE_COMMIT : 0, o->res);
 }
 
 Test(preempt_move, out_of_memory_changes_nothing)
 {
-    oom_ctx o = {.t = ct_uniform()};
-    cr_assert_gt(failalloc_sweep(move_oom_op, oom_undo, &o), 2);
-    o.commit = true;
-    cr_assert_gt(failalloc_sweep(move_oom_op, oom_undo, &o), 2);
-    gpusched_topo_unref(o.t);
+    oom_sweep(fill_failed_node, move_job5, 2);
 }
 
 /* ---- defragmentation ------------------------------------------------------ */
@@ -735,62 +739,43 @@ Test(preempt_defrag, no_room_to_move_into)
     env_free(&x);
 }
 
-static int defrag_oom_op(failalloc *fa, void *ctx)
+/* Two movable jobs of 3 nodes each (pair blocks) across racks 0 and 1.
+ * No rack has four whole nodes free: rack 0 has node 3, rack 1 node 7,
+ * rack 2 nodes 8 to 10; the others are taken. Clearing rack 0 moves both
+ * jobs, into rack 2 and rack 1. */
+static void fill_two_movers(gpusched_cluster *c)
 {
-    oom_ctx *o = ctx;
-    long k = fa->fail_at;
-    fa->fail_at = -1;
-    cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
-    /* Two movable jobs of 3 nodes each (pair blocks) across racks 0 and 1. */
     const uint32_t a[] = {0, 1, 4}, b[] = {2, 5, 6};
     const uint64_t m[] = {0xf, 0xf, 0xf};
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.flags = GPUSCHED_JOB_MOVABLE;
     j.id = 5;
-    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, a, m), 0);
+    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, a, m), 0);
     j.id = 6;
-    cr_assert_eq(gpusched_cluster_alloc(o->c, &j, 3, b, m), 0);
-    /* No rack has four whole nodes free: rack 0 has node 3, rack 1 node
-     * 7, rack 2 nodes 8 to 10; the others are taken. Clearing rack 0 moves
-     * both jobs, into rack 2 and rack 1. */
+    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, b, m), 0);
     for (uint32_t n = 11; n < 24; n++) {
         gpusched_job f = GPUSCHED_JOB_INIT;
         f.id = 100 + n;
         uint64_t mask = n < 16 ? 0x1 : 0xf;
-        cr_assert_eq(gpusched_cluster_alloc(o->c, &f, 1, &n, &mask), 0);
+        cr_assert_eq(gpusched_cluster_alloc(c, &f, 1, &n, &mask), 0);
     }
-    o->before = ct_fingerprint(o->c);
-    fa->fail_at = fa->count + k;
-    int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
+}
+
+static int defrag_rack(oom_ctx *o)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.job_id = 1;
+    q.gpus = 16;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.required_level = 1;
+    q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
+    int rc = gpusched_placer_defrag(o->p, &q, o->res, o->plan);
     if (!rc)
-        rc = gpusched_place_result_new(&fa->a, &o->res);
-    if (!rc)
-        rc = gpusched_preempt_plan_new(&fa->a, &o->plan);
-    if (!rc) {
-        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-        q.job_id = 1;
-        q.gpus = 16;
-        q.split = GPUSCHED_SPLIT_WHOLE_NODES;
-        q.required_level = 1;
-        q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
-        rc = gpusched_placer_defrag(o->p, &q, o->res, o->plan);
-        fa->fail_at = -1;
-        if (rc || !o->commit)
-            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only defrag changed the state");
-        if (!rc)
-            cr_assert_gt(gpusched_preempt_plan_move_count(o->plan), 0);
-        cr_assert_eq(gpusched_cluster_check(o->c), 0);
-    }
-    if (rc)
-        oom_undo(o);
+        cr_assert_gt(gpusched_preempt_plan_move_count(o->plan), 0);
     return rc;
 }
 
 Test(preempt_defrag, out_of_memory_changes_nothing)
 {
-    oom_ctx o = {.t = ct_uniform()};
-    cr_assert_gt(failalloc_sweep(defrag_oom_op, oom_undo, &o), 3);
-    o.commit = true;
-    cr_assert_gt(failalloc_sweep(defrag_oom_op, oom_undo, &o), 3);
-    gpusched_topo_unref(o.t);
+    oom_sweep(fill_two_movers, defrag_rack, 3);
 }
