@@ -114,6 +114,35 @@ static bool fits_without(const pp_state *s, uint32_t gone, const gpusched_place_
     return rc == 0;
 }
 
+/* What a case runs on: the state built, a placer, a result for the call
+ * under test, one for the reference, a plan. */
+typedef struct pp_run {
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res, *ref;
+    gpusched_preempt_plan *plan;
+} pp_run;
+
+static pp_run pp_open(const pp_state *s)
+{
+    pp_run run = {.c = build(s, 0)};
+    cr_assert_eq(gpusched_placer_new(run.c, NULL, &run.p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &run.res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &run.ref), 0);
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &run.plan), 0);
+    return run;
+}
+
+static void pp_close(pp_run *run, pp_state *s)
+{
+    gpusched_preempt_plan_free(run->plan);
+    gpusched_place_result_free(run->ref);
+    gpusched_place_result_free(run->res);
+    gpusched_placer_free(run->p);
+    gpusched_cluster_free(run->c);
+    gpusched_topo_unref(s->t);
+}
+
 static bool eligible(const pp_job *jb, const gpusched_place_request *q)
 {
     return (jb->j.flags & GPUSCHED_JOB_PREEMPTIBLE) && jb->j.priority < q->priority && jb->j.id != q->job_id;
@@ -173,14 +202,11 @@ static void one_case(pt_rng *r, pp_stats *st)
     pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
     q.priority = (int32_t)pt_below(r, 5);
 
-    gpusched_cluster *c = build(&s, 0);
-    gpusched_placer *p;
-    gpusched_place_result *res, *ref;
-    gpusched_preempt_plan *plan;
-    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
-    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    pp_run run = pp_open(&s);
+    gpusched_cluster *c = run.c;
+    gpusched_placer *p = run.p;
+    gpusched_place_result *res = run.res, *ref = run.ref;
+    gpusched_preempt_plan *plan = run.plan;
     uint64_t before = ct_fingerprint(c);
     int rc = gpusched_placer_preempt(p, &q, res, plan);
     cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
@@ -264,12 +290,7 @@ static void one_case(pt_rng *r, pp_stats *st)
     cr_assert_eq(gpusched_cluster_job_find(c, PREEMPTOR, &j), 0);
     cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
 out:
-    gpusched_preempt_plan_free(plan);
-    gpusched_place_result_free(ref);
-    gpusched_place_result_free(res);
-    gpusched_placer_free(p);
-    gpusched_cluster_free(c);
-    gpusched_topo_unref(s.t);
+    pp_close(&run, &s);
 }
 
 Test(preempt_property, against_exhaustive_search, .timeout = 240)
@@ -297,12 +318,10 @@ static void one_move(pt_rng *r, uint32_t *moved, uint32_t *stuck)
     }
     uint32_t k = pt_below(r, s.njobs);
     uint64_t id = s.jobs[k].j.id;
-    gpusched_cluster *c = build(&s, 0);
-    gpusched_placer *p;
-    gpusched_place_result *res, *ref;
-    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
+    pp_run run = pp_open(&s);
+    gpusched_cluster *c = run.c;
+    gpusched_placer *p = run.p;
+    gpusched_place_result *res = run.res, *ref = run.ref;
     gpusched_place_request q;
     gs_pp_shape(c, gs_cluster_job_find(c, id), &q);
     uint64_t before = ct_fingerprint(c);
@@ -338,11 +357,7 @@ static void one_move(pt_rng *r, uint32_t *moved, uint32_t *stuck)
     cr_assert_eq(gpusched_cluster_job_count(c), s.njobs);
     cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
 out:
-    gpusched_place_result_free(ref);
-    gpusched_place_result_free(res);
-    gpusched_placer_free(p);
-    gpusched_cluster_free(c);
-    gpusched_topo_unref(s.t);
+    pp_close(&run, &s);
 }
 
 Test(preempt_property, move_is_placing_the_shape_without_the_job, .timeout = 240)
@@ -379,14 +394,11 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
     uint32_t avoid[4];
     pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
     q.priority = (int32_t)pt_below(r, 5);
-    gpusched_cluster *c = build(&s, 0);
-    gpusched_placer *p;
-    gpusched_place_result *res, *ref;
-    gpusched_preempt_plan *plan;
-    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-    cr_assert_eq(gpusched_place_result_new(NULL, &ref), 0);
-    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    pp_run run = pp_open(&s);
+    gpusched_cluster *c = run.c;
+    gpusched_placer *p = run.p;
+    gpusched_place_result *res = run.res, *ref = run.ref;
+    gpusched_preempt_plan *plan = run.plan;
     uint64_t before = ct_fingerprint(c);
     int rc = gpusched_placer_defrag(p, &q, res, plan);
     cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
@@ -467,12 +479,7 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
     }
     gpusched_cluster_free(sim);
 out:
-    gpusched_preempt_plan_free(plan);
-    gpusched_place_result_free(ref);
-    gpusched_place_result_free(res);
-    gpusched_placer_free(p);
-    gpusched_cluster_free(c);
-    gpusched_topo_unref(s.t);
+    pp_close(&run, &s);
 }
 
 Test(preempt_property, defrag_plans_are_sound, .timeout = 240)
