@@ -277,14 +277,6 @@ static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h)
     return false;
 }
 
-static void drop_lent_at(gs_pp *x, uint32_t i)
-{
-    gpusched_preempt_plan *plan = x->plan;
-    gs_cluster_job_unlend(x->c, gs_pp_job(x, plan->lent[i]));
-    memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
-    plan->nlent--;
-}
-
 /* Most expensive first: the victims most worth sparing are tried first. */
 static bool spare_before(const gs_hold *a, const gs_hold *b)
 {
@@ -316,26 +308,35 @@ int gs_pp_prune(gs_pp *x)
     int rc = gs_pp_fits(x);
     if (rc <= 0)
         return rc < 0 ? rc : GPUSCHED_ENOSPC;
-    for (uint32_t i = plan->nlent; i-- > 0;)
-        if (!placement_uses(plan->probe, gs_pp_job(x, plan->lent[i])))
-            drop_lent_at(x, i);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < plan->nlent; i++) {
+        gs_hold *h = gs_pp_job(x, plan->lent[i]);
+        if (placement_uses(plan->probe, h))
+            plan->lent[kept++] = plan->lent[i];
+        else
+            gs_cluster_job_unlend(x->c, h);
+    }
+    plan->nlent = kept;
     if (plan->nlent > GPUSCHED_PREEMPT_PRUNE_MAX)
         return 0;
     sort_spare_first(x);
-    for (uint32_t i = 0; i < plan->nlent;) {
+    kept = 0;
+    for (uint32_t i = 0; i < plan->nlent; i++) {
         gs_hold *h = gs_pp_job(x, plan->lent[i]);
         gs_cluster_job_unlend(x->c, h);
         rc = gs_pp_fits(x);
-        if (rc < 0)
+        if (rc < 0) {
+            /* Keep the stack true to what is lent: h is not, the rest is. */
+            memmove(&plan->lent[kept], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
+            plan->nlent = kept + plan->nlent - i - 1;
             return rc;
-        if (rc) {
-            memmove(&plan->lent[i], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
-            plan->nlent--;
-        } else {
+        }
+        if (!rc) {
             gs_cluster_job_lend(x->c, h);
-            i++;
+            plan->lent[kept++] = plan->lent[i];
         }
     }
+    plan->nlent = kept;
     return 0;
 }
 
