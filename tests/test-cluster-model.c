@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "cluster-test.h"
+#include "cluster/txn.h"
 #include "cluster/cluster-internal.h"
 
 #define MAXN 32
@@ -331,21 +332,21 @@ static void step(gpusched_cluster *c, model *m)
         m->health[node] = (uint8_t)h;
         n_down += h == GPUSCHED_NODE_DOWN && nhit > 0;
     } else if (op < 95) {
-        /* The placement engine's path: lend a reservation, then commit its
-         * job on what it may use, or give it back. */
+        /* The placement engine's path: a transaction lends a reservation,
+         * then commits its job on what it may use, or rolls back. */
         if (!m->reserved[id] || m->running[id])
             return;
         gs_hold *r = gs_cluster_resv_find(c, id);
         cr_assert_not_null(r);
-        gs_cluster_resv_lend(c, r);
-        cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+        cr_assert_eq(gs_txn_begin(c), 0);
+        cr_assert_eq(gs_txn_lend_resv(c, r), 0);
         uint32_t n = 0;
         for (int tries = 0; tries < 8 && (!n || model_check_pairs(m, n, nodes, masks, 1, id)); tries++)
             n = gen_pairs(m, id, nodes, masks);
         if (below(4) && n && model_check_pairs(m, n, nodes, masks, 1, id) == 0) {
-            cr_assert_eq(gs_cluster_validate_alloc(c, id, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(c));
             gpusched_job j = ct_job(id);
-            cr_assert_eq(gs_cluster_commit(c, &j, n, nodes, masks), 0);
+            cr_assert_eq(gs_txn_stage_claim(c, &j, n, nodes, masks), 0);
+            cr_assert_eq(gs_txn_commit(c), 0, "%s", gpusched_cluster_errmsg(c));
             n_commit_ok++;
             model_drop(m, RESV, id);
             m->reserved[id] = 0;
@@ -353,7 +354,7 @@ static void step(gpusched_cluster *c, model *m)
                 model_set(m, nodes[i], masks[i], ALLOC, id);
             m->running[id] = 1;
         } else {
-            gs_cluster_resv_unlend(c, r);
+            gs_txn_rollback(c);
         }
     } else if (op < 98) {
         /* Preemption's step: evict a victim, keep its GPUs for another job. */

@@ -9,6 +9,7 @@
 
 #include "cluster-test.h"
 #include "cluster/cluster-internal.h"
+#include "cluster/txn.h"
 #include "failalloc.h"
 
 #define OK(c, call) cr_assert_eq((call), 0, "%s: %s", #call, gpusched_cluster_errmsg(c))
@@ -143,14 +144,16 @@ Test(cluster_snapshot, argument_errors)
     cr_assert_eq(gpusched_cluster_restore("x", 1, &bad, &out, err, sizeof err), GPUSCHED_EINVAL);
     cr_assert_str_eq(err, "invalid allocator");
     cr_assert_null(out);
-    /* A lent reservation (inside a placement) cannot be saved. */
+    /* Inside a transaction (a placement in progress) nothing is saved. */
     uint32_t node = 0;
     uint64_t mask = 1;
     OK(c, gpusched_cluster_reserve(c, 9, 1, &node, &mask));
     gs_hold *r = gs_cluster_resv_find(c, 9);
-    gs_cluster_resv_lend(c, r);
+    OK(c, gs_txn_begin(c));
+    OK(c, gs_txn_lend_resv(c, r));
     cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ESTATE);
-    gs_cluster_resv_unlend(c, r);
+    gs_txn_rollback(c);
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ERANGE, "after it, the size query works");
     gpusched_cluster_free(c);
 }
 

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "cluster-test.h"
+#include "cluster/txn.h"
 #include "cluster/cluster-internal.h"
 #include "failalloc.h"
 
@@ -603,24 +604,24 @@ Test(cluster, lend_and_commit_internal_path)
     cr_assert_eq(g, 10);
     gs_hold *r = gs_cluster_resv_find(c, 5);
     cr_assert_not_null(r);
-    gs_cluster_resv_lend(c, r);
-    OK(c, gpusched_cluster_check(c));
+    OK(c, gs_txn_begin(c));
+    OK(c, gs_txn_lend_resv(c, r));
     OK(c, gpusched_cluster_domain_free_gpus(c, 1, 0, &g));
     cr_assert_eq(g, 16, "a lent reservation counts as free");
-    gs_cluster_resv_unlend(c, r);
+    cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT, "the checker refuses an open transaction");
+    gs_txn_rollback(c);
     OK(c, gpusched_cluster_check(c));
     OK(c, gpusched_cluster_domain_free_gpus(c, 1, 0, &g));
     cr_assert_eq(g, 10);
-    gs_cluster_resv_lend(c, r);
-    /* Snapshots and reservations refuse while lent. */
-    size_t len;
+    OK(c, gs_txn_begin(c));
+    OK(c, gs_txn_lend_resv(c, r));
+    /* Public calls refuse while a transaction is open. */
     cr_assert_eq(gpusched_cluster_reserve(c, 5, 1, &nodes[1], &(uint64_t){0x4}), GPUSCHED_ESTATE);
-    (void)len;
     gpusched_job j = ct_job(5);
     uint32_t an[] = {1, 2};
     uint64_t am[] = {0x1, 0x1};
-    OK(c, gs_cluster_validate_alloc(c, 5, 2, an, am));
-    OK(c, gs_cluster_commit(c, &j, 2, an, am));
+    OK(c, gs_txn_stage_claim(c, &j, 2, an, am));
+    OK(c, gs_txn_commit(c));
     OK(c, gpusched_cluster_check(c));
     cr_assert_eq(c->nlent, 0);
     cr_assert_eq(gpusched_cluster_resv_count(c), 0);
@@ -764,16 +765,19 @@ Test(cluster, release_to_resv_keeps_the_gpus_for_the_preemptor)
     cr_assert_eq(gpusched_cluster_resv_count(c), 0);
     REJECT(c, gpusched_cluster_release_to_resv(c, 10, 99), GPUSCHED_ENOENT, "no running job 10");
     cr_assert_eq(gpusched_cluster_release_to_resv(NULL, 10, 99), GPUSCHED_EINVAL);
-    /* Lent reservations are the placement engine's until it settles them. */
+    /* While a transaction is open (a placement in progress), public calls
+     * that change the cluster refuse. */
     OK(c, alloc1(c, 12, 7, 0x1));
     uint32_t node = 8;
     uint64_t mask = 1;
     OK(c, gpusched_cluster_reserve(c, 50, 1, &node, &mask));
     gs_hold *r = gs_cluster_resv_find(c, 50);
-    gs_cluster_resv_lend(c, r);
+    OK(c, gs_txn_begin(c));
+    OK(c, gs_txn_lend_resv(c, r));
     cr_assert_eq(gpusched_cluster_release_to_resv(c, 12, 50), GPUSCHED_ESTATE);
-    gs_cluster_resv_unlend(c, r);
+    gs_txn_rollback(c);
     OK(c, gpusched_cluster_check(c));
+    OK(c, gpusched_cluster_release_to_resv(c, 12, 50));
     gpusched_cluster_free(c);
 }
 

@@ -227,19 +227,23 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     cr_assert_eq(free_gpus, 48);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
 
-    /* A plan-only request whose job holds a reservation is planned alone,
-     * not held: its reservation stays whole. */
+    /* A plan-only request whose job holds a reservation is held too (its
+     * GPUs, from the reservation or free, are taken for the requests after
+     * it) and its reservation is whole again when the batch returns. */
     uint32_t node = 23;
     uint64_t all = 0xf;
     cr_assert_eq(gpusched_cluster_reserve(e.c, 300, 1, &node, &all), 0);
-    gpusched_place_request hq[2] = {req(8), req(40)};
+    gpusched_place_request hq[2] = {req(8), req(37)};
     hq[0].job_id = 300;
     hq[1].job_id = 301;
     const gpusched_place_request *hqp[2] = {&hq[0], &hq[1]};
     cr_assert_eq(gpusched_placer_place_batch(e.p, 2, hqp, r, &placed), 0, "%s", gpusched_placer_errmsg(e.p));
-    cr_assert_eq(placed, 2, "%s", gpusched_place_result_message(r[1]));
+    cr_assert_eq(placed, 1, "%s", gpusched_place_result_message(r[1]));
+    cr_assert_str_eq(gpusched_place_result_message(r[1]), "37 GPUs asked, the cluster has 36 usable free GPUs");
     cr_assert_eq(gpusched_cluster_resv_count(e.c), 1);
     cr_assert_eq(gpusched_cluster_job_count(e.c), 1);
+    gpusched_cluster_domain_free_gpus(e.c, GPUSCHED_NONE, 0, &free_gpus);
+    cr_assert_eq(free_gpus, 44);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
     cr_assert_eq(gpusched_cluster_unreserve(e.c, 300), 0);
 

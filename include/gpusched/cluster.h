@@ -541,6 +541,112 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
 GPUSCHED_API int gpusched_cluster_restore(const void *buf, size_t len, const gpusched_allocator *alloc,
                                           gpusched_cluster **out, char *errbuf, size_t errbuf_len);
 
+/* ---- journal ------------------------------------------------------------ */
+
+/**
+ * Receives one journal record: the changes of one committed transaction,
+ * self-contained (versioned, checksummed; doc/journal.md). Called before the
+ * changes are applied, so a record the sink accepts is always followed by
+ * them (write-ahead). The record is only valid during the call.
+ * @param user The pointer given to gpusched_cluster_journal_start().
+ * @param record The record's bytes.
+ * @param len Their length.
+ * @return 0 to accept; any other value refuses the record, and the call
+ *         that committed fails with #GPUSCHED_EIO having changed nothing.
+ */
+typedef int (*gpusched_journal_sink)(void *user, const void *record, size_t len);
+
+/**
+ * Starts journaling: from now on every call that changes the cluster (alloc,
+ * release, reserve, unreserve, release_to_resv, job_update,
+ * set_node_health, and every committed placement, preemption, move and
+ * defragmentation) appends one record. Replaying the records on a snapshot
+ * taken when journaling started rebuilds this cluster bit for bit
+ * (gpusched_cluster_replay(), gpusched_cluster_journal_apply()).
+ * @param c The cluster.
+ * @param sink Receives each record; NULL: records are appended to the
+ *        cluster's own buffer (gpusched_cluster_journal_view()).
+ * @param user Passed to `sink`.
+ * @retval 0 Success (a journal already started is replaced; its buffer is kept).
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ */
+GPUSCHED_API int gpusched_cluster_journal_start(gpusched_cluster *c, gpusched_journal_sink sink, void *user);
+
+/**
+ * Stops journaling. The buffer's records stay readable until
+ * gpusched_cluster_journal_clear() or the cluster is freed.
+ * @param c The cluster.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ */
+GPUSCHED_API int gpusched_cluster_journal_stop(gpusched_cluster *c);
+
+/**
+ * The records appended to the cluster's own buffer (journal started with a
+ * NULL sink), oldest first, back to back.
+ * @param c The cluster.
+ * @param[out] bytes The buffer, valid until the next call that changes the
+ *        cluster or the journal; NULL when empty.
+ * @param[out] len Its length in bytes.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL NULL argument.
+ */
+GPUSCHED_API int gpusched_cluster_journal_view(gpusched_cluster *c, const void **bytes, size_t *len);
+
+/**
+ * Empties the cluster's journal buffer (for example once its records are
+ * stored elsewhere). Sequence numbers go on from where they were.
+ * @param c The cluster.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ */
+GPUSCHED_API int gpusched_cluster_journal_clear(gpusched_cluster *c);
+
+/**
+ * Applies journal records to a cluster, in order, each atomically: a hot
+ * standby that restored the primary's snapshot keeps the same state by
+ * applying the primary's records as they arrive. Records must follow each
+ * other (consecutive sequence numbers, also across calls on this cluster).
+ * At the first bad record (truncated, corrupt, out of sequence, or changes
+ * that do not apply to this state) it stops with an error: the records
+ * before it are applied, nothing of it is.
+ * @param c The cluster.
+ * @param bytes Records back to back.
+ * @param len Their length; 0 applies nothing.
+ * @param[out] applied Records applied (may be NULL).
+ * @retval 0 Every record applied.
+ * @retval GPUSCHED_EINVAL `c` is NULL, or `bytes` is NULL with `len` > 0.
+ * @retval GPUSCHED_ECORRUPT A record is truncated, corrupt, out of sequence
+ *         or does not apply; the message says which record and why.
+ * @retval GPUSCHED_EVERSION A record has an unsupported format version.
+ * @retval GPUSCHED_ENOMEM Out of memory (the record was not applied).
+ */
+GPUSCHED_API int gpusched_cluster_journal_apply(gpusched_cluster *c, const void *bytes, size_t len,
+                                                uint32_t *applied);
+
+/**
+ * Rebuilds a cluster from a snapshot and the journal written after it: the
+ * result snapshots to the same bytes as the cluster that wrote both. A bad
+ * snapshot or record gives an error and creates nothing.
+ * @param snapshot A snapshot (gpusched_cluster_snapshot()).
+ * @param snapshot_len Its length.
+ * @param journal Records back to back (may be NULL when `journal_len` is 0).
+ * @param journal_len Their length.
+ * @param alloc Allocator for the cluster and its topology; NULL: libc.
+ * @param[out] out The cluster.
+ * @param errbuf Receives the error message (may be NULL).
+ * @param errbuf_len Size of `errbuf`.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL NULL argument or invalid allocator.
+ * @retval GPUSCHED_ECORRUPT The snapshot or a record is bad (the message
+ *         names the record).
+ * @retval GPUSCHED_EVERSION Unsupported format version.
+ * @retval GPUSCHED_ENOMEM Out of memory.
+ */
+GPUSCHED_API int gpusched_cluster_replay(const void *snapshot, size_t snapshot_len, const void *journal,
+                                         size_t journal_len, const gpusched_allocator *alloc,
+                                         gpusched_cluster **out, char *errbuf, size_t errbuf_len);
+
 #ifdef __cplusplus
 }
 #endif

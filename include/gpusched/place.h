@@ -164,13 +164,13 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
 
 /**
  * Places a sequence of gangs in order, each seeing the ones before it:
- * the GPUs of a committed request are taken for the requests after it, and
- * so are a plan-only request's (they are given back when the call
- * returns, so a batch of plan-only requests is a what-if of the whole
- * sequence). A plan-only request is not held, only planned as alone, when
- * its job is running, holds a reservation, or its id appears twice in the
- * batch. A request that does not fit is reported in its result and the
- * batch goes on. Every request is validated before anything is placed.
+ * the GPUs of every request that fits, committed or plan-only, are taken
+ * for the requests after it (a plan-only request's are given back when the
+ * call returns, so a batch of plan-only requests is a what-if of the whole
+ * sequence). A request that does not fit is reported in its result and the
+ * batch goes on. Every request is validated before anything is placed, and
+ * the committed requests are committed together at the end: on any error
+ * nothing changed.
  * @param p The placer.
  * @param n Number of requests.
  * @param reqs `n` requests.

@@ -2,7 +2,7 @@
  * Everything counts GPUs usable for new work (free GPUs of up nodes). */
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 static inline uint32_t gs_gpu_base(const struct gpusched_topo *t, uint32_t n)
 {
@@ -272,6 +272,41 @@ uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint
     if (n)
         gs_delta_apply(c, leaf, &x);
     return total;
+}
+
+void gs_cluster_flips_apply(struct gpusched_cluster *c, const gs_flip *f, uint32_t n)
+{
+    if (n <= 4) {
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t node = f[i].node;
+            const uint64_t old = gs_cluster_node_avail(c, node);
+            c->node_free[node] ^= f[i].fx;
+            c->node_resv[node] ^= f[i].rx;
+            gs_cluster_node_changed(c, node, old);
+        }
+        return;
+    }
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf_level = c->nlevels - 1;
+    gs_leaf_delta x;
+    memset(&x, 0, sizeof x);
+    x.lo = UINT32_MAX;
+    uint32_t leaf = 0, leaf_start = 0, leaf_end = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t node = f[i].node;
+        if (i == 0 || node >= leaf_end || node < leaf_start) {
+            if (i)
+                gs_delta_apply(c, leaf, &x);
+            leaf = gs_cl_node_leaf(c, node);
+            leaf_start = t->dom_start[leaf_level][leaf];
+            leaf_end = t->dom_start[leaf_level][leaf + 1];
+        }
+        const uint64_t old = gs_cluster_node_avail(c, node);
+        c->node_free[node] ^= f[i].fx;
+        c->node_resv[node] ^= f[i].rx;
+        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
+    }
+    gs_delta_apply(c, leaf, &x);
 }
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)

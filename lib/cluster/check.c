@@ -3,7 +3,7 @@
  * scratch, and compares with what the cluster keeps incrementally. */
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 #define GS_BAD(c, ...) gs_error(&(c)->err, GPUSCHED_ECORRUPT, __VA_ARGS__)
 
@@ -123,9 +123,13 @@ static int gs_check_all(gpusched_cluster *c, uint32_t *expect, gpusched_cluster 
     int rc;
     if ((rc = gs_check_table(c, &c->jobs, "job")) || (rc = gs_check_table(c, &c->resv, "reservation")))
         return rc;
+    if (c->txn.open)
+        return GS_BAD(c, "a transaction is open");
     uint32_t lent = 0;
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t s = c->jobs.live[i];
+        if (c->jobs.rec[s].lent)
+            return GS_BAD(c, "job %llu is lent outside a transaction", (unsigned long long)c->jobs.rec[s].id);
         if ((rc = gs_check_pairs(c, &c->jobs.rec[s], s + 1, expect, "job")))
             return rc;
     }
@@ -135,6 +139,8 @@ static int gs_check_all(gpusched_cluster *c, uint32_t *expect, gpusched_cluster 
         if ((rc = gs_check_pairs(c, &c->resv.rec[s], GS_HOLDER_RESV | s, expect, "reservation")))
             return rc;
     }
+    if (lent || c->nlent)
+        return GS_BAD(c, "%u reservations lent outside a transaction", lent);
     if (lent != c->nlent)
         return GS_BAD(c, "%u reservations lent, %u counted", lent, c->nlent);
     if ((rc = gs_check_nodes(c, expect)))

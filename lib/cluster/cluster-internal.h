@@ -41,25 +41,16 @@
  * record (no allocation for the common small job), more in one block of the
  * cluster's allocator.
  *
- * Reservations and placement: a reservation is looked up by job id with
+ * Reservations: a reservation is looked up by job id with
  * gs_cluster_resv_find(); its pairs (gs_hold_nodes/gs_hold_masks) are the
  * GPUs reserved for that job, and node_resv/gpu_holder agree with them.
- * Placing job J that holds reservation R: call gs_cluster_resv_lend(c, R)
- * first: R's GPUs move to node_free and the aggregates count them (O(levels)
- * per node of R), so the search sees exactly what J may use. Then either
- * gs_cluster_commit() J (which consumes R: used GPUs become J's, the rest
- * stay free) or gs_cluster_resv_unlend(c, R) to put R back (plan only, or
- * failure). A lent reservation must be settled before the engine returns to
- * its caller; nothing else may change the cluster while one is lent.
- * While lent: R->lent = 1, R's GPUs have gpu_holder = GS_HOLDER_RESV | slot
- * and are in node_free, not in node_resv.
  *
- * For the preemption engine: running jobs are c->jobs.rec[c->jobs.live[i]],
- * i < c->jobs.count (priority, flags, cost_hint, start_time and the pairs
- * in each gs_hold); the jobs on a node are found from gpu_holder
- * (gs_cluster_holder_job). Evicting a victim while keeping its GPUs for the
- * preemptor is gpusched_cluster_release_to_resv() (atomic: allocates first);
- * the preemptor is then placed with its reservation lent as above.
+ * This header is what the placement and preemption engines read: the
+ * state, the aggregates and the lookups. They change the cluster only
+ * through a transaction (txn.h): lending a job or the job's reservation to
+ * a what-if search, holding GPUs, staging claims and releases, commit or
+ * rollback. The write side is cluster-write.h, for lib/cluster alone.
+ * While a transaction is open, R->lent / h->lent say what is lent.
  */
 #ifndef GS_CLUSTER_INTERNAL_H
 #define GS_CLUSTER_INTERNAL_H
@@ -137,6 +128,86 @@ typedef struct gs_agg {
     uint32_t *dom_gpus;     /* ndom: GPUs in the domain (constant, from the topology) */
 } gs_agg;
 
+/* ---- transactions (txn.h) ------------------------------------------------ */
+
+/* One node's temporary change: XOR masks of node_free and node_resv. */
+typedef struct gs_flip {
+    uint32_t node;
+    uint64_t fx, rx;
+} gs_flip;
+
+enum { GS_TG_DEAD = 0, GS_TG_LEND_JOB, GS_TG_LEND_RESV, GS_TG_HOLD };
+
+/* A temporary: its flips are flips[first, first + n). */
+typedef struct gs_tgroup {
+    uint32_t kind;
+    uint32_t slot;          /* job or reservation slot (lends) */
+    uint32_t first, n;
+} gs_tgroup;
+
+/* Staged change kinds; the values are the journal's op codes. */
+enum {
+    GS_OP_CLAIM = 1,
+    GS_OP_RELEASE = 2,
+    GS_OP_RESERVE = 3,
+    GS_OP_UNRESERVE = 4,
+    GS_OP_RELEASE_TO_RESV = 5,
+    GS_OP_HEALTH = 6,
+    GS_OP_UPDATE = 7,
+};
+
+typedef struct gs_op {
+    uint32_t kind;
+    uint32_t n;             /* pairs (CLAIM, RESERVE) */
+    gpusched_job job;       /* CLAIM, UPDATE; job.id is the id of every kind */
+    uint64_t id2;           /* RELEASE_TO_RESV: the reservation's job */
+    uint32_t node, health;  /* HEALTH */
+    const uint32_t *nodes;  /* borrowed (txn.h) */
+    const uint64_t *masks;
+    uint32_t slot;          /* validation: the record RELEASE, UPDATE, RELEASE_TO_RESV name */
+    void *block;            /* commit: the pair block prepared */
+    uint32_t merged;        /* commit: pairs of a reservation after a merge */
+} gs_op;
+
+/* Open-addressing map from a 64-bit key to two masks: the commit's view of
+ * what earlier changes of the transaction did (per node: GPUs given up and
+ * taken; per job id: released and claimed). */
+typedef struct gs_ovl_ent {
+    uint64_t key;
+    uint64_t a, b;
+    uint32_t used;
+} gs_ovl_ent;
+
+typedef struct gs_ovl {
+    gs_ovl_ent *e;
+    uint32_t cap;           /* power of two, or 0 */
+} gs_ovl;
+
+typedef struct gs_txn_state {
+    bool open;
+    gs_flip *flips;
+    uint32_t nflips, flips_cap;
+    gs_tgroup *groups;
+    uint32_t ngroups, groups_cap;
+    uint32_t *job_group;    /* per job slot: index + 1 of its lend group, 0: none */
+    uint32_t job_group_cap;
+    gs_op *ops;
+    uint32_t nops, ops_cap;
+    gs_ovl nodes_ovl, ids_ovl;
+} gs_txn_state;
+
+/* The journal (journal.c, doc/journal.md). */
+typedef struct gs_journal {
+    bool on;
+    gpusched_journal_sink sink;     /* NULL: the cluster's buffer */
+    void *user;
+    unsigned char *buf;             /* buffer mode: records appended */
+    size_t len, cap;
+    unsigned char *rec;             /* the record being written (sink mode) */
+    size_t rec_cap;
+    uint64_t seq;                   /* sequence number of the last record */
+} gs_journal;
+
 struct gpusched_cluster {
     gs_alloc alloc;
     gs_err err;
@@ -165,6 +236,12 @@ struct gpusched_cluster {
     gs_holdtab jobs;
     gs_holdtab resv;
     uint32_t nlent;                 /* reservations lent right now */
+
+    gs_txn_state txn;
+    gs_journal journal;
+    /* Sequence number of the last journal record applied to this cluster
+     * (gpusched_cluster_journal_apply), 0: none yet. */
+    uint64_t applied_seq;
 
     /* Regular shapes (every preset): the per-node and per-domain topology
      * lookups of the update paths become arithmetic instead of a cache
@@ -285,48 +362,15 @@ uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, 
 /* GPUs in domain d of level l. */
 uint32_t gs_topo_dom_gpus(const struct gpusched_topo *t, uint32_t l, uint32_t d);
 
-/* Aggregate arrays of `c` (c->topo, c->nlevels and c->hist_width set):
- * allocation, recomputation from scratch out of `src`'s node state (the
- * invariant checker computes into a scratch struct), release. */
-int gs_aggs_alloc(struct gpusched_cluster *c, const gs_alloc *a);
-void gs_aggs_compute(struct gpusched_cluster *dst, const struct gpusched_cluster *src);
-void gs_aggs_free(struct gpusched_cluster *c, const gs_alloc *a);
-size_t gs_aggs_bytes(const struct gpusched_cluster *c);
-
-/* The low-level update every mutation goes through: node `n` had usable
- * mask `old_avail` (gs_cluster_node_avail before the change) and has
- * gs_cluster_node_avail(c, n) now; updates every aggregate on its path.
- * O(levels). */
-void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail);
-
-/* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
- * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
- * updated once per lowest domain touched. Never touches node_resv; with
- * `holder` GS_HOLDER_KEEP, not the GPU holders either (lending a job).
- * Returns the GPUs of the masks. */
-#define GS_HOLDER_KEEP UINT32_MAX
-uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
-                              const uint64_t *masks, int claim, uint32_t holder);
-
 /* ---- jobs and reservations --------------------------------------------- */
 
 gs_hold *gs_holdtab_find(const gs_holdtab *t, uint64_t id);
 /* Starts loading the hash line of `id`, for a lookup or insert soon after
  * other work. */
 void gs_holdtab_prefetch(const gs_holdtab *t, uint64_t id);
-/* Makes room for `extra` more records (slots and hash) so that the inserts
- * that follow cannot fail. Moves the records: gs_hold pointers taken before
- * it are stale. GPUSCHED_ENOMEM or GPUSCHED_ELIMIT; the table stays valid. */
-int gs_holdtab_prepare(gs_holdtab *t, const gs_alloc *a, uint32_t extra);
 /* The record of `id` and the node hint stored with it (a prefetch address
  * only: reservations that grow keep their first hint). */
 gs_hold *gs_holdtab_find_hint(const gs_holdtab *t, uint64_t id, uint32_t *node_hint);
-/* A zeroed record with `id` set, appended to the live list. Needs room. */
-gs_hold *gs_holdtab_insert(gs_holdtab *t, uint64_t id, uint32_t node_hint);
-/* Frees the record's pair block and its slot; the live list order changes
- * (the last live record takes its place). */
-void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h);
-void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
 size_t gs_holdtab_bytes(const gs_holdtab *t);
 
 static inline uint32_t gs_hold_slot(const gs_holdtab *t, const gs_hold *h)
@@ -365,75 +409,5 @@ static inline gs_hold *gs_cluster_holder_job(const struct gpusched_cluster *c, u
 {
     return holder == 0 || (holder & GS_HOLDER_RESV) ? NULL : &c->jobs.rec[holder - 1];
 }
-
-/* Validates an allocation for job `id` as gpusched_cluster_alloc() does
- * (ascending nodes, masks in range, nodes up, GPUs free or in the job's own
- * reservation, id not running), setting c->err on failure. Changes nothing. */
-int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t n,
-                              const uint32_t *nodes, const uint64_t *masks);
-
-/* The placement engine's commit: applies an allocation it has already
- * validated (its own search produced it on this state), without checking
- * the pairs again. `job` is a full descriptor (already copied in). Allocates
- * first, so GPUSCHED_ENOMEM / GPUSCHED_ELIMIT leave everything unchanged.
- * Consumes the job's reservation, lent or not. */
-int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
-                      const uint32_t *nodes, const uint64_t *masks);
-
-/* The commit in two steps for callers that must change the cluster in
- * between without risking a half-applied state (the preemption engine
- * releases its victims there): prepare allocates (the job table's room
- * and, for more than GS_HOLD_INLINE pairs, the pair block), apply cannot
- * fail. A prepared block not applied is freed with gs_free. */
-int gs_cluster_commit_prepare(struct gpusched_cluster *c, uint32_t n, void **block);
-void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
-                             const uint32_t *nodes, const uint64_t *masks, void *block);
-
-/* Lending a running job to the preemption engine's what-if searches: its
- * GPUs join node_free and the aggregates (O(levels) per node), while its
- * record and GPU holders stay, so that unlending restores the state
- * exactly. Like a lent reservation, a lent job is settled before the
- * engine returns; releasing it is allowed (the GPUs are free already). */
-void gs_cluster_job_lend(struct gpusched_cluster *c, gs_hold *h);
-void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
-
-/* ---- helpers shared by the module's files -------------------------------- */
-
-/* Creates an empty cluster on `topo` (takes a reference on success). */
-int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster **out);
-/* ERANGE with a message unless `node` is a node of the topology. */
-int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node);
-/* Checks (node, mask) pairs: ascending, in range, nodes up, GPUs free or in
- * `own` (a reservation whose GPUs count as free; may be NULL). */
-int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                           const gs_hold *own);
-/* Copies in and checks a caller's job descriptor. */
-int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src);
-/* A block for n > GS_HOLD_INLINE pairs (NULL for fewer, or on failure). */
-void *gs_pairs_block(const gs_alloc *a, uint32_t n);
-void gs_hold_set_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
-/* The same without counting the GPUs (the caller sets ngpus). */
-void gs_hold_store_pairs(gs_hold *h, uint32_t n, const uint32_t *nodes, const uint64_t *masks, void *block);
-/* Sets the GPUs of `mask` on `node` to: free where `to_free` has a bit,
- * reserved where `to_resv` has one, else allocated; holder entries to
- * `holder`; updates the aggregates. O(levels + popcount(mask)). */
-void gs_cluster_node_move(gpusched_cluster *c, uint32_t node, uint64_t mask, uint64_t to_free,
-                          uint64_t to_resv, uint32_t holder);
-/* Release a job / drop a reservation (its GPUs become free). */
-void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h);
-void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r);
-/* Iteration: the id of live record `index` of `t`. */
-int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, uint64_t *job_id,
-                     const char *what);
-int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
-                         const uint64_t **masks, uint32_t *n, uint32_t *gpus);
-
-/* XXH64 with seed 0 of `len` bytes: the snapshot checksum. */
-uint64_t gs_checksum64(const void *data, size_t len);
-
-/* Lending a reservation to the placement search (see the top comment).
- * Both are O(levels * nodes of the reservation) and cannot fail. */
-void gs_cluster_resv_lend(struct gpusched_cluster *c, gs_hold *r);
-void gs_cluster_resv_unlend(struct gpusched_cluster *c, gs_hold *r);
 
 #endif

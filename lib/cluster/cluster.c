@@ -1,7 +1,7 @@
 /* The cluster handle: lifetime, node and GPU state queries. */
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 /* Each field is set only when the arrays agree with the arithmetic
  * everywhere, so the shortcuts give exactly what the arrays hold. */
@@ -81,6 +81,8 @@ GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c)
     if (!c)
         return;
     gs_alloc a = c->alloc;
+    gs_txn_free(c);
+    gs_journal_free(c);
     gs_holdtab_free(&c->jobs, &a);
     gs_holdtab_free(&c->resv, &a);
     gs_aggs_free(c, &a);
@@ -109,7 +111,7 @@ GPUSCHED_API size_t gpusched_cluster_memory_bytes(const gpusched_cluster *c)
     const struct gpusched_topo *t = c->topo;
     return sizeof *c + (size_t)t->nnodes * (2 * sizeof(uint64_t) + sizeof(uint8_t)) +
            (size_t)t->ngpus * sizeof(uint32_t) + gs_aggs_bytes(c) + gs_holdtab_bytes(&c->jobs) +
-           gs_holdtab_bytes(&c->resv);
+           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c);
 }
 
 int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node)

@@ -1,5 +1,5 @@
 /* Node health and faults: which jobs a node failure or drain hits. */
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 /* Slots of the jobs on `node`, each once, by lowest GPU; returns how many
  * (at most 64, one per GPU). */
@@ -60,10 +60,6 @@ GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t 
         return gs_error(&c->err, GPUSCHED_EINVAL, "health %u is not a gpusched_node_health", health);
     if ((rc = gs_node_jobs_out(c, node, hit, cap, nhit)))
         return rc;
-    uint64_t old = gs_cluster_node_avail(c, node);
-    c->nodes_not_up += (health != GPUSCHED_NODE_UP) - (c->node_health[node] != GPUSCHED_NODE_UP);
-    c->node_health[node] = (uint8_t)health;
-    gs_cluster_node_changed(c, node, old);
-    gs_err_clear(&c->err);
-    return 0;
+    gs_op op = {.kind = GS_OP_HEALTH, .node = node, .health = health};
+    return gs_txn_commit_one(c, &op);
 }

@@ -3,7 +3,7 @@
  * an open-addressing hash from the caller's 64-bit id to the slot. */
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 #define GS_HASH_EMPTY UINT32_MAX
 #define GS_HASH_MIN 16u

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 
 #define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_FLAGS
 /* Up to this many pairs, updating the aggregates node by node is cheaper
@@ -22,7 +22,7 @@ static const char *gs_holder_desc(const gpusched_cluster *c, uint32_t h, char *b
 }
 
 int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *nodes, const uint64_t *masks,
-                           const gs_hold *own)
+                           const gs_hold *own, const gs_ovl *ovl)
 {
     const struct gpusched_topo *t = c->topo;
     if (n == 0)
@@ -58,24 +58,25 @@ int gs_cluster_check_pairs(gpusched_cluster *c, uint32_t n, const uint32_t *node
             if (oi < own->npairs && own_nodes[oi] == node)
                 usable |= own_masks[oi];
         }
+        const uint64_t base = usable;
+        if (ovl) {
+            uint64_t given, gone;
+            gs_ovl_node(ovl, node, &given, &gone);
+            usable = (usable | given) & ~gone;
+        }
         uint64_t taken = mask & ~usable;
         if (taken) {
             uint32_t gpu = gs_ctz64(taken);
             char what[64];
+            if (ovl && (base & ((uint64_t)1 << gpu)))
+                return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is taken earlier in the transaction",
+                                i, node, gpu);
             return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is %s", i, node, gpu,
                             gs_holder_desc(c, c->gpu_holder[t->node_gpu_base[node] + gpu], what,
                                            sizeof what));
         }
     }
     return 0;
-}
-
-int gs_cluster_validate_alloc(struct gpusched_cluster *c, uint64_t id, uint32_t n, const uint32_t *nodes,
-                              const uint64_t *masks)
-{
-    if (gs_cluster_job_find(c, id))
-        return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is already running", (unsigned long long)id);
-    return gs_cluster_check_pairs(c, n, nodes, masks, gs_cluster_resv_find(c, id));
 }
 
 /* Gives `h` its pairs: inline up to GS_HOLD_INLINE, else the block `block`
@@ -146,19 +147,6 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
     gs_cluster_node_changed(c, node, old);
 }
 
-int gs_cluster_commit_prepare(struct gpusched_cluster *c, uint32_t n, void **block)
-{
-    *block = NULL;
-    int rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
-    if (rc)
-        return rc == GPUSCHED_ENOMEM ? gs_error(&c->err, rc, "out of memory growing the job table")
-                                     : gs_error(&c->err, rc, "too many jobs");
-    *block = gs_pairs_block(&c->alloc, n);
-    if (n > GS_HOLD_INLINE && !*block)
-        return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for %u allocation pairs", n);
-    return 0;
-}
-
 void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
                              const uint32_t *nodes, const uint64_t *masks, void *block)
 {
@@ -183,53 +171,6 @@ void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job
     }
 }
 
-int gs_cluster_commit(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
-                      const uint64_t *masks)
-{
-    if (n == 1)
-        gs_prefetch_node_deps(c, nodes[0]);
-    void *block;
-    int rc = gs_cluster_commit_prepare(c, n, &block);
-    if (rc)
-        return rc;
-    gs_cluster_commit_apply(c, job, n, nodes, masks, block);
-    return 0;
-}
-
-/* Lending a job: its GPUs count as free for the searches that follow
- * (node masks and aggregates), its record and GPU holders stay. */
-static void gs_job_lend_shift(gpusched_cluster *c, gs_hold *h, int lend)
-{
-    const uint32_t *nodes = gs_hold_nodes(h);
-    const uint64_t *masks = gs_hold_masks(h);
-    if (h->npairs > GS_BATCH_MIN_PAIRS) {
-        gs_cluster_nodes_set(c, h->npairs, nodes, masks, !lend, GS_HOLDER_KEEP);
-        return;
-    }
-    for (uint32_t i = 0; i < h->npairs; i++) {
-        uint32_t node = nodes[i];
-        uint64_t old = gs_cluster_node_avail(c, node);
-        c->node_free[node] = lend ? c->node_free[node] | masks[i] : c->node_free[node] & ~masks[i];
-        gs_cluster_node_changed(c, node, old);
-    }
-}
-
-void gs_cluster_job_lend(struct gpusched_cluster *c, gs_hold *h)
-{
-    if (h->lent)
-        return;
-    gs_job_lend_shift(c, h, 1);
-    h->lent = 1;
-}
-
-void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h)
-{
-    if (!h->lent)
-        return;
-    gs_job_lend_shift(c, h, 0);
-    h->lent = 0;
-}
-
 int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src)
 {
     int rc = gs_struct_copy_in(dst, sizeof *dst, src, sizeof *dst, &c->err, "job");
@@ -246,17 +187,14 @@ GPUSCHED_API int gpusched_cluster_alloc(gpusched_cluster *c, const gpusched_job 
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    if (n && nodes)
+    if (n && nodes) {
         gs_prefetch_node(c, nodes[0]);
-    gpusched_job j;
-    int rc = gs_cluster_job_copy_in(c, &j, job);
-    if (rc)
-        return rc;
-    if ((rc = gs_cluster_validate_alloc(c, j.id, n, nodes, masks)) ||
-        (rc = gs_cluster_commit(c, &j, n, nodes, masks)))
-        return rc;
-    gs_err_clear(&c->err);
-    return 0;
+        if (n == 1)
+            gs_prefetch_node_deps(c, nodes[0]);
+    }
+    gs_op op = {.kind = GS_OP_CLAIM, .n = n, .nodes = nodes, .masks = masks};
+    int rc = gs_cluster_job_copy_in(c, &op.job, job);
+    return rc ? rc : gs_txn_commit_one(c, &op);
 }
 
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
@@ -291,35 +229,22 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id)
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    uint32_t hint = 0;
-    gs_hold *h = gs_holdtab_find_hint(&c->jobs, job_id, &hint);
-    if (!h)
-        return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)job_id);
     /* The first node's lines load together with the record's. */
-    gs_prefetch_node(c, hint);
-    gs_cluster_job_drop(c, h);
-    gs_err_clear(&c->err);
-    return 0;
+    uint32_t hint = 0;
+    if (gs_holdtab_find_hint(&c->jobs, job_id, &hint))
+        gs_prefetch_node(c, hint);
+    gs_op op = {.kind = GS_OP_RELEASE};
+    op.job.id = job_id;
+    return gs_txn_commit_one(c, &op);
 }
 
 GPUSCHED_API int gpusched_cluster_job_update(gpusched_cluster *c, const gpusched_job *job)
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    gpusched_job j;
-    int rc = gs_cluster_job_copy_in(c, &j, job);
-    if (rc)
-        return rc;
-    gs_hold *h = gs_job_arg(c, j.id);
-    if (!h)
-        return GPUSCHED_ENOENT;
-    h->start_time = j.start_time;
-    h->cost_hint = j.cost_hint;
-    h->priority = j.priority;
-    h->tenant = j.tenant;
-    h->flags = j.flags;
-    gs_err_clear(&c->err);
-    return 0;
+    gs_op op = {.kind = GS_OP_UPDATE};
+    int rc = gs_cluster_job_copy_in(c, &op.job, job);
+    return rc ? rc : gs_txn_commit_one(c, &op);
 }
 
 GPUSCHED_API uint32_t gpusched_cluster_job_count(const gpusched_cluster *c)

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "cluster-write.h"
 #include "topo/topo-image.h"
 
 #define GS_SNAP_MAGIC "GSCLSNAP"
@@ -90,8 +90,8 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
         return GPUSCHED_EINVAL;
     if (!len)
         return gs_error(&c->err, GPUSCHED_EINVAL, "len is NULL");
-    if (c->nlent)
-        return gs_error(&c->err, GPUSCHED_ESTATE, "a reservation is lent to a placement");
+    if (c->txn.open)
+        return gs_error(&c->err, GPUSCHED_ESTATE, "a transaction is open on this cluster");
     size_t topo_len = 0;
     int rc = gs_topo_image_size(c->topo, &topo_len);
     if (rc)
@@ -207,10 +207,8 @@ static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
         int rc = gs_read_pairs(s, r, n, "job", i);
         if (rc)
             return rc;
-        gpusched_job checked;
-        if ((rc = gs_cluster_job_copy_in(s->c, &checked, &j)) ||
-            (rc = gs_cluster_validate_alloc(s->c, j.id, n, s->nodes, s->masks)) ||
-            (rc = gs_cluster_commit(s->c, &checked, n, s->nodes, s->masks)))
+        gs_op op = {.kind = GS_OP_CLAIM, .n = n, .nodes = s->nodes, .masks = s->masks};
+        if ((rc = gs_cluster_job_copy_in(s->c, &op.job, &j)) || (rc = gs_txn_commit_one(s->c, &op)))
             return gs_restore_fail(s, rc, "job", i);
     }
     return 0;

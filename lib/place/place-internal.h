@@ -80,7 +80,6 @@ struct gpusched_place_result {
     gs_alloc alloc;
     uint32_t reason;
     int committed;
-    int held;                   /* a batch holds it as a job until the batch ends */
     char msg[GS_ERRMSG_MAX];
     /* A placement's message is written when first asked for: formatting
      * costs more than a small placement. */
@@ -123,13 +122,6 @@ struct gpusched_placer {
     uint32_t *out_doms[GS_MAX_LEVELS];
     uint32_t ndoms[GS_MAX_LEVELS], doms_cap[GS_MAX_LEVELS];
     const gs_pl_req *req;       /* the request being placed */
-    /* Set by the preemption engine for its final placement: called after
-     * the commit's allocations succeeded and before it is applied. */
-    void (*before_commit)(void *ctx);
-    void *before_commit_ctx;
-    /* Set while a running job is placed again (gpusched_placer_move): its
-     * own id is then no "already running" error. */
-    bool moving;
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
 };
@@ -141,9 +133,15 @@ struct gpusched_placer {
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 
-/* placer.c: the request's placement into `res`, committed if it asks
- * (doc/placement.md); 0, GPUSCHED_ENOSPC (res explains) or an error. */
-int gs_pl_place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* placer.c: the request's placement into `res` in the cluster's open
+ * transaction (doc/transactions.md): with GPUSCHED_PLACE_COMMIT its claim
+ * is staged there (the caller commits); with GS_PL_HOLD its GPUs are held
+ * for the searches after it; with GS_PL_CHECK_RUNNING a committing request
+ * whose job runs is GPUSCHED_EEXIST. 0, GPUSCHED_ENOSPC (res explains) or
+ * an error. */
+#define GS_PL_HOLD 1u
+#define GS_PL_CHECK_RUNNING 2u
+int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags);
 /* The descriptor of the job a committed request becomes. */
 void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job);
 /* Whether the request fits as the cluster is now: the search alone, no

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "place-internal.h"
+#include "cluster/txn.h"
 
 static void static_sizes(gpusched_placer *p)
 {
@@ -109,74 +110,63 @@ static void prefetch_commit(const gpusched_placer *p)
         gs_prefetch_node(p->c, p->res->nodes[i]);
 }
 
-static int commit(gpusched_placer *p, const gpusched_job *job, gpusched_place_result *res)
-{
-    if (!p->before_commit)
-        return gs_cluster_commit(p->c, job, res->n, res->nodes, res->masks);
-    void *block;
-    int rc = gs_cluster_commit_prepare(p->c, res->n, &block);
-    if (rc) {
-        gs_free(&p->c->alloc, block);
-        return rc;
-    }
-    p->before_commit(p->before_commit_ctx);
-    gs_cluster_commit_apply(p->c, job, res->n, res->nodes, res->masks, block);
-    return 0;
-}
-
-/* The job's reservation, lent to the search unless it already is. */
-static gs_hold *lend_own_resv(gpusched_placer *p, const gs_pl_req *r)
-{
-    gs_hold *resv = gs_cluster_resv_find(p->c, r->in.job_id);
-    if (resv && resv->lent)
-        return NULL;
-    if (resv)
-        gs_cluster_resv_lend(p->c, resv);
-    return resv;
-}
-
 /* Everything a search needs set up: the request, a new generation, the
- * avoided nodes, the job's reservation lent (returned, for search_end),
- * fresh scratch memory and an empty result. */
-static gs_hold *search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+ * avoided nodes, the job's reservation lent in the open transaction (the
+ * search sees what the job may use), fresh scratch memory and an empty
+ * result. search_end undoes the lending. */
+static int search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
     p->req = r;
     next_generation(p);
     for (uint32_t i = 0; i < r->in.avoid_count; i++)
         p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
-    gs_hold *resv = lend_own_resv(p, r);
     gs_arena_reset(&p->arena);
     gs_pl_result_reset(res, p->nlevels);
     p->res = res;
-    return resv;
+    gs_hold *resv = gs_cluster_resv_find(p->c, r->in.job_id);
+    return resv ? gs_txn_lend_resv(p->c, resv) : 0;
 }
 
-/* Settles what search_begin set up (`resv`: still lent, or NULL). */
-static void search_end(gpusched_placer *p, gs_hold *resv)
+static void search_end(gpusched_placer *p, uint32_t mark)
 {
-    if (resv)
-        gs_cluster_resv_unlend(p->c, resv);
+    gs_txn_undo_to(p->c, mark);
     p->req = NULL;
     p->res = NULL;
 }
 
 int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
-    gs_hold *resv = search_begin(p, r, res);
-    int rc = gs_pl_search(p);
+    const uint32_t mark = gs_txn_mark(p->c);
+    int rc = search_begin(p, r, res);
+    if (!rc)
+        rc = gs_pl_search(p);
     res->n = rc ? 0 : p->nout;
-    search_end(p, resv);
+    search_end(p, mark);
     return rc;
 }
 
-/* Search, result, commit: with the job's reservation lent to the search
- * and settled before returning. */
-static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
+/* With GPUSCHED_PLACE_COMMIT the result's claim is staged in the
+ * transaction; `hold`: its GPUs are held for later searches. */
+static int stage_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
 {
-    gs_hold *resv = search_begin(p, r, res);
-    int rc = gs_pl_search(p);
-    if (rc != GPUSCHED_ENOMEM && gs_pl_req_not_running(p, r)) {
-        search_end(p, resv);
+    if (r->in.flags & GPUSCHED_PLACE_COMMIT) {
+        gpusched_job job;
+        gs_pl_job_of(r, &job);
+        int rc = gs_txn_stage_claim(p->c, &job, res->n, res->nodes, res->masks);
+        if (rc)
+            return rc;
+    }
+    return hold ? gs_txn_hold(p->c, r->in.job_id, res->n, res->nodes, res->masks) : 0;
+}
+
+int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags)
+{
+    const uint32_t mark = gs_txn_mark(p->c);
+    int rc = search_begin(p, r, res);
+    if (!rc)
+        rc = gs_pl_search(p);
+    if ((flags & GS_PL_CHECK_RUNNING) && rc != GPUSCHED_ENOMEM && gs_pl_req_not_running(p, r)) {
+        search_end(p, mark);
         gs_pl_result_reset(res, p->nlevels);
         return GPUSCHED_EEXIST;
     }
@@ -184,21 +174,15 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         gs_pl_result_reset(res, p->nlevels);
         gs_pl_explain(p, res);
     } else if (rc == 0) {
-        if ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)
+        if (r->in.flags & GPUSCHED_PLACE_COMMIT)
             prefetch_commit(p);
         rc = gs_pl_result_fill(p, res);
-        if (rc == 0 && ((r->in.flags & GPUSCHED_PLACE_COMMIT) || hold)) {
-            gpusched_job job;
-            gs_pl_job_of(r, &job);
-            rc = commit(p, &job, res);
-            if (rc == 0) {
-                res->committed = !hold;
-                res->held = hold;
-                resv = NULL; /* consumed */
-            }
-        }
     }
-    search_end(p, resv);
+    /* The job's reservation goes back before the claim is staged and held:
+     * a hold for the job may take GPUs of its own reservation. */
+    search_end(p, mark);
+    if (rc == 0)
+        rc = stage_result(p, r, res, flags & GS_PL_HOLD);
     if (rc && rc != GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
@@ -206,9 +190,25 @@ static int place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     return rc;
 }
 
-int gs_pl_place_loaded(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+/* Commits the open transaction when `commit`, else rolls it back; the
+ * results of `n` requests say whether they were committed. */
+static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const *results,
+                  const gpusched_place_request *const *reqs, uint32_t n)
 {
-    return place_loaded(p, r, res, false);
+    if (!commit) {
+        gs_txn_rollback(p->c);
+        return 0;
+    }
+    int rc = gs_txn_commit(p->c);
+    for (uint32_t i = 0; i < n; i++) {
+        if (rc)
+            gs_pl_result_reset(results[i], p->nlevels);
+        else if ((reqs[i]->flags & GPUSCHED_PLACE_COMMIT) && results[i]->n)
+            results[i]->committed = 1;
+    }
+    if (rc)
+        return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
+    return 0;
 }
 
 GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
@@ -221,8 +221,12 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
     int rc = gs_pl_req_load(p, req, &r);
     if (rc)
         return rc;
+    if ((rc = gs_txn_begin(p->c)))
+        return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
     gs_err_clear(&p->err);
-    return place_loaded(p, &r, res, false);
+    rc = gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
+    int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_COMMIT), &res, &req, 1);
+    return rc ? rc : frc;
 }
 
 static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
@@ -251,37 +255,6 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
     return 0;
 }
 
-/* Gives back what a batch holds for its plan-only requests (all == false)
- * or everything it placed, after running out of memory (all == true; a
- * committed job's reservation was consumed and is not restored). */
-static void give_back(gpusched_placer *p, uint32_t upto, const gpusched_place_request *const *reqs,
-                      gpusched_place_result *const *results, bool all)
-{
-    for (uint32_t i = upto; i-- > 0;) {
-        gpusched_place_result *res = results[i];
-        if (res->held || (all && res->committed))
-            gpusched_cluster_release(p->c, reqs[i]->job_id);
-        res->held = 0;
-        if (all)
-            gs_pl_result_reset(res, p->nlevels);
-    }
-}
-
-/* A plan-only request is held for the rest of the batch when its job can
- * become a job of the cluster for a while and back: not running, holding
- * no reservation (committing would consume it), its id used once. */
-static bool can_hold(gpusched_placer *p, uint32_t i, uint32_t n, const gpusched_place_request *const *reqs)
-{
-    const gpusched_place_request *q = reqs[i];
-    if ((q->flags & GPUSCHED_PLACE_COMMIT) || gs_cluster_job_find(p->c, q->job_id) ||
-        gs_cluster_resv_find(p->c, q->job_id))
-        return false;
-    for (uint32_t j = 0; j < n; j++)
-        if (j != i && reqs[j]->job_id == q->job_id)
-            return false;
-    return true;
-}
-
 GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
                                 gpusched_place_result *const *results, uint32_t *placed)
 {
@@ -292,24 +265,31 @@ GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, con
     int rc = check_batch(p, n, reqs, results);
     if (rc)
         return rc;
+    if ((rc = gs_txn_begin(p->c)))
+        return gs_error(&p->err, rc, "place batch: %s", p->c->err.msg);
     gs_err_clear(&p->err);
     uint32_t ok = 0;
+    bool commit = false;
     for (uint32_t i = 0; i < n; i++) {
         gs_pl_req r;
         rc = gs_pl_req_load(p, reqs[i], &r);
         if (rc == 0)
-            rc = place_loaded(p, &r, results[i], can_hold(p, i, n, reqs));
+            rc = gs_pl_place_staged(p, &r, results[i], GS_PL_HOLD);
         if (rc == GPUSCHED_ENOSPC)
             continue;
         if (rc) {
             char msg[GS_ERRMSG_MAX];
             memcpy(msg, p->err.msg, sizeof msg);
-            give_back(p, i, reqs, results, true);
+            gs_txn_rollback(p->c);
+            for (uint32_t j = 0; j < i; j++)
+                gs_pl_result_reset(results[j], p->nlevels);
             return gs_error(&p->err, rc, "place batch: request %u: %s", i, msg);
         }
+        commit = commit || (reqs[i]->flags & GPUSCHED_PLACE_COMMIT);
         ok++;
     }
-    give_back(p, n, reqs, results, false);
+    if ((rc = finish(p, commit, results, reqs, n)))
+        return rc;
     if (placed)
         *placed = ok;
     return 0;

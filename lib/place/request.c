@@ -218,7 +218,7 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
 
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r)
 {
-    if ((r->in.flags & GPUSCHED_PLACE_COMMIT) && !p->moving && gs_cluster_job_find(p->c, r->in.job_id))
+    if ((r->in.flags & GPUSCHED_PLACE_COMMIT) && gs_cluster_job_find(p->c, r->in.job_id))
         return gs_error(&p->err, GPUSCHED_EEXIST, "place request: job %llu is already running",
                         (unsigned long long)r->in.job_id);
     return 0;

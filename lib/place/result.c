@@ -37,7 +37,6 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
 {
     res->reason = GPUSCHED_PLACE_NOT_RUN;
     res->committed = 0;
-    res->held = 0;
     res->msg[0] = '\0';
     res->msg_topo = NULL;
     res->nlevels = nlevels;

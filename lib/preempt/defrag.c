@@ -7,24 +7,13 @@
 
 #include "preempt-internal.h"
 
-/* GPUs claimed for a planned placement without a job (claim 0: given
- * back), so that the next search sees them taken. */
-static void hold(gs_pp *x, uint32_t n, const uint32_t *nodes, const uint64_t *masks, int claim)
-{
-    gs_cluster_nodes_set(x->c, n, nodes, masks, claim, GS_HOLDER_KEEP);
-}
-
+/* Gives back every hold: the gang's and the movers'. */
 static void unhold_all(gs_pp *x)
 {
     gpusched_preempt_plan *plan = x->plan;
-    for (uint32_t i = plan->nmoves; i-- > 0;) {
-        uint32_t a = plan->move_off[i];
-        hold(x, plan->move_off[i + 1] - a, plan->move_nodes + a, plan->move_masks + a, 0);
-    }
+    gs_txn_undo_to(x->c, x->hold_mark);
     plan->nmoves = 0;
     plan->move_pairs = 0;
-    if (plan->ngang)
-        hold(x, plan->ngang, plan->gang_nodes, plan->gang_masks, 0);
     plan->ngang = 0;
 }
 
@@ -47,8 +36,8 @@ static int keep_probe(gs_pp *x, bool gang, uint64_t id)
         memcpy(plan->gang_nodes, pr->nodes, pr->n * sizeof *pr->nodes);
         memcpy(plan->gang_masks, pr->masks, pr->n * sizeof *pr->masks);
         plan->ngang = pr->n;
-        hold(x, pr->n, pr->nodes, pr->masks, 1);
-        return 0;
+        x->hold_mark = gs_txn_mark(x->c);
+        return gs_txn_hold(x->c, x->r->in.job_id, pr->n, pr->nodes, pr->masks);
     }
     uint32_t need = plan->move_pairs + pr->n;
     cap = plan->move_pairs_cap;
@@ -67,8 +56,7 @@ static int keep_probe(gs_pp *x, bool gang, uint64_t id)
     plan->move_ids[plan->nmoves++] = id;
     plan->move_pairs = need;
     plan->move_off[plan->nmoves] = need;
-    hold(x, pr->n, pr->nodes, pr->masks, 1);
-    return 0;
+    return gs_txn_hold(x->c, id, pr->n, pr->nodes, pr->masks);
 }
 
 /* Largest movers first (they are the hardest to place), then by id. */
@@ -111,8 +99,10 @@ int gs_pp_try_moves(gs_pp *x)
     int rc = gs_pp_fits(x);
     if (rc <= 0)
         return rc;
-    if ((rc = keep_probe(x, true, 0)))
+    if ((rc = keep_probe(x, true, 0))) {
+        unhold_all(x);
         return rc;
+    }
     sort_movers(x);
     for (uint32_t i = 0; i < x->plan->nlent; i++) {
         const gs_hold *h = gs_pp_job(x, x->plan->lent[i]);
@@ -144,58 +134,27 @@ static void record_moves(gs_pp *x)
     plan->gpus = s.gpus;
 }
 
-/* Everything that can fail first (the job table's room, every pair block,
- * the movers' descriptors), then the movers go, the gang comes and the
- * movers come back at their new places. */
-static int commit_moves(gs_pp *x, gpusched_place_result *res)
+/* The movers go, the gang comes and the movers come back at their new
+ * places: staged in that order, so that the commit checks each against
+ * what the ones before it left. */
+static int stage_moves(gs_pp *x, gpusched_place_result *res)
 {
     gpusched_preempt_plan *plan = x->plan;
-    struct gpusched_cluster *c = x->c;
-    const uint32_t nm = plan->nmoves;
-    uint32_t cap = 0;
-    void **blocks = NULL;
-    if (gs_grow(&plan->alloc, (void **)&blocks, &cap, nm + 1, sizeof *blocks))
-        return GPUSCHED_ENOMEM;
-    cap = 0;
-    gpusched_job *jobs = NULL;
-    int rc = gs_grow(&plan->alloc, (void **)&jobs, &cap, nm + 1, sizeof *jobs);
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < plan->nmoves; i++)
+        rc = gs_txn_stage_release(x->c, plan->move_ids[i]);
+    gpusched_job job;
+    gs_pl_job_of(x->r, &job);
     if (!rc)
-        rc = gs_holdtab_prepare(&c->jobs, &c->alloc, 1);
-    for (uint32_t i = 0; i <= nm; i++)
-        blocks[i] = NULL;
-    for (uint32_t i = 0; !rc && i <= nm; i++) {
-        uint32_t n = i == 0 ? res->n : plan->move_off[i] - plan->move_off[i - 1];
-        blocks[i] = gs_pairs_block(&c->alloc, n);
-        if (n > GS_HOLD_INLINE && !blocks[i])
-            rc = GPUSCHED_ENOMEM;
-    }
-    if (rc) {
-        for (uint32_t i = 0; i <= nm; i++)
-            gs_free(&c->alloc, blocks[i]);
-        gs_free(&plan->alloc, blocks);
-        gs_free(&plan->alloc, jobs);
-        return rc;
-    }
-    /* Moves were recorded in the order of plan->lent (tried in that order). */
-    for (uint32_t i = 0; i < nm; i++) {
-        const gs_hold *h = gs_pp_job(x, plan->lent[i]);
-        jobs[i + 1] = (gpusched_job){sizeof(gpusched_job), h->flags, h->id, h->priority, h->tenant,
-                                     h->start_time, h->cost_hint};
-    }
-    gs_pl_job_of(x->r, &jobs[0]);
-    for (uint32_t i = 0; i < nm; i++)
-        gs_cluster_job_drop(c, gs_pp_job(x, plan->lent[i]));
-    plan->nlent = 0;
-    gs_cluster_commit_apply(c, &jobs[0], res->n, res->nodes, res->masks, blocks[0]);
-    for (uint32_t i = 0; i < nm; i++) {
+        rc = gs_txn_stage_claim(x->c, &job, res->n, res->nodes, res->masks);
+    for (uint32_t i = 0; !rc && i < plan->nmoves; i++) {
+        const gs_hold *h = gs_cluster_job_find(x->c, plan->move_ids[i]);
+        job = (gpusched_job){sizeof(gpusched_job), h->flags, h->id, h->priority, h->tenant, h->start_time,
+                             h->cost_hint};
         uint32_t a = plan->move_off[i];
-        gs_cluster_commit_apply(c, &jobs[i + 1], plan->move_off[i + 1] - a, plan->move_nodes + a,
-                                plan->move_masks + a, blocks[i + 1]);
+        rc = gs_txn_stage_claim(x->c, &job, plan->move_off[i + 1] - a, plan->move_nodes + a, plan->move_masks + a);
     }
-    gs_free(&plan->alloc, blocks);
-    gs_free(&plan->alloc, jobs);
-    res->committed = 1;
-    return 0;
+    return rc;
 }
 
 static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
@@ -207,14 +166,14 @@ static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
     if (rc < 0)
         return rc;
     if (rc)
-        return gs_pl_place_loaded(x->p, x->r, res); /* nothing to move */
+        return gs_pl_place_staged(x->p, x->r, res, 0); /* nothing to move */
     gs_pp_best best = {0};
     rc = gs_pp_search_all(x, &best);
     if (rc)
         return rc;
     if (!x->done) {
         /* Why the gang does not fit as the cluster is. */
-        rc = gs_pl_place_loaded(x->p, &plan_only, res);
+        rc = gs_pl_place_staged(x->p, &plan_only, res, 0);
         return rc == 0 ? GPUSCHED_ENOSPC : rc;
     }
     record_moves(x);
@@ -225,10 +184,10 @@ static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
     unhold_all(x);
     x->plan->nmoves = nm;
     x->plan->move_pairs = mp;
-    rc = gs_pl_place_loaded(x->p, &plan_only, res);
+    rc = gs_pl_place_staged(x->p, &plan_only, res, 0);
     if (rc || !commit)
         return rc;
-    return commit_moves(x, res);
+    return stage_moves(x, res);
 }
 
 GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place_request *req,
@@ -243,12 +202,20 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     int rc = gs_pl_req_load(p, req, &r);
     if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, false};
+    if ((rc = gs_txn_begin(p->c)))
+        return gs_error(&p->err, rc, "defrag: %s", p->c->err.msg);
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, false, 0};
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;
     rc = defrag_and_place(&x, res);
-    gs_pp_unlend_to(&x, 0);
+    plan->nlent = 0;
+    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_COMMIT)) {
+        if ((rc = gs_txn_commit(p->c)) == 0)
+            res->committed = 1;
+    } else {
+        gs_txn_rollback(p->c);
+    }
     if (rc) {
         plan->nmoves = plan->move_pairs = 0;
         plan->cost = plan->gpus = 0;

@@ -89,19 +89,6 @@ void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_pl
     }
 }
 
-typedef struct gs_move {
-    struct gpusched_cluster *c;
-    uint32_t slot;
-} gs_move;
-
-/* Between the commit's allocations and its application: the old GPUs go
- * (they are free already, being lent). */
-static void drop_moved(void *ctx)
-{
-    gs_move *m = ctx;
-    gs_cluster_job_drop(m->c, &m->c->jobs.rec[m->slot]);
-}
-
 GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint32_t flags,
                                       gpusched_place_result *res)
 {
@@ -121,17 +108,25 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
     int rc = gs_pl_req_load(p, &q, &r);
     if (rc)
         return rc;
-    gs_move m = {p->c, gs_hold_slot(&p->c->jobs, h)};
-    gs_cluster_job_lend(p->c, h);
-    p->before_commit = drop_moved;
-    p->before_commit_ctx = &m;
-    p->moving = true;
-    rc = gs_pl_place_loaded(p, &r, res);
-    p->before_commit = NULL;
-    p->before_commit_ctx = NULL;
-    p->moving = false;
-    if (!res->committed)
-        gs_cluster_job_unlend(p->c, &p->c->jobs.rec[m.slot]);
+    if ((rc = gs_txn_begin(p->c)))
+        return gs_error(&p->err, rc, "move: %s", p->c->err.msg);
+    /* Its own GPUs count as free for the search; the commit swaps them
+     * for the new ones under the same id and descriptor. */
+    rc = gs_txn_lend_job(p->c, h);
+    if (!rc && (flags & GPUSCHED_PLACE_COMMIT))
+        rc = gs_txn_stage_release(p->c, job_id);
+    if (!rc)
+        rc = gs_pl_place_staged(p, &r, res, 0);
+    if (rc == 0 && (flags & GPUSCHED_PLACE_COMMIT)) {
+        if ((rc = gs_txn_commit(p->c)) == 0)
+            res->committed = 1;
+    } else {
+        gs_txn_rollback(p->c);
+    }
+    if (rc && rc != GPUSCHED_ENOSPC) {
+        gs_pl_result_reset(res, p->nlevels);
+        return gs_error(&p->err, rc, "move: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
+    }
     if (rc == 0)
         gs_err_clear(&p->err);
     return rc;

@@ -4,6 +4,7 @@
 #define GS_PREEMPT_INTERNAL_H
 
 #include "cluster/cluster-internal.h"
+#include "cluster/txn.h"
 #include "core.h"
 #include "gpusched/preempt.h"
 #include "place/place-internal.h"
@@ -120,6 +121,7 @@ typedef struct gs_pp {
     bool defrag;                /* movers instead of victims (defrag.c) */
     bool done;                  /* defrag: a plan is lent and held */
     bool best_lent;             /* what is lent is the best plan's prefix */
+    uint32_t hold_mark;         /* defrag: the transaction before the gang's hold */
 } gs_pp;
 
 
@@ -139,7 +141,7 @@ static inline gs_hold *gs_pp_job(const gs_pp *x, uint32_t slot) { return &x->c->
 /* The lent set, a stack of job slots: lend one, unlend down to k, or lend
  * exactly the first k entries of a domain's list. */
 int gs_pp_lend(gs_pp *x, uint32_t slot);
-void gs_pp_unlend_to(gs_pp *x, uint32_t k);
+int gs_pp_unlend_to(gs_pp *x, uint32_t k);
 int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k);
 /* 1 if the gang fits with what is lent now (its nodes in plan->probe), 0
  * if not, or an error. */

@@ -56,24 +56,17 @@ static int record_victims(gs_pp *x)
     return 0;
 }
 
-/* The commit's step between its allocations and its application: the
- * victims go (their GPUs are free already, being lent). */
-static void release_victims(void *ctx)
-{
-    gs_pp *x = ctx;
-    for (uint32_t i = 0; i < x->plan->nlent; i++)
-        gs_cluster_job_drop(x->c, gs_pp_job(x, x->plan->lent[i]));
-    x->plan->nlent = 0;
-}
-
+/* The final placement, with the victims lent; when it commits, their
+ * releases are staged first, so that the gang's claim follows them. */
 static int place_final(gs_pp *x, gpusched_place_result *res)
 {
-    x->p->before_commit = release_victims;
-    x->p->before_commit_ctx = x;
-    int rc = gs_pl_place_loaded(x->p, x->r, res);
-    x->p->before_commit = NULL;
-    x->p->before_commit_ctx = NULL;
-    return rc;
+    if (x->r->in.flags & GPUSCHED_PLACE_COMMIT)
+        for (uint32_t i = 0; i < x->plan->nlent; i++) {
+            int rc = gs_txn_stage_release(x->c, gs_pp_job(x, x->plan->lent[i])->id);
+            if (rc)
+                return rc;
+        }
+    return gs_pl_place_staged(x->p, x->r, res, 0);
 }
 
 /* Every eligible victim lent: if the gang fits then, a plan exists. */
@@ -91,7 +84,7 @@ static int explain_failure(gs_pp *x, gpusched_place_result *res)
     gs_pl_req plan_only = *x->r;
     plan_only.in.flags &= ~GPUSCHED_PLACE_COMMIT;
     x->r = &plan_only;
-    int rc = gs_pl_place_loaded(x->p, x->r, res);
+    int rc = gs_pl_place_staged(x->p, x->r, res, 0);
     return rc == 0 ? GPUSCHED_ENOSPC : rc;
 }
 
@@ -141,12 +134,20 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     int rc = gs_pl_req_load(p, req, &r);
     if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, false};
+    if ((rc = gs_txn_begin(p->c)))
+        return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, false, 0};
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;
     rc = plan_and_place(&x, res);
-    gs_pp_unlend_to(&x, 0);
+    plan->nlent = 0;
+    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_COMMIT)) {
+        if ((rc = gs_txn_commit(p->c)) == 0)
+            res->committed = 1;
+    } else {
+        gs_txn_rollback(p->c);
+    }
     if (rc) {
         plan->n = 0;
         plan->cost = plan->gpus = 0;

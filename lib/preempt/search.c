@@ -14,25 +14,30 @@ int gs_pp_lend(gs_pp *x, uint32_t slot)
     gpusched_preempt_plan *plan = x->plan;
     if (gs_grow(&plan->alloc, (void **)&plan->lent, &plan->lent_cap, plan->nlent + 1, sizeof *plan->lent))
         return GPUSCHED_ENOMEM;
-    plan->lent[plan->nlent++] = slot;
-    gs_cluster_job_lend(x->c, gs_pp_job(x, slot));
-    return 0;
+    int rc = gs_txn_lend_job(x->c, gs_pp_job(x, slot));
+    if (!rc)
+        plan->lent[plan->nlent++] = slot;
+    return rc;
 }
 
-void gs_pp_unlend_to(gs_pp *x, uint32_t k)
+int gs_pp_unlend_to(gs_pp *x, uint32_t k)
 {
-    while (x->plan->nlent > k)
-        gs_cluster_job_unlend(x->c, gs_pp_job(x, x->plan->lent[--x->plan->nlent]));
+    while (x->plan->nlent > k) {
+        int rc = gs_txn_unlend_job(x->c, gs_pp_job(x, x->plan->lent[x->plan->nlent - 1]));
+        if (rc)
+            return rc;
+        x->plan->nlent--;
+    }
+    return 0;
 }
 
 /* Lends exactly the first k entries of the domain's list. */
 int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
 {
-    gs_pp_unlend_to(x, k < x->plan->nlent ? k : x->plan->nlent);
-    for (uint32_t i = x->plan->nlent; i < k; i++)
-        if (gs_pp_lend(x, x->plan->v[d->a + i].slot))
-            return GPUSCHED_ENOMEM;
-    return 0;
+    int rc = gs_pp_unlend_to(x, k < x->plan->nlent ? k : x->plan->nlent);
+    for (uint32_t i = x->plan->nlent; !rc && i < k; i++)
+        rc = gs_pp_lend(x, x->plan->v[d->a + i].slot);
+    return rc;
 }
 
 /* 1 if the gang fits with what is lent now, 0 if not, or an error. */
@@ -308,13 +313,15 @@ int gs_pp_prune(gs_pp *x)
     int rc = gs_pp_fits(x);
     if (rc <= 0)
         return rc < 0 ? rc : GPUSCHED_ENOSPC;
+    /* On an error the caller rolls the transaction back: the stack need
+     * not stay true to what is lent then. */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < plan->nlent; i++) {
         gs_hold *h = gs_pp_job(x, plan->lent[i]);
         if (placement_uses(plan->probe, h))
             plan->lent[kept++] = plan->lent[i];
-        else
-            gs_cluster_job_unlend(x->c, h);
+        else if ((rc = gs_txn_unlend_job(x->c, h)))
+            return rc;
     }
     plan->nlent = kept;
     if (plan->nlent > GPUSCHED_PREEMPT_PRUNE_MAX)
@@ -323,16 +330,11 @@ int gs_pp_prune(gs_pp *x)
     kept = 0;
     for (uint32_t i = 0; i < plan->nlent; i++) {
         gs_hold *h = gs_pp_job(x, plan->lent[i]);
-        gs_cluster_job_unlend(x->c, h);
-        rc = gs_pp_fits(x);
-        if (rc < 0) {
-            /* Keep the stack true to what is lent: h is not, the rest is. */
-            memmove(&plan->lent[kept], &plan->lent[i + 1], (plan->nlent - i - 1) * sizeof *plan->lent);
-            plan->nlent = kept + plan->nlent - i - 1;
+        if ((rc = gs_txn_unlend_job(x->c, h)) || (rc = gs_pp_fits(x)) < 0)
             return rc;
-        }
-        if (!rc) {
-            gs_cluster_job_lend(x->c, h);
+        if (rc == 0) { /* the gang needs it */
+            if ((rc = gs_txn_lend_job(x->c, h)))
+                return rc;
             plan->lent[kept++] = plan->lent[i];
         }
     }

@@ -3,7 +3,7 @@
  * little-endian words whatever the host, so images are portable. */
 #include <string.h>
 
-#include "cluster-internal.h"
+#include "core.h"
 
 #define P1 0x9E3779B185EBCA87ull
 #define P2 0xC2B2AE3D27D4EB4Full
