@@ -169,6 +169,13 @@ FUNCTIONS = {
     "gpusched_cluster_snapshot": (c_int, [_cluster, c_void_p, c_size_t, _sizep]),
     "gpusched_cluster_restore": (c_int, [c_void_p, c_size_t, _alloc, P(_cluster), c_char_p,
                                          c_size_t]),
+    "gpusched_cluster_journal_start": (c_int, [_cluster, c_void_p, c_void_p]),
+    "gpusched_cluster_journal_stop": (c_int, [_cluster]),
+    "gpusched_cluster_journal_view": (c_int, [_cluster, P(c_void_p), _sizep]),
+    "gpusched_cluster_journal_clear": (c_int, [_cluster]),
+    "gpusched_cluster_journal_apply": (c_int, [_cluster, c_void_p, c_size_t, _u32p]),
+    "gpusched_cluster_replay": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t, _alloc, P(_cluster),
+                                        c_char_p, c_size_t]),
     # gang placement (place.h)
     "gpusched_placer_new": (c_int, [_cluster, _alloc, P(_placer)]),
     "gpusched_placer_free": (None, [_placer]),

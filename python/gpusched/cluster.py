@@ -186,6 +186,23 @@ class Cluster(u.Handle):
         return self
 
     @classmethod
+    def replay(cls, snapshot, journal):
+        """Rebuilds a cluster from a snapshot and the journal written after
+        it (see :meth:`journal_start`); the result snapshots to the same
+        bytes as the cluster that wrote both. Raises CorruptData for a bad
+        snapshot or record; nothing is created then."""
+        snap, jr = bytes(memoryview(snapshot)), bytes(memoryview(journal))
+        out = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(_ERRBUF)
+        rc = lib.cluster_replay(snap, len(snap), jr, len(jr), None, ctypes.byref(out), err, _ERRBUF)
+        lib.check(rc, lambda _: err.value, None, "gpusched_cluster_replay")
+        self = object.__new__(cls)
+        self._engine = [None, None]
+        self._own(out.value, _free_cluster, self._engine)
+        self._topo = Topology._adopt(lib.topo_ref(lib.cluster_topo(out.value)))
+        return self
+
+    @classmethod
     def load(cls, path):
         """Restores a cluster from a snapshot file written by :meth:`save`."""
         with open(os.fspath(path), "rb") as f:
@@ -510,6 +527,39 @@ class Cluster(u.Handle):
         self._check(lib.cluster_snapshot(self._h, buf, need.value, ctypes.byref(need)),
                     "gpusched_cluster_snapshot")
         return buf.raw[:need.value]
+
+    # ---- journal ---------------------------------------------------------
+
+    def journal_start(self):
+        """Starts journaling into the cluster's own buffer: every change
+        from now on appends one record (read with :meth:`journal`)."""
+        self._check(lib.cluster_journal_start(self._h, None, None), "gpusched_cluster_journal_start")
+
+    def journal_stop(self):
+        """Stops journaling; the records stay readable."""
+        self._check(lib.cluster_journal_stop(self._h), "gpusched_cluster_journal_stop")
+
+    def journal(self):
+        """The journal's records so far, as bytes."""
+        p, n = ctypes.c_void_p(), ctypes.c_size_t()
+        self._check(lib.cluster_journal_view(self._h, ctypes.byref(p), ctypes.byref(n)),
+                    "gpusched_cluster_journal_view")
+        return ctypes.string_at(p.value, n.value) if n.value else b""
+
+    def journal_clear(self):
+        """Empties the journal buffer (sequence numbers go on)."""
+        self._check(lib.cluster_journal_clear(self._h), "gpusched_cluster_journal_clear")
+
+    def apply_journal(self, records):
+        """Applies journal records written by another cluster (a hot
+        standby following its primary), each atomically; returns how many
+        were applied. Raises CorruptData at the first bad record, after
+        applying the ones before it."""
+        data = bytes(memoryview(records))
+        n = ctypes.c_uint32()
+        rc = lib.cluster_journal_apply(self._h, data, len(data), ctypes.byref(n))
+        self._check(rc, "gpusched_cluster_journal_apply")
+        return n.value
 
     def save(self, path):
         """Writes :meth:`snapshot` to a file."""

@@ -45,7 +45,7 @@ _C_KINDS = {"int": ("i", 4), "int32_t": ("i", 4), "uint32_t": ("u", 4), "int64_t
 def c_kind(decl):
     """Classifies a C parameter or return type: a pointer, or (signedness, size)."""
     decl = decl.replace("const", " ").strip()
-    if "*" in decl:
+    if "*" in decl or decl.split()[0] == "gpusched_journal_sink":  # function pointer typedef
         return "ptr"
     words = decl.split()
     if len(words) > 1:   # "uint32_t level": drop the parameter name
