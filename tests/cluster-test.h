@@ -4,6 +4,7 @@
 #ifndef GS_TEST_CLUSTER_H
 #define GS_TEST_CLUSTER_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -131,6 +132,26 @@ static inline gpusched_job ct_job(uint64_t id)
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = id;
     return j;
+}
+
+/* The cluster's snapshot bytes (malloc'd, *len set): what "changed
+ * nothing" and "replays bit for bit" are checked against. */
+static inline uint8_t *ct_snapshot(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    uint8_t *buf = malloc(*len);
+    cr_assert_not_null(buf);
+    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0, "%s", gpusched_cluster_errmsg(c));
+    return buf;
+}
+
+/* Asserts that the cluster snapshots to exactly `img`. */
+static inline void ct_assert_snapshot(gpusched_cluster *c, const uint8_t *img, size_t len, const char *what)
+{
+    size_t n;
+    uint8_t *now = ct_snapshot(c, &n);
+    cr_assert(n == len && memcmp(now, img, len) == 0, "%s: the snapshot bytes differ", what);
+    free(now);
 }
 
 #endif

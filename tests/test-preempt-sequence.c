@@ -1,10 +1,14 @@
 /* Long random sequences of every operation that changes a cluster
- * (placements, releases, preemptions, moves, defragmentations, node
- * health), plan-only calls between them: after every step the cluster's
- * invariant checker passes, a plan-only call changed nothing, and a
- * failed call changed nothing. State left behind by one operation (a job
- * or a reservation still lent, a hold not given back, a stale scratch
- * array) shows up in a later one. */
+ * (placements, batches, releases, reservations, preemptions, moves,
+ * defragmentations, node health), plan-only calls between them: after
+ * every step the cluster's invariant checker passes, and a plan-only or
+ * failed call left the snapshot bytes exactly as they were. State left
+ * behind by one operation (a job or a reservation still lent, a hold not
+ * given back, a stale scratch array) shows up in a later one. The journal
+ * runs all along: replaying it on the first snapshot, and a standby that
+ * applies it as it grows, give the live cluster's snapshot bytes. */
+#include <stdio.h>
+
 #include "cluster-test.h"
 #include "place-test.h"
 
@@ -16,8 +20,11 @@ typedef struct seq {
     gpusched_place_result *res;
     gpusched_preempt_plan *plan;
     uint64_t next_id;
-    uint32_t done[8];
+    uint32_t done[12];
     uint32_t evictions, moves;  /* committed plans that evicted or moved jobs */
+    uint32_t resv_used;         /* placements that took GPUs of their reservation */
+    gpusched_cluster *standby;  /* applies the journal as it grows */
+    size_t applied;             /* journal bytes the standby has */
 } seq;
 
 static uint64_t some_job(seq *s)
@@ -41,13 +48,44 @@ static void random_request(seq *s, gpusched_place_request *q, bool commit)
     q->flags = commit ? GPUSCHED_PLACE_COMMIT : 0;
 }
 
+/* Reserves a few free GPUs of a random node for a running job or for the
+ * next job id (which a later placement then consumes). */
+static int reserve_some(seq *s)
+{
+    uint32_t node = pt_below(&s->r, gpusched_topo_node_count(s->t));
+    uint64_t free_mask;
+    cr_assert_eq(gpusched_cluster_node_state(s->c, node, &free_mask, NULL, NULL, NULL), 0);
+    uint64_t mask = free_mask & pt_next(&s->r);
+    uint64_t id = pt_below(&s->r, 2) ? some_job(s) : s->next_id + 1;
+    return gpusched_cluster_reserve(s->c, id ? id : s->next_id + 1, 1, &node, &mask);
+}
+
+static int batch(seq *s, bool commit)
+{
+    gpusched_place_request q[3];
+    const gpusched_place_request *qp[3];
+    gpusched_place_result *res[3] = {s->res, NULL, NULL};
+    cr_assert_eq(gpusched_place_result_new(NULL, &res[1]), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res[2]), 0);
+    for (int i = 0; i < 3; i++) {
+        random_request(s, &q[i], commit && pt_below(&s->r, 2));
+        q[i].job_id = s->next_id++;
+        qp[i] = &q[i];
+    }
+    int rc = gpusched_placer_place_batch(s->p, 3, qp, res, NULL);
+    gpusched_place_result_free(res[1]);
+    gpusched_place_result_free(res[2]);
+    return rc;
+}
+
 /* One step; `kind` says which. A call either succeeds or leaves the
  * cluster as it was. */
 static void step(seq *s, uint32_t kind)
 {
     gpusched_place_request q;
     const bool commit = pt_below(&s->r, 3) != 0;
-    uint64_t before = ct_fingerprint(s->c);
+    size_t before_len;
+    uint8_t *before = ct_snapshot(s->c, &before_len);
     int rc = 0;
     switch (kind) {
     case 0: case 1: case 2:
@@ -74,7 +112,23 @@ static void step(seq *s, uint32_t kind)
         rc = gpusched_placer_defrag(s->p, &q, s->res, s->plan);
         break;
     }
+    case 9:
+        rc = pt_below(&s->r, 2) ? batch(s, commit) : reserve_some(s);
+        break;
+    case 10: {
+        uint64_t id = some_job(s);
+        uint32_t nresv = gpusched_cluster_resv_count(s->c);
+        uint64_t rid = s->next_id;
+        if (nresv && pt_below(&s->r, 4))
+            cr_assert_eq(gpusched_cluster_resv_at(s->c, pt_below(&s->r, nresv), &rid), 0);
+        if (pt_below(&s->r, 3) == 0)
+            rc = id ? gpusched_cluster_release_to_resv(s->c, id, s->next_id + 1) : GPUSCHED_ENOENT;
+        else
+            rc = gpusched_cluster_unreserve(s->c, rid);
+        break;
+    }
     default: {
+        kind = 11;
         uint32_t node = pt_below(&s->r, gpusched_topo_node_count(s->t));
         uint64_t hit[64];
         rc = gpusched_cluster_set_node_health(s->c, node, pt_below(&s->r, 3) ? GPUSCHED_NODE_UP : GPUSCHED_NODE_DOWN,
@@ -83,8 +137,16 @@ static void step(seq *s, uint32_t kind)
     }
     }
     s->next_id++;
-    if (rc == 0 && kind < 8)
+    if (rc == 0)
         s->done[kind]++;
+    /* No operation fails but for want of room or of its object. */
+    cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC || rc == GPUSCHED_ENOENT || rc == GPUSCHED_EBUSY ||
+                  rc == GPUSCHED_EINVAL || rc == GPUSCHED_ESTATE,
+              "step kind %u: %s: %s / %s", kind, gpusched_err_name(rc), gpusched_placer_errmsg(s->p),
+              gpusched_cluster_errmsg(s->c));
+    if (rc == GPUSCHED_ESTATE)
+        cr_assert(kind == 11 || kind == 9 || kind == 10, "step kind %u: %s: %s / %s", kind, gpusched_err_name(rc),
+                  gpusched_placer_errmsg(s->p), gpusched_cluster_errmsg(s->c));
     if (rc == 0 && commit && kind == 5) {
         const uint64_t *ids;
         uint32_t n;
@@ -94,11 +156,28 @@ static void step(seq *s, uint32_t kind)
     if (rc == 0 && commit && kind == 7)
         s->moves += gpusched_preempt_plan_move_count(s->plan) > 0;
     bool plan_only = (kind == 5 || kind == 6 || kind == 7) && !commit;
-    if (rc != 0 || plan_only)
-        cr_assert_eq(ct_fingerprint(s->c), before, "step kind %u (%s) changed the state", kind,
-                     gpusched_err_name(rc));
+    if (rc != 0 || plan_only) {
+        char what[96];
+        snprintf(what, sizeof what, "step kind %u (%s, %s)", kind, gpusched_err_name(rc),
+                 plan_only ? "plan only" : "failed");
+        ct_assert_snapshot(s->c, before, before_len, what);
+    }
+    free(before);
     cr_assert_eq(gpusched_cluster_check(s->c), 0, "after a step of kind %u: %s", kind,
                  gpusched_cluster_errmsg(s->c));
+    if (pt_below(&s->r, 50) == 0) {
+        /* The standby catches up with what the journal gained meanwhile. */
+        const void *j;
+        size_t jlen;
+        cr_assert_eq(gpusched_cluster_journal_view(s->c, &j, &jlen), 0);
+        cr_assert_eq(gpusched_cluster_journal_apply(s->standby, (const uint8_t *)j + s->applied, jlen - s->applied, NULL),
+                     0, "%s", gpusched_cluster_errmsg(s->standby));
+        s->applied = jlen;
+        size_t len;
+        uint8_t *live = ct_snapshot(s->c, &len);
+        ct_assert_snapshot(s->standby, live, len, "the standby");
+        free(live);
+    }
 }
 
 Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
@@ -112,12 +191,32 @@ Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
         cr_assert_eq(gpusched_placer_new(s.c, NULL, &s.p), 0);
         cr_assert_eq(gpusched_place_result_new(NULL, &s.res), 0);
         cr_assert_eq(gpusched_preempt_plan_new(NULL, &s.plan), 0);
-        for (uint32_t i = 0; i < 2500; i++)
-            step(&s, pt_below(&s.r, 10));
+        size_t first_len;
+        uint8_t *first = ct_snapshot(s.c, &first_len);
+        cr_assert_eq(gpusched_cluster_journal_start(s.c, NULL, NULL), 0);
+        char err[256];
+        cr_assert_eq(gpusched_cluster_restore(first, first_len, NULL, &s.standby, err, sizeof err), 0, "%s", err);
+        for (uint32_t i = 0; i < 4000; i++)
+            step(&s, pt_below(&s.r, 13));
+        /* Replaying the whole journal on the first snapshot gives the same
+         * bytes as the live cluster. */
+        const void *j;
+        size_t jlen, live_len;
+        cr_assert_eq(gpusched_cluster_journal_view(s.c, &j, &jlen), 0);
+        gpusched_cluster *replayed = NULL;
+        cr_assert_eq(gpusched_cluster_replay(first, first_len, j, jlen, NULL, &replayed, err, sizeof err), 0, "%s",
+                     err);
+        uint8_t *live = ct_snapshot(s.c, &live_len);
+        ct_assert_snapshot(replayed, live, live_len, "the replayed cluster");
+        cr_assert_eq(gpusched_cluster_check(replayed), 0, "%s", gpusched_cluster_errmsg(replayed));
+        free(live);
+        free(first);
+        gpusched_cluster_free(replayed);
+        gpusched_cluster_free(s.standby);
         cr_log_info("seed %llu: %u placed, %u released, %u preempted (%u committed with victims), %u moved, "
-                    "%u defragmented (%u committed with moves)",
+                    "%u defragmented (%u committed with moves), %u batches or reservations, %u unreserved",
                     (unsigned long long)seed, s.done[0] + s.done[1] + s.done[2], s.done[3] + s.done[4], s.done[5],
-                    s.evictions, s.done[6], s.done[7], s.moves);
+                    s.evictions, s.done[6], s.done[7], s.moves, s.done[9], s.done[10]);
         evictions += s.evictions;
         moves += s.moves;
         moved += s.done[6];
