@@ -261,10 +261,134 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
     gpusched_cluster_free(c);
 }
 
+/* A sink as an embedding scheduler's write-ahead buffer: each record is
+ * copied into a ring that is shipped elsewhere when full. */
+typedef struct gsb_ring {
+    unsigned char buf[1 << 16];
+    size_t at, records, bytes;
+} gsb_ring;
+
+static int gsb_ring_sink(void *user, const void *rec, size_t len)
+{
+    gsb_ring *r = user;
+    if (len > sizeof r->buf)
+        return -1;
+    if (r->at + len > sizeof r->buf)
+        r->at = 0;
+    memcpy(r->buf + r->at, rec, len);
+    r->at += len;
+    r->records++;
+    r->bytes += len;
+    return 0;
+}
+
+/* ns one journal record adds to a committed small allocation: the same
+ * allocate + release loop as cluster.alloc_release.ns, with the journal
+ * off and then on (into a ring sink), in one run; two records per pair. */
+static void gsb_journal_append(gsb_ctx *b)
+{
+    const char *preset = gsb_quick(b) ? "h100-superpod" : "gb200-nvl72-1m";
+    gpusched_cluster *c = gsb_cluster_on(preset);
+    if (!c)
+        return;
+    const int ops = gsb_quick(b) ? 20000 : 200000;
+    static gsb_ring ring;
+    double off = gsb_alloc_release_ns(b, c, 0, ops);
+    gpusched_cluster_journal_start(c, gsb_ring_sink, &ring);
+    double on = off < 0 ? -1 : gsb_alloc_release_ns(b, c, 0, ops);
+    if (on >= 0) {
+        char params[200];
+        snprintf(params, sizeof params,
+                 "\"preset\": \"%s\", \"pair_ns_without\": %.1f, \"pair_ns_with\": %.1f, "
+                 "\"bytes_per_record\": %.1f",
+                 preset, off, on, ring.records ? (double)ring.bytes / (double)ring.records : 0.0);
+        gsb_report(b, "cluster.journal.append.ns", (on - off) / 2, "ns", params);
+    }
+    gpusched_cluster_free(c);
+}
+
+/* Rebuilding a cluster from its snapshot and 100k journal records (1M
+ * GPUs): allocations of 1 to 8 GPUs and releases, on a half-full cluster. */
+static void gsb_replay(gsb_ctx *b)
+{
+    const char *preset = gsb_quick(b) ? "h100-superpod" : "gb200-nvl72-1m";
+    const uint32_t records = gsb_quick(b) ? 10000 : 100000;
+    gpusched_cluster *c = gsb_cluster_on(preset);
+    if (!c)
+        return;
+    if (gsb_fill_half(c)) {
+        gpusched_cluster_free(c);
+        return;
+    }
+    size_t slen = 0;
+    gpusched_cluster_snapshot(c, NULL, 0, &slen);
+    void *snap = malloc(slen);
+    if (!snap || gpusched_cluster_snapshot(c, snap, slen, &slen)) {
+        free(snap);
+        gpusched_cluster_free(c);
+        return;
+    }
+    gpusched_cluster_journal_start(c, NULL, NULL);
+    uint32_t nnodes = gpusched_topo_node_count(gpusched_cluster_topo(c)), node = 0;
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 1ull << 40;
+    uint64_t x = 88172645463325252ull;
+    for (uint32_t i = 0; i < records; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (i % 2 == 0) {
+            uint64_t free_mask = 0;
+            for (int tries = 0; tries < 64 && !free_mask; tries++) {
+                node = (node + 7919) % nnodes;
+                gpusched_cluster_node_state(c, node, &free_mask, NULL, NULL, NULL);
+            }
+            uint64_t mask = free_mask & (free_mask << (x % 4) | 1);
+            mask = mask ? mask : free_mask;
+            j.id++;
+            gpusched_cluster_alloc(c, &j, 1, &node, &mask);
+        } else {
+            gpusched_cluster_release(c, j.id - (x % 2));
+        }
+    }
+    const void *jr;
+    size_t jlen = 0;
+    gpusched_cluster_journal_view(c, &jr, &jlen);
+    int reps = gsb_reps(b);
+    double t[32], tr[32];
+    int ok = 1;
+    for (int r = 0; r < reps && ok; r++) {
+        char err[256];
+        gpusched_cluster *back = NULL;
+        double t0 = gsb_now_ns();
+        ok = gpusched_cluster_restore(snap, slen, NULL, &back, err, sizeof err) == 0;
+        double t1 = gsb_now_ns();
+        gpusched_cluster_free(back);
+        back = NULL;
+        double t2 = gsb_now_ns();
+        ok = ok && gpusched_cluster_replay(snap, slen, jr, jlen, NULL, &back, err, sizeof err) == 0;
+        double t3 = gsb_now_ns();
+        if (!ok)
+            fprintf(stderr, "bench-cluster: replay: %s\n", err);
+        gpusched_cluster_free(back);
+        tr[r] = (t1 - t0) / 1e6;
+        t[r] = (t3 - t2) / 1e6;
+    }
+    if (ok) {
+        char params[240];
+        snprintf(params, sizeof params,
+                 "\"preset\": \"%s\", \"records\": %u, \"journal_bytes\": %zu, \"restore_only_ms\": %.2f",
+                 preset, records, jlen, gsb_median(tr, (size_t)reps));
+        gsb_report(b, "cluster.replay.ms", gsb_median(t, (size_t)reps), "ms", params);
+    }
+    free(snap);
+    gpusched_cluster_free(c);
+}
+
 const gsb_scenario gsb_cluster_scenarios[] = {
     {"cluster.bytes_per_gpu.gb200-nvl72-1m", gsb_bytes_per_gpu},
     {"cluster.alloc_release.ns", gsb_alloc_release},
     {"cluster.alloc_gang200k.ms", gsb_commit_gang},
     {"cluster.snapshot.roundtrip.ms", gsb_snapshot_roundtrip},
+    {"cluster.journal.append.ns", gsb_journal_append},
+    {"cluster.replay.ms", gsb_replay},
     {NULL, NULL},
 };

@@ -16,14 +16,32 @@ typedef struct gs_wr {
 
 static inline void gs_wr_u8(gs_wr *w, uint8_t v) { *w->p++ = v; }
 
+/* On little-endian hosts a store is the encoding: one unaligned move
+ * instead of a byte loop (journal records are written on every commit). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GS_BYTES_LE 1
+#else
+#define GS_BYTES_LE 0
+#endif
+
 static inline void gs_wr_u32(gs_wr *w, uint32_t v)
 {
+    if (GS_BYTES_LE) {
+        memcpy(w->p, &v, 4);
+        w->p += 4;
+        return;
+    }
     for (int i = 0; i < 4; i++)
         *w->p++ = (unsigned char)(v >> (8 * i));
 }
 
 static inline void gs_wr_u64(gs_wr *w, uint64_t v)
 {
+    if (GS_BYTES_LE) {
+        memcpy(w->p, &v, 8);
+        w->p += 8;
+        return;
+    }
     for (int i = 0; i < 8; i++)
         *w->p++ = (unsigned char)(v >> (8 * i));
 }
