@@ -7,11 +7,10 @@
 #include "config.h"
 #include "fairq-internal.h"
 
-/* The rescore kernels this build contains: one per compiled SIMD path but
- * SSE2, for which fairq has no kernel (forced sse2 runs the scalar one). */
+/* The rescore kernels this build contains: one per compiled SIMD path. */
 static uint32_t gs_fq_kernels(void)
 {
-    return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
+    return gs_simd_compiled();
 }
 
 /* The fast path's kernel: AVX2 serves the AVX-512 path too (the pass is
