@@ -318,7 +318,11 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
                         q->ntenants);
     if (type >= GPUSCHED_FAIRQ_MAX_TYPES)
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: type %u, at most 63", where, type);
-    if (!isfinite(enq) || enq < last_enq)
+    if (isnan(enq))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "%s: enqueue time is not a number (NaN)", where);
+    if (!isfinite(enq))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "%s: enqueue time %g is not finite", where, enq);
+    if (enq < last_enq)
         return gs_error(&q->err, GPUSCHED_ERANGE,
                         "%s: enqueue time %g is earlier than the previous enqueue (%g)", where, enq,
                         last_enq);
