@@ -107,6 +107,7 @@ static const char *gsb_find_data_dir(void)
 {
     static const char *const candidates[] = {
         GSB_SOURCE_ROOT "/../shared/data",
+        GSB_SOURCE_ROOT "/tests/data", /* the openb files the tests use */
         "../shared/data",
         "../../shared/data",
     };

@@ -6,7 +6,8 @@
  * 0 GPUs are skipped.
  *
  * usage: topo-openb [openb_node_list_gpu_node.csv]
- * (default: $GPUSCHED_DATA_DIR/openb/..., else ../shared/data/openb/...) */
+ * (default: $GPUSCHED_DATA_DIR/openb/..., else tests/data/openb/... from the
+ * repository root) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,7 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s", argv[1]);
     else
         snprintf(path, sizeof path, "%s/openb/openb_node_list_gpu_node.csv",
-                 dir && *dir ? dir : "../shared/data");
+                 dir && *dir ? dir : "tests/data");
     gpusched_topo *t = NULL;
     int rc = load(path, &t);
     if (rc) {

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "core.h"
+#include "gpusched/fairq.h"
 
 static void clear_env(void) { unsetenv("GPUSCHED_SIMD"); }
 
@@ -78,6 +79,23 @@ Test(cpu, names)
     cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_AVX512), "avx512");
     cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_COUNT), "unknown");
     cr_assert(gpusched_simd_compiled() & 1u, "scalar is always compiled");
+}
+
+/* SSE2 is a reserved path name: no module has a kernel for it, so no build
+ * contains it and forcing it runs the scalar reference (doc/simd.md). */
+Test(cpu, sse2_is_reserved_and_forcing_it_runs_scalar)
+{
+    cr_assert_eq(gpusched_simd_compiled() & (1u << GPUSCHED_SIMD_SSE2), 0u, "no SSE2 kernels are built");
+    cr_assert_str_eq(gpusched_simd_name(GPUSCHED_SIMD_SSE2), "sse2");
+    setenv("GPUSCHED_SIMD", "sse2", 1);
+    uint32_t p = 99;
+    cr_assert_eq(gpusched_cpu_features(NULL, &p), 0);
+    cr_assert_eq(p, GPUSCHED_SIMD_SCALAR);
+    gpusched_fairq *q;
+    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
+    cr_assert_eq(gpusched_fairq_simd(q, &p), 0);
+    cr_assert_eq(p, GPUSCHED_SIMD_SCALAR, "fairq runs %s", gpusched_simd_name(p));
+    gpusched_fairq_free(q);
 }
 
 Test(hash, stable_values)

@@ -11,7 +11,7 @@ deletion time (--fill: they never leave). Pods sharing a fraction of a GPU (gpu_
 whole GPU here: the library allocates whole GPUs. Pods that do not fit
 wait in FIFO order and are retried whenever GPUs are released.
 
-Data: ../shared/data from the repository root, or GPUSCHED_DATA_DIR.
+Data: tests/data/openb in the repository, or GPUSCHED_DATA_DIR.
 
     GPUSCHED_LIBRARY=build/lib/libgpusched.so.1 PYTHONPATH=python \
         python3 examples/python/openb_replay.py [--every-days D] [--limit N]
@@ -34,7 +34,7 @@ def data_dir():
     if env:
         return env
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.path.join(root, "..", "shared", "data")
+    return os.path.join(root, "tests", "data")
 
 
 def build_topology(nodes_csv):
@@ -180,8 +180,11 @@ def main():
     nodes_csv = os.path.join(d, "openb_node_list_gpu_node.csv")
     pods_csv = os.path.join(d, "openb_pod_list_default.csv")
     if not (os.path.exists(nodes_csv) and os.path.exists(pods_csv)):
-        print(f"openb data not found in {d} (set GPUSCHED_DATA_DIR)", file=sys.stderr)
-        return 77  # meson: skipped
+        # The files are in the repository (tests/data/openb): missing means a
+        # broken checkout, a failure, not a skip (doc/testing.md).
+        print(f"openb data not found in {d}: the repository's tests/data/openb "
+              "is missing or GPUSCHED_DATA_DIR points elsewhere", file=sys.stderr)
+        return 1
     with build_topology(nodes_csv) as topo:
         pods = read_pods(pods_csv, args.limit)
         if args.fill:

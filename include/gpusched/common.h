@@ -131,11 +131,13 @@ enum gpusched_cpu_feature {
 /**
  * SIMD code paths. A module picks one when a handle is created: the best
  * path this CPU runs and this build contains, unless the environment variable
- * `GPUSCHED_SIMD` (scalar, sse2, avx2, avx512 or neon) forces one.
+ * `GPUSCHED_SIMD` (scalar, sse2, avx2, avx512 or neon) forces one. A module
+ * without the forced path uses its best path below it.
  */
 typedef enum gpusched_simd {
     GPUSCHED_SIMD_SCALAR = 0,  /**< Portable C reference. */
-    GPUSCHED_SIMD_SSE2 = 1,    /**< x86-64 SSE2. */
+    GPUSCHED_SIMD_SSE2 = 1,    /**< Reserved: no module has an SSE2 kernel, so no build
+                                    contains this path and forcing it runs scalar. */
     GPUSCHED_SIMD_AVX2 = 2,    /**< x86-64 AVX2. */
     GPUSCHED_SIMD_AVX512 = 3,  /**< x86-64 AVX-512. */
     GPUSCHED_SIMD_NEON = 4,    /**< AArch64 NEON. */

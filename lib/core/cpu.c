@@ -57,9 +57,6 @@ uint32_t gs_cpu_detect(void)
 uint32_t gs_simd_compiled(void)
 {
     uint32_t m = 1u << GPUSCHED_SIMD_SCALAR;
-#if GPUSCHED_HAVE_SSE2
-    m |= 1u << GPUSCHED_SIMD_SSE2;
-#endif
 #if GPUSCHED_HAVE_AVX2
     m |= 1u << GPUSCHED_SIMD_AVX2;
 #endif

@@ -1,6 +1,7 @@
 /* The decision log: in-memory records appended by polls, and a versioned,
  * checksummed little-endian file format (doc/fairq.md) to save and read
  * them, so decisions can be replayed and weights learned offline. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,6 +187,14 @@ static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **
     FILE *f = fopen(path, "rb");
     if (!f)
         return gs_error(e, GPUSCHED_EIO, "cannot open %s", path);
+    /* A directory opens as a stream on Linux, and its size reads as
+     * LONG_MAX: try one byte first, so it is an I/O error, not a huge
+     * allocation. */
+    if (fgetc(f) == EOF && ferror(f)) {
+        bool dir = errno == EISDIR;
+        fclose(f);
+        return gs_error(e, GPUSCHED_EIO, "cannot read %s%s", path, dir ? ": it is a directory" : "");
+    }
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0)
         n = ftell(f);

@@ -148,7 +148,6 @@ static inline bool gs_fq_better(double s, uint32_t slot, const gs_fq_best *b)
 }
 
 void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out);
-void gs_fq_scan_sse2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out);
 void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out);

@@ -144,7 +144,11 @@ GPUSCHED_API int gpusched_fairq_tenant_get(const gpusched_fairq *q, uint32_t ten
 
 int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e)
 {
-    if (!isfinite(now) || now < q->last_enq || now < q->last_now)
+    if (isnan(now))
+        return gs_error(e, GPUSCHED_ERANGE, "now is not a number (NaN)");
+    if (!isfinite(now))
+        return gs_error(e, GPUSCHED_ERANGE, "now = %g is not finite", now);
+    if (now < q->last_enq || now < q->last_now)
         return gs_error(e, GPUSCHED_ERANGE,
                         "now = %g is earlier than the last enqueue (%g) or poll (%g)", now,
                         q->last_enq, q->last_now);

@@ -7,11 +7,10 @@
 #include "config.h"
 #include "fairq-internal.h"
 
-/* The rescore kernels this build contains: one per compiled SIMD path but
- * SSE2, for which fairq has no kernel (forced sse2 runs the scalar one). */
+/* The rescore kernels this build contains: one per compiled SIMD path. */
 static uint32_t gs_fq_kernels(void)
 {
-    return gs_simd_compiled() & ~(1u << GPUSCHED_SIMD_SSE2);
+    return gs_simd_compiled();
 }
 
 /* The fast path's kernel: AVX2 serves the AVX-512 path too (the pass is
@@ -319,7 +318,11 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
                         q->ntenants);
     if (type >= GPUSCHED_FAIRQ_MAX_TYPES)
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: type %u, at most 63", where, type);
-    if (!isfinite(enq) || enq < last_enq)
+    if (isnan(enq))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "%s: enqueue time is not a number (NaN)", where);
+    if (!isfinite(enq))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "%s: enqueue time %g is not finite", where, enq);
+    if (enq < last_enq)
         return gs_error(&q->err, GPUSCHED_ERANGE,
                         "%s: enqueue time %g is earlier than the previous enqueue (%g)", where, enq,
                         last_enq);

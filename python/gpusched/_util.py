@@ -82,26 +82,27 @@ def strings(name, values):
     return (ctypes.c_char_p * max(len(items), 1))(*items), len(items)
 
 
-def bits(name, gpus, limit):
-    """GPU indices (an iterable of ints) or a mask (int) as a mask within
-    `limit` bits."""
+def bits(name, gpus, limit, what="GPU"):
+    """Indices (an iterable of ints) or a mask (int) as a mask within `limit`
+    bits. `what` names one index in messages: "GPU" (the default) or, for
+    example, "task type"."""
     if isinstance(gpus, bool):
-        raise TypeError(f"{name} must be a mask or GPU indices, not bool")
+        raise TypeError(f"{name} must be a mask or {what} indices, not bool")
     if hasattr(gpus, "__index__"):
         mask = u64(name, gpus)
         if limit < 64 and mask >> limit:
-            raise ValueError(f"{name} = {mask:#x} has bits past GPU {limit - 1}")
+            raise ValueError(f"{name} = {mask:#x} has bits past {what} {limit - 1}")
         return mask
     mask = 0
     try:
         it = iter(gpus)
     except TypeError:
-        raise TypeError(f"{name} must be a mask or GPU indices, not "
+        raise TypeError(f"{name} must be a mask or {what} indices, not "
                         f"{type(gpus).__name__}") from None
     for g in it:
-        g = u32(f"{name} GPU index", g, max(limit - 1, 0))
+        g = u32(f"{name}: {what}", g, max(limit - 1, 0))
         if mask >> g & 1:
-            raise ValueError(f"{name} lists GPU {g} twice")
+            raise ValueError(f"{name} lists {what} {g} twice")
         mask |= 1 << g
     return mask
 

@@ -13,6 +13,7 @@ from .topology import Topology, NONE
 __all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag"]
 
 _ERRBUF = 512
+_EIO = -43
 _JOB_PREEMPTIBLE = 1 << 0
 _JOB_MOVABLE = 1 << 1
 
@@ -204,9 +205,16 @@ class Cluster(u.Handle):
 
     @classmethod
     def load(cls, path):
-        """Restores a cluster from a snapshot file written by :meth:`save`."""
-        with open(os.fspath(path), "rb") as f:
-            return cls.restore(f.read())
+        """Restores a cluster from a snapshot file written by :meth:`save`.
+        Raises IOFailure if the file cannot be read (as
+        :meth:`DecisionLog.read` does), then what :meth:`restore` raises."""
+        try:
+            with open(os.fspath(path), "rb") as f:
+                data = f.read()
+        except OSError as e:
+            lib.raise_error(_EIO, f"cannot read {os.fsdecode(os.fspath(path))}: {e.strerror}",
+                            "Cluster.load")
+        return cls.restore(data)
 
     def _check(self, rc, fn):
         return lib.check(rc, lib.cluster_errmsg, self._h, fn)
@@ -562,10 +570,15 @@ class Cluster(u.Handle):
         return n.value
 
     def save(self, path):
-        """Writes :meth:`snapshot` to a file."""
+        """Writes :meth:`snapshot` to a file. Raises IOFailure if it cannot
+        (as :meth:`FairQueue.save_log` does)."""
         data = self.snapshot()
-        with open(os.fspath(path), "wb") as f:
-            f.write(data)
+        try:
+            with open(os.fspath(path), "wb") as f:
+                f.write(data)
+        except OSError as e:
+            lib.raise_error(_EIO, f"cannot write {os.fsdecode(os.fspath(path))}: {e.strerror}",
+                            "Cluster.save")
 
     # ---- placement -------------------------------------------------------
 

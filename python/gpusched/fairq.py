@@ -16,6 +16,7 @@ MAX_TENANTS = 1 << 24
 ALL_TYPES = u.U64_MAX
 _ERRBUF = 512
 _EEMPTY = -24
+_ERANGE = -2
 
 
 class Param(enum.IntEnum):
@@ -94,7 +95,7 @@ def _type_mask(types, type_mask):
         return ALL_TYPES
     if hasattr(types, "__index__"):
         raise TypeError("types is an iterable of type numbers; give a bit mask as type_mask=")
-    return u.bits("types", types, MAX_TYPES)
+    return u.bits("types", types, MAX_TYPES, what="task type")
 
 
 class FairQueue(u.Handle):
@@ -132,7 +133,9 @@ class FairQueue(u.Handle):
 
     @property
     def max_tenants(self):
-        """Number of tenants the queue was created for."""
+        """Number of tenants the queue was created for. Raises ValueError
+        once the queue is closed, like every other property and method."""
+        self._h
         return self._max_tenants
 
     # ---- configuration ----------------------------------------------------
@@ -178,6 +181,7 @@ class FairQueue(u.Handle):
     def set_weights(self, backlog=None, wait=None, vtime=None, pred=None):
         """Sets the given score weights (the others keep their values). The
         values are checked first, so a bad one changes none."""
+        self._h
         new = {Param.W_BACKLOG: backlog, Param.W_WAIT: wait, Param.W_VTIME: vtime,
                Param.W_PRED: pred}
         new = {p: u.real(p.name.lower(), v) for p, v in new.items() if v is not None}
@@ -307,11 +311,18 @@ class FairQueue(u.Handle):
 
     def predict(self, tenant, type=0, work_size=0.0):
         """The duration in seconds the queue predicts for such a task (the
-        value enqueue would store)."""
+        value enqueue would store). Raises OutOfRange for a negative
+        `work_size` (ValueError for one that is not finite)."""
+        h = self._h
+        tenant, type = self._tenant(tenant), u.u32("type", type, MAX_TYPES - 1)
+        work_size = u.real("work_size", work_size)
+        if work_size < 0:
+            # gpusched_fairq_predict() takes a const queue and so leaves no
+            # message: the binding says which argument and why.
+            lib.raise_error(_ERANGE, f"work_size = {work_size:g}: a work size is >= 0 "
+                            "(0: unknown)", "gpusched_fairq_predict")
         v = ctypes.c_double()
-        self._check(lib.fairq_predict(self._h, self._tenant(tenant),
-                                      u.u32("type", type, MAX_TYPES - 1),
-                                      u.real("work_size", work_size), ctypes.byref(v)),
+        self._check(lib.fairq_predict(h, tenant, type, work_size, ctypes.byref(v)),
                     "gpusched_fairq_predict")
         return v.value
 
@@ -397,10 +408,13 @@ class DecisionLog(u.Handle):
         return list(self._records)
 
     def __len__(self):
+        self._h
         return len(self._records)
 
     def __getitem__(self, i):
+        self._h
         return self._records[i]
 
     def __iter__(self):
+        self._h
         return iter(self._records)

@@ -1,4 +1,4 @@
-/* The openb GPU trace (../shared/data/openb, Weng et al., ATC'23) as a
+/* The openb GPU trace (tests/data/openb, Weng et al., ATC'23) as a
  * topology (openb.h: racks of 16 in file order) and an event list, for the
  * placement replay test and bench. A pod asking for part of a GPU takes a
  * whole one; pods without GPUs are skipped. */
@@ -56,7 +56,7 @@ static inline int openb_cmp_event(const void *a, const void *b)
     return x->pod < y->pod ? -1 : x->pod > y->pod;
 }
 
-/* Loads ../shared/data/openb: 0, or -1 with a message. */
+/* Loads $dir/openb (tests/data/openb): 0, or -1 with a message. */
 static inline int openb_load(const char *dir, openb_trace *tr, char *err, size_t errlen)
 {
     memset(tr, 0, sizeof *tr);

@@ -1,4 +1,4 @@
-/* The Alibaba OpenB GPU node list (../shared/data/openb, cite Weng et al.,
+/* The Alibaba OpenB GPU node list (tests/data/openb, cite Weng et al.,
  * "Beware of Fragmentation", USENIX ATC'23) as a topology, for tests and
  * trace replays that need the same grouping:
  *

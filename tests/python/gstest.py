@@ -30,8 +30,10 @@ def source_root():
 
 
 def data_dir():
-    """The shared data directory (GPUSCHED_DATA_DIR, else ../shared/data)."""
-    return os.environ.get("GPUSCHED_DATA_DIR") or os.path.join(source_root(), "..", "shared", "data")
+    """The tests' data directory (GPUSCHED_DATA_DIR, else the repository's
+    tests/data). Data in it is required: a test that needs a file there
+    fails when it is missing (doc/testing.md)."""
+    return os.environ.get("GPUSCHED_DATA_DIR") or os.path.join(source_root(), "tests", "data")
 
 
 def tiny():

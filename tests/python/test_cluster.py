@@ -238,6 +238,28 @@ class TestSnapshot(gstest.TinyClusterCase):
             with Cluster.load(p) as r:
                 self.assertEqual(r.snapshot(), data)
 
+    def test_file_errors_raise_io_failure(self):
+        """Cluster.load and save raise the class DecisionLog.read raises for
+        the same failure: gpusched.IOFailure (GPUSCHED_EIO), not OSError."""
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "missing.bin")
+            failures = [
+                (lambda: Cluster.load(missing), "Cluster.load", missing),
+                (lambda: Cluster.load(d), "Cluster.load", d),
+                (lambda: self.c.save(d), "Cluster.save", d),
+                (lambda: self.c.save(os.path.join(d, "no", "such.bin")), "Cluster.save", "no"),
+                (lambda: gpusched.DecisionLog.read(missing), "gpusched_fairq_log_read", missing),
+            ]
+            for call, function, path in failures:
+                with self.subTest(function=function, path=path):
+                    with self.assertRaises(gpusched.IOFailure) as cm:
+                        call()
+                    e = cm.exception
+                    self.assertNotIsInstance(e, OSError)
+                    self.assertEqual((e.code, e.name, e.function), (-43, "GPUSCHED_EIO", function))
+                    self.assertIn(path, e.message)
+            self.assertEqual(os.listdir(d), [], "nothing was written")
+
     def test_restore_rejects_bad_images(self):
         data = self.c.snapshot()
         with self.assertRaises(gpusched.CorruptData) as cm:

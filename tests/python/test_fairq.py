@@ -307,6 +307,91 @@ class TestQueue(unittest.TestCase):
         self.assertIn("closed", repr(q))
 
 
+class TestMessages(unittest.TestCase):
+    """Errors say which argument and why (issue 12)."""
+
+    def test_predict_negative_work_size_names_the_argument(self):
+        with FairQueue(2) as q:
+            with self.assertRaises(gpusched.OutOfRange) as cm:
+                q.predict(0, work_size=-1)
+            self.assertIn("work_size = -1", cm.exception.message)
+            self.assertIn(">= 0", cm.exception.message)
+            self.assertEqual(cm.exception.function, "gpusched_fairq_predict")
+            with self.assertRaisesRegex(ValueError, "work_size must be finite"):
+                q.predict(0, work_size=float("nan"))
+
+    def test_poll_types_speak_of_task_types(self):
+        with FairQueue(2) as q:
+            q.enqueue(1, 0, 1.0)
+            for call in (q.poll, q.peek):
+                with self.assertRaises(ValueError) as cm:
+                    call(2.0, types=[64])
+                msg = str(cm.exception)
+                self.assertIn("task type", msg)
+                self.assertIn("64", msg)
+                self.assertNotIn("GPU", msg)
+            with self.assertRaisesRegex(ValueError, "types lists task type 3 twice"):
+                q.poll(2.0, types=[3, 3])
+            self.assertEqual(q.queued, 1, "a rejected poll took nothing")
+
+    def test_enqueue_nan_time_says_not_a_number(self):
+        with FairQueue(2) as q:
+            ids, tenants, times = [1, 2], [0, 1], [0.0, float("nan")]
+            with self.assertRaises(gpusched.OutOfRange) as cm:
+                q.enqueue_many(ids, tenants, times)
+            self.assertEqual(cm.exception.message, "task 1: enqueue time is not a number (NaN)")
+            self.assertEqual(q.queued, 0)
+
+    def test_closed_queue_raises_everywhere(self):
+        """Every public property and method of a closed FairQueue raises
+        ValueError (doc/python.md); the list below must name them all."""
+        calls = {
+            "max_tenants": None, "weights": None, "queued": None, "running": None, "simd": None,
+            "set_param": ("w_wait", 0.5), "get_param": ("w_wait",), "set_policy": ("des",),
+            "set_weights": (), "set_tenant_weight": (0, 1.0), "tenant_value": (0, "weight"),
+            "tenant": (0,), "enqueue": (1, 0, 0.0), "enqueue_many": ([1], [0], [0.0]),
+            "cancel": (1,), "poll": (1.0,), "peek": (1.0,), "poll_many": (1.0, [1]),
+            "complete": (1, 1.0), "predict": (0,), "counts": (), "decisions": (),
+            "clear_log": (), "save_log": (os.devnull,),
+        }
+        exempt = {"close", "closed", "param_bounds"}  # param_bounds is static
+        public = {n for n in dir(FairQueue) if not n.startswith("_")} - exempt
+        self.assertEqual(public, set(calls), "a public name is missing from this test")
+        q = FairQueue(3)
+        q.close()
+        for name, args in sorted(calls.items()):
+            with self.subTest(name=name):
+                with self.assertRaisesRegex(ValueError, "closed FairQueue"):
+                    attr = getattr(q, name)
+                    if args is not None:
+                        attr(*args)
+        with self.assertRaisesRegex(ValueError, "closed FairQueue"):
+            len(q)
+        self.assertEqual(repr(q), "<gpusched.FairQueue closed>")
+        self.assertTrue(q.closed)
+        q.close()  # closing twice does nothing
+
+    def test_closed_log_raises(self):
+        with FairQueue(2, log=1) as q, tempfile.TemporaryDirectory() as d:
+            q.enqueue(1, 0, 0.0)
+            q.poll(1.0)
+            p = os.path.join(d, "x.log")
+            q.save_log(p)
+            log = DecisionLog.read(p)
+            self.assertEqual(len(log), 1)
+            log.close()
+            for op in (len, list, lambda x: x[0], lambda x: x.decisions()):
+                with self.assertRaisesRegex(ValueError, "closed DecisionLog"):
+                    op(log)
+
+    def test_log_read_of_a_directory_is_an_io_failure(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(gpusched.IOFailure) as cm:
+                DecisionLog.read(d)
+            self.assertIn("is a directory", cm.exception.message)
+            self.assertNotIn("memory", cm.exception.message)
+
+
 class TestExploration(unittest.TestCase):
     def test_seeded_exploration_is_deterministic(self):
         def run():
