@@ -53,7 +53,7 @@ static void gsb_bytes_per_gpu(gsb_ctx *b)
              "\"rss_growth_bytes_per_gpu\": %.2f",
              gpus, (double)topo / gpus, (double)state / gpus, (rss1 - rss0) / gpus);
     gsb_report(b, "cluster.bytes_per_gpu.gb200-nvl72-1m", (double)(topo + state) / gpus, "B/GPU", params);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* Median ns of one allocate + release of 4 GPUs on one node, aggregates
@@ -75,7 +75,7 @@ static double gsb_alloc_release_ns(gsb_ctx *b, gpusched_cluster *c, uint32_t str
         for (int i = 0; i < ops; i++) {
             j.id++;
             node = stride ? (node + stride) % nnodes : node;
-            if (gpusched_cluster_alloc(c, &j, 1, &node, &mask) || gpusched_cluster_release(c, j.id)) {
+            if (gpusched_cluster_allocate(c, &j, 1, &node, &mask) || gpusched_cluster_release(c, j.id)) {
                 fprintf(stderr, "bench-cluster: %s\n", gpusched_cluster_errmsg(c));
                 return -1;
             }
@@ -105,7 +105,7 @@ static void gsb_alloc_release(gsb_ctx *b)
                  preset, ops);
         gsb_report(b, "cluster.alloc_release.spread.ns", spread, "ns", params);
     }
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* What a 200k-GPU gang costs the cluster state when the placement engine
@@ -133,7 +133,7 @@ static void gsb_commit_gang(gsb_ctx *b)
     for (int r = 0; ok && r < reps; r++) {
         j.id++;
         double t0 = gsb_now_ns();
-        ok = gpusched_cluster_alloc(c, &j, n, nodes, masks) == 0;
+        ok = gpusched_cluster_allocate(c, &j, n, nodes, masks) == 0;
         double t1 = gsb_now_ns();
         ok = ok && gpusched_cluster_release(c, j.id) == 0;
         tc[r] = (t1 - t0) / 1e6;
@@ -149,7 +149,7 @@ static void gsb_commit_gang(gsb_ctx *b)
     }
     free(nodes);
     free(masks);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 static uint64_t gsb_rng(uint64_t *s)
@@ -202,9 +202,9 @@ static int gsb_fill_half(gpusched_cluster *c)
             if (phase == 0 && n) {
                 j.id++;
                 j.priority = (int32_t)(gsb_rng(&s) % 4);
-                j.flags = j.id % 3 ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+                j.flags = j.id % 3 ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
                 j.start_time = (int64_t)j.id;
-                rc = gpusched_cluster_alloc(c, &j, n, nodes, masks);
+                rc = gpusched_cluster_allocate(c, &j, n, nodes, masks);
             }
         }
     }
@@ -221,7 +221,7 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
         return;
     if (gsb_fill_half(c)) {
         fprintf(stderr, "bench-cluster: fill: %s\n", gpusched_cluster_errmsg(c));
-        gpusched_cluster_free(c);
+        gpusched_cluster_unref(c);
         return;
     }
     size_t len = 0;
@@ -241,7 +241,7 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
             fprintf(stderr, "bench-cluster: round trip: %s\n", gpusched_strerror(rc));
             break;
         }
-        gpusched_cluster_free(back);
+        gpusched_cluster_unref(back);
         ts[r] = (t1 - t0) / 1e6;
         tr[r] = (t2 - t1) / 1e6;
         t[r] = (t2 - t0) / 1e6;
@@ -258,7 +258,7 @@ static void gsb_snapshot_roundtrip(gsb_ctx *b)
     if (buf)
         gsb_report(b, "cluster.snapshot.roundtrip.ms", gsb_median(t, (size_t)reps), "ms", params);
     free(buf);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* A sink as an embedding scheduler's write-ahead buffer: each record is
@@ -304,7 +304,7 @@ static void gsb_journal_append(gsb_ctx *b)
                  preset, off, on, ring.records ? (double)ring.bytes / (double)ring.records : 0.0);
         gsb_report(b, "cluster.journal.append.ns", (on - off) / 2, "ns", params);
     }
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* Rebuilding a cluster from its snapshot and 100k journal records (1M
@@ -317,7 +317,7 @@ static void gsb_replay(gsb_ctx *b)
     if (!c)
         return;
     if (gsb_fill_half(c)) {
-        gpusched_cluster_free(c);
+        gpusched_cluster_unref(c);
         return;
     }
     size_t slen = 0;
@@ -325,7 +325,7 @@ static void gsb_replay(gsb_ctx *b)
     void *snap = malloc(slen);
     if (!snap || gpusched_cluster_snapshot(c, snap, slen, &slen)) {
         free(snap);
-        gpusched_cluster_free(c);
+        gpusched_cluster_unref(c);
         return;
     }
     gpusched_cluster_journal_start(c, NULL, NULL);
@@ -344,7 +344,7 @@ static void gsb_replay(gsb_ctx *b)
             uint64_t mask = free_mask & (free_mask << (x % 4) | 1);
             mask = mask ? mask : free_mask;
             j.id++;
-            gpusched_cluster_alloc(c, &j, 1, &node, &mask);
+            gpusched_cluster_allocate(c, &j, 1, &node, &mask);
         } else {
             gpusched_cluster_release(c, j.id - (x % 2));
         }
@@ -361,14 +361,14 @@ static void gsb_replay(gsb_ctx *b)
         double t0 = gsb_now_ns();
         ok = gpusched_cluster_restore(snap, slen, NULL, &back, err, sizeof err) == 0;
         double t1 = gsb_now_ns();
-        gpusched_cluster_free(back);
+        gpusched_cluster_unref(back);
         back = NULL;
         double t2 = gsb_now_ns();
         ok = ok && gpusched_cluster_replay(snap, slen, jr, jlen, NULL, &back, err, sizeof err) == 0;
         double t3 = gsb_now_ns();
         if (!ok)
             fprintf(stderr, "bench-cluster: replay: %s\n", err);
-        gpusched_cluster_free(back);
+        gpusched_cluster_unref(back);
         tr[r] = (t1 - t0) / 1e6;
         t[r] = (t3 - t2) / 1e6;
     }
@@ -380,7 +380,7 @@ static void gsb_replay(gsb_ctx *b)
         gsb_report(b, "cluster.replay.ms", gsb_median(t, (size_t)reps), "ms", params);
     }
     free(snap);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 const gsb_scenario gsb_cluster_scenarios[] = {

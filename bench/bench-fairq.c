@@ -32,7 +32,7 @@ static gpusched_fairq *gsb_fq_build(uint32_t n, uint32_t tenants)
     uint8_t *ty = malloc(n);
     double *tm = malloc(n * sizeof *tm);
     int rc = GPUSCHED_ENOMEM;
-    if (!ids || !ten || !ty || !tm || (rc = gpusched_fairq_new(NULL, tenants, &q))) {
+    if (!ids || !ten || !ty || !tm || (rc = gpusched_fairq_new(tenants, NULL, &q))) {
         fprintf(stderr, "bench-fairq: cannot create a queue: %s\n", gpusched_strerror(rc));
         goto out;
     }
@@ -42,7 +42,7 @@ static gpusched_fairq *gsb_fq_build(uint32_t n, uint32_t tenants)
         ty[i] = (uint8_t)(gsb_fq_next() % GSB_FQ_TYPES);
         tm[i] = 1000.0 * i / n;
     }
-    if (gpusched_fairq_enqueue_bulk(q, n, ids, ten, ty, tm, NULL)) {
+    if (gpusched_fairq_enqueue_batch(q, n, ids, ten, ty, tm, NULL)) {
         fprintf(stderr, "bench-fairq: %s\n", gpusched_fairq_errmsg(q));
         gpusched_fairq_free(q);
         q = NULL;
@@ -119,7 +119,7 @@ static void gsb_fq_scan(gsb_ctx *b)
              n, GSB_FQ_TENANTS, GSB_FQ_TYPES);
     uint32_t runnable = gs_simd_runnable(gs_cpu_detect());
     double best = INFINITY;
-    gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 1);
+    gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 1);
     for (size_t k = 0; k < GS_ARRAY_LEN(gsb_fq_kernels); k++) {
         const char *kn = gpusched_simd_name(gsb_fq_kernels[k].simd);
         snprintf(name, sizeof name, "fairq.poll.scan.1m.us.%s", kn);
@@ -145,7 +145,7 @@ static void gsb_fq_scan(gsb_ctx *b)
         snprintf(params, sizeof params, "\"numpy_us\": %.1f, \"best_us\": %.1f", np, best / 1e3);
         gsb_report(b, "fairq.poll.scan.vs_numpy", np / (best / 1e3), "ratio", params);
     }
-    gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
+    gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
     snprintf(params, sizeof params, "\"tasks\": %u, \"tenants\": %u, \"fifos\": %u", n,
              GSB_FQ_TENANTS, q->nactive_keys);
     gsb_report(b, "fairq.poll.heads.us", gsb_fq_time_peek(b, q, 200) / 1e3, "us", params);
@@ -210,7 +210,7 @@ static void gsb_fq_ops(gsb_ctx *b)
 static void gsb_fq_predict(gsb_ctx *b)
 {
     gpusched_fairq *q;
-    if (gpusched_fairq_new(NULL, 4, &q))
+    if (gpusched_fairq_new(4, NULL, &q))
         return;
     /* Train one key so the prediction takes the fitted path. */
     for (int i = 0; i < 100; i++) {

@@ -46,7 +46,7 @@ static void bp_env_free(bp_env *e)
 {
     gpusched_place_result_free(e->res);
     gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
+    gpusched_cluster_unref(e->c);
     gpusched_topo_unref(e->t);
 }
 
@@ -70,7 +70,7 @@ static void bp_gang200k_request(gpusched_place_request *q, uint64_t id)
     q->slice_gpus[0] = 72;
     q->slice_level[0] = 2;
     q->preferred_level = 1;
-    q->flags = GPUSCHED_PLACE_COMMIT;
+    q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
 }
 
 /* A realistic size mix from 1 to 576 GPUs (single GPUs and 8-GPU jobs
@@ -120,7 +120,7 @@ static double bp_time_gang(bp_env *e, gsb_ctx *b, int *fit)
      * which a placer keeps from call to call. */
     q.flags = 0;
     gpusched_placer_place(e->p, &q, e->res);
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     for (int i = 0; i < reps; i++) {
         double t0 = gsb_now_ns();
         int rc = gpusched_placer_place(e->p, &q, e->res);
@@ -183,7 +183,7 @@ static void bp_small8_request(gpusched_place_request *q, uint64_t id)
     q->split = GPUSCHED_SPLIT_PODS;
     q->pod_gpus = 4;
     q->required_level = 2;
-    q->flags = GPUSCHED_PLACE_COMMIT;
+    q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
 }
 
 typedef struct bp_steady {
@@ -312,7 +312,7 @@ static double bp_naive_run(bp_steady *s, uint32_t ops)
             break;
         gpusched_job j = GPUSCHED_JOB_INIT;
         j.id = s->next_id;
-        gpusched_cluster_alloc(s->e.c, &j, 2, nodes, masks);
+        gpusched_cluster_allocate(s->e.c, &j, 2, nodes, masks);
         s->ring[k] = s->next_id++;
     }
     double ns = (gsb_now_ns() - t0) / ops;
@@ -389,7 +389,7 @@ static int bp_firstfit(gpusched_cluster *c, const openb_event *ev)
         }
         gpusched_job j = GPUSCHED_JOB_INIT;
         j.id = (uint64_t)ev->pod + 1;
-        return gpusched_cluster_alloc(c, &j, 1, &n, &m);
+        return gpusched_cluster_allocate(c, &j, 1, &n, &m);
     }
     return -1;
 }
@@ -401,7 +401,7 @@ static gpusched_topo *bp_first_nodes(const gpusched_topo *t, uint32_t nodes)
     gpusched_topo_builder *b = NULL;
     gpusched_topo *out = NULL;
     const char *lv[] = {"rack"};
-    if (gpusched_topo_builder_new(NULL, &b) || gpusched_topo_builder_set_levels(b, 1, lv))
+    if (gpusched_topo_builder_new(NULL, &b) || gpusched_topo_builder_levels_set(b, 1, lv))
         goto done;
     for (uint32_t n = 0; n < nodes; n++) {
         char name[64], rack[16];

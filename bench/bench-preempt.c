@@ -1,7 +1,7 @@
 /* Preemption scenarios: a cluster filled to the last GPU with preemptible
  * low-priority jobs, then the plan for a higher-priority gang (200k GPUs
  * and 8 GPUs), and once, the plan carried out. The cluster is built once:
- * a plan without GPUSCHED_PLACE_COMMIT changes nothing, so its repetitions
+ * a plan without GPUSCHED_PLACE_FLAG_COMMIT changes nothing, so its repetitions
  * all see the same full cluster. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@ static void bpr_low_request(bpr_env *e, gpusched_place_request *q, uint32_t gpus
 {
     gsb_mix_request(q, e->next_id, gpus);
     q->priority = BPR_LOW_PRIORITY;
-    q->job_flags = GPUSCHED_JOB_PREEMPTIBLE;
+    q->job_flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
     q->cost_hint = (uint64_t)gpus * (1 + bpr_rand(e) % 1000);
 }
 
@@ -83,7 +83,7 @@ static void bpr_env_free(bpr_env *e)
     gpusched_preempt_plan_free(e->plan);
     gpusched_place_result_free(e->res);
     gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
+    gpusched_cluster_unref(e->c);
     gpusched_topo_unref(e->t);
 }
 
@@ -247,7 +247,7 @@ static void bpr_preempt(gsb_ctx *b)
             return;
         }
         bpr_gang_request(&e, &q);
-        q.flags = GPUSCHED_PLACE_COMMIT;
+        q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
         t0 = gsb_now_ns();
         int rc = gpusched_placer_preempt(e.p, &q, e.res, e.plan);
         t[i] = (gsb_now_ns() - t0) / 1e6;
@@ -314,10 +314,10 @@ static void bpr_defrag(gsb_ctx *b)
         gpusched_topo_domain_nodes(e.t, rack_level, r, &first, &n);
         gpusched_job j = GPUSCHED_JOB_INIT;
         j.id = 1 + r;
-        j.flags = GPUSCHED_JOB_MOVABLE;
+        j.flags = GPUSCHED_JOB_FLAG_MOVABLE;
         j.cost_hint = 1 + (r * 7919u) % 100;
         uint64_t mask = 0xf;
-        if (gpusched_cluster_alloc(e.c, &j, 1, &first, &mask)) {
+        if (gpusched_cluster_allocate(e.c, &j, 1, &first, &mask)) {
             fprintf(stderr, "bench-preempt: %s\n", gpusched_cluster_errmsg(e.c));
             bpr_env_free(&e);
             return;

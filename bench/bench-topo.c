@@ -40,7 +40,7 @@ static gpusched_topo *gsb_build(const gsb_ctx *b, const gsb_names *nm, const uin
     static const char *const lv[] = {"zone", "block", "rack"};
     gpusched_topo_builder *tb;
     gpusched_topo *t = NULL;
-    if (gpusched_topo_builder_new(NULL, &tb) || gpusched_topo_builder_set_levels(tb, 3, lv))
+    if (gpusched_topo_builder_new(NULL, &tb) || gpusched_topo_builder_levels_set(tb, 3, lv))
         abort();
     uint32_t nodes = gsb_topo_zones(b) * GSB_BLOCKS * GSB_RACKS * GSB_NODES;
     for (uint32_t i = 0; i < nodes; i++) {

@@ -14,7 +14,7 @@ void gsb_mix_request(gpusched_place_request *q, uint64_t id, uint32_t gpus)
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
     q->job_id = id;
     q->gpus = gpus;
-    q->flags = GPUSCHED_PLACE_COMMIT;
+    q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
     if (gpus < 4) {
         q->required_level = 2;
     } else if (gpus < 72) {

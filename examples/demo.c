@@ -50,7 +50,7 @@ static void show_place(void)
     int rc = gpusched_placer_place(p, &q, res);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double plan_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc)
         rc = gpusched_placer_place(p, &q, res);
@@ -80,7 +80,7 @@ static void show_place(void)
 out:
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     gpusched_topo_unref(t);
 }
 
@@ -121,9 +121,9 @@ static void show_preempt(void)
         }
         gpusched_job job = GPUSCHED_JOB_INIT;
         job.id = 1000 + r;
-        job.flags = GPUSCHED_JOB_PREEMPTIBLE;
+        job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
         job.cost_hint = 1 + (r * 7919u) % 100; /* GPU-hours since the job's last checkpoint */
-        if (gpusched_cluster_alloc(c, &job, n, nodes, masks)) {
+        if (gpusched_cluster_allocate(c, &job, n, nodes, masks)) {
             fprintf(stderr, "preempt demo: %s\n", gpusched_cluster_errmsg(c));
             goto out;
         }
@@ -142,7 +142,7 @@ static void show_preempt(void)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = gpusched_placer_preempt(p, &q, res, plan);
     double plan_ms = ms_since(&t0);
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc)
         rc = gpusched_placer_preempt(p, &q, res, plan);
@@ -172,7 +172,7 @@ out:
     gpusched_preempt_plan_free(plan);
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     gpusched_topo_unref(t);
 }
 
@@ -240,8 +240,8 @@ static void show_cluster(void)
         gpusched_job job = GPUSCHED_JOB_INIT;
         job.id = jobs[j].id;
         job.priority = (int32_t)j;
-        job.flags = GPUSCHED_JOB_PREEMPTIBLE;
-        rc = gpusched_cluster_alloc(c, &job, jobs[j].nnodes, nodes, masks);
+        job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+        rc = gpusched_cluster_allocate(c, &job, jobs[j].nnodes, nodes, masks);
         printf("  job %llu, %s: %s\n", (unsigned long long)jobs[j].id, jobs[j].what,
                rc ? gpusched_cluster_errmsg(c) : "allocated");
     }
@@ -250,7 +250,7 @@ static void show_cluster(void)
     clash.id = 5;
     uint32_t node = 1;
     uint64_t mask = 0x1;
-    rc = gpusched_cluster_alloc(c, &clash, 1, &node, &mask);
+    rc = gpusched_cluster_allocate(c, &clash, 1, &node, &mask);
     printf("  job 5 on node 1 GPU 0: %s (%s)\n", gpusched_err_name(rc), gpusched_cluster_errmsg(c));
 
     printf("fragmentation (fully free domains / GPUs stranded outside them / largest whole-domain gang):\n");
@@ -264,7 +264,7 @@ static void show_cluster(void)
     }
     rc = gpusched_cluster_check(c);
     printf("invariants: %s\n", rc ? gpusched_cluster_errmsg(c) : "ok");
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* fairq: three tenants, a few polls with their score terms, under the
@@ -276,7 +276,7 @@ static void show_fairq(void)
     static const double cost[3] = {3.0, 1.0, 0.5};
     for (int p = 0; p < 2; p++) {
         gpusched_fairq *q;
-        if (gpusched_fairq_new(NULL, 3, &q) || gpusched_fairq_set_policy(q, policies[p])) {
+        if (gpusched_fairq_new(3, NULL, &q) || gpusched_fairq_policy_set(q, policies[p])) {
             fprintf(stderr, "fairq: cannot create a queue\n");
             return;
         }

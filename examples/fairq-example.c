@@ -24,9 +24,9 @@ static const double cost[3] = {2.0, 0.2, 0.2};
 static int run(uint32_t policy, const char *name, const char *log_path)
 {
     gpusched_fairq *q;
-    CHECK(gpusched_fairq_new(NULL, 3, &q));
-    CHECK(gpusched_fairq_set_policy(q, policy));
-    CHECK(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_LOG, 1));
+    CHECK(gpusched_fairq_new(3, NULL, &q));
+    CHECK(gpusched_fairq_policy_set(q, policy));
+    CHECK(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_LOG, 1));
     double now = 0;
     uint64_t next = 1;
     for (uint32_t t = 0; t < 3; t++)
@@ -65,7 +65,7 @@ static int run(uint32_t policy, const char *name, const char *log_path)
         CHECK(gpusched_fairq_log_save(q, log_path));
         gpusched_fairq_log *log;
         char err[256];
-        CHECK(gpusched_fairq_log_read(NULL, log_path, &log, err, sizeof err));
+        CHECK(gpusched_fairq_log_read(log_path, NULL, &log, err, sizeof err));
         const gpusched_fairq_decision *rec;
         uint64_t n;
         CHECK(gpusched_fairq_log_view(log, &rec, &n));

@@ -14,7 +14,7 @@ int main(void)
         gpusched_place_result_new(NULL, &res))
         return 1;
     gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
-    req.job_id = 42, req.gpus = 144, req.flags = GPUSCHED_PLACE_COMMIT;
+    req.job_id = 42, req.gpus = 144, req.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     req.slice_gpus[0] = 72, req.slice_level[0] = 2; /* 72 GPUs per rack (NVL72) */
     int rc = gpusched_placer_place(placer, &req, res);
     const uint32_t *nodes; const uint64_t *masks; uint32_t n = 0;
@@ -23,6 +23,6 @@ int main(void)
     else
         printf("job 42: %s\n", gpusched_place_result_message(res));
     gpusched_place_result_free(res), gpusched_placer_free(placer);
-    gpusched_cluster_free(cluster), gpusched_topo_unref(topo);
+    gpusched_cluster_unref(cluster), gpusched_topo_unref(topo);
     return rc ? 1 : 0;
 }

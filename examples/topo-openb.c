@@ -55,7 +55,7 @@ static int load(const char *path, gpusched_topo **out)
     gpusched_topo_builder *b = NULL;
     int rc = gpusched_topo_builder_new(NULL, &b);
     if (!rc)
-        rc = gpusched_topo_builder_set_levels(b, 1, levels);
+        rc = gpusched_topo_builder_levels_set(b, 1, levels);
     if (!rc)
         rc = add_rows(fp, b);
     if (!rc)

@@ -29,7 +29,7 @@ static inline gpusched_topo *ct_mixed(void)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"zone", "rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, lv), 0);
     static const struct {
         const char *zone, *rack, *name;
         uint32_t gpus;
@@ -69,8 +69,8 @@ static inline uint64_t ct_hold_print(gpusched_cluster *c, uint64_t h, uint64_t i
     const uint32_t *nodes;
     const uint64_t *masks;
     uint32_t n, g;
-    int rc = resv ? gpusched_cluster_resv_alloc(c, id, &nodes, &masks, &n, &g)
-                  : gpusched_cluster_job_alloc(c, id, &nodes, &masks, &n, &g);
+    int rc = resv ? gpusched_cluster_resv_allocation(c, id, &nodes, &masks, &n, &g)
+                  : gpusched_cluster_job_allocation(c, id, &nodes, &masks, &n, &g);
     cr_assert_eq(rc, 0);
     h = ct_mix(ct_mix(ct_mix(h, id), n), g);
     for (uint32_t i = 0; i < n; i++)

@@ -48,7 +48,7 @@ static inline void pt_env_free(pt_env *e)
 {
     gpusched_place_result_free(e->res);
     gpusched_placer_free(e->p);
-    gpusched_cluster_free(e->c);
+    gpusched_cluster_unref(e->c);
     gpusched_topo_unref(e->t);
 }
 
@@ -72,7 +72,7 @@ static inline gpusched_topo *pt_random_topo(pt_rng *r, uint32_t max_nodes)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     uint32_t L = 1 + pt_below(r, 3);
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, L, lv + (3 - L)), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, L, lv + (3 - L)), 0);
     uint32_t nnodes = 1 + pt_below(r, max_nodes);
     uint32_t path_idx[3] = {0, 0, 0};
     bool uniform_gpus = pt_below(r, 3) == 0;
@@ -124,7 +124,7 @@ static inline void pt_random_state(pt_rng *r, gpusched_cluster *c, uint64_t resv
         if (m) {
             gpusched_job j = GPUSCHED_JOB_INIT;
             j.id = id++;
-            cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &n, &m), 0, "%s", gpusched_cluster_errmsg(c));
+            cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0, "%s", gpusched_cluster_errmsg(c));
         }
         uint64_t left = all & ~m;
         uint64_t rm = pt_next(r) & left;
@@ -133,7 +133,7 @@ static inline void pt_random_state(pt_rng *r, gpusched_cluster *c, uint64_t resv
                          gpusched_cluster_errmsg(c));
         uint64_t hit[64];
         if (pt_below(r, 12) == 0)
-            cr_assert_eq(gpusched_cluster_set_node_health(c, n, 1 + pt_below(r, 3), hit, 64, NULL), 0);
+            cr_assert_eq(gpusched_cluster_node_health_set(c, n, 1 + pt_below(r, 3), hit, 64, NULL), 0);
     }
 }
 

@@ -63,18 +63,18 @@ Test(layout, place_request)
     cr_assert_eq(sizeof(gpusched_place_split), sizeof(int));
     cr_assert_eq(sizeof(gpusched_place_reason), sizeof(int));
     cr_assert_eq(GPUSCHED_SPLIT_WHOLE_NODES, 2);
-    cr_assert_eq(GPUSCHED_PLACE_NOT_RUN, 6);
+    cr_assert_eq(GPUSCHED_REASON_NOT_RUN, 6);
 }
 
 /* Topology limits are part of the contract: callers size buffers and
  * label masks from them. */
 Test(layout, topo_limits)
 {
-    cr_assert_eq(GPUSCHED_TOPO_MAX_LEVELS, 8);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_NODE_GPUS, 64);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_LABELS, 64);
-    cr_assert_eq(GPUSCHED_TOPO_MAX_CLASSES, 255);
-    cr_assert_eq(GPUSCHED_TOPO_NAME_MAX, 63);
+    cr_assert_eq(GPUSCHED_MAX_LEVELS, 8);
+    cr_assert_eq(GPUSCHED_MAX_NODE_GPUS, 64);
+    cr_assert_eq(GPUSCHED_MAX_LABELS, 64);
+    cr_assert_eq(GPUSCHED_MAX_CLASSES, 255);
+    cr_assert_eq(GPUSCHED_MAX_NAME, 63);
     cr_assert_eq(GPUSCHED_NONE, UINT32_MAX);
 }
 

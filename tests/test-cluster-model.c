@@ -143,8 +143,8 @@ static void compare_hold(gpusched_cluster *c, const model *m, uint64_t id, int k
     const uint32_t *pn;
     const uint64_t *pm;
     uint32_t np, gpus;
-    int rc = kind == ALLOC ? gpusched_cluster_job_alloc(c, id, &pn, &pm, &np, &gpus)
-                           : gpusched_cluster_resv_alloc(c, id, &pn, &pm, &np, &gpus);
+    int rc = kind == ALLOC ? gpusched_cluster_job_allocation(c, id, &pn, &pm, &np, &gpus)
+                           : gpusched_cluster_resv_allocation(c, id, &pn, &pm, &np, &gpus);
     cr_assert_eq(rc, 0);
     uint32_t i = 0, total = 0;
     for (uint32_t n = 0; n < m->nnodes; n++) {
@@ -274,7 +274,7 @@ static void step(gpusched_cluster *c, model *m)
         int expect = m->running[id] ? GPUSCHED_EEXIST : model_check_pairs(m, n, nodes, masks, m->reserved[id], id);
         gpusched_job j = ct_job(id);
         j.priority = (int32_t)below(5);
-        int rc = gpusched_cluster_alloc(c, &j, n, nodes, masks);
+        int rc = gpusched_cluster_allocate(c, &j, n, nodes, masks);
         cr_assert_eq(rc, expect, "alloc %llu: got %s, model says %s (%s)", (unsigned long long)id,
                      gpusched_err_name(rc), gpusched_err_name(expect), gpusched_cluster_errmsg(c));
         n_alloc_ok += !rc;
@@ -316,10 +316,10 @@ static void step(gpusched_cluster *c, model *m)
         }
     } else if (op < 86) {
         uint32_t node = below(m->nnodes);
-        uint32_t h = below(3) ? GPUSCHED_NODE_UP : below(GPUSCHED_NODE_HEALTH_COUNT);
+        uint32_t h = below(3) ? GPUSCHED_NODE_UP : below(GPUSCHED_NODE_DOWN + 1);
         uint64_t hit[64];
         uint32_t nhit;
-        cr_assert_eq(gpusched_cluster_set_node_health(c, node, h, hit, 64, &nhit), 0);
+        cr_assert_eq(gpusched_cluster_node_health_set(c, node, h, hit, 64, &nhit), 0);
         uint64_t seen[IDS] = {0};
         uint32_t expect = 0;
         for (uint32_t g = 0; g < m->gpus[node]; g++)
@@ -389,7 +389,7 @@ static void snapshot_round_trip(gpusched_cluster *c)
     cr_assert_eq(gpusched_cluster_snapshot(back, b, len, &len2), 0);
     cr_assert_eq(len2, len);
     cr_assert_arr_eq(a, b, len);
-    gpusched_cluster_free(back);
+    gpusched_cluster_unref(back);
     free(a);
     free(b);
 }
@@ -407,7 +407,7 @@ static void run(gpusched_topo *t, uint64_t seed, int steps)
         if (i % 97 == 0)
             snapshot_round_trip(c);
     }
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     /* The sequence must reach the interesting states, not only errors. */
     cr_assert_gt(n_alloc_ok, steps / 40, "%u allocations succeeded", n_alloc_ok);
     cr_assert_gt(n_big, 5, "%u allocations of more than 4 nodes", n_big);

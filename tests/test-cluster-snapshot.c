@@ -47,17 +47,17 @@ static gpusched_cluster *busy_cluster(gpusched_topo *t)
         gpusched_job j = ct_job(id * 1000003);
         j.priority = (int32_t)id - 20;
         j.tenant = (uint32_t)id % 5;
-        j.flags = id % 2 ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+        j.flags = id % 2 ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
         j.start_time = -(int64_t)id;
         j.cost_hint = id * id;
         int rc = id % 5 == 0 ? gpusched_cluster_reserve(c, id, n, nodes, masks)
-                             : gpusched_cluster_alloc(c, &j, n, nodes, masks);
+                             : gpusched_cluster_allocate(c, &j, n, nodes, masks);
         cr_assert_eq(rc, 0, "%s", gpusched_cluster_errmsg(c));
     }
     uint64_t hit[64];
-    OK(c, gpusched_cluster_set_node_health(c, 1, GPUSCHED_NODE_DOWN, hit, 64, NULL));
-    OK(c, gpusched_cluster_set_node_health(c, 2, GPUSCHED_NODE_DRAINING, hit, 64, NULL));
-    OK(c, gpusched_cluster_set_node_health(c, 3, GPUSCHED_NODE_CORDONED, hit, 64, NULL));
+    OK(c, gpusched_cluster_node_health_set(c, 1, GPUSCHED_NODE_DOWN, hit, 64, NULL));
+    OK(c, gpusched_cluster_node_health_set(c, 2, GPUSCHED_NODE_DRAINING, hit, 64, NULL));
+    OK(c, gpusched_cluster_node_health_set(c, 3, GPUSCHED_NODE_CORDONED, hit, 64, NULL));
     OK(c, gpusched_cluster_check(c));
     return c;
 }
@@ -99,8 +99,8 @@ static void round_trip(gpusched_topo *t)
     OK(back, gpusched_cluster_check(back));
     free(img);
     free(img2);
-    gpusched_cluster_free(back);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(back);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster_snapshot, round_trip_uniform) { round_trip(ct_uniform()); }
@@ -118,8 +118,8 @@ Test(cluster_snapshot, round_trip_preset_and_empty)
     cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &back, NULL, 0), 0);
     cr_assert_eq(ct_fingerprint(back), ct_fingerprint(c));
     free(img);
-    gpusched_cluster_free(back);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(back);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster_snapshot, argument_errors)
@@ -154,7 +154,7 @@ Test(cluster_snapshot, argument_errors)
     cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ESTATE);
     gs_txn_rollback(c);
     cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, &len), GPUSCHED_ERANGE, "after it, the size query works");
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 static int restore_rc(const uint8_t *img, size_t len, char *err, size_t errlen)
@@ -164,7 +164,7 @@ static int restore_rc(const uint8_t *img, size_t len, char *err, size_t errlen)
     if (rc)
         cr_assert_null(out, "a failed restore created a cluster");
     else
-        gpusched_cluster_free(out);
+        gpusched_cluster_unref(out);
     return rc;
 }
 
@@ -182,7 +182,7 @@ Test(cluster_snapshot, every_truncation_fails)
     cr_assert_eq(restore_rc(img, 10, err, sizeof err), GPUSCHED_ECORRUPT);
     cr_assert_str_eq(err, "image of 10 bytes is shorter than a header");
     free(img);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster_snapshot, every_flipped_byte_fails)
@@ -207,7 +207,7 @@ Test(cluster_snapshot, every_flipped_byte_fails)
     cr_assert_eq(restore_rc(img, len, err, sizeof err), GPUSCHED_ECORRUPT);
     cr_assert_str_eq(err, "not a cluster snapshot (bad magic)");
     free(img);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* ---- hostile images: valid checksum, bad content ----------------------- */
@@ -253,15 +253,15 @@ static image small_image(void)
     uint32_t n0 = 0, n12[] = {1, 2}, n3 = 3;
     uint64_t m0 = 0x3, m12[] = {0x1, 0x1};
     gpusched_job j1 = ct_job(1), j2 = ct_job(2);
-    OK(c, gpusched_cluster_alloc(c, &j1, 1, &n0, &m0));
-    OK(c, gpusched_cluster_alloc(c, &j2, 2, n12, m12));
+    OK(c, gpusched_cluster_allocate(c, &j1, 1, &n0, &m0));
+    OK(c, gpusched_cluster_allocate(c, &j2, 2, n12, m12));
     OK(c, gpusched_cluster_reserve(c, 3, 1, &n3, &m0));
     image im;
     im.b = snap(c, &im.len);
     im.state = 32 + get64(im.b + 16);
     im.nnodes = 24;
     im.jobs = im.state + 24 + im.nnodes;
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     cr_assert_eq(restore_rc(im.b, im.len, NULL, 0), 0);
     return im;
 }
@@ -389,7 +389,7 @@ Test(cluster_snapshot, random_mutations_never_crash)
         if (rc == 0) {
             accepted++;
             cr_assert_eq(gpusched_cluster_check(out), 0, "%s", gpusched_cluster_errmsg(out));
-            gpusched_cluster_free(out);
+            gpusched_cluster_unref(out);
         } else {
             cr_assert(rc == GPUSCHED_ECORRUPT || rc == GPUSCHED_EVERSION, "%s", gpusched_err_name(rc));
             cr_assert_null(out);
@@ -423,7 +423,7 @@ static void fa_free(void *ctx)
     fa_ctx *x = ctx;
     x->fa->fail_at = -1;
     cr_assert_eq(gpusched_cluster_check(x->out), 0);
-    gpusched_cluster_free(x->out);
+    gpusched_cluster_unref(x->out);
     x->out = NULL;
 }
 
@@ -435,7 +435,7 @@ Test(cluster_snapshot, restore_survives_every_allocation_failure)
     long n = failalloc_sweep(fa_restore, fa_free, &x);
     cr_assert_gt(n, 10);
     free(x.img);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster_snapshot, checksum_is_xxh64)

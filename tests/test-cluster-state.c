@@ -27,7 +27,7 @@
 static int alloc1(gpusched_cluster *c, uint64_t id, uint32_t node, uint64_t mask)
 {
     gpusched_job j = ct_job(id);
-    return gpusched_cluster_alloc(c, &j, 1, &node, &mask);
+    return gpusched_cluster_allocate(c, &j, 1, &node, &mask);
 }
 
 Test(cluster, new_free_and_accessors)
@@ -54,8 +54,8 @@ Test(cluster, new_free_and_accessors)
     cr_assert_eq(gpusched_cluster_resv_count(NULL), 0);
     OK(c, gpusched_cluster_check(c));
     cr_assert_eq(gpusched_cluster_check(NULL), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
-    gpusched_cluster_free(NULL);
+    gpusched_cluster_unref(c);
+    gpusched_cluster_unref(NULL);
 }
 
 Test(cluster, empty_aggregates_and_frag)
@@ -89,7 +89,7 @@ Test(cluster, empty_aggregates_and_frag)
     OK(c, gpusched_cluster_frag(c, 2, &fd, &s, &gang)); /* nodes */
     cr_assert_eq(fd, 24);
     OK(c, gpusched_cluster_frag(c, 1, NULL, NULL, NULL));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, aggregate_queries_reject_bad_arguments)
@@ -125,7 +125,7 @@ Test(cluster, aggregate_queries_reject_bad_arguments)
     /* A success clears the message. */
     OK(c, gpusched_cluster_domain_free_gpus(c, 1, 0, &g));
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "");
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, alloc_release_and_lookups)
@@ -134,12 +134,12 @@ Test(cluster, alloc_release_and_lookups)
     gpusched_job j = ct_job(42);
     j.priority = -3;
     j.tenant = 7;
-    j.flags = GPUSCHED_JOB_PREEMPTIBLE;
+    j.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
     j.start_time = -100;
     j.cost_hint = 12345;
     uint32_t nodes[] = {4, 5, 9};
     uint64_t masks[] = {0xf, 0x3, 0x8};
-    OK(c, gpusched_cluster_alloc(c, &j, 3, nodes, masks));
+    OK(c, gpusched_cluster_allocate(c, &j, 3, nodes, masks));
     OK(c, gpusched_cluster_check(c));
     cr_assert_eq(gpusched_cluster_job_count(c), 1);
     uint64_t id;
@@ -151,19 +151,19 @@ Test(cluster, alloc_release_and_lookups)
     cr_assert_eq(got.id, 42);
     cr_assert_eq(got.priority, -3);
     cr_assert_eq(got.tenant, 7);
-    cr_assert_eq(got.flags, GPUSCHED_JOB_PREEMPTIBLE);
+    cr_assert_eq(got.flags, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     cr_assert_eq(got.start_time, -100);
     cr_assert_eq(got.cost_hint, 12345);
     OK(c, gpusched_cluster_job_find(c, 42, NULL));
     const uint32_t *pn;
     const uint64_t *pm;
     uint32_t n, gpus;
-    OK(c, gpusched_cluster_job_alloc(c, 42, &pn, &pm, &n, &gpus));
+    OK(c, gpusched_cluster_job_allocation(c, 42, &pn, &pm, &n, &gpus));
     cr_assert_eq(n, 3);
     cr_assert_eq(gpus, 7);
     cr_assert_arr_eq(pn, nodes, sizeof nodes);
     cr_assert_arr_eq(pm, masks, sizeof masks);
-    OK(c, gpusched_cluster_job_alloc(c, 42, &pn, &pm, &n, NULL));
+    OK(c, gpusched_cluster_job_allocation(c, 42, &pn, &pm, &n, NULL));
 
     uint64_t f, r, a;
     uint32_t h;
@@ -207,7 +207,7 @@ Test(cluster, alloc_release_and_lookups)
     cr_assert_eq(fd, 2);
     cr_assert_eq(gpusched_cluster_job_find(c, 42, NULL), GPUSCHED_ENOENT);
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "no running job 42");
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, alloc_rejects_bad_input_atomically)
@@ -217,48 +217,48 @@ Test(cluster, alloc_rejects_bad_input_atomically)
     gpusched_job j = ct_job(2);
     uint32_t nodes[] = {2, 3};
     uint64_t masks[] = {0x3, 0x3};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, nodes, masks), GPUSCHED_EBUSY,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, nodes, masks), GPUSCHED_EBUSY,
            "pair 1: node 3 GPU 0 is allocated to job 1");
     uint32_t desc[] = {3, 2};
     uint64_t desc_masks[] = {0xc, 0x3};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, desc, desc_masks), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, desc, desc_masks), GPUSCHED_EINVAL,
            "pair 1: node 2 follows node 3 (nodes must be strictly ascending)");
     uint32_t dup[] = {2, 2};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, dup, masks), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, dup, masks), GPUSCHED_EINVAL,
            "pair 1: node 2 follows node 2 (nodes must be strictly ascending)");
     uint32_t far[] = {2, 24};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, far, masks), GPUSCHED_ERANGE,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, far, masks), GPUSCHED_ERANGE,
            "pair 1: node 24 out of range (the topology has 24)");
     uint64_t zero[] = {0x1, 0};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, nodes, zero), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, nodes, zero), GPUSCHED_EINVAL,
            "pair 1: node 3 has an empty GPU mask");
     uint64_t wide[] = {0x10, 0x2};
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, nodes, wide), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, nodes, wide), GPUSCHED_EINVAL,
            "pair 0: node 2 has 4 GPUs, mask 0x10 names GPU 4");
-    REJECT(c, gpusched_cluster_alloc(c, &j, 0, nodes, masks), GPUSCHED_EINVAL, "allocation is empty (n = 0)");
-    REJECT(c, gpusched_cluster_alloc(c, &j, 2, NULL, masks), GPUSCHED_EINVAL, "nodes or masks is NULL");
-    REJECT(c, gpusched_cluster_alloc(c, NULL, 2, nodes, masks), GPUSCHED_EINVAL, "job: NULL pointer");
+    REJECT(c, gpusched_cluster_allocate(c, &j, 0, nodes, masks), GPUSCHED_EINVAL, "allocation is empty (n = 0)");
+    REJECT(c, gpusched_cluster_allocate(c, &j, 2, NULL, masks), GPUSCHED_EINVAL, "nodes or masks is NULL");
+    REJECT(c, gpusched_cluster_allocate(c, NULL, 2, nodes, masks), GPUSCHED_EINVAL, "job: NULL pointer");
     gpusched_job again = ct_job(1);
     uint64_t free2[] = {0x3, 0xc};
-    REJECT(c, gpusched_cluster_alloc(c, &again, 2, nodes, free2), GPUSCHED_EEXIST, "job 1 is already running");
+    REJECT(c, gpusched_cluster_allocate(c, &again, 2, nodes, free2), GPUSCHED_EEXIST, "job 1 is already running");
     gpusched_job flags = ct_job(2);
     flags.flags = 0x6;
-    REJECT(c, gpusched_cluster_alloc(c, &flags, 2, nodes, free2), GPUSCHED_EINVAL, "job 2: unknown flags 0x4");
+    REJECT(c, gpusched_cluster_allocate(c, &flags, 2, nodes, free2), GPUSCHED_EINVAL, "job 2: unknown flags 0x4");
     gpusched_job small = ct_job(2);
     small.size = 8;
-    REJECT(c, gpusched_cluster_alloc(c, &small, 2, nodes, free2), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_allocate(c, &small, 2, nodes, free2), GPUSCHED_EINVAL,
            "job: size field is 8, at least 40 expected (use the _INIT macro)");
     struct {
         gpusched_job j;
         uint64_t extra;
     } big = {ct_job(2), 1};
     big.j.size = sizeof big;
-    REJECT(c, gpusched_cluster_alloc(c, &big.j, 2, nodes, free2), GPUSCHED_E2BIG,
+    REJECT(c, gpusched_cluster_allocate(c, &big.j, 2, nodes, free2), GPUSCHED_E2BIG,
            "job: byte 40 is non-zero but this library knows only 40 bytes");
     big.extra = 0;
-    OK(c, gpusched_cluster_alloc(c, &big.j, 2, nodes, free2));
-    cr_assert_eq(gpusched_cluster_alloc(NULL, &j, 2, nodes, masks), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    OK(c, gpusched_cluster_allocate(c, &big.j, 2, nodes, free2));
+    cr_assert_eq(gpusched_cluster_allocate(NULL, &j, 2, nodes, masks), GPUSCHED_EINVAL);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, release_update_and_iteration_errors)
@@ -293,10 +293,10 @@ Test(cluster, release_update_and_iteration_errors)
     const uint32_t *pn;
     const uint64_t *pm;
     uint32_t n;
-    REJECT(c, gpusched_cluster_job_alloc(c, 99, &pn, &pm, &n, NULL), GPUSCHED_ENOENT, "no running job 99");
-    REJECT(c, gpusched_cluster_job_alloc(c, 12, NULL, &pm, &n, NULL), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_job_allocation(c, 99, &pn, &pm, &n, NULL), GPUSCHED_ENOENT, "no running job 99");
+    REJECT(c, gpusched_cluster_job_allocation(c, 12, NULL, &pm, &n, NULL), GPUSCHED_EINVAL,
            "nodes, masks or n is NULL");
-    cr_assert_eq(gpusched_cluster_job_alloc(NULL, 12, &pn, &pm, &n, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_cluster_job_allocation(NULL, 12, &pn, &pm, &n, NULL), GPUSCHED_EINVAL);
     /* Releasing in the middle keeps every other job reachable. */
     OK(c, gpusched_cluster_release(c, 11));
     uint64_t seen = 0;
@@ -306,7 +306,7 @@ Test(cluster, release_update_and_iteration_errors)
     }
     cr_assert_eq(seen, 0x1d);
     OK(c, gpusched_cluster_check(c));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, node_and_gpu_queries_reject_bad_arguments)
@@ -322,7 +322,7 @@ Test(cluster, node_and_gpu_queries_reject_bad_arguments)
     REJECT(c, gpusched_cluster_gpu_state(c, 0, 0, NULL, NULL), GPUSCHED_EINVAL, "state is NULL");
     cr_assert_eq(gpusched_cluster_node_state(NULL, 0, NULL, NULL, NULL, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_gpu_state(NULL, 0, 0, &st, NULL), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, reservations)
@@ -357,7 +357,7 @@ Test(cluster, reservations)
     const uint32_t *pn;
     const uint64_t *pm;
     uint32_t n, gpus;
-    OK(c, gpusched_cluster_resv_alloc(c, 7, &pn, &pm, &n, &gpus));
+    OK(c, gpusched_cluster_resv_allocation(c, 7, &pn, &pm, &n, &gpus));
     cr_assert_eq(n, 3);
     cr_assert_eq(gpus, 8);
     cr_assert_eq(pn[0], 0);
@@ -373,7 +373,7 @@ Test(cluster, reservations)
     gpusched_job j = ct_job(7);
     uint32_t an[] = {0, 3};
     uint64_t am[] = {0xe, 0x1};
-    OK(c, gpusched_cluster_alloc(c, &j, 2, an, am));
+    OK(c, gpusched_cluster_allocate(c, &j, 2, an, am));
     OK(c, gpusched_cluster_check(c));
     cr_assert_eq(gpusched_cluster_resv_count(c), 0);
     OK(c, gpusched_cluster_node_state(c, 1, &f, &r, &a, NULL));
@@ -387,9 +387,9 @@ Test(cluster, reservations)
     REJECT(c, gpusched_cluster_resv_at(c, 0, &id), GPUSCHED_ERANGE,
            "reservation index 0 out of range (0 reservations)");
     REJECT(c, gpusched_cluster_resv_at(c, 0, NULL), GPUSCHED_EINVAL, "job_id is NULL");
-    REJECT(c, gpusched_cluster_resv_alloc(c, 5, &pn, &pm, &n, NULL), GPUSCHED_ENOENT,
+    REJECT(c, gpusched_cluster_resv_allocation(c, 5, &pn, &pm, &n, NULL), GPUSCHED_ENOENT,
            "no reservation for job 5");
-    REJECT(c, gpusched_cluster_resv_alloc(c, 5, &pn, NULL, &n, NULL), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_resv_allocation(c, 5, &pn, NULL, &n, NULL), GPUSCHED_EINVAL,
            "nodes, masks or n is NULL");
     REJECT(c, gpusched_cluster_reserve(c, 5, 0, nodes, masks), GPUSCHED_EINVAL, "allocation is empty (n = 0)");
     uint64_t taken = 0x1;
@@ -398,8 +398,8 @@ Test(cluster, reservations)
     cr_assert_eq(gpusched_cluster_reserve(NULL, 5, 1, nodes, masks), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_unreserve(NULL, 5), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_resv_at(NULL, 0, &id), GPUSCHED_EINVAL);
-    cr_assert_eq(gpusched_cluster_resv_alloc(NULL, 5, &pn, &pm, &n, NULL), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    cr_assert_eq(gpusched_cluster_resv_allocation(NULL, 5, &pn, &pm, &n, NULL), GPUSCHED_EINVAL);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, reservation_of_a_running_job_stays_separate)
@@ -416,7 +416,7 @@ Test(cluster, reservation_of_a_running_job_stays_separate)
     OK(c, gpusched_cluster_node_state(c, 0, &f, NULL, NULL, NULL));
     cr_assert_eq(f, 0x3);
     OK(c, gpusched_cluster_check(c));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, health_and_jobs_hit)
@@ -440,13 +440,13 @@ Test(cluster, health_and_jobs_hit)
     OK(c, gpusched_cluster_node_jobs(c, 7, NULL, 0, &n));
     cr_assert_eq(n, 0);
 
-    REJECT(c, gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, ids, 1, &n), GPUSCHED_ERANGE,
+    REJECT(c, gpusched_cluster_node_health_set(c, 6, GPUSCHED_NODE_DOWN, ids, 1, &n), GPUSCHED_ERANGE,
            "node 6 holds 3 jobs, the buffer 1");
-    REJECT(c, gpusched_cluster_set_node_health(c, 6, 4, ids, 4, &n), GPUSCHED_EINVAL,
+    REJECT(c, gpusched_cluster_node_health_set(c, 6, 4, ids, 4, &n), GPUSCHED_EINVAL,
            "health 4 is not a gpusched_node_health");
-    REJECT(c, gpusched_cluster_set_node_health(c, 30, 1, ids, 4, &n), GPUSCHED_ERANGE,
+    REJECT(c, gpusched_cluster_node_health_set(c, 30, 1, ids, 4, &n), GPUSCHED_ERANGE,
            "node 30 out of range (the topology has 24)");
-    OK(c, gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, ids, 4, &n));
+    OK(c, gpusched_cluster_node_health_set(c, 6, GPUSCHED_NODE_DOWN, ids, 4, &n));
     cr_assert_eq(n, 3);
     OK(c, gpusched_cluster_check(c));
     uint32_t h;
@@ -470,18 +470,18 @@ Test(cluster, health_and_jobs_hit)
     OK(c, gpusched_cluster_domain_free_gpus(c, 1, 1, &g));
     cr_assert_eq(g, 12);
     for (uint32_t s = GPUSCHED_NODE_CORDONED; s <= GPUSCHED_NODE_DOWN; s++) {
-        REJECT(c, gpusched_cluster_set_node_health(c, 6, s, NULL, 2, NULL), GPUSCHED_EINVAL, "ids is NULL");
-        OK(c, gpusched_cluster_set_node_health(c, 6, s, ids, 4, NULL));
+        REJECT(c, gpusched_cluster_node_health_set(c, 6, s, NULL, 2, NULL), GPUSCHED_EINVAL, "ids is NULL");
+        OK(c, gpusched_cluster_node_health_set(c, 6, s, ids, 4, NULL));
         OK(c, gpusched_cluster_check(c));
     }
-    OK(c, gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_UP, ids, 4, &n));
+    OK(c, gpusched_cluster_node_health_set(c, 6, GPUSCHED_NODE_UP, ids, 4, &n));
     cr_assert_eq(n, 2);
     OK(c, gpusched_cluster_domain_free_gpus(c, 1, 1, &g));
     cr_assert_eq(g, 14);
     OK(c, gpusched_cluster_check(c));
-    cr_assert_eq(gpusched_cluster_set_node_health(NULL, 6, 0, NULL, 0, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_cluster_node_health_set(NULL, 6, 0, NULL, 0, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_node_jobs(NULL, 6, NULL, 0, &n), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, mixed_node_sizes)
@@ -513,7 +513,7 @@ Test(cluster, mixed_node_sizes)
     OK(c, gpusched_cluster_domain_nodes_with_free(c, GPUSCHED_NONE, 0, 0, &n));
     cr_assert_eq(n, 10);
     OK(c, gpusched_cluster_check(c));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, many_jobs_grow_tables_and_hash)
@@ -534,7 +534,7 @@ Test(cluster, many_jobs_grow_tables_and_hash)
     uint64_t g;
     OK(c, gpusched_cluster_domain_free_gpus(c, GPUSCHED_NONE, 0, &g));
     cr_assert_eq(g, 32);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, checker_finds_tampering)
@@ -590,7 +590,7 @@ Test(cluster, checker_finds_tampering)
     cr_assert_eq(gpusched_cluster_check(c), GPUSCHED_ECORRUPT);
     c->jobs.rec[c->jobs.live[0]].live = 0;
     OK(c, gpusched_cluster_check(c));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, lend_and_commit_internal_path)
@@ -629,7 +629,7 @@ Test(cluster, lend_and_commit_internal_path)
     cr_assert_eq(g, 94);
     cr_assert_eq(gs_cluster_hist_at_least(c, 1, 0, 4), 2);
     cr_assert_eq(gs_cluster_hist_at_least(c, GPUSCHED_NONE, 0, 3), 24);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* ---- allocation failures ----------------------------------------------- */
@@ -649,7 +649,7 @@ static int fa_new(failalloc *fa, void *ctx)
 static void fa_free(void *ctx)
 {
     fa_ctx *x = ctx;
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
     x->c = NULL;
 }
 
@@ -679,11 +679,11 @@ static int fa_ops(failalloc *fa, void *ctx)
         uint64_t before = ct_fingerprint(c);
         gpusched_job j = ct_job(i);
         rc = i % 4 == 3 ? gpusched_cluster_reserve(c, 1000 + i % 3, n, nodes, masks)
-                        : gpusched_cluster_alloc(c, &j, n, nodes, masks);
+                        : gpusched_cluster_allocate(c, &j, n, nodes, masks);
         if (rc == GPUSCHED_ENOMEM) {
             cr_assert_eq(ct_fingerprint(c), before);
             cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
-            gpusched_cluster_free(c);
+            gpusched_cluster_unref(c);
             x->c = NULL;
             return rc;
         }
@@ -719,7 +719,7 @@ Test(cluster, check_reports_out_of_memory)
     }
     fa.fail_at = -1;
     cr_assert_eq(gpusched_cluster_check(c), 0);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     cr_assert_eq(fa.live, 0);
     gpusched_topo_unref(t);
 }
@@ -730,7 +730,7 @@ Test(cluster, release_to_resv_keeps_the_gpus_for_the_preemptor)
     gpusched_job victim = ct_job(10);
     uint32_t vn[] = {4, 5};
     uint64_t vm[] = {0x3, 0xf};
-    OK(c, gpusched_cluster_alloc(c, &victim, 2, vn, vm));
+    OK(c, gpusched_cluster_allocate(c, &victim, 2, vn, vm));
     OK(c, alloc1(c, 11, 6, 0xf));
     uint32_t rn = 5;
     uint64_t g0, g1;
@@ -747,20 +747,20 @@ Test(cluster, release_to_resv_keeps_the_gpus_for_the_preemptor)
     cr_assert_eq(id, 99);
     /* A second victim on a down node joins the same reservation. */
     uint64_t hit[4];
-    OK(c, gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, hit, 4, NULL));
+    OK(c, gpusched_cluster_node_health_set(c, 6, GPUSCHED_NODE_DOWN, hit, 4, NULL));
     OK(c, gpusched_cluster_release_to_resv(c, 11, 99));
     OK(c, gpusched_cluster_check(c));
     const uint32_t *pn;
     const uint64_t *pm;
     uint32_t n, gpus;
-    OK(c, gpusched_cluster_resv_alloc(c, 99, &pn, &pm, &n, &gpus));
+    OK(c, gpusched_cluster_resv_allocation(c, 99, &pn, &pm, &n, &gpus));
     cr_assert_eq(n, 3);
     cr_assert_eq(gpus, 10);
     cr_assert_eq(pn[2], 6);
     /* The preemptor takes what it needs from its reservation. */
     gpusched_job pre = ct_job(99);
     uint64_t pmask = 0xf;
-    OK(c, gpusched_cluster_alloc(c, &pre, 1, &rn, &pmask));
+    OK(c, gpusched_cluster_allocate(c, &pre, 1, &rn, &pmask));
     OK(c, gpusched_cluster_check(c));
     cr_assert_eq(gpusched_cluster_resv_count(c), 0);
     REJECT(c, gpusched_cluster_release_to_resv(c, 10, 99), GPUSCHED_ENOENT, "no running job 10");
@@ -778,7 +778,7 @@ Test(cluster, release_to_resv_keeps_the_gpus_for_the_preemptor)
     gs_txn_rollback(c);
     OK(c, gpusched_cluster_check(c));
     OK(c, gpusched_cluster_release_to_resv(c, 12, 50));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 static int fa_release_to_resv(failalloc *fa, void *ctx)
@@ -790,9 +790,9 @@ static int fa_release_to_resv(failalloc *fa, void *ctx)
     gpusched_job j = ct_job(1);
     uint32_t nodes[] = {0, 1, 2};
     uint64_t masks[] = {1, 1, 1};
-    cr_assert_eq(gpusched_cluster_alloc(x->c, &j, 3, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_allocate(x->c, &j, 3, nodes, masks), 0);
     j.id = 2;
-    cr_assert_eq(gpusched_cluster_alloc(x->c, &j, 1, &nodes[1], &(uint64_t){2}), 0);
+    cr_assert_eq(gpusched_cluster_allocate(x->c, &j, 1, &nodes[1], &(uint64_t){2}), 0);
     if (x->what)
         cr_assert_eq(gpusched_cluster_reserve(x->c, 7, 1, &nodes[2], &(uint64_t){4}), 0);
     uint64_t before = ct_fingerprint(x->c);
@@ -806,7 +806,7 @@ static int fa_release_to_resv(failalloc *fa, void *ctx)
         cr_assert_eq(gpusched_cluster_check(x->c), 0);
         if (gpusched_cluster_job_count(x->c) == 2)
             cr_assert_eq(ct_fingerprint(x->c), before);
-        gpusched_cluster_free(x->c);
+        gpusched_cluster_unref(x->c);
         x->c = NULL;
         return rc;
     }
@@ -832,7 +832,7 @@ Test(cluster, memory_grows_with_jobs_and_job_find_respects_a_larger_struct)
     gpusched_job j = ct_job(1);
     uint32_t nodes[] = {0, 1, 2};
     uint64_t masks[] = {1, 1, 1};
-    OK(c, gpusched_cluster_alloc(c, &j, 3, nodes, masks));
+    OK(c, gpusched_cluster_allocate(c, &j, 3, nodes, masks));
     cr_assert_gt(gpusched_cluster_memory_bytes(c), empty + 3 * 12);
     /* A newer caller's struct is longer: the library fills what it knows
      * and leaves the rest, keeping the caller's size. */
@@ -847,7 +847,7 @@ Test(cluster, memory_grows_with_jobs_and_job_find_respects_a_larger_struct)
     cr_assert_eq(big.j.size, sizeof big);
     cr_assert_eq(big.j.id, 1);
     cr_assert_eq(big.future, 0xabcdef);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 Test(cluster, large_jobs_take_the_batched_update)
@@ -862,20 +862,20 @@ Test(cluster, large_jobs_take_the_batched_update)
         masks[n] = i == 5 ? 0xe : i % 3 ? 0xf : 0x3;
     }
     gpusched_job j = ct_job(2);
-    OK(c, gpusched_cluster_alloc(c, &j, n, nodes, masks));
+    OK(c, gpusched_cluster_allocate(c, &j, n, nodes, masks));
     OK(c, gpusched_cluster_check(c));
     uint32_t fd;
     uint64_t s, gang;
     OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
     cr_assert_eq(fd, 0);
-    OK(c, gpusched_cluster_set_node_health(c, 9, GPUSCHED_NODE_DOWN, (uint64_t[4]){0}, 4, NULL));
+    OK(c, gpusched_cluster_node_health_set(c, 9, GPUSCHED_NODE_DOWN, (uint64_t[4]){0}, 4, NULL));
     OK(c, gpusched_cluster_release(c, 2));
     OK(c, gpusched_cluster_check(c));
     OK(c, gpusched_cluster_frag(c, 1, &fd, &s, &gang));
     cr_assert_eq(fd, 4, "racks 1 and 2 hold node 5's job and the down node 9");
     OK(c, gpusched_cluster_release_to_resv(c, 1, 7));
     OK(c, gpusched_cluster_check(c));
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* The update paths replace topology lookups by arithmetic only where the
@@ -895,7 +895,7 @@ Test(cluster, regular_shapes_are_found_exactly)
     }
     for (uint32_t d = 0; d < c->topo->ndom[1]; d++)
         cr_assert_eq(gs_cl_parent(c, 1, d), c->topo->dom_parent[1][d]);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 
     c = ct_cluster(ct_mixed());
     cr_assert_eq(c->reg_node_gpus, 0);
@@ -906,7 +906,7 @@ Test(cluster, regular_shapes_are_found_exactly)
         cr_assert_eq(gs_cl_node_leaf(c, n), c->topo->node_leaf[n]);
         cr_assert_eq(gs_cl_node_gpus(c, n), c->topo->node_gpus[n]);
     }
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* The bulk read of node state is the per-node read, for every range. */
@@ -919,10 +919,10 @@ Test(cluster, nodes_state_in_bulk)
     uint32_t n0 = 0, n3 = 3;
     uint64_t m0 = 0x3, m3 = 0xff00;
     gpusched_job j = ct_job(1);
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &n0, &m0), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n0, &m0), 0);
     cr_assert_eq(gpusched_cluster_reserve(c, 2, 1, &n3, &m3), 0);
     uint64_t hit[64];
-    cr_assert_eq(gpusched_cluster_set_node_health(c, 6, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 6, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
     uint64_t f[16], r[16], a[16];
     uint32_t h[16];
     for (uint32_t first = 0; first <= nn; first++)
@@ -946,5 +946,5 @@ Test(cluster, nodes_state_in_bulk)
     cr_assert_eq(f[0], 77, "a refused call wrote");
     cr_assert_eq(gpusched_cluster_nodes_state(c, nn + 1, 0, f, r, a, h), GPUSCHED_ERANGE);
     cr_assert_eq(gpusched_cluster_nodes_state(c, 1, UINT32_MAX, f, r, a, h), GPUSCHED_ERANGE);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }

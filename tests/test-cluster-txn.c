@@ -25,11 +25,11 @@ static void defrag_mover_with_reservation(uint32_t flags)
     gpusched_topo *t = parse("levels rack\nnode a n0 gpus=8\nnode b n1 gpus=8\n");
     pt_env e = pt_env_on(t);
     gpusched_job j = ct_job(1);
-    j.flags = GPUSCHED_JOB_MOVABLE;
+    j.flags = GPUSCHED_JOB_FLAG_MOVABLE;
     j.priority = -99;
     uint32_t n1 = 1, n0 = 0;
     uint64_t all = 0xff, resv = 0x47;
-    cr_assert_eq(gpusched_cluster_alloc(e.c, &j, 1, &n1, &all), 0);
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &j, 1, &n1, &all), 0);
     cr_assert_eq(gpusched_cluster_reserve(e.c, 1, 1, &n0, &resv), 0);
     cr_assert_eq(gpusched_cluster_check(e.c), 0);
     size_t len;
@@ -40,9 +40,9 @@ static void defrag_mover_with_reservation(uint32_t flags)
     q.job_id = 4, q.gpus = 5, q.required_level = 0, q.priority = -45, q.flags = flags;
     int rc = gpusched_placer_defrag(e.p, &q, e.res, plan);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
-    if (!(flags & GPUSCHED_PLACE_COMMIT) || rc != 0)
+    if (!(flags & GPUSCHED_PLACE_FLAG_COMMIT) || rc != 0)
         ct_assert_snapshot(e.c, before, len, "a plan-only or failed defragmentation");
-    if (rc == 0 && (flags & GPUSCHED_PLACE_COMMIT)) {
+    if (rc == 0 && (flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
         /* Job 4 runs, job 1 moved (its reservation consumed by its new
          * place), every GPU held once. */
         cr_assert_eq(gpusched_cluster_job_find(e.c, 4, NULL), 0);
@@ -62,7 +62,7 @@ Test(cluster_txn, defrag_mover_with_reservation_plan_only)
 
 Test(cluster_txn, defrag_mover_with_reservation_commit)
 {
-    defrag_mover_with_reservation(GPUSCHED_PLACE_COMMIT);
+    defrag_mover_with_reservation(GPUSCHED_PLACE_FLAG_COMMIT);
 }
 
 /* Issue #10, bug 2: a batch where job 50 holds a reservation and a later
@@ -82,7 +82,7 @@ static void batch_undo(void *ctx)
     for (int i = 0; i < 3; i++)
         gpusched_place_result_free(x->res[i]);
     gpusched_placer_free(x->p);
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
 }
 
 static int batch_op(failalloc *fa, void *ctx)
@@ -107,7 +107,7 @@ static int batch_op(failalloc *fa, void *ctx)
         q[i].job_id = 50 + (uint64_t)i;
         q[i].gpus = i == 0 ? 4 : 12; /* 12 GPUs: more than the two pairs a record keeps inline */
         q[i].split = GPUSCHED_SPLIT_ANY;
-        q[i].flags = GPUSCHED_PLACE_COMMIT;
+        q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
         qp[i] = &q[i];
     }
     fa->fail_at = fail_at >= 0 ? fa->count + fail_at : -1;
@@ -160,18 +160,18 @@ Test(cluster_txn, sink_refusing_a_record_fails_the_call_and_changes_nothing)
     gpusched_job j = ct_job(1);
     uint32_t node = 0;
     uint64_t mask = 1;
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &node, &mask), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &node, &mask), 0);
     size_t len;
     uint8_t *before = ct_snapshot(c, &len);
     j.id = 2;
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &node, &(uint64_t){2}), GPUSCHED_EIO);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &node, &(uint64_t){2}), GPUSCHED_EIO);
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "the journal sink refused record 2");
     ct_assert_snapshot(c, before, len, "a refused record");
     /* The next record takes the refused one's sequence number. */
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &node, &(uint64_t){2}), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &node, &(uint64_t){2}), 0);
     cr_assert_eq(calls, 3);
     free(before);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 /* A short history with every kind of record: returns the first snapshot
@@ -200,14 +200,14 @@ static history make_history(void)
     gpusched_job j = ct_job(1);
     uint32_t nodes[] = {0, 1, 2};
     uint64_t masks[] = {0xf, 0x3, 0x1};
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 3, nodes, masks), 0);
     record_end(c, &h);
     cr_assert_eq(gpusched_cluster_reserve(c, 7, 1, &nodes[2], &(uint64_t){0x6}), 0);
     record_end(c, &h);
     j.priority = 5;
     cr_assert_eq(gpusched_cluster_job_update(c, &j), 0);
     record_end(c, &h);
-    cr_assert_eq(gpusched_cluster_set_node_health(c, 3, GPUSCHED_NODE_DOWN, NULL, 0, NULL), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 3, GPUSCHED_NODE_DOWN, NULL, 0, NULL), 0);
     record_end(c, &h);
     cr_assert_eq(gpusched_cluster_release_to_resv(c, 1, 7), 0);
     record_end(c, &h);
@@ -216,10 +216,10 @@ static history make_history(void)
     cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7, q.gpus = 10, q.flags = GPUSCHED_PLACE_COMMIT;
+    q.job_id = 7, q.gpus = 10, q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
     record_end(c, &h);
-    cr_assert_eq(gpusched_placer_move(p, 7, GPUSCHED_PLACE_COMMIT, res), 0, "%s", gpusched_placer_errmsg(p));
+    cr_assert_eq(gpusched_placer_move(p, 7, GPUSCHED_PLACE_FLAG_COMMIT, res), 0, "%s", gpusched_placer_errmsg(p));
     record_end(c, &h);
     uint32_t far = 20;
     cr_assert_eq(gpusched_cluster_reserve(c, 9, 1, &far, &(uint64_t){0x1}), 0, "%s", gpusched_cluster_errmsg(c));
@@ -235,7 +235,7 @@ static history make_history(void)
     h.journal = malloc(h.journal_len);
     memcpy(h.journal, jr, h.journal_len);
     h.last = ct_snapshot(c, &h.last_len);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     return h;
 }
 
@@ -256,11 +256,11 @@ Test(cluster_txn, replay_gives_the_same_bytes)
                  0, "%s", err);
     ct_assert_snapshot(c, h.last, h.last_len, "replay");
     cr_assert_eq(gpusched_cluster_check(c), 0);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     /* An empty journal replays to the snapshot itself. */
     cr_assert_eq(gpusched_cluster_replay(h.first, h.first_len, NULL, 0, NULL, &c, err, sizeof err), 0, "%s", err);
     ct_assert_snapshot(c, h.first, h.first_len, "an empty journal");
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     history_free(&h);
 }
 
@@ -282,7 +282,7 @@ Test(cluster_txn, damaged_journals_stop_at_the_first_bad_record)
         bool boundary = cut == 0 || (whole && h.ends[whole - 1] == cut);
         if (boundary) {
             cr_assert_eq(rc, 0, "cut %zu: %s", cut, err);
-            gpusched_cluster_free(c);
+            gpusched_cluster_unref(c);
             continue;
         }
         cr_assert_eq(rc, GPUSCHED_ECORRUPT, "cut %zu", cut);
@@ -313,8 +313,8 @@ Test(cluster_txn, damaged_journals_stop_at_the_first_bad_record)
         uint8_t *pimg = ct_snapshot(prefix, &plen);
         ct_assert_snapshot(standby, pimg, plen, "a standby after a bad record");
         free(pimg);
-        gpusched_cluster_free(prefix);
-        gpusched_cluster_free(standby);
+        gpusched_cluster_unref(prefix);
+        gpusched_cluster_unref(standby);
         bad_checked++;
     }
     free(copy);
@@ -335,7 +335,7 @@ Test(cluster_txn, records_out_of_sequence_or_not_applying_are_refused)
     cr_assert_eq(gpusched_cluster_journal_apply(c, h.journal, h.ends[0], &applied), GPUSCHED_ECORRUPT);
     cr_assert_str_eq(gpusched_cluster_errmsg(c), "journal record 0: sequence 1 follows 1");
     cr_assert_eq(applied, 0);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     /* Record 3 (job 1's update) on a cluster where job 1 never ran. */
     cr_assert_eq(gpusched_cluster_restore(h.first, h.first_len, NULL, &c, err, sizeof err), 0);
     cr_assert_eq(gpusched_cluster_journal_apply(c, h.journal + h.ends[1], h.ends[2] - h.ends[1], &applied),
@@ -345,7 +345,7 @@ Test(cluster_txn, records_out_of_sequence_or_not_applying_are_refused)
     cr_assert_eq(gpusched_cluster_journal_apply(NULL, h.journal, 1, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_journal_apply(c, NULL, 1, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_replay(h.first, h.first_len, NULL, 1, NULL, &c, err, sizeof err), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     history_free(&h);
 }
 
@@ -359,7 +359,7 @@ Test(cluster_txn, journal_buffer_start_stop_clear)
     cr_assert_eq(len, 0);
     gpusched_job job = ct_job(1);
     uint32_t node = 0;
-    cr_assert_eq(gpusched_cluster_alloc(c, &job, 1, &node, &(uint64_t){1}), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &job, 1, &node, &(uint64_t){1}), 0);
     cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
     cr_assert_eq(len, 0, "nothing is journaled before the start");
     cr_assert_eq(gpusched_cluster_journal_start(c, NULL, NULL), 0);
@@ -370,7 +370,7 @@ Test(cluster_txn, journal_buffer_start_stop_clear)
     cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
     cr_assert_eq(len, 41, "a failed call writes no record");
     cr_assert_eq(gpusched_cluster_journal_stop(c), 0);
-    cr_assert_eq(gpusched_cluster_alloc(c, &job, 1, &node, &(uint64_t){1}), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &job, 1, &node, &(uint64_t){1}), 0);
     cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
     cr_assert_eq(len, 41, "records stay readable after the stop");
     cr_assert_eq(gpusched_cluster_journal_clear(c), 0);
@@ -380,5 +380,5 @@ Test(cluster_txn, journal_buffer_start_stop_clear)
     cr_assert_eq(gpusched_cluster_journal_stop(NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_journal_clear(NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_cluster_journal_view(c, NULL, &len), GPUSCHED_EINVAL);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }

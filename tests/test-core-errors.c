@@ -75,3 +75,52 @@ Test(version, runtime_matches_headers)
     cr_assert_eq(GPUSCHED_VERSION_ENCODE(1, 2, 3), 0x010203ul);
     cr_assert(GPUSCHED_VERSION_ENCODE(0, 10, 0) > GPUSCHED_VERSION_ENCODE(0, 9, 99));
 }
+
+/* Every enumeration's range, as the library reports it, against the
+ * headers' first and last values; unknown families are refused. */
+Test(enums, bounds_match_the_headers)
+{
+    static const struct {
+        uint32_t which, first, last;
+    } want[] = {
+        {GPUSCHED_ENUM_SIMD, GPUSCHED_SIMD_SCALAR, GPUSCHED_SIMD_NEON},
+        {GPUSCHED_ENUM_NODE_HEALTH, GPUSCHED_NODE_UP, GPUSCHED_NODE_DOWN},
+        {GPUSCHED_ENUM_GPU_STATE, GPUSCHED_GPU_FREE, GPUSCHED_GPU_ALLOCATED},
+        {GPUSCHED_ENUM_SPLIT, GPUSCHED_SPLIT_ANY, GPUSCHED_SPLIT_WHOLE_NODES},
+        {GPUSCHED_ENUM_REASON, GPUSCHED_REASON_OK, GPUSCHED_REASON_NOT_RUN},
+        {GPUSCHED_ENUM_FAIRQ_PARAM, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GPUSCHED_FAIRQ_PARAM_SEED},
+        {GPUSCHED_ENUM_FAIRQ_POLICY, GPUSCHED_FAIRQ_POLICY_DES, GPUSCHED_FAIRQ_POLICY_STATEFUL},
+        {GPUSCHED_ENUM_FAIRQ_TENANT, GPUSCHED_FAIRQ_TENANT_WEIGHT, GPUSCHED_FAIRQ_TENANT_SERVICE},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint32_t first = 99, last = 99;
+        cr_assert_eq(gpusched_enum_bounds(want[i].which, &first, &last), 0);
+        cr_assert_eq(first, want[i].first, "enum %u", want[i].which);
+        cr_assert_eq(last, want[i].last, "enum %u", want[i].which);
+    }
+    cr_assert_eq(gpusched_enum_bounds(GPUSCHED_ENUM_REASON, NULL, NULL), 0);
+    cr_assert_eq(gpusched_enum_bounds(0, NULL, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_enum_bounds(GPUSCHED_ENUM_FAIRQ_TENANT + 1, NULL, NULL), GPUSCHED_EINVAL);
+}
+
+/* Every error code's value is part of the ABI: pinned here. */
+Test(errors, codes_are_pinned)
+{
+    cr_assert_eq(GPUSCHED_OK, 0);
+    cr_assert_eq(GPUSCHED_EINVAL, -1);
+    cr_assert_eq(GPUSCHED_ERANGE, -2);
+    cr_assert_eq(GPUSCHED_E2BIG, -3);
+    cr_assert_eq(GPUSCHED_ENOTSUP, -4);
+    cr_assert_eq(GPUSCHED_ENOMEM, -10);
+    cr_assert_eq(GPUSCHED_ELIMIT, -11);
+    cr_assert_eq(GPUSCHED_ENOENT, -20);
+    cr_assert_eq(GPUSCHED_EEXIST, -21);
+    cr_assert_eq(GPUSCHED_EBUSY, -22);
+    cr_assert_eq(GPUSCHED_ESTATE, -23);
+    cr_assert_eq(GPUSCHED_EEMPTY, -24);
+    cr_assert_eq(GPUSCHED_ENOSPC, -30);
+    cr_assert_eq(GPUSCHED_EPARSE, -40);
+    cr_assert_eq(GPUSCHED_ECORRUPT, -41);
+    cr_assert_eq(GPUSCHED_EVERSION, -42);
+    cr_assert_eq(GPUSCHED_EIO, -43);
+}

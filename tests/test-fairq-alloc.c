@@ -44,17 +44,17 @@ static int whole_life(failalloc *fa, void *ctx)
 {
     state *s = ctx;
     gpusched_fairq *q = NULL;
-    int rc = gpusched_fairq_new(&fa->a, 5, &q);
+    int rc = gpusched_fairq_new(5, &fa->a, &q);
     if (rc)
         return rc;
-    ATOMIC(q, gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_LOG, 1));
+    ATOMIC(q, gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_LOG, 1));
     uint64_t ids[300];
     uint32_t ten[300];
     uint8_t ty[300];
     double tm[300], sz[300];
     for (int i = 0; i < 300; i++)
         ids[i] = (uint64_t)i, ten[i] = (uint32_t)(i % 5), ty[i] = (uint8_t)(i % 7), tm[i] = i, sz[i] = i;
-    ATOMIC(q, gpusched_fairq_enqueue_bulk(q, 300, ids, ten, ty, tm, sz));
+    ATOMIC(q, gpusched_fairq_enqueue_batch(q, 300, ids, ten, ty, tm, sz));
     for (int i = 0; i < 100; i++) {
         gpusched_fairq_task t = GPUSCHED_FAIRQ_TASK_INIT;
         t.id = 1000 + (uint64_t)i, t.tenant = (uint32_t)(i % 5), t.type = (uint32_t)(i % 11);
@@ -97,7 +97,7 @@ static int read_log(failalloc *fa, void *ctx)
 {
     state *s = ctx;
     gpusched_fairq_log *log = NULL;
-    int rc = gpusched_fairq_log_read(&fa->a, s->path, &log, NULL, 0);
+    int rc = gpusched_fairq_log_read(s->path, &fa->a, &log, NULL, 0);
     if (rc) {
         cr_assert_null(log);
         return rc;
@@ -111,8 +111,8 @@ Test(fairq_alloc, log_read)
     state s = {0};
     snprintf(s.path, sizeof s.path, "/tmp/gs-fairq-alloc-r-%d.bin", (int)getpid());
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
-    gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_LOG, 1);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
+    gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_LOG, 1);
     gpusched_fairq_task t = GPUSCHED_FAIRQ_TASK_INIT;
     cr_assert_eq(gpusched_fairq_enqueue(q, &t), 0);
     uint64_t id;

@@ -18,7 +18,7 @@ TestSuite(fairq, .init = clear_env);
 static gpusched_fairq *mkq(uint32_t tenants)
 {
     gpusched_fairq *q = NULL;
-    cr_assert_eq(gpusched_fairq_new(NULL, tenants, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(tenants, NULL, &q), 0);
     return q;
 }
 
@@ -194,8 +194,8 @@ Test(fairq, validation_changes_nothing)
     cr_assert_eq(gpusched_fairq_poll(q, 5.5, ~0ull, &id, NULL), GPUSCHED_ERANGE, "now before an enqueue");
     cr_assert_eq(gpusched_fairq_poll(q, 7, ~0ull, &id, NULL), 0);
     cr_assert_eq(gpusched_fairq_poll(q, 6.5, ~0ull, &id, NULL), GPUSCHED_ERANGE, "now went backwards");
-    cr_assert_eq(gpusched_fairq_new(NULL, 0, &q), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_fairq_new(0, NULL, &q), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, NULL), GPUSCHED_EINVAL);
     gpusched_fairq_free(q);
     gpusched_fairq_free(NULL);
 }
@@ -207,16 +207,16 @@ Test(fairq, bulk_is_all_or_nothing)
     uint32_t ten[4] = {0, 1, 2, 0};
     uint8_t ty[4] = {0, 1, 2, 3};
     double tm[4] = {0, 1, 2, 3};
-    cr_assert_eq(gpusched_fairq_enqueue_bulk(q, 4, ids, ten, ty, tm, NULL), GPUSCHED_EEXIST);
+    cr_assert_eq(gpusched_fairq_enqueue_batch(q, 4, ids, ten, ty, tm, NULL), GPUSCHED_EEXIST);
     uint64_t n;
     gpusched_fairq_count(q, &n, NULL);
     cr_assert_eq(n, 0);
     ids[3] = 4;
     tm[2] = 5;
-    cr_assert_eq(gpusched_fairq_enqueue_bulk(q, 4, ids, ten, ty, tm, NULL), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_enqueue_batch(q, 4, ids, ten, ty, tm, NULL), GPUSCHED_ERANGE);
     cr_assert(strstr(gpusched_fairq_errmsg(q), "task 3") != NULL, "%s", gpusched_fairq_errmsg(q));
     tm[2] = 2;
-    cr_assert_eq(gpusched_fairq_enqueue_bulk(q, 4, ids, ten, ty, tm, NULL), 0);
+    cr_assert_eq(gpusched_fairq_enqueue_batch(q, 4, ids, ten, ty, tm, NULL), 0);
     gpusched_fairq_count(q, &n, NULL);
     cr_assert_eq(n, 4);
     /* Batch poll: worker masks pick by type. */
@@ -237,30 +237,30 @@ Test(fairq, params_and_bounds)
 {
     gpusched_fairq *q = mkq(1);
     double v, lo, hi;
-    cr_assert_eq(gpusched_fairq_get_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, &v), 0);
+    cr_assert_eq(gpusched_fairq_param_get(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, &v), 0);
     cr_assert_eq(v, 0.9);
     cr_assert_eq(gpusched_fairq_param_bounds(GPUSCHED_FAIRQ_PARAM_W_WAIT, &lo, &hi), 0);
     cr_assert_eq(lo, 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, -1), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, NAN), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0.5), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_set_param(q, 999, 1), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, -1), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, NAN), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0.5), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_param_set(q, 999, 1), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_fairq_param_bounds(999, &lo, &hi), GPUSCHED_EINVAL);
-    cr_assert_eq(gpusched_fairq_get_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, &v), 0);
+    cr_assert_eq(gpusched_fairq_param_get(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, &v), 0);
     cr_assert_eq(v, 0.9, "failed sets changed nothing");
-    cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
-    cr_assert_eq(gpusched_fairq_get_param(q, GPUSCHED_FAIRQ_PARAM_W_VTIME, &v), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+    cr_assert_eq(gpusched_fairq_param_get(q, GPUSCHED_FAIRQ_PARAM_W_VTIME, &v), 0);
     cr_assert_eq(v, 1.0);
-    cr_assert_eq(gpusched_fairq_set_policy(q, 42), GPUSCHED_EINVAL);
-    cr_assert_eq(gpusched_fairq_set_tenant_weight(q, 0, 0), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_set_tenant_weight(q, 1, 1), GPUSCHED_ERANGE);
-    cr_assert_eq(gpusched_fairq_set_tenant_weight(q, 0, 2), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, 42), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_fairq_tenant_weight_set(q, 0, 0), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_tenant_weight_set(q, 1, 1), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_tenant_weight_set(q, 0, 2), 0);
     cr_assert_eq(gpusched_fairq_tenant_get(q, 0, GPUSCHED_FAIRQ_TENANT_WEIGHT, &v), 0);
     cr_assert_eq(v, 2);
     cr_assert_eq(gpusched_fairq_tenant_get(q, 0, 99, &v), GPUSCHED_EINVAL);
     uint32_t simd = 99;
     cr_assert_eq(gpusched_fairq_simd(q, &simd), 0);
-    cr_assert(simd < GPUSCHED_SIMD_COUNT);
+    cr_assert(simd < (GPUSCHED_SIMD_NEON + 1));
     gpusched_fairq_free(q);
 }
 
@@ -269,7 +269,7 @@ Test(fairq, params_and_bounds)
 Test(fairq, compaction_keeps_order)
 {
     gpusched_fairq *q = mkq(4);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
     enum { ROUNDS = 20000 };
     static bool gone[2 * ROUNDS];
     uint64_t next_id = 0, expect = 0;

@@ -25,10 +25,10 @@ TestSuite(declog, .init = setup, .fini = teardown);
 static gpusched_fairq *logged_queue(int polls)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 3, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_LOG, 1), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.2), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SEED, 7), 0);
+    cr_assert_eq(gpusched_fairq_new(3, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_LOG, 1), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.2), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SEED, 7), 0);
     for (int i = 0; i < polls + 5; i++) {
         gpusched_fairq_task t = GPUSCHED_FAIRQ_TASK_INIT;
         t.id = 1000 + (uint64_t)i, t.tenant = (uint32_t)(i % 3), t.type = (uint32_t)(i % 5);
@@ -67,7 +67,7 @@ static int try_read(int expect)
 {
     gpusched_fairq_log *log = (gpusched_fairq_log *)&log; /* must be reset to NULL */
     char msg[256] = "";
-    int rc = gpusched_fairq_log_read(NULL, path, &log, msg, sizeof msg);
+    int rc = gpusched_fairq_log_read(path, NULL, &log, msg, sizeof msg);
     cr_assert_eq(rc, expect, "got %s (%s)", gpusched_err_name(rc), msg);
     if (rc) {
         cr_assert_null(log, "nothing is created on error");
@@ -86,7 +86,7 @@ Test(declog, round_trip)
     cr_assert_eq(n, 40);
     cr_assert_eq(gpusched_fairq_log_save(q, path), 0);
     gpusched_fairq_log *log = NULL;
-    cr_assert_eq(gpusched_fairq_log_read(NULL, path, &log, NULL, 0), 0);
+    cr_assert_eq(gpusched_fairq_log_read(path, NULL, &log, NULL, 0), 0);
     const gpusched_fairq_decision *rec;
     uint64_t m;
     cr_assert_eq(gpusched_fairq_log_view(log, &rec, &m), 0);

@@ -17,7 +17,7 @@
 static const char *forced_path_unrunnable_why(void)
 {
     const char *env = getenv("GPUSCHED_SIMD");
-    for (uint32_t p = 0; env && p < GPUSCHED_SIMD_COUNT; p++)
+    for (uint32_t p = 0; env && p < (GPUSCHED_SIMD_NEON + 1); p++)
         if (strcmp(env, gpusched_simd_name(p)) == 0 && !(gpusched_simd_compiled() & (1u << p)))
             return "this build does not contain it";
     if (gpusched_cpu_features(NULL, NULL) == GPUSCHED_ENOTSUP)
@@ -133,10 +133,10 @@ static double churn(gpusched_fairq *q, double now, uint32_t polls)
 
 static void set_random_weights(gpusched_fairq *q)
 {
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, rndw()), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, rndw()), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_VTIME, rndw()), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_PRED, rndu(2) ? 0 : rndw()), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, rndw()), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, rndw()), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_VTIME, rndw()), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_PRED, rndu(2) ? 0 : rndw()), 0);
 }
 
 static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round)
@@ -164,9 +164,9 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
     if (q->p.w_pred == 0) {
         uint64_t id_heads = 0, id_full = 0;
         int rc1 = gpusched_fairq_peek(q, now, mask, &id_heads, NULL);
-        gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 1);
+        gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 1);
         int rc2 = gpusched_fairq_peek(q, now, mask, &id_full, NULL);
-        gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
+        gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
         cr_assert_eq(rc1, rc2);
         cr_assert(rc1 == 0 || rc1 == GPUSCHED_EEMPTY, "round %d: %s", round, gpusched_err_name(rc1));
         cr_assert_eq(id_heads, id_full, "round %d: heads %llu, full %llu", round,
@@ -179,7 +179,7 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
 Test(kernels, forced_path_is_used)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
     const char *env = getenv("GPUSCHED_SIMD");
     if (env && !forced_path_unrunnable())
         cr_assert_str_eq(gpusched_simd_name(q->simd), env);
@@ -193,13 +193,13 @@ Test(kernels, random_queues_match_reference, .timeout = 240)
     for (int round = 0; round < rounds; round++) {
         uint32_t tenants = 1 + rndu(rndu(2) ? 5 : 300), types = 1 + rndu(rndu(2) ? 2 : 64);
         gpusched_fairq *q;
-        cr_assert_eq(gpusched_fairq_new(NULL, tenants, &q), 0);
+        cr_assert_eq(gpusched_fairq_new(tenants, NULL, &q), 0);
         for (uint32_t t = 0; t < tenants; t++)
             if (rndu(3) == 0)
-                gpusched_fairq_set_tenant_weight(q, t, 0.1 * (1 + rndu(40)));
-        cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, rndu(2) ? 0 : 5), 0);
+                gpusched_fairq_tenant_weight_set(q, t, 0.1 * (1 + rndu(40)));
+        cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, rndu(2) ? 0 : 5), 0);
         if (rndu(2))
-            cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+            cr_assert_eq(gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
         double clock = rndu(1000);
         uint64_t next = 0;
         uint32_t n = rndu(4) == 0 ? rndu(40) : rndu(3000);
@@ -225,8 +225,8 @@ Test(kernels, all_edges)
     for (uint32_t n = 0; n < 150; n++) {
         for (uint32_t front = 0; front < 9; front++) {
             gpusched_fairq *q;
-            cr_assert_eq(gpusched_fairq_new(NULL, 3, &q), 0);
-            cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
+            cr_assert_eq(gpusched_fairq_new(3, NULL, &q), 0);
+            cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
             double clock = 0;
             uint64_t next = 0;
             fill(q, front + n, 3, 2, &clock, &next);
@@ -249,7 +249,7 @@ Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
     for (int round = 0; round < 12; round++) {
         uint32_t tenants = 1 + rndu(50), n = 20000 + rndu(30000);
         gpusched_fairq *q;
-        cr_assert_eq(gpusched_fairq_new(NULL, tenants, &q), 0);
+        cr_assert_eq(gpusched_fairq_new(tenants, NULL, &q), 0);
         bool collapse = round % 2 == 0;
         cr_assert_eq(fq_enqueue(q, 999999999, 0, 0, 0.0, 0), 0); /* sets the time base at 0 */
         double clock = collapse ? 1e6 : 5.0;
@@ -265,9 +265,9 @@ Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
         for (uint32_t c = 0; c < 50; c++)
             gpusched_fairq_cancel(q, rnd() % n);
         set_random_weights(q);
-        cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 0), 0);
+        cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 0), 0);
         if (round % 4 == 0)
-            cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
+            cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
         for (int k = 0; k < 3; k++)
             compare_once(q, clock + (k == 0 ? 0 : rndu(100) * 1e-6), k == 2 ? (rnd() | 1) : ~0ull,
                          1000 + round * 3 + k);
@@ -281,7 +281,7 @@ Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
 Test(kernels, prefilter_bound_keeps_the_true_best)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
     enum { N = 2 * GS_FQ_BLOCK + 64 };
     static double enq[N], blockmax[N / GS_FQ_BLOCK + 2];
     static float enq32[N];
@@ -318,7 +318,7 @@ Test(kernels, prefilter_bound_keeps_the_true_best)
 Test(kernels, heads_kernel_matches_reference)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
     rng_state = 4242;
     enum { MAXN = 300 };
     static double b[MAXN], e[MAXN], v[MAXN], s_ref[MAXN], s_got[MAXN];

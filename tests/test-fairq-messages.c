@@ -22,7 +22,7 @@ Test(messages, log_read_of_a_directory_is_an_io_error)
     failalloc_init(&fa, -1);
     gpusched_fairq_log *log = (gpusched_fairq_log *)&fa; /* must be reset to NULL */
     char msg[256] = "";
-    int rc = gpusched_fairq_log_read(&fa.a, dir, &log, msg, sizeof msg);
+    int rc = gpusched_fairq_log_read(dir, &fa.a, &log, msg, sizeof msg);
     rmdir(dir);
     cr_assert_eq(rc, GPUSCHED_EIO, "%s: %s", gpusched_err_name(rc), msg);
     cr_assert_null(log);
@@ -36,7 +36,7 @@ Test(messages, log_read_of_a_missing_file_is_an_io_error)
 {
     gpusched_fairq_log *log = NULL;
     char msg[256] = "";
-    cr_assert_eq(gpusched_fairq_log_read(NULL, "/nonexistent/decisions.log", &log, msg, sizeof msg),
+    cr_assert_eq(gpusched_fairq_log_read("/nonexistent/decisions.log", NULL, &log, msg, sizeof msg),
                  GPUSCHED_EIO);
     cr_assert(strstr(msg, "/nonexistent/decisions.log") != NULL, "%s", msg);
 }
@@ -52,7 +52,7 @@ static void assert_queue_empty(const gpusched_fairq *q)
 Test(messages, enqueue_time_nan_or_infinite_is_named)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
     cr_assert_eq(fq_enqueue(q, 1, 0, 0, NAN, 0), GPUSCHED_ERANGE);
     cr_assert_str_eq(gpusched_fairq_errmsg(q), "task: enqueue time is not a number (NaN)");
     assert_queue_empty(q);
@@ -72,11 +72,11 @@ Test(messages, enqueue_time_nan_or_infinite_is_named)
 Test(messages, bulk_enqueue_names_the_nan_task)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
     const uint64_t ids[3] = {1, 2, 3};
     const uint32_t tenants[3] = {0, 1, 0};
     const double times[3] = {1.0, NAN, 3.0};
-    cr_assert_eq(gpusched_fairq_enqueue_bulk(q, 3, ids, tenants, NULL, times, NULL), GPUSCHED_ERANGE);
+    cr_assert_eq(gpusched_fairq_enqueue_batch(q, 3, ids, tenants, NULL, times, NULL), GPUSCHED_ERANGE);
     cr_assert_str_eq(gpusched_fairq_errmsg(q), "task 1: enqueue time is not a number (NaN)");
     assert_queue_empty(q);
     gpusched_fairq_free(q);
@@ -85,7 +85,7 @@ Test(messages, bulk_enqueue_names_the_nan_task)
 Test(messages, poll_time_nan_is_named)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
     cr_assert_eq(fq_enqueue(q, 1, 0, 0, 1.0, 0), 0);
     uint64_t id = 0;
     cr_assert_eq(gpusched_fairq_poll(q, NAN, ~0ull, &id, NULL), GPUSCHED_ERANGE);

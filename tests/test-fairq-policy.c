@@ -36,15 +36,15 @@ static double simulate(uint32_t policy, uint32_t tenants, const double *cost, co
                        int polls, double w_wait, double *final)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, tenants, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_policy(q, policy), 0);
+    cr_assert_eq(gpusched_fairq_new(tenants, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, policy), 0);
     if (w_wait >= 0)
-        cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, w_wait), 0);
+        cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, w_wait), 0);
     double now = 0, worst = 0, spread = 0;
     uint64_t next = 0;
     for (uint32_t t = 0; t < tenants; t++) {
         if (weight)
-            cr_assert_eq(gpusched_fairq_set_tenant_weight(q, t, weight[t]), 0);
+            cr_assert_eq(gpusched_fairq_tenant_weight_set(q, t, weight[t]), 0);
         for (int d = 0; d < 4; d++)
             cr_assert_eq(enq(q, next++, t, now, 0), 0);
     }
@@ -107,8 +107,8 @@ Test(policy, stateful_honors_weights)
 Test(policy, idle_tenant_cannot_bank_credit)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
     double now = 0;
     uint64_t next = 0, id;
     /* Tenant 1 alone for 500 tasks; tenant 0 idle. */
@@ -138,9 +138,9 @@ Test(policy, idle_tenant_cannot_bank_credit)
 Test(policy, half_life_decay)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, 10), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, 10), 0);
     uint64_t id;
     cr_assert_eq(enq(q, 1, 0, 0, 4.0), 0);
     cr_assert_eq(gpusched_fairq_poll(q, 0, ~0ull, &id, NULL), 0);
@@ -157,10 +157,10 @@ Test(policy, half_life_decay)
 Test(policy, prediction_term_prefers_short_tasks_that_waited)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, 0.1), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 1), 0);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 0), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_WAIT, 0.1), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 1), 0);
     cr_assert_eq(enq(q, 1, 0, 0, 100.0), 0);  /* long, oldest */
     cr_assert_eq(enq(q, 2, 0, 1, 1.0), 0);    /* short */
     cr_assert_eq(enq(q, 3, 0, 9, 0.5), 0);    /* shorter, barely waited */
@@ -170,7 +170,7 @@ Test(policy, prediction_term_prefers_short_tasks_that_waited)
     cr_assert_eq(id, 2, "short task that waited 9 s wins");
     cr_assert_float_eq(d.term_pred, 9.0 / 10.0, 1e-12);
     /* Without the term the oldest (long) task would go first. */
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 0), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_W_PRED, 0), 0);
     cr_assert_eq(gpusched_fairq_peek(q, 10, ~0ull, &id, &d), 0);
     cr_assert_eq(id, 1);
     gpusched_fairq_free(q);
@@ -179,9 +179,9 @@ Test(policy, prediction_term_prefers_short_tasks_that_waited)
 static void explore_run(uint64_t *ids, double *probs, int n)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.1), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_SEED, 42), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.1), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SEED, 42), 0);
     for (int i = 0; i < n; i++)
         cr_assert_eq(enq(q, (uint64_t)i, (uint32_t)i % 2, i * 0.5, 1.0), 0);
     for (int i = 0; i < n; i++) {
@@ -212,8 +212,8 @@ Test(policy, seeded_exploration_is_reproducible)
 Test(policy, exploration_probability_is_the_softmax)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 1, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.5), 0);
+    cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_EXPLORE, 0.5), 0);
     cr_assert_eq(enq(q, 1, 0, 0, 1.0), 0);
     cr_assert_eq(enq(q, 2, 0, 5, 1.0), 0);
     /* scores at now = 10: 0.1 + 0.9 = 1.0 and 0.1 + 0.45 = 0.55 */
@@ -231,9 +231,9 @@ Test(policy, exploration_probability_is_the_softmax)
 Test(policy, long_decay_converges)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 3, &q), 0);
-    cr_assert_eq(gpusched_fairq_set_policy(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
-    cr_assert_eq(gpusched_fairq_set_param(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, 1.0), 0);
+    cr_assert_eq(gpusched_fairq_new(3, NULL, &q), 0);
+    cr_assert_eq(gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+    cr_assert_eq(gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_HALF_LIFE, 1.0), 0);
     uint64_t id;
     for (int k = 0; k < 300; k++) {
         cr_assert_eq(enq(q, (uint64_t)k, 1, k, 1.0), 0);

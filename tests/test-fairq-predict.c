@@ -50,7 +50,7 @@ static double expected(double size) { return exp(A + B * log1p(size) + 0.5 * SIG
 Test(predict, converges_on_lognormal_durations)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 4, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(4, NULL, &q), 0);
     double p0;
     cr_assert_eq(gpusched_fairq_predict(q, 0, 0, 100, &p0), 0);
     cr_assert_eq(p0, 1.0, "no history: PRED_DEFAULT");
@@ -80,7 +80,7 @@ Test(predict, converges_on_lognormal_durations)
 Test(predict, keys_learn_separately_and_enqueue_stores_the_prediction)
 {
     gpusched_fairq *q;
-    cr_assert_eq(gpusched_fairq_new(NULL, 2, &q), 0);
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
     double now = 0;
     uint64_t next = 0, id;
     /* tenant 1 type 0: constant 2 s tasks */

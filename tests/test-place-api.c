@@ -55,8 +55,8 @@ Test(place_api, lifetimes_and_null_arguments)
     const uint32_t *nodes, *pods, *doms, *loc;
     const uint64_t *masks;
     uint32_t n;
-    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_PLACE_NOT_RUN);
-    cr_assert_eq(gpusched_place_result_reason(NULL), GPUSCHED_PLACE_NOT_RUN);
+    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_NOT_RUN);
+    cr_assert_eq(gpusched_place_result_reason(NULL), GPUSCHED_REASON_NOT_RUN);
     cr_assert_str_eq(gpusched_place_result_message(NULL), "");
     cr_assert_str_eq(gpusched_place_result_message(e.res), "");
     cr_assert_eq(gpusched_place_result_committed(NULL), 0);
@@ -84,7 +84,7 @@ Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0, "%s", gpusched_placer_errmsg(e.p));
     cr_assert_eq(ct_fingerprint(e.c), before);
     cr_assert_eq(gpusched_place_result_committed(e.res), 0);
-    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_PLACE_OK);
+    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_OK);
     cr_assert_str_eq(gpusched_place_result_message(e.res), "6 GPUs on 2 nodes in 1 block, 1 rack");
 
     const uint32_t *nodes, *pods, *doms, *loc;
@@ -111,10 +111,10 @@ Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
     cr_assert_eq(doms, nodes);
     cr_assert_eq(gpusched_place_result_domains(e.res, 3, &doms, &nd), GPUSCHED_ERANGE);
 
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     q.priority = 3;
     q.tenant = 11;
-    q.job_flags = GPUSCHED_JOB_PREEMPTIBLE;
+    q.job_flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
     q.start_time = 100;
     q.cost_hint = 5;
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0);
@@ -123,13 +123,13 @@ Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
     cr_assert_eq(gpusched_cluster_job_find(e.c, 7, &j), 0);
     cr_assert_eq(j.priority, 3);
     cr_assert_eq(j.tenant, 11);
-    cr_assert_eq(j.flags, GPUSCHED_JOB_PREEMPTIBLE);
+    cr_assert_eq(j.flags, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     cr_assert_eq(j.start_time, 100);
     cr_assert_eq(j.cost_hint, 5);
     const uint32_t *jn;
     const uint64_t *jm;
     uint32_t jc, jg;
-    cr_assert_eq(gpusched_cluster_job_alloc(e.c, 7, &jn, &jm, &jc, &jg), 0);
+    cr_assert_eq(gpusched_cluster_job_allocation(e.c, 7, &jn, &jm, &jc, &jg), 0);
     cr_assert_eq(jg, 6);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
     /* The same job again: it is running. */
@@ -203,7 +203,7 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     for (int i = 0; i < 4; i++) {
         q[i] = req(48);
         q[i].job_id = 100 + (uint64_t)i;
-        q[i].flags = GPUSCHED_PLACE_COMMIT;
+        q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
         qp[i] = &q[i];
         cr_assert_eq(gpusched_place_result_new(NULL, &r[i]), 0);
     }
@@ -213,13 +213,13 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     cr_assert_eq(gpusched_placer_place_batch(e.p, 4, qp, r, &placed), 0, "%s", gpusched_placer_errmsg(e.p));
     cr_assert_eq(placed, 2);
     cr_assert_eq(gpusched_place_result_committed(r[0]), 1);
-    cr_assert_eq(gpusched_place_result_reason(r[1]), GPUSCHED_PLACE_NO_GPUS);
+    cr_assert_eq(gpusched_place_result_reason(r[1]), GPUSCHED_REASON_NO_GPUS);
     cr_assert_str_eq(gpusched_place_result_message(r[1]), "49 GPUs asked, the cluster has 48 usable free GPUs");
     /* The plan-only request is held until the batch ends: the last one
      * does not fit behind it, and its GPUs are free again afterwards. */
     cr_assert_eq(gpusched_place_result_committed(r[2]), 0);
-    cr_assert_eq(gpusched_place_result_reason(r[2]), GPUSCHED_PLACE_OK);
-    cr_assert_eq(gpusched_place_result_reason(r[3]), GPUSCHED_PLACE_NO_GPUS);
+    cr_assert_eq(gpusched_place_result_reason(r[2]), GPUSCHED_REASON_OK);
+    cr_assert_eq(gpusched_place_result_reason(r[3]), GPUSCHED_REASON_NO_GPUS);
     cr_assert_str_eq(gpusched_place_result_message(r[3]), "48 GPUs asked, the cluster has 0 usable free GPUs");
     cr_assert_eq(gpusched_cluster_job_count(e.c), 1);
     uint64_t free_gpus;
@@ -256,7 +256,7 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "place batch: request 2: place request: gpus is 0");
     cr_assert_eq(ct_fingerprint(e.c), before);
     q[2].gpus = 8;
-    q[2].flags = GPUSCHED_PLACE_COMMIT;
+    q[2].flags = GPUSCHED_PLACE_FLAG_COMMIT;
     q[2].job_id = 200;
     cr_assert_eq(gpusched_placer_place_batch(e.p, 4, qp, r, &placed), GPUSCHED_EEXIST);
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "place batch: requests 0 and 2 both commit job 200");
@@ -302,7 +302,7 @@ static int fa_place(failalloc *fa, void *vctx)
     j.id = 1;
     uint32_t node = 0;
     uint64_t mask = 1;
-    if ((rc = gpusched_cluster_alloc(x->c, &j, 1, &node, &mask)))
+    if ((rc = gpusched_cluster_allocate(x->c, &j, 1, &node, &mask)))
         goto fail_cluster;
     uint64_t before = ct_fingerprint(x->c);
     if ((rc = gpusched_placer_new(x->c, &fa->a, &x->p)))
@@ -319,7 +319,7 @@ fail_result:
 fail_placer:
     gpusched_placer_free(x->p);
 fail_cluster:
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
     return rc;
 }
 
@@ -330,7 +330,7 @@ static void fa_undo(void *vctx)
     check_unless_oom(x->c);
     gpusched_place_result_free(x->res);
     gpusched_placer_free(x->p);
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
 }
 
 Test(place_api, allocation_failures_leave_nothing_behind)
@@ -339,14 +339,14 @@ Test(place_api, allocation_failures_leave_nothing_behind)
     x.t = ct_uniform();
     /* A spill over blocks with full locality: DP tables, frontiers, nodes. */
     x.q = req(64);
-    x.q.flags = GPUSCHED_PLACE_COMMIT;
+    x.q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     x.q.split = GPUSCHED_SPLIT_PODS;
     x.q.pod_gpus = 2;
     long n = failalloc_sweep(fa_place, fa_undo, &x);
     cr_assert_gt(n, 5);
     /* Slices and a reservation-free single rack. */
     x.q = req(16);
-    x.q.flags = GPUSCHED_PLACE_COMMIT;
+    x.q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     x.q.slice_gpus[0] = 8;
     x.q.slice_level[0] = 1;
     failalloc_sweep(fa_place, fa_undo, &x);
@@ -376,7 +376,7 @@ static int fa_batch_op(failalloc *fa, void *vctx)
     for (int i = 0; i < 3; i++) {
         q[i] = req(8 + 16 * (uint32_t)i);
         q[i].job_id = 50 + (uint64_t)i;
-        q[i].flags = GPUSCHED_PLACE_COMMIT;
+        q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
         qp[i] = &q[i];
     }
     uint64_t before = ct_fingerprint(x->c);
@@ -390,7 +390,7 @@ fail_results:
         gpusched_place_result_free(x->res[made]);
     gpusched_placer_free(x->p);
 fail_cluster:
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
     return rc;
 }
 
@@ -401,7 +401,7 @@ static void fa_batch_undo(void *vctx)
     for (int i = 0; i < 3; i++)
         gpusched_place_result_free(x->res[i]);
     gpusched_placer_free(x->p);
-    gpusched_cluster_free(x->c);
+    gpusched_cluster_unref(x->c);
 }
 
 Test(place_api, batch_out_of_memory_rolls_back)
@@ -409,4 +409,30 @@ Test(place_api, batch_out_of_memory_rolls_back)
     fa_batch x = {.t = ct_uniform()};
     cr_assert_gt(failalloc_sweep(fa_batch_op, fa_batch_undo, &x), 3);
     gpusched_topo_unref(x.t);
+}
+
+/* A placer holds a reference on its cluster: the caller may drop its own
+ * first, and the placer still works; gpusched_cluster_ref adds one more. */
+Test(place_api, placer_keeps_its_cluster_alive)
+{
+    gpusched_topo *t = ct_uniform();
+    gpusched_cluster *c = NULL;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_topo_unref(t);
+    cr_assert_eq(gpusched_cluster_ref(c), c);
+    cr_assert_null(gpusched_cluster_ref(NULL));
+    gpusched_placer *p = NULL;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    gpusched_cluster_unref(c);
+    gpusched_cluster_unref(c); /* the caller's two references are gone */
+    gpusched_place_result *res = NULL;
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.gpus = 4;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    q.job.id = 7;
+    cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
+    cr_assert_eq(gpusched_place_result_committed(res), 1);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p); /* the last reference: frees the cluster too */
 }

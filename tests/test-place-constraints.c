@@ -30,7 +30,7 @@ static const char *place_names(env *e, const gpusched_place_request *q)
     gpusched_place_result_nodes(e->res, &nodes, &masks, &n);
     char why[256];
     /* The checker reads the state the placement was made on. */
-    if (!(q->flags & GPUSCHED_PLACE_COMMIT))
+    if (!(q->flags & GPUSCHED_PLACE_FLAG_COMMIT))
         cr_assert(place_ref_check(e->c, q, nodes, masks, n, why, sizeof why), "%s", why);
     out[0] = '\0';
     for (uint32_t i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ static void take(env *e, uint64_t id, const char *node, uint64_t mask)
     cr_assert_eq(gpusched_topo_node_find(e->t, node, &n), 0);
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = id;
-    cr_assert_eq(gpusched_cluster_alloc(e->c, &j, 1, &n, &mask), 0, "%s", gpusched_cluster_errmsg(e->c));
+    cr_assert_eq(gpusched_cluster_allocate(e->c, &j, 1, &n, &mask), 0, "%s", gpusched_cluster_errmsg(e->c));
 }
 
 /* ct_mixed: z0/r0 {a:8 b:8 c:2}, z0/r1 {d:64}, z1/r0 {e:1 f:3},
@@ -101,7 +101,7 @@ Test(place_split, pods_share_nodes_and_never_straddle)
     q = req(5, GPUSCHED_SPLIT_PODS, 5);
     cr_assert_str_eq(place_names(&e, &q), "g");
     q = req(64, GPUSCHED_SPLIT_PODS, 64);
-    expect_fail(&e, &q, GPUSCHED_PLACE_SPLIT, "pods of 64 GPUs: the nodes can hold 0 of 1");
+    expect_fail(&e, &q, GPUSCHED_REASON_SPLIT, "pods of 64 GPUs: the nodes can hold 0 of 1");
     env_free(&e);
 }
 
@@ -115,7 +115,7 @@ Test(place_split, whole_nodes_of_one_size_fully_free)
     q = req(64, GPUSCHED_SPLIT_WHOLE_NODES, 0); /* 0: the largest node size */
     cr_assert_str_eq(place_names(&e, &q), "d");
     q = req(40, GPUSCHED_SPLIT_WHOLE_NODES, 8);
-    expect_fail(&e, &q, GPUSCHED_PLACE_SPLIT, "whole nodes of 8 GPUs: the nodes can hold 4 of 5");
+    expect_fail(&e, &q, GPUSCHED_REASON_SPLIT, "whole nodes of 8 GPUs: the nodes can hold 4 of 5");
     env_free(&e);
 }
 
@@ -128,13 +128,13 @@ Test(place_levels, required_level_and_its_explanation)
     take(&e, 1, "d", ~0ull << 4);
     cr_assert_str_eq(place_names(&e, &q), "g h i");
     q.gpus = 25;
-    expect_fail(&e, &q, GPUSCHED_PLACE_REQUIRED, "required rack: the best rack holds 24 of 25 GPUs");
+    expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack holds 24 of 25 GPUs");
     q.required_level = 0; /* z1: its full rack, then the tightest node */
     cr_assert_str_eq(place_names(&e, &q), "e g h i");
     q = req(20, GPUSCHED_SPLIT_PODS, 4);
     q.required_level = 1;
     take(&e, 2, "g", 0x1f);
-    expect_fail(&e, &q, GPUSCHED_PLACE_REQUIRED, "required rack: the best rack holds 4 of 5 pods of 4 GPUs");
+    expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack holds 4 of 5 pods of 4 GPUs");
     env_free(&e);
 }
 
@@ -168,7 +168,7 @@ Test(place_slices, slices_stay_inside_their_domains)
     take(&e, 2, "n3", 1);
     cr_assert_str_eq(place_names(&e, &q), "n6 n7 n8 n9 n10 n11");
     take(&e, 3, "n6", 1);
-    expect_fail(&e, &q, GPUSCHED_PLACE_SLICES,
+    expect_fail(&e, &q, GPUSCHED_REASON_SLICES,
                 "slices of 12 GPUs at block: 1 blocks can hold a slice (1 slices in all), 2 needed");
     env_free(&e);
 }
@@ -199,7 +199,7 @@ static gpusched_topo *labelled(void)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
     static const struct {
         const char *rack, *name, *cls, *l1, *l2;
     } nodes[] = {
@@ -233,7 +233,7 @@ Test(place_filters, class_labels_and_avoided_nodes)
     q.labels_required = 1ull << ib;
     cr_assert_str_eq(place_names(&e, &q), "p t");
     q.labels_forbidden = 1ull << ssd;
-    expect_fail(&e, &q, GPUSCHED_PLACE_ELIGIBLE,
+    expect_fail(&e, &q, GPUSCHED_REASON_ELIGIBLE,
                 "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 8 asked");
     q = req(8, GPUSCHED_SPLIT_ANY, 0);
     uint32_t avoid[2];
@@ -257,7 +257,7 @@ Test(place_state, nodes_not_up_and_reservations)
     gpusched_topo_node_find(e.t, "p", &p);
     gpusched_topo_node_find(e.t, "q", &qn);
     uint64_t hit[4];
-    cr_assert_eq(gpusched_cluster_set_node_health(e.c, p, GPUSCHED_NODE_DOWN, hit, 4, NULL), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(e.c, p, GPUSCHED_NODE_DOWN, hit, 4, NULL), 0);
     gpusched_place_request q = req(8, GPUSCHED_SPLIT_ANY, 0);
     q.required_level = 0;
     cr_assert_str_eq(place_names(&e, &q), "q r");
@@ -267,14 +267,14 @@ Test(place_state, nodes_not_up_and_reservations)
     cr_assert_str_eq(place_names(&e, &q), "s t");
     q.gpus = 16;
     q.required_level = GPUSCHED_NONE;
-    expect_fail(&e, &q, GPUSCHED_PLACE_NO_GPUS, "16 GPUs asked, the cluster has 12 usable free GPUs");
+    expect_fail(&e, &q, GPUSCHED_REASON_NO_GPUS, "16 GPUs asked, the cluster has 12 usable free GPUs");
     q.job_id = 9;
     cr_assert_str_eq(place_names(&e, &q), "q r s t");
     /* Plan only: the reservation is intact afterwards. */
     cr_assert_eq(gpusched_cluster_resv_count(e.c), 1);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
     q.gpus = 4;
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_str_eq(place_names(&e, &q), "q");
     cr_assert_eq(gpusched_cluster_resv_count(e.c), 0, "the commit consumes the reservation");
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
@@ -288,7 +288,7 @@ Test(place_filters, a_wide_level_searched_past_its_tightest_domains)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
     for (uint32_t n = 0; n < 200; n++) {
         char rack[16], name[16];
         snprintf(rack, sizeof rack, "r%03u", n / 2);
@@ -312,6 +312,6 @@ Test(place_filters, a_wide_level_searched_past_its_tightest_domains)
     q.gpu_class = cls;
     cr_assert_str_eq(place_names(&e, &q), "n199");
     q.gpus = 5;
-    expect_fail(&e, &q, GPUSCHED_PLACE_ELIGIBLE, "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 5 asked");
+    expect_fail(&e, &q, GPUSCHED_REASON_ELIGIBLE, "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 5 asked");
     env_free(&e);
 }

@@ -34,7 +34,7 @@ static const char *where(env *e, const gpusched_place_request *q)
     uint32_t n;
     gpusched_place_result_nodes(e->res, &nodes, &masks, &n);
     char why[256];
-    if (!(q->flags & GPUSCHED_PLACE_COMMIT))
+    if (!(q->flags & GPUSCHED_PLACE_FLAG_COMMIT))
         cr_assert(place_ref_check(e->c, q, nodes, masks, n, why, sizeof why), "%s", why);
     static const char *lv[] = {"zone", "block", "rack"};
     int o = 0;
@@ -55,7 +55,7 @@ static void take(env *e, uint32_t node, uint64_t mask)
 {
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = e->next_job++;
-    cr_assert_eq(gpusched_cluster_alloc(e->c, &j, 1, &node, &mask), 0);
+    cr_assert_eq(gpusched_cluster_allocate(e->c, &j, 1, &node, &mask), 0);
 }
 
 static void fail_with(env *e, const gpusched_place_request *q, uint32_t reason, const char *msg)
@@ -119,14 +119,14 @@ Test(golden_nvl72, a_full_zone_sends_the_gang_to_the_other)
     for (uint32_t r = 8; r < 12; r++)
         take(&e, r * 18, 1);
     q = slices72(5);
-    fail_with(&e, &q, GPUSCHED_PLACE_SLICES, "slices of 72 GPUs at rack: 4 racks can hold a slice (4 slices in all), 5 needed");
+    fail_with(&e, &q, GPUSCHED_REASON_SLICES, "slices of 72 GPUs at rack: 4 racks can hold a slice (4 slices in all), 5 needed");
     q = slices72(4);
     q.required_level = 1;
     cr_assert_str_eq(where(&e, &q), "zone:1 block:3 rack:12,13,14,15 nodes:72");
     take(&e, 12 * 18, 1);
     for (uint64_t id = 1000; id < 1018; id++) /* rack 0 free again */
         cr_assert_eq(gpusched_cluster_release(e.c, id), 0);
-    fail_with(&e, &q, GPUSCHED_PLACE_REQUIRED, "required block: the best block holds 3 of 4 slices of 72 GPUs");
+    fail_with(&e, &q, GPUSCHED_REASON_REQUIRED, "required block: the best block holds 3 of 4 slices of 72 GPUs");
     env_free(&e);
 }
 
@@ -153,7 +153,7 @@ Test(golden_nvl72, preferred_block_commits_and_stays_consistent)
     env e = nvl72();
     gpusched_place_request q = slices72(12);
     q.preferred_level = 1;
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_str_eq(where(&e, &q), "zone:0,1 block:0,1,2 rack:0,1,2,3,4,5,6,7,8,9,10,11 nodes:216");
     cr_assert_eq(gpusched_place_result_committed(e.res), 1);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));

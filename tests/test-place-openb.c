@@ -46,7 +46,7 @@ Test(place_openb, replay_keeps_every_invariant)
                 cr_assert_eq(n, 1, "a pod never straddles nodes");
                 char why[256];
                 cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "pod %u: %s", ev->pod, why);
-                q.flags = GPUSCHED_PLACE_COMMIT;
+                q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
                 cr_assert_eq(gpusched_placer_place(p, &q, res), 0);
                 const uint32_t *again;
                 gpusched_place_result_nodes(res, &again, &masks, &n);
@@ -63,6 +63,6 @@ Test(place_openb, replay_keeps_every_invariant)
     free(running);
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     openb_free(&tr);
 }

@@ -46,7 +46,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         cr_assert_eq(rc == 0, want.feasible, "%s: engine %s (%s), reference %s", ctx, rc ? "no fit" : "fits",
                      gpusched_place_result_message(res), want.feasible ? "fits" : "no fit");
         if (rc) {
-            cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_PLACE_OK);
+            cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_REASON_OK);
             cr_assert_neq(gpusched_place_result_message(res)[0], '\0');
             st->nofit++;
             continue;
@@ -60,12 +60,12 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "%s: invalid placement: %s", ctx, why);
         if (budget != UINT64_MAX)
             continue;
-        uint32_t got[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint32_t got[GPUSCHED_MAX_LEVELS + 1];
         place_ref_locality(c, &q, nodes, n, got);
         for (uint32_t l = 0; l <= want.nlevels; l++)
             cr_assert_eq(got[l], want.locality[l], "%s: level %u uses %u domains, optimum %u", ctx, l, got[l],
                          want.locality[l]);
-        uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint64_t fit[GPUSCHED_MAX_LEVELS + 1];
         uint32_t nfit;
         place_ref_fit(c, &q, nodes, n, fit, &nfit);
         cr_assert_eq(nfit, want.nfit, "%s: single-domain levels %u, reference %u", ctx, nfit, want.nfit);
@@ -77,7 +77,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     }
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
 }
 
 static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)

@@ -63,7 +63,7 @@ static void random_state(pt_rng *r, pp_state *s)
         jb->j = (gpusched_job)GPUSCHED_JOB_INIT;
         jb->j.id = 100 + s->njobs;
         jb->j.priority = (int32_t)pt_below(r, 4);
-        jb->j.flags = pt_below(r, 3) ? GPUSCHED_JOB_PREEMPTIBLE : 0;
+        jb->j.flags = pt_below(r, 3) ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
         jb->j.cost_hint = pt_below(r, 6);
         s->njobs++;
     }
@@ -86,14 +86,14 @@ static gpusched_cluster *build(const pp_state *s, uint32_t gone)
     cr_assert_eq(gpusched_cluster_new(s->t, NULL, &c), 0);
     for (uint32_t i = 0; i < s->njobs; i++)
         if (!(gone >> i & 1))
-            cr_assert_eq(gpusched_cluster_alloc(c, &s->jobs[i].j, s->jobs[i].n, s->jobs[i].nodes, s->jobs[i].masks),
+            cr_assert_eq(gpusched_cluster_allocate(c, &s->jobs[i].j, s->jobs[i].n, s->jobs[i].nodes, s->jobs[i].masks),
                          0, "%s", gpusched_cluster_errmsg(c));
     if (s->resv_node != UINT32_MAX)
         cr_assert_eq(gpusched_cluster_reserve(c, PREEMPTOR, 1, &s->resv_node, &s->resv_mask), 0, "%s",
                      gpusched_cluster_errmsg(c));
     if (s->down_node != UINT32_MAX) {
         uint64_t hit[64];
-        cr_assert_eq(gpusched_cluster_set_node_health(c, s->down_node, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
+        cr_assert_eq(gpusched_cluster_node_health_set(c, s->down_node, GPUSCHED_NODE_DOWN, hit, 64, NULL), 0);
     }
     return c;
 }
@@ -110,7 +110,7 @@ static bool fits_without(const pp_state *s, uint32_t gone, const gpusched_place_
     int rc = gpusched_placer_place(p, &plan_only, res);
     cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%s", gpusched_placer_errmsg(p));
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     return rc == 0;
 }
 
@@ -139,13 +139,13 @@ static void pp_close(pp_run *run, pp_state *s)
     gpusched_place_result_free(run->ref);
     gpusched_place_result_free(run->res);
     gpusched_placer_free(run->p);
-    gpusched_cluster_free(run->c);
+    gpusched_cluster_unref(run->c);
     gpusched_topo_unref(s->t);
 }
 
 static bool eligible(const pp_job *jb, const gpusched_place_request *q)
 {
-    return (jb->j.flags & GPUSCHED_JOB_PREEMPTIBLE) && jb->j.priority < q->priority && jb->j.id != q->job_id;
+    return (jb->j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && jb->j.priority < q->priority && jb->j.id != q->job_id;
 }
 
 static void same_placement(gpusched_place_result *a, gpusched_place_result *b)
@@ -231,7 +231,7 @@ static void one_case(pt_rng *r, pp_stats *st)
         uint32_t n;
         cr_assert_eq(gpusched_preempt_plan_victims(plan, &ids, &n), 0);
         cr_assert_eq(n, 0);
-        cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_PLACE_OK);
+        cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_REASON_OK);
         goto out;
     }
     st->planned++;
@@ -279,7 +279,7 @@ static void one_case(pt_rng *r, pp_stats *st)
 
     /* Commit: the victims go, the gang runs where the plan said. */
     cr_assert(fits_without(&s, set, &q, ref));
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_preempt(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
     same_placement(res, ref);
     for (uint32_t i = 0; i < s.njobs; i++) {
@@ -337,12 +337,12 @@ static void one_move(pt_rng *r, uint32_t *moved, uint32_t *stuck)
     }
     ++*moved;
     same_placement(res, ref);
-    cr_assert_eq(gpusched_placer_move(p, id, GPUSCHED_PLACE_COMMIT, res), 0);
+    cr_assert_eq(gpusched_placer_move(p, id, GPUSCHED_PLACE_FLAG_COMMIT, res), 0);
     same_placement(res, ref);
     const uint32_t *nodes, *rn;
     const uint64_t *masks, *rm;
     uint32_t n, g, rcount;
-    cr_assert_eq(gpusched_cluster_job_alloc(c, id, &nodes, &masks, &n, &g), 0);
+    cr_assert_eq(gpusched_cluster_job_allocation(c, id, &nodes, &masks, &n, &g), 0);
     cr_assert_eq(gpusched_place_result_nodes(ref, &rn, &rm, &rcount), 0);
     cr_assert_eq(n, rcount);
     for (uint32_t i = 0; i < n; i++) {
@@ -386,7 +386,7 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         if (pt_below(r, 2)) {
             s.jobs[kept] = s.jobs[i];
             s.jobs[kept].j.id = 100 + kept;
-            s.jobs[kept].j.flags = pt_below(r, 3) ? GPUSCHED_JOB_MOVABLE : 0;
+            s.jobs[kept].j.flags = pt_below(r, 3) ? GPUSCHED_JOB_FLAG_MOVABLE : 0;
             kept++;
         }
     s.njobs = kept;
@@ -427,7 +427,7 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         cr_assert_eq(gpusched_preempt_plan_move(plan, i, &id, &nodes, &masks, &n), 0);
         cr_assert(id >= 100 && id < 100 + s.njobs);
         const pp_job *jb = &s.jobs[id - 100];
-        cr_assert(jb->j.flags & GPUSCHED_JOB_MOVABLE, "job %llu is not movable", (unsigned long long)id);
+        cr_assert(jb->j.flags & GPUSCHED_JOB_FLAG_MOVABLE, "job %llu is not movable", (unsigned long long)id);
         cr_assert_leq(jb->j.priority, q.priority);
         movers |= 1u << (id - 100);
     }
@@ -442,7 +442,7 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
     cr_assert_eq(gpusched_place_result_nodes(res, &gn, &gm, &gk), 0);
     gpusched_job gang = GPUSCHED_JOB_INIT;
     gang.id = PREEMPTOR;
-    cr_assert_eq(gpusched_cluster_alloc(sim, &gang, gk, gn, gm), 0, "%s", gpusched_cluster_errmsg(sim));
+    cr_assert_eq(gpusched_cluster_allocate(sim, &gang, gk, gn, gm), 0, "%s", gpusched_cluster_errmsg(sim));
     for (uint32_t i = 0; i < nm; i++) {
         uint64_t id;
         const uint32_t *nodes;
@@ -456,11 +456,11 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         for (uint32_t k = 0; k < s.jobs[id - 100].n; k++)
             old += (uint32_t)__builtin_popcountll(s.jobs[id - 100].masks[k]);
         cr_assert_eq(g, old, "job %llu moves with %u GPUs, held %u", (unsigned long long)id, g, old);
-        cr_assert_eq(gpusched_cluster_alloc(sim, &s.jobs[id - 100].j, n, nodes, masks), 0, "mover %llu: %s",
+        cr_assert_eq(gpusched_cluster_allocate(sim, &s.jobs[id - 100].j, n, nodes, masks), 0, "mover %llu: %s",
                      (unsigned long long)id, gpusched_cluster_errmsg(sim));
     }
     /* The commit is the plan. */
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_defrag(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
     cr_assert_eq(gpusched_place_result_committed(res), 1);
     cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
@@ -469,15 +469,15 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         const uint64_t *am, *bm;
         uint32_t an, bn, ag, bg;
         uint64_t id = 100 + i;
-        cr_assert_eq(gpusched_cluster_job_alloc(c, id, &a, &am, &an, &ag), 0);
-        cr_assert_eq(gpusched_cluster_job_alloc(sim, id, &b, &bm, &bn, &bg), 0);
+        cr_assert_eq(gpusched_cluster_job_allocation(c, id, &a, &am, &an, &ag), 0);
+        cr_assert_eq(gpusched_cluster_job_allocation(sim, id, &b, &bm, &bn, &bg), 0);
         cr_assert_eq(an, bn);
         for (uint32_t k = 0; k < an; k++) {
             cr_assert_eq(a[k], b[k]);
             cr_assert_eq(am[k], bm[k]);
         }
     }
-    gpusched_cluster_free(sim);
+    gpusched_cluster_unref(sim);
 out:
     pp_close(&run, &s);
 }

@@ -45,7 +45,7 @@ static void random_request(seq *s, gpusched_place_request *q, bool commit)
     q->priority = (int32_t)pt_below(&s->r, 5);
     q->job_flags = (uint32_t)pt_below(&s->r, 4); /* preemptible, movable, both, none */
     q->cost_hint = pt_below(&s->r, 10);
-    q->flags = commit ? GPUSCHED_PLACE_COMMIT : 0;
+    q->flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
 }
 
 /* Reserves a few free GPUs of a random node for a running job or for the
@@ -103,7 +103,7 @@ static void step(seq *s, uint32_t kind)
         break;
     case 6: {
         uint64_t id = some_job(s);
-        rc = id ? gpusched_placer_move(s->p, id, commit ? GPUSCHED_PLACE_COMMIT : 0, s->res) : GPUSCHED_ENOENT;
+        rc = id ? gpusched_placer_move(s->p, id, commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0, s->res) : GPUSCHED_ENOENT;
         break;
     }
     case 7: case 8: {
@@ -131,7 +131,7 @@ static void step(seq *s, uint32_t kind)
         kind = 11;
         uint32_t node = pt_below(&s->r, gpusched_topo_node_count(s->t));
         uint64_t hit[64];
-        rc = gpusched_cluster_set_node_health(s->c, node, pt_below(&s->r, 3) ? GPUSCHED_NODE_UP : GPUSCHED_NODE_DOWN,
+        rc = gpusched_cluster_node_health_set(s->c, node, pt_below(&s->r, 3) ? GPUSCHED_NODE_UP : GPUSCHED_NODE_DOWN,
                                               hit, 64, NULL);
         break;
     }
@@ -211,8 +211,8 @@ Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
         cr_assert_eq(gpusched_cluster_check(replayed), 0, "%s", gpusched_cluster_errmsg(replayed));
         free(live);
         free(first);
-        gpusched_cluster_free(replayed);
-        gpusched_cluster_free(s.standby);
+        gpusched_cluster_unref(replayed);
+        gpusched_cluster_unref(s.standby);
         cr_log_info("seed %llu: %u placed, %u released, %u preempted (%u committed with victims), %u moved, "
                     "%u defragmented (%u committed with moves), %u batches or reservations, %u unreserved",
                     (unsigned long long)seed, s.done[0] + s.done[1] + s.done[2], s.done[3] + s.done[4], s.done[5],
@@ -223,7 +223,7 @@ Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
         gpusched_preempt_plan_free(s.plan);
         gpusched_place_result_free(s.res);
         gpusched_placer_free(s.p);
-        gpusched_cluster_free(s.c);
+        gpusched_cluster_unref(s.c);
         gpusched_topo_unref(s.t);
     }
     /* Each kind of operation must have done real work now and then. */

@@ -21,7 +21,7 @@ static void add_job(env *x, uint64_t id, uint32_t node, uint64_t mask, int32_t p
     j.priority = prio;
     j.cost_hint = cost;
     j.flags = flags;
-    cr_assert_eq(gpusched_cluster_alloc(x->e.c, &j, 1, &node, &mask), 0, "%s", gpusched_cluster_errmsg(x->e.c));
+    cr_assert_eq(gpusched_cluster_allocate(x->e.c, &j, 1, &node, &mask), 0, "%s", gpusched_cluster_errmsg(x->e.c));
 }
 
 static env env_empty(void)
@@ -35,7 +35,7 @@ static env env_full(void)
 {
     env x = env_empty();
     for (uint32_t n = 0; n < 24; n++)
-        add_job(&x, 100 + n, n, 0xf, 0, 10, GPUSCHED_JOB_PREEMPTIBLE);
+        add_job(&x, 100 + n, n, 0xf, 0, 10, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     return x;
 }
 
@@ -140,7 +140,7 @@ Test(preempt, lifetimes_and_bad_arguments)
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ERANGE);
     q = gang8();
     q.job_id = 100; /* running */
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     REJECT(&x, &q, GPUSCHED_EEXIST, "place request: job 100 is already running");
     env_free(&x);
 }
@@ -169,8 +169,8 @@ Test(preempt, cheapest_rack_and_cheapest_victims)
      * and 19 cost least. */
     cr_assert_eq(gpusched_cluster_release(x.e.c, 117), 0);
     cr_assert_eq(gpusched_cluster_release(x.e.c, 119), 0);
-    add_job(&x, 117, 17, 0xf, 0, 1, GPUSCHED_JOB_PREEMPTIBLE);
-    add_job(&x, 119, 19, 0xf, 0, 2, GPUSCHED_JOB_PREEMPTIBLE);
+    add_job(&x, 117, 17, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 119, 19, 0xf, 0, 2, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     gpusched_place_request q = gang8();
     PLAN_OK(&x, &q);
     const uint64_t want[] = {117, 119};
@@ -193,8 +193,8 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     cr_assert_eq(gpusched_cluster_release(x.e.c, 102), 0);
     cr_assert_eq(gpusched_cluster_release(x.e.c, 103), 0);
     add_job(&x, 101, 1, 0xf, 0, 0, 0);
-    add_job(&x, 102, 2, 0xf, 5, 0, GPUSCHED_JOB_PREEMPTIBLE);
-    add_job(&x, 103, 3, 0xf, 9, 0, GPUSCHED_JOB_PREEMPTIBLE);
+    add_job(&x, 102, 2, 0xf, 5, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 103, 3, 0xf, 9, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     gpusched_place_request q = gang8();
     PLAN_OK(&x, &q);
     const uint64_t *ids;
@@ -211,7 +211,7 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     /* Nothing eligible at all: the result explains the placement. */
     q.priority = 0;
     REJECT(&x, &q, GPUSCHED_ENOSPC, "");
-    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_PLACE_NO_GPUS);
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_NO_GPUS);
     victims_are(&x, NULL, 0);
     env_free(&x);
 }
@@ -224,10 +224,10 @@ Test(preempt, victims_the_gang_does_not_need_are_spared)
      * taken cheapest first, so both are lent before the gang fits (on node
      * 9); the one on node 8 is then spared: the gang does not need it. */
     cr_assert_eq(gpusched_cluster_release(x.e.c, 108), 0);
-    add_job(&x, 108, 8, 0x3, 0, 0, GPUSCHED_JOB_PREEMPTIBLE);
+    add_job(&x, 108, 8, 0x3, 0, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 130, 8, 0xc, 0, 0, 0);
     cr_assert_eq(gpusched_cluster_release(x.e.c, 109), 0);
-    add_job(&x, 109, 9, 0xf, 0, 1, GPUSCHED_JOB_PREEMPTIBLE);
+    add_job(&x, 109, 9, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     q.job_id = 1;
     q.gpus = 4;
@@ -249,11 +249,11 @@ Test(preempt, large_gang_clears_the_cheapest_racks)
      * racks (slices of 16 per rack) evicts exactly those. */
     for (uint32_t n = 4; n < 8; n++) {
         cr_assert_eq(gpusched_cluster_release(x.e.c, 100 + n), 0);
-        add_job(&x, 100 + n, n, 0xf, 0, 1, GPUSCHED_JOB_PREEMPTIBLE);
+        add_job(&x, 100 + n, n, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     }
     for (uint32_t n = 12; n < 16; n++) {
         cr_assert_eq(gpusched_cluster_release(x.e.c, 100 + n), 0);
-        add_job(&x, 100 + n, n, 0xf, 0, 1, GPUSCHED_JOB_PREEMPTIBLE);
+        add_job(&x, 100 + n, n, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     }
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     q.job_id = 1;
@@ -291,7 +291,7 @@ Test(preempt, commit_releases_the_victims_and_runs_the_gang)
 {
     env x = env_full();
     gpusched_place_request q = gang8();
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
     const uint64_t want[] = {100, 101};
     victims_are(&x, want, 2);
@@ -375,9 +375,9 @@ static void fill_preemptible(gpusched_cluster *c)
     for (uint32_t n = 0; n < 24; n++) {
         gpusched_job j = GPUSCHED_JOB_INIT;
         j.id = 100 + n;
-        j.flags = GPUSCHED_JOB_PREEMPTIBLE;
+        j.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
         uint64_t m = 0xf;
-        cr_assert_eq(gpusched_cluster_alloc(c, &j, 1, &n, &m), 0);
+        cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0);
     }
 }
 
@@ -390,7 +390,7 @@ static int preempt_slices(oom_ctx *o)
     q.slice_gpus[0] = 8;
     q.slice_level[0] = 1;
     q.priority = 1;
-    q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
+    q.flags = o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
     int rc = gpusched_placer_preempt(o->p, &q, o->res, o->plan);
     if (!rc && o->commit)
         cr_assert_eq(gpusched_cluster_job_count(o->c), 24 - 4 + 1);
@@ -403,7 +403,7 @@ static void oom_undo(void *ctx)
     gpusched_preempt_plan_free(o->plan);
     gpusched_place_result_free(o->res);
     gpusched_placer_free(o->p);
-    gpusched_cluster_free(o->c);
+    gpusched_cluster_unref(o->c);
     o->plan = NULL;
     o->res = NULL;
     o->p = NULL;
@@ -422,7 +422,7 @@ static void job_gpus_are(env *x, uint64_t id, const uint32_t *want_nodes, const 
     const uint32_t *nodes;
     const uint64_t *masks;
     uint32_t n, g;
-    cr_assert_eq(gpusched_cluster_job_alloc(x->e.c, id, &nodes, &masks, &n, &g), 0);
+    cr_assert_eq(gpusched_cluster_job_allocation(x->e.c, id, &nodes, &masks, &n, &g), 0);
     cr_assert_eq(n, nwant, "job %llu on %u nodes, expected %u", (unsigned long long)id, n, nwant);
     for (uint32_t i = 0; i < n; i++) {
         cr_assert_eq(nodes[i], want_nodes[i], "node %u is %u, expected %u", i, nodes[i], want_nodes[i]);
@@ -459,15 +459,15 @@ Test(preempt_move, repair_moves_a_job_off_a_failed_node)
     j.priority = 3;
     j.cost_hint = 77;
     j.tenant = 9;
-    j.flags = GPUSCHED_JOB_PREEMPTIBLE;
+    j.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
     const uint32_t nodes[] = {1, 2};
     const uint64_t masks[] = {0xf, 0xf};
-    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 2, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_allocate(x.e.c, &j, 2, nodes, masks), 0);
     add_job(&x, 6, 0, 0xf, 0, 0, 0);
     add_job(&x, 7, 3, 0x3, 0, 0, 0);
     uint64_t hit[8];
     uint32_t nhit;
-    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 2, GPUSCHED_NODE_DOWN, hit, 8, &nhit), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(x.e.c, 2, GPUSCHED_NODE_DOWN, hit, 8, &nhit), 0);
     uint64_t before = ct_fingerprint(x.e.c);
     cr_assert_eq(gpusched_placer_move(x.e.p, 5, 0, x.e.res), 0, "%s", gpusched_place_result_message(x.e.res));
     cr_assert_eq(ct_fingerprint(x.e.c), before, "a plan-only move changed the state");
@@ -475,7 +475,7 @@ Test(preempt_move, repair_moves_a_job_off_a_failed_node)
      * so the job goes to the tightest rack that holds two whole nodes. */
     const uint32_t want[] = {4, 5};
     nodes_are(&x, want, 2);
-    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_COMMIT, x.e.res), 0);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_FLAG_COMMIT, x.e.res), 0);
     cr_assert_eq(gpusched_place_result_committed(x.e.res), 1);
     const uint64_t wm[] = {0xf, 0xf};
     job_gpus_are(&x, 5, want, wm, 2);
@@ -484,7 +484,7 @@ Test(preempt_move, repair_moves_a_job_off_a_failed_node)
     cr_assert_eq(got.priority, 3);
     cr_assert_eq(got.cost_hint, 77);
     cr_assert_eq(got.tenant, 9);
-    cr_assert_eq(got.flags, GPUSCHED_JOB_PREEMPTIBLE);
+    cr_assert_eq(got.flags, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     cr_assert_eq(gpusched_cluster_job_count(x.e.c), 3);
     cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
     env_free(&x);
@@ -500,7 +500,7 @@ Test(preempt_move, the_shape_is_kept)
     const uint64_t masks[] = {0x3, 0xc};
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = 5;
-    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 2, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_allocate(x.e.c, &j, 2, nodes, masks), 0);
     /* Block 0 full but for node 11 (rack 2); block 1 empty. */
     for (uint32_t n = 1; n < 11; n++)
         if (n != 4)
@@ -511,7 +511,7 @@ Test(preempt_move, the_shape_is_kept)
      * it; one node (11) holds both pods: better locality than its two
      * nodes, so a plain move already gathers it there. */
     uint64_t hit[8];
-    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_COMMIT, x.e.res), 0,
+    cr_assert_eq(gpusched_placer_move(x.e.p, 5, GPUSCHED_PLACE_FLAG_COMMIT, x.e.res), 0,
                  "%s", gpusched_place_result_message(x.e.res));
     const uint32_t nn[] = {11};
     const uint64_t nm[] = {0xf};
@@ -524,8 +524,8 @@ Test(preempt_move, the_shape_is_kept)
     const uint32_t wn[] = {12, 13, 16, 17};
     const uint64_t wmask[] = {0xf, 0xf, 0xf, 0xf};
     j.id = 8;
-    cr_assert_eq(gpusched_cluster_alloc(x.e.c, &j, 4, wn, wmask), 0);
-    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 13, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+    cr_assert_eq(gpusched_cluster_allocate(x.e.c, &j, 4, wn, wmask), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(x.e.c, 13, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
     /* Rack 3 keeps 3 up nodes (12, 14, 15), rack 4 all four, rack 5 all
      * four: both slices of 8 fit in rack 4 (its own nodes, best locality). */
     cr_assert_eq(gpusched_placer_move(x.e.p, 8, 0, x.e.res), 0, "%s", gpusched_place_result_message(x.e.res));
@@ -549,9 +549,9 @@ Test(preempt_move, nowhere_to_go)
 {
     env x = env_full();
     uint64_t hit[8];
-    cr_assert_eq(gpusched_cluster_set_node_health(x.e.c, 7, GPUSCHED_NODE_DRAINING, hit, 8, NULL), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(x.e.c, 7, GPUSCHED_NODE_DRAINING, hit, 8, NULL), 0);
     uint64_t before = ct_fingerprint(x.e.c);
-    cr_assert_eq(gpusched_placer_move(x.e.p, 107, GPUSCHED_PLACE_COMMIT, x.e.res), GPUSCHED_ENOSPC);
+    cr_assert_eq(gpusched_placer_move(x.e.p, 107, GPUSCHED_PLACE_FLAG_COMMIT, x.e.res), GPUSCHED_ENOSPC);
     cr_assert_eq(ct_fingerprint(x.e.c), before);
     cr_assert_str_eq(gpusched_place_result_message(x.e.res),
                      "4 GPUs asked, the cluster has 0 usable free GPUs");
@@ -565,14 +565,14 @@ static void fill_failed_node(gpusched_cluster *c)
     const uint64_t masks[] = {0xf, 0xf, 0xf};
     gpusched_job j = GPUSCHED_JOB_INIT;
     j.id = 5;
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, nodes, masks), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 3, nodes, masks), 0);
     uint64_t hit[8];
-    cr_assert_eq(gpusched_cluster_set_node_health(c, 1, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 1, GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
 }
 
 static int move_job5(oom_ctx *o)
 {
-    return gpusched_placer_move(o->p, 5, o->commit ? GPUSCHED_PLACE_COMMIT : 0, o->res);
+    return gpusched_placer_move(o->p, 5, o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0, o->res);
 }
 
 Test(preempt_move, out_of_memory_changes_nothing)
@@ -590,7 +590,7 @@ static env env_fragmented(void)
 {
     env x = env_empty();
     for (uint32_t r = 0; r < 6; r++)
-        add_job(&x, 100 + r, 4 * r, 0xf, 0, 10 + r, r < 3 ? GPUSCHED_JOB_MOVABLE : 0);
+        add_job(&x, 100 + r, 4 * r, 0xf, 0, 10 + r, r < 3 ? GPUSCHED_JOB_FLAG_MOVABLE : 0);
     return x;
 }
 
@@ -620,7 +620,7 @@ Test(preempt_defrag, bad_arguments_and_accessors)
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
     q = rack_gang();
     q.job_id = 100;
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EEXIST);
     cr_assert_eq(ct_fingerprint(x.e.c), before);
 
@@ -670,7 +670,7 @@ Test(preempt_defrag, one_move_frees_a_rack)
     cr_assert_eq(gpus, 4);
 
     uint32_t dest = nodes[0];
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0);
     cr_assert_eq(gpusched_place_result_committed(x.e.res), 1);
     const uint64_t all[] = {0xf, 0xf, 0xf, 0xf};
@@ -680,7 +680,7 @@ Test(preempt_defrag, one_move_frees_a_rack)
     gpusched_job j = GPUSCHED_JOB_INIT;
     cr_assert_eq(gpusched_cluster_job_find(x.e.c, 100, &j), 0);
     cr_assert_eq(j.cost_hint, 10);
-    cr_assert_eq(j.flags, GPUSCHED_JOB_MOVABLE);
+    cr_assert_eq(j.flags, GPUSCHED_JOB_FLAG_MOVABLE);
     cr_assert_eq(gpusched_cluster_job_count(x.e.c), 7);
     cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
     env_free(&x);
@@ -717,7 +717,7 @@ Test(preempt_defrag, no_room_to_move_into)
         if (n % 4)
             add_job(&x, 200 + n, n, 0xf, 0, 0, 0);
     gpusched_place_request q = rack_gang();
-    q.flags = GPUSCHED_PLACE_COMMIT;
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     uint64_t before = ct_fingerprint(x.e.c);
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
     cr_assert_eq(ct_fingerprint(x.e.c), before);
@@ -726,11 +726,11 @@ Test(preempt_defrag, no_room_to_move_into)
     /* A higher-priority job is never moved for a lower-priority gang. */
     env y = env_fragmented();
     cr_assert_eq(gpusched_cluster_release(y.e.c, 100), 0);
-    add_job(&y, 100, 0, 0xf, 5, 10, GPUSCHED_JOB_MOVABLE);
+    add_job(&y, 100, 0, 0xf, 5, 10, GPUSCHED_JOB_FLAG_MOVABLE);
     cr_assert_eq(gpusched_cluster_release(y.e.c, 101), 0);
-    add_job(&y, 101, 4, 0xf, 5, 11, GPUSCHED_JOB_MOVABLE);
+    add_job(&y, 101, 4, 0xf, 5, 11, GPUSCHED_JOB_FLAG_MOVABLE);
     cr_assert_eq(gpusched_cluster_release(y.e.c, 102), 0);
-    add_job(&y, 102, 8, 0xf, 5, 12, GPUSCHED_JOB_MOVABLE);
+    add_job(&y, 102, 8, 0xf, 5, 12, GPUSCHED_JOB_FLAG_MOVABLE);
     q.priority = 4;
     cr_assert_eq(gpusched_placer_defrag(y.e.p, &q, y.e.res, y.plan), GPUSCHED_ENOSPC);
     q.priority = 5;
@@ -748,16 +748,16 @@ static void fill_two_movers(gpusched_cluster *c)
     const uint32_t a[] = {0, 1, 4}, b[] = {2, 5, 6};
     const uint64_t m[] = {0xf, 0xf, 0xf};
     gpusched_job j = GPUSCHED_JOB_INIT;
-    j.flags = GPUSCHED_JOB_MOVABLE;
+    j.flags = GPUSCHED_JOB_FLAG_MOVABLE;
     j.id = 5;
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, a, m), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 3, a, m), 0);
     j.id = 6;
-    cr_assert_eq(gpusched_cluster_alloc(c, &j, 3, b, m), 0);
+    cr_assert_eq(gpusched_cluster_allocate(c, &j, 3, b, m), 0);
     for (uint32_t n = 11; n < 24; n++) {
         gpusched_job f = GPUSCHED_JOB_INIT;
         f.id = 100 + n;
         uint64_t mask = n < 16 ? 0x1 : 0xf;
-        cr_assert_eq(gpusched_cluster_alloc(c, &f, 1, &n, &mask), 0);
+        cr_assert_eq(gpusched_cluster_allocate(c, &f, 1, &n, &mask), 0);
     }
 }
 
@@ -768,7 +768,7 @@ static int defrag_rack(oom_ctx *o)
     q.gpus = 16;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.required_level = 1;
-    q.flags = o->commit ? GPUSCHED_PLACE_COMMIT : 0;
+    q.flags = o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
     int rc = gpusched_placer_defrag(o->p, &q, o->res, o->plan);
     if (!rc)
         cr_assert_gt(gpusched_preempt_plan_move_count(o->plan), 0);

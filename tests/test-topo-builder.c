@@ -22,7 +22,7 @@ static gpusched_topo *small_topo(void)
 {
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, levels2), 0);
     /* Interleaved on purpose: freeze must group them. */
     add(b, "b1", "r0", "n10", 8, "h100");
     add(b, "b0", "r0", "n0", 8, "h100");
@@ -89,14 +89,14 @@ Test(topo_builder, bad_input_changes_nothing)
     const char *path[] = {"b0", "r0"};
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, NULL, NULL, 0), GPUSCHED_ESTATE);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "levels are not set");
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 0, levels2), GPUSCHED_EINVAL);
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 9, levels2), GPUSCHED_ELIMIT);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 0, levels2), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 9, levels2), GPUSCHED_ELIMIT);
     const char *dup[] = {"rack", "rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, dup), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, dup), GPUSCHED_EINVAL);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "level name 'rack' appears twice");
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, levels2), 0);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "");
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), GPUSCHED_ESTATE);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, levels2), GPUSCHED_ESTATE);
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, "h100", NULL, 0), 0);
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, "h100", NULL, 0), GPUSCHED_EEXIST);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "duplicate node name 'n0'");
@@ -129,7 +129,7 @@ Test(topo_builder, limits)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
     char name[32], lab[32];
     const char *path[] = {"r0"};
     for (int i = 0; i < 64; i++) {
@@ -168,7 +168,7 @@ Test(topo_builder, freeze_needs_levels_and_nodes)
     gpusched_topo *t = NULL;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     cr_assert_eq(gpusched_topo_builder_freeze(b, &t), GPUSCHED_ESTATE);
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 2, levels2), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, levels2), 0);
     cr_assert_eq(gpusched_topo_builder_freeze(b, &t), GPUSCHED_ESTATE);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "the builder has no node");
     cr_assert_eq(gpusched_topo_builder_freeze(b, NULL), GPUSCHED_EINVAL);
@@ -224,9 +224,9 @@ static int build_with(const gpusched_allocator *alloc, gpusched_topo **out)
     int rc = gpusched_topo_builder_new(alloc, &b);
     if (rc)
         return rc;
-    rc = gpusched_topo_builder_set_levels(b, 2, levels2);
+    rc = gpusched_topo_builder_levels_set(b, 2, levels2);
     if (rc == GPUSCHED_ENOMEM)
-        rc = gpusched_topo_builder_set_levels(b, 2, levels2);
+        rc = gpusched_topo_builder_levels_set(b, 2, levels2);
     char name[16], rack[16], blk[16];
     const char *labs[] = {"ib", "fast"};
     for (int i = 0; !rc && i < 200; i++) {
@@ -275,7 +275,7 @@ Test(topo_builder, null_arguments_are_refused)
     uint32_t x;
     char buf[8];
     cr_assert_str_eq(gpusched_topo_builder_errmsg(NULL), "builder is NULL");
-    cr_assert_eq(gpusched_topo_builder_set_levels(NULL, 1, levels2), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_levels_set(NULL, 1, levels2), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_topo_builder_add_node(NULL, NULL, "n", 1, NULL, NULL, 0), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_topo_builder_freeze(NULL, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_topo_level_count(NULL), 0);
@@ -326,7 +326,7 @@ Test(topo_builder, nodes_info_in_bulk)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
     const char *labs[] = {"ib", "ssd"};
     for (uint32_t n = 0; n < 9; n++) {
         const char *path[] = {n < 5 ? "r0" : "r1"};

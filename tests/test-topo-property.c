@@ -12,14 +12,14 @@
 #define MAXN 400
 
 typedef struct ref_node {
-    char path[GPUSCHED_TOPO_MAX_LEVELS][16];
+    char path[GPUSCHED_MAX_LEVELS][16];
     char name[16];
     uint32_t gpus;
     char cls[16];
     uint32_t nlabels;
     char labels[3][16];
     uint32_t seq;                               /* insertion index */
-    uint32_t first[GPUSCHED_TOPO_MAX_LEVELS];   /* first insertion under each ancestor */
+    uint32_t first[GPUSCHED_MAX_LEVELS];   /* first insertion under each ancestor */
 } ref_node;
 
 static uint64_t rng;
@@ -116,7 +116,7 @@ static void one_case(uint32_t iter)
     uint32_t fan = 1 + rnd(5);
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, ref_levels, lnames), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, ref_levels, lnames), 0);
     uint32_t added = 0;
     for (uint32_t i = 0; i < n; i++) {
         ref_node *r = &ref[added];
@@ -133,7 +133,7 @@ static void one_case(uint32_t iter)
             snprintf(r->labels[k], sizeof r->labels[k], "%s", labs[rnd(4)]);
             lp[k] = r->labels[k];
         }
-        const char *pp[GPUSCHED_TOPO_MAX_LEVELS];
+        const char *pp[GPUSCHED_MAX_LEVELS];
         for (uint32_t l = 0; l < ref_levels; l++)
             pp[l] = r->path[l];
         bool dup = false;
@@ -182,7 +182,7 @@ Test(topo_property, insertion_order_only_renumbers_within_the_rules)
                 }
             gpusched_topo_builder *b;
             gpusched_topo_builder_new(NULL, &b);
-            gpusched_topo_builder_set_levels(b, 2, lv);
+            gpusched_topo_builder_levels_set(b, 2, lv);
             for (uint32_t i = 0; i < n; i++) {
                 uint32_t k = perm[i];
                 char blk[8], rack[8], name[8];

@@ -261,7 +261,7 @@ Test(topo_text, builder_levels_then_text_without_levels)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     const char *lv[] = {"rack"};
-    cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
     const char *text = "node r0 n0 gpus=8\n";
     cr_assert_eq(gpusched_topo_builder_parse(b, text, strlen(text)), 0);
     cr_assert_eq(gpusched_topo_builder_parse(b, "", 0), 0);

@@ -25,9 +25,12 @@
  * i of that node). Job ids are the caller's 64-bit ids; every value is
  * valid.
  *
- * Lifetime and threads: a #gpusched_cluster holds a reference on its
- * topology, which therefore outlives it. A cluster is used by one thread at
- * a time; pointers it hands out (allocation arrays) stay valid until the
+ * Lifetime and threads: a #gpusched_cluster is reference counted
+ * (gpusched_cluster_ref(), gpusched_cluster_unref()); it holds a reference
+ * on its topology, and every placer holds one on its cluster, so each lives
+ * as long as anything that uses it, whatever order they are released in. A
+ * cluster, its placers and their results are used by one thread at a time
+ * (the count is not atomic); pointers it hands out (allocation arrays) stay valid until the
  * next call that changes the cluster. Every mutating call is atomic: it
  * either succeeds fully or changes nothing. The library never reads a
  * clock: start times are the caller's.
@@ -52,7 +55,6 @@ typedef enum gpusched_node_health {
     GPUSCHED_NODE_CORDONED = 1, /**< Takes no new work; running jobs stay undisturbed. */
     GPUSCHED_NODE_DRAINING = 2, /**< Takes no new work; its jobs should move off. */
     GPUSCHED_NODE_DOWN = 3,     /**< Failed: its jobs have lost their GPUs there. */
-    GPUSCHED_NODE_HEALTH_COUNT = 4 /**< Number of values; not a health. */
 } gpusched_node_health;
 
 /** State of one GPU, as reported by gpusched_cluster_gpu_state(). */
@@ -63,12 +65,12 @@ typedef enum gpusched_gpu_state {
 } gpusched_gpu_state;
 
 /** Job flag: the job may be preempted. */
-#define GPUSCHED_JOB_PREEMPTIBLE (1u << 0)
+#define GPUSCHED_JOB_FLAG_PREEMPTIBLE (1u << 0)
 /** Job flag: the job may be moved to other GPUs (it can checkpoint and
  *  restart elsewhere); defragmentation moves only such jobs. */
-#define GPUSCHED_JOB_MOVABLE (1u << 1)
+#define GPUSCHED_JOB_FLAG_MOVABLE (1u << 1)
 /** Every job flag this version knows. */
-#define GPUSCHED_JOB_FLAGS (GPUSCHED_JOB_PREEMPTIBLE | GPUSCHED_JOB_MOVABLE)
+#define GPUSCHED_JOB_FLAG_ALL (GPUSCHED_JOB_FLAG_PREEMPTIBLE | GPUSCHED_JOB_FLAG_MOVABLE)
 
 /**
  * A job's descriptor. Extensible: fill with #GPUSCHED_JOB_INIT, then set
@@ -104,10 +106,18 @@ GPUSCHED_API int gpusched_cluster_new(gpusched_topo *topo, const gpusched_alloca
                                       gpusched_cluster **out);
 
 /**
- * Frees a cluster and drops its topology reference.
+ * Takes a reference on a cluster.
+ * @param c The cluster; NULL is accepted.
+ * @return `c`.
+ */
+GPUSCHED_API gpusched_cluster *gpusched_cluster_ref(gpusched_cluster *c);
+
+/**
+ * Drops a reference; the last one frees the cluster and drops its topology
+ * reference. The creator (new, restore, replay) holds the first reference.
  * @param c The cluster; NULL is accepted (no-op).
  */
-GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c);
+GPUSCHED_API void gpusched_cluster_unref(gpusched_cluster *c);
 
 /**
  * The message of the cluster's last error ("" if the last call succeeded).
@@ -219,7 +229,7 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
  * @retval GPUSCHED_ERANGE `node` out of range, or `cap` too small: nothing changed,
  *         `*nhit` says how many ids are needed.
  */
-GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t node, uint32_t health,
+GPUSCHED_API int gpusched_cluster_node_health_set(gpusched_cluster *c, uint32_t node, uint32_t health,
                                                   uint64_t *hit, uint32_t cap, uint32_t *nhit);
 
 /* ---- aggregates -------------------------------------------------------- */
@@ -259,7 +269,7 @@ GPUSCHED_API int gpusched_cluster_domain_free_nodes(gpusched_cluster *c, uint32_
  * @param c The cluster.
  * @param level A topology level, or #GPUSCHED_NONE for the whole cluster.
  * @param domain Domain index at `level` (ignored for #GPUSCHED_NONE).
- * @param gpus Free GPUs per node asked for, 0 to #GPUSCHED_TOPO_MAX_NODE_GPUS
+ * @param gpus Free GPUs per node asked for, 0 to #GPUSCHED_MAX_NODE_GPUS
  *        (0 counts every node).
  * @param[out] nodes The count.
  * @retval 0 Success.
@@ -335,7 +345,7 @@ GPUSCHED_API int gpusched_cluster_frag(gpusched_cluster *c, uint32_t level, uint
  * @retval GPUSCHED_ELIMIT Too many jobs (2^31 - 1).
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
-GPUSCHED_API int gpusched_cluster_alloc(gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+GPUSCHED_API int gpusched_cluster_allocate(gpusched_cluster *c, const gpusched_job *job, uint32_t n,
                                         const uint32_t *nodes, const uint64_t *masks);
 
 /**
@@ -407,7 +417,7 @@ GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id,
  * @retval GPUSCHED_EINVAL NULL argument.
  * @retval GPUSCHED_ENOENT No running job has this id.
  */
-GPUSCHED_API int gpusched_cluster_job_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+GPUSCHED_API int gpusched_cluster_job_allocation(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
                                             const uint64_t **masks, uint32_t *n, uint32_t *gpus);
 
 /* ---- reservations ------------------------------------------------------ */
@@ -416,7 +426,7 @@ GPUSCHED_API int gpusched_cluster_job_alloc(gpusched_cluster *c, uint64_t job_id
  * Reserves GPUs for a job that is not running yet, all or nothing. Every
  * GPU must be free and every node up. If the job id already holds a
  * reservation, the GPUs are added to it. A reservation is independent of
- * running jobs; gpusched_cluster_alloc() with the same id consumes it.
+ * running jobs; gpusched_cluster_allocate() with the same id consumes it.
  * @param c The cluster.
  * @param job_id The job the capacity is kept for.
  * @param n Number of (node, mask) pairs, at least 1.
@@ -493,7 +503,7 @@ GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, u
  * @retval GPUSCHED_EINVAL NULL argument.
  * @retval GPUSCHED_ENOENT No reservation for this id.
  */
-GPUSCHED_API int gpusched_cluster_resv_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+GPUSCHED_API int gpusched_cluster_resv_allocation(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
                                              const uint64_t **masks, uint32_t *n, uint32_t *gpus);
 
 /* ---- checking and snapshots -------------------------------------------- */

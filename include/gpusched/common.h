@@ -141,8 +141,34 @@ typedef enum gpusched_simd {
     GPUSCHED_SIMD_AVX2 = 2,    /**< x86-64 AVX2. */
     GPUSCHED_SIMD_AVX512 = 3,  /**< x86-64 AVX-512. */
     GPUSCHED_SIMD_NEON = 4,    /**< AArch64 NEON. */
-    GPUSCHED_SIMD_COUNT = 5    /**< Number of paths; not a path. */
 } gpusched_simd;
+
+/**
+ * The enumerations whose range gpusched_enum_bounds() reports. Enums grow
+ * by appending values, so the range is asked of the library that is loaded
+ * instead of compiled in as a count.
+ */
+typedef enum gpusched_enum {
+    GPUSCHED_ENUM_SIMD = 1,         /**< #gpusched_simd */
+    GPUSCHED_ENUM_NODE_HEALTH = 2,  /**< gpusched_node_health (cluster.h) */
+    GPUSCHED_ENUM_GPU_STATE = 3,    /**< gpusched_gpu_state (cluster.h) */
+    GPUSCHED_ENUM_SPLIT = 4,        /**< gpusched_place_split (place.h) */
+    GPUSCHED_ENUM_REASON = 5,       /**< gpusched_place_reason (place.h) */
+    GPUSCHED_ENUM_FAIRQ_PARAM = 6,  /**< gpusched_fairq_param (fairq.h) */
+    GPUSCHED_ENUM_FAIRQ_POLICY = 7, /**< gpusched_fairq_policy (fairq.h) */
+    GPUSCHED_ENUM_FAIRQ_TENANT = 8, /**< gpusched_fairq_tenant_value (fairq.h) */
+} gpusched_enum;
+
+/**
+ * The smallest and largest value of an enumeration in this library; every
+ * value in between is valid.
+ * @param which A #gpusched_enum.
+ * @param[out] first Smallest value; may be NULL.
+ * @param[out] last Largest value; may be NULL.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `which` is not a #gpusched_enum.
+ */
+GPUSCHED_API int gpusched_enum_bounds(uint32_t which, uint32_t *first, uint32_t *last);
 
 /**
  * Reports the CPU's features and the SIMD path the library would choose now.

@@ -56,9 +56,9 @@ extern "C" {
 typedef struct gpusched_fairq gpusched_fairq;
 
 /** Number of task types; a worker mask has one bit per type. */
-#define GPUSCHED_FAIRQ_MAX_TYPES 64
+#define GPUSCHED_MAX_TASK_TYPES 64
 /** Largest accepted `max_tenants`. */
-#define GPUSCHED_FAIRQ_MAX_TENANTS (1u << 24)
+#define GPUSCHED_MAX_TENANTS (1u << 24)
 /** Worker mask that accepts every task type. */
 #define GPUSCHED_FAIRQ_ALL_TYPES UINT64_MAX
 
@@ -107,7 +107,7 @@ typedef struct gpusched_fairq_decision {
 /** Initializer for #gpusched_fairq_decision. */
 #define GPUSCHED_FAIRQ_DECISION_INIT { sizeof(gpusched_fairq_decision), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
-/** Queue parameters for gpusched_fairq_set_param(); values are doubles. */
+/** Queue parameters for gpusched_fairq_param_set(); values are doubles. */
 typedef enum gpusched_fairq_param {
     GPUSCHED_FAIRQ_PARAM_W_BACKLOG = 1,   /**< Weight of the backlog term, [0, 1e6]. Default 0.1. */
     GPUSCHED_FAIRQ_PARAM_W_WAIT = 2,      /**< Weight of the wait term, [0, 1e6]. Default 0.9. */
@@ -122,7 +122,7 @@ typedef enum gpusched_fairq_param {
     GPUSCHED_FAIRQ_PARAM_SEED = 11,       /**< Seed of the exploration generator, an integer in [0, 2^53]. */
 } gpusched_fairq_param;
 
-/** Weight presets for gpusched_fairq_set_policy(). */
+/** Weight presets for gpusched_fairq_policy_set(). */
 typedef enum gpusched_fairq_policy {
     /** The memoryless model policy: W_BACKLOG 0.1, W_WAIT 0.9, others 0. */
     GPUSCHED_FAIRQ_POLICY_DES = 1,
@@ -141,8 +141,8 @@ typedef enum gpusched_fairq_tenant_value {
 
 /**
  * Creates an empty queue with the memoryless (DES) policy.
+ * @param max_tenants Number of tenants, 1 .. #GPUSCHED_MAX_TENANTS.
  * @param alloc Allocator for every allocation of the queue; NULL: libc.
- * @param max_tenants Number of tenants, 1 .. #GPUSCHED_FAIRQ_MAX_TENANTS.
  * @param[out] out The new queue.
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL `out` is NULL or the allocator is invalid.
@@ -150,7 +150,7 @@ typedef enum gpusched_fairq_tenant_value {
  * @retval GPUSCHED_ENOTSUP `GPUSCHED_SIMD` forces a path this CPU cannot run.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
-GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t max_tenants,
+GPUSCHED_API int gpusched_fairq_new(uint32_t max_tenants, const gpusched_allocator *alloc,
                                     gpusched_fairq **out);
 
 /**
@@ -175,7 +175,7 @@ GPUSCHED_API const char *gpusched_fairq_errmsg(const gpusched_fairq *q);
  * @retval GPUSCHED_EINVAL `q` is NULL or `param` is unknown.
  * @retval GPUSCHED_ERANGE `value` is out of bounds or not a number.
  */
-GPUSCHED_API int gpusched_fairq_set_param(gpusched_fairq *q, uint32_t param, double value);
+GPUSCHED_API int gpusched_fairq_param_set(gpusched_fairq *q, uint32_t param, double value);
 
 /**
  * Reads a parameter.
@@ -185,7 +185,7 @@ GPUSCHED_API int gpusched_fairq_set_param(gpusched_fairq *q, uint32_t param, dou
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL An argument is NULL or `param` is unknown.
  */
-GPUSCHED_API int gpusched_fairq_get_param(const gpusched_fairq *q, uint32_t param, double *value);
+GPUSCHED_API int gpusched_fairq_param_get(const gpusched_fairq *q, uint32_t param, double *value);
 
 /**
  * Reports the accepted range of a parameter.
@@ -204,7 +204,7 @@ GPUSCHED_API int gpusched_fairq_param_bounds(uint32_t param, double *lo, double 
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL `q` is NULL or `policy` is unknown.
  */
-GPUSCHED_API int gpusched_fairq_set_policy(gpusched_fairq *q, uint32_t policy);
+GPUSCHED_API int gpusched_fairq_policy_set(gpusched_fairq *q, uint32_t policy);
 
 /**
  * Sets a tenant's share weight: its virtual time grows by cost / weight.
@@ -215,7 +215,7 @@ GPUSCHED_API int gpusched_fairq_set_policy(gpusched_fairq *q, uint32_t policy);
  * @retval GPUSCHED_EINVAL `q` is NULL.
  * @retval GPUSCHED_ERANGE `tenant` or `weight` is out of range.
  */
-GPUSCHED_API int gpusched_fairq_set_tenant_weight(gpusched_fairq *q, uint32_t tenant, double weight);
+GPUSCHED_API int gpusched_fairq_tenant_weight_set(gpusched_fairq *q, uint32_t tenant, double weight);
 
 /**
  * Reads a per-tenant value.
@@ -262,7 +262,7 @@ GPUSCHED_API int gpusched_fairq_enqueue(gpusched_fairq *q, const gpusched_fairq_
  * @retval GPUSCHED_ELIMIT The queue would exceed 2^31 slots.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
-GPUSCHED_API int gpusched_fairq_enqueue_bulk(gpusched_fairq *q, uint32_t n, const uint64_t *ids,
+GPUSCHED_API int gpusched_fairq_enqueue_batch(gpusched_fairq *q, uint32_t n, const uint64_t *ids,
                                              const uint32_t *tenants, const uint8_t *types,
                                              const double *enqueue_times, const double *work_sizes);
 
@@ -419,8 +419,8 @@ GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path);
 
 /**
  * Reads a decision log file.
- * @param alloc Allocator; NULL: libc.
  * @param path File name.
+ * @param alloc Allocator; NULL: libc.
  * @param[out] out The log, or NULL on error (nothing is created).
  * @param[out] errbuf Buffer for an error message; may be NULL.
  * @param errbuf_len Its size.
@@ -431,7 +431,7 @@ GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path);
  * @retval GPUSCHED_EVERSION Unsupported format version.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
-GPUSCHED_API int gpusched_fairq_log_read(const gpusched_allocator *alloc, const char *path,
+GPUSCHED_API int gpusched_fairq_log_read(const char *path, const gpusched_allocator *alloc,
                                          gpusched_fairq_log **out, char *errbuf, size_t errbuf_len);
 
 /**

@@ -26,8 +26,9 @@
  * memory of the search so that placements allocate nothing in steady state.
  * A result (#gpusched_place_result) is reusable from call to call.
  *
- * Lifetime and threads: a placer must be freed before its cluster. A placer,
- * its cluster and a result are used by one thread at a time. Pointers a
+ * Lifetime and threads: a placer holds a reference on its cluster
+ * (gpusched_cluster_ref()), so the two may be released in any order. A
+ * placer, its cluster and a result are used by one thread at a time. Pointers a
  * result hands out stay valid until the result is reused or freed.
  * @{
  */
@@ -62,10 +63,10 @@ typedef enum gpusched_place_split {
 
 /** Request flag: commit the placement (it becomes a job in the cluster).
  *  Without it the call only plans (what-if) and changes nothing. */
-#define GPUSCHED_PLACE_COMMIT (1u << 0)
+#define GPUSCHED_PLACE_FLAG_COMMIT (1u << 0)
 
 /** Number of slice constraints a request can carry. */
-#define GPUSCHED_PLACE_MAX_SLICES 2
+#define GPUSCHED_MAX_SLICES 2
 
 /**
  * A gang placement request. Extensible: fill with
@@ -75,11 +76,13 @@ typedef enum gpusched_place_split {
  */
 typedef struct gpusched_place_request {
     uint32_t size;              /**< sizeof(gpusched_place_request), set by the initializer. */
-    uint32_t flags;             /**< GPUSCHED_PLACE_* bits; unknown bits are rejected. */
-    uint64_t job_id;            /**< The job: its id in the cluster when committed, and the
-                                     reservation whose GPUs it may use. */
-    int32_t priority;           /**< Copied to the job. */
-    uint32_t tenant;            /**< Copied to the job. */
+    uint32_t flags;             /**< GPUSCHED_PLACE_FLAG_* bits; unknown bits are rejected. */
+    const gpusched_job *job;    /**< The job (#GPUSCHED_JOB_INIT, then fields): its id is the
+                                     job's id in the cluster when committed and names the
+                                     reservation whose GPUs it may use; its flags, priority,
+                                     tenant, start time and cost hint become the job's.
+                                     Read during the call only. NULL: job id 0, every field 0.
+                                     A pointer, not a member, so that both structs can grow. */
     uint32_t gpus;              /**< Total GPUs of the gang, at least 1. */
     uint32_t split;             /**< A #gpusched_place_split value. */
     uint32_t pod_gpus;          /**< GPUs per pod (#GPUSCHED_SPLIT_PODS) or per node
@@ -87,8 +90,8 @@ typedef struct gpusched_place_request {
     uint32_t required_level;    /**< The whole gang inside one domain of this level. */
     uint32_t preferred_level;   /**< Locality is optimized down to this level only;
                                      #GPUSCHED_NONE: down to nodes. */
-    uint32_t slice_gpus[GPUSCHED_PLACE_MAX_SLICES];  /**< Slice sizes; 0: unused. */
-    uint32_t slice_level[GPUSCHED_PLACE_MAX_SLICES]; /**< Each slice of slice_gpus[i] GPUs lies
+    uint32_t slice_gpus[GPUSCHED_MAX_SLICES];  /**< Slice sizes; 0: unused. */
+    uint32_t slice_level[GPUSCHED_MAX_SLICES]; /**< Each slice of slice_gpus[i] GPUs lies
                                      inside one domain of slice_level[i]. Two slices must
                                      nest: the one at the higher level is a multiple of the
                                      other. */
@@ -97,26 +100,23 @@ typedef struct gpusched_place_request {
     uint64_t labels_forbidden;  /**< Label bits no node used may have. */
     const uint32_t *avoid_nodes;/**< Nodes not to use (any order, duplicates allowed). */
     uint32_t avoid_count;       /**< Entries in `avoid_nodes`. */
-    uint32_t job_flags;         /**< GPUSCHED_JOB_* flags of the committed job. */
-    int64_t start_time;         /**< Start time of the committed job, on the caller's clock. */
-    uint64_t cost_hint;         /**< Preemption cost hint of the committed job. */
 } gpusched_place_request;
 
 /** Initializer for #gpusched_place_request: sets size, every level and the
  *  class to #GPUSCHED_NONE, zeroes the rest. */
 #define GPUSCHED_PLACE_REQUEST_INIT                                                     \
-    { sizeof(gpusched_place_request), 0, 0, 0, 0, 0, 0, 0, GPUSCHED_NONE, GPUSCHED_NONE, \
-      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0, 0, 0, 0 }
+    { sizeof(gpusched_place_request), 0, NULL, 0, 0, 0, GPUSCHED_NONE, GPUSCHED_NONE, \
+      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0 }
 
 /** Why a placement did not fit. Explicitly numbered, never renumbered. */
 typedef enum gpusched_place_reason {
-    GPUSCHED_PLACE_OK = 0,        /**< It fits. */
-    GPUSCHED_PLACE_NO_GPUS = 1,   /**< Fewer usable free GPUs in the cluster than asked. */
-    GPUSCHED_PLACE_ELIGIBLE = 2,  /**< Class, labels or avoided nodes leave too few GPUs. */
-    GPUSCHED_PLACE_SPLIT = 3,     /**< Nodes cannot hold enough pods or whole nodes. */
-    GPUSCHED_PLACE_SLICES = 4,    /**< Too few domains can hold the slices. */
-    GPUSCHED_PLACE_REQUIRED = 5,  /**< No single domain of the required level holds the gang. */
-    GPUSCHED_PLACE_NOT_RUN = 6,   /**< The result holds no placement yet. */
+    GPUSCHED_REASON_OK = 0,        /**< It fits. */
+    GPUSCHED_REASON_NO_GPUS = 1,   /**< Fewer usable free GPUs in the cluster than asked. */
+    GPUSCHED_REASON_ELIGIBLE = 2,  /**< Class, labels or avoided nodes leave too few GPUs. */
+    GPUSCHED_REASON_SPLIT = 3,     /**< Nodes cannot hold enough pods or whole nodes. */
+    GPUSCHED_REASON_SLICES = 4,    /**< Too few domains can hold the slices. */
+    GPUSCHED_REASON_REQUIRED = 5,  /**< No single domain of the required level holds the gang. */
+    GPUSCHED_REASON_NOT_RUN = 6,   /**< The result holds no placement yet. */
 } gpusched_place_reason;
 
 /* ---- placer ------------------------------------------------------------ */
@@ -145,8 +145,8 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p);
 GPUSCHED_API const char *gpusched_placer_errmsg(const gpusched_placer *p);
 
 /**
- * Places one gang. With #GPUSCHED_PLACE_COMMIT the placement becomes job
- * `job_id` of the cluster (consuming the job's reservation, if any);
+ * Places one gang. With #GPUSCHED_PLACE_FLAG_COMMIT the placement becomes job
+ * `job->id` of the cluster (consuming the job's reservation, if any);
  * without it nothing changes.
  * @param p The placer.
  * @param req The request (#GPUSCHED_PLACE_REQUEST_INIT, then fields); copied.
@@ -188,7 +188,7 @@ GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n,
 /* ---- results ----------------------------------------------------------- */
 
 /**
- * Creates an empty result (reason #GPUSCHED_PLACE_NOT_RUN).
+ * Creates an empty result (reason #GPUSCHED_REASON_NOT_RUN).
  * @param alloc Allocator; NULL: libc.
  * @param[out] out The result.
  * @retval 0 Success.
@@ -201,9 +201,9 @@ GPUSCHED_API int gpusched_place_result_new(const gpusched_allocator *alloc, gpus
 GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res);
 
 /**
- * Why the gang did not fit, or #GPUSCHED_PLACE_OK.
+ * Why the gang did not fit, or #GPUSCHED_REASON_OK.
  * @param res The result.
- * @return A #gpusched_place_reason value (#GPUSCHED_PLACE_NOT_RUN for NULL).
+ * @return A #gpusched_place_reason value (#GPUSCHED_REASON_NOT_RUN for NULL).
  */
 GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *res);
 

@@ -10,7 +10,7 @@
  * A preemption is asked with an ordinary placement request
  * (#gpusched_place_request): the gang, its constraints and its `priority`.
  * The *eligible victims* are the running jobs flagged
- * #GPUSCHED_JOB_PREEMPTIBLE whose priority is strictly lower than the
+ * #GPUSCHED_JOB_FLAG_PREEMPTIBLE whose priority is strictly lower than the
  * request's (never the request's own job). Evicting a victim frees all of
  * its GPUs.
  *
@@ -23,7 +23,7 @@
  * - **No eviction without need.** If the gang fits as the cluster is, the
  *   plan has no victim. Every victim of a plan is needed: without any one
  *   of them the gang does not fit (checked by the engine for plans of up to
- *   #GPUSCHED_PREEMPT_PRUNE_MAX victims).
+ *   #GPUSCHED_MAX_PRUNE victims).
  * - **Cheap victims.** Plans are compared by the least total `cost_hint`,
  *   then the fewest GPUs evicted, then the fewest victims. Victims are tried
  *   per domain of the required level (the whole cluster, and each
@@ -35,7 +35,7 @@
  *   19 cases out of 20 (doc/preempt.md).
  * - **Deterministic.** The same cluster and request give the same plan.
  *
- * With #GPUSCHED_PLACE_COMMIT in the request's flags the plan is carried out
+ * With #GPUSCHED_PLACE_FLAG_COMMIT in the request's flags the plan is carried out
  * atomically: the victims are released and the gang is committed as job
  * `job_id`; on any error nothing changes.
  *
@@ -63,7 +63,7 @@ extern "C" {
 typedef struct gpusched_preempt_plan gpusched_preempt_plan;
 
 /** Plans of up to this many victims are pruned to the victims needed. */
-#define GPUSCHED_PREEMPT_PRUNE_MAX 64u
+#define GPUSCHED_MAX_PRUNE 64u
 
 /**
  * Creates an empty plan (no victims).
@@ -80,7 +80,7 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan);
 
 /**
  * Plans the preemption that lets a gang fit, and with
- * #GPUSCHED_PLACE_COMMIT carries it out.
+ * #GPUSCHED_PLACE_FLAG_COMMIT carries it out.
  * @param p The placer.
  * @param req The gang (#GPUSCHED_PLACE_REQUEST_INIT, then fields); its
  *        `priority` decides which jobs are eligible victims.
@@ -122,9 +122,9 @@ GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan,
 
 /**
  * Plans the moves that let a gang fit without evicting anyone, and with
- * #GPUSCHED_PLACE_COMMIT carries them out: defragmentation.
+ * #GPUSCHED_PLACE_FLAG_COMMIT carries them out: defragmentation.
  *
- * The jobs that may move are the running jobs flagged #GPUSCHED_JOB_MOVABLE
+ * The jobs that may move are the running jobs flagged #GPUSCHED_JOB_FLAG_MOVABLE
  * whose priority is not above the request's (never the request's own job).
  * A move keeps the job's shape, as gpusched_placer_move() does. Movers are
  * chosen as a preemption chooses victims (the same domains, order and
@@ -177,7 +177,7 @@ GPUSCHED_API int gpusched_preempt_plan_move(const gpusched_preempt_plan *plan, u
 
 /**
  * Plans moving a running job to the best GPUs for its shape now, and with
- * #GPUSCHED_PLACE_COMMIT moves it (atomically: the job keeps its id and
+ * #GPUSCHED_PLACE_FLAG_COMMIT moves it (atomically: the job keeps its id and
  * descriptor, only its GPUs change).
  *
  * The shape is derived from the job's current GPUs: whole nodes if it holds
@@ -192,7 +192,7 @@ GPUSCHED_API int gpusched_preempt_plan_move(const gpusched_preempt_plan *plan, u
  * GPUs).
  * @param p The placer.
  * @param job_id A running job.
- * @param flags 0 (plan only) or #GPUSCHED_PLACE_COMMIT.
+ * @param flags 0 (plan only) or #GPUSCHED_PLACE_FLAG_COMMIT.
  * @param res Receives the new placement, or why the job fits nowhere.
  * @retval 0 A placement (committed if asked).
  * @retval GPUSCHED_ENOSPC No placement for the shape: `res` explains; nothing changed.

@@ -5,9 +5,9 @@
  * @defgroup topo Topology
  * @brief The immutable physical shape of a cluster.
  *
- * A topology has 1 to #GPUSCHED_TOPO_MAX_LEVELS named levels above the node
+ * A topology has 1 to #GPUSCHED_MAX_LEVELS named levels above the node
  * (for example zone, block, rack), then nodes with 1 to
- * #GPUSCHED_TOPO_MAX_NODE_GPUS GPUs each. Level 0 is the top level. Every
+ * #GPUSCHED_MAX_NODE_GPUS GPUs each. Level 0 is the top level. Every
  * domain at every level is one contiguous range of node indices; domains are
  * numbered per level in node order.
  *
@@ -22,7 +22,7 @@
  * constructors report messages (with line and column for text).
  *
  * Names: level, domain, node, class and label names are 1 to
- * #GPUSCHED_TOPO_NAME_MAX bytes of `A-Z a-z 0-9 _ - . : +`. A domain's name
+ * #GPUSCHED_MAX_NAME bytes of `A-Z a-z 0-9 _ - . : +`. A domain's name
  * is relative to its parent; its full path joins the names with '/'
  * ("z0/b3/r12"). Node names are unique in the topology. Look-ups by name
  * are hash look-ups.
@@ -43,15 +43,15 @@ extern "C" {
 #endif
 
 /** Most levels above the node. */
-#define GPUSCHED_TOPO_MAX_LEVELS 8
+#define GPUSCHED_MAX_LEVELS 8
 /** Most GPUs on one node. */
-#define GPUSCHED_TOPO_MAX_NODE_GPUS 64
+#define GPUSCHED_MAX_NODE_GPUS 64
 /** Most distinct labels in one topology. */
-#define GPUSCHED_TOPO_MAX_LABELS 64
+#define GPUSCHED_MAX_LABELS 64
 /** Most distinct GPU classes in one topology. */
-#define GPUSCHED_TOPO_MAX_CLASSES 255
+#define GPUSCHED_MAX_CLASSES 255
 /** Longest name of a level, node, domain component, class or label (bytes, without NUL). */
-#define GPUSCHED_TOPO_NAME_MAX 63
+#define GPUSCHED_MAX_NAME 63
 /** "No level", "no domain", "no class": a value no index takes. */
 #define GPUSCHED_NONE UINT32_MAX
 
@@ -82,13 +82,13 @@ GPUSCHED_API const char *gpusched_topo_builder_errmsg(const gpusched_topo_builde
  * Names the levels above the node, top first. Must be called once, before
  * any node is added (or be given by the first text parsed).
  * @param b The builder.
- * @param nlevels 1 to #GPUSCHED_TOPO_MAX_LEVELS.
+ * @param nlevels 1 to #GPUSCHED_MAX_LEVELS.
  * @param names `nlevels` distinct non-empty names.
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL Bad names. @retval GPUSCHED_ELIMIT Too many levels.
  * @retval GPUSCHED_ESTATE Levels already set.
  */
-GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint32_t nlevels,
+GPUSCHED_API int gpusched_topo_builder_levels_set(gpusched_topo_builder *b, uint32_t nlevels,
                                                   const char *const *names);
 
 /**
@@ -98,7 +98,7 @@ GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint
  * @param path One domain name per level, top first (for example
  *        {"z0", "b3", "r12"}); a name is relative to its parent.
  * @param name The node's name, unique in the topology.
- * @param gpus 1 to #GPUSCHED_TOPO_MAX_NODE_GPUS.
+ * @param gpus 1 to #GPUSCHED_MAX_NODE_GPUS.
  * @param gpu_class Class name such as "gb200"; NULL or "" means "default".
  * @param labels `nlabels` label names (NULL if none).
  * @param nlabels Number of labels.

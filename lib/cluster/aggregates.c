@@ -174,7 +174,7 @@ typedef struct gs_leaf_delta {
     int32_t free_nodes;
     int64_t full_gpus;          /* GPUs of nodes that became (un)fully free */
     uint32_t lo, hi;            /* histogram buckets touched: [lo, hi] */
-    int32_t hist[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+    int32_t hist[GPUSCHED_MAX_NODE_GPUS + 1];
 } gs_leaf_delta;
 
 static void gs_delta_node(gs_leaf_delta *x, uint64_t old_avail, uint64_t avail, uint32_t gpus)
@@ -366,9 +366,9 @@ GPUSCHED_API int gpusched_cluster_domain_nodes_with_free(gpusched_cluster *c, ui
     int rc = gs_domain_arg(c, level, domain, nodes);
     if (rc)
         return rc;
-    if (gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+    if (gpus > GPUSCHED_MAX_NODE_GPUS)
         return gs_error(&c->err, GPUSCHED_ERANGE, "gpus %u out of range (at most %u per node)", gpus,
-                        GPUSCHED_TOPO_MAX_NODE_GPUS);
+                        GPUSCHED_MAX_NODE_GPUS);
     *nodes = gs_cluster_hist_at_least(c, level, domain, gpus);
     gs_err_clear(&c->err);
     return 0;

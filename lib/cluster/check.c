@@ -66,7 +66,7 @@ static int gs_check_nodes(gpusched_cluster *c, const uint32_t *expect)
     const struct gpusched_topo *t = c->topo;
     uint32_t not_up = 0;
     for (uint32_t n = 0; n < t->nnodes; n++) {
-        if (c->node_health[n] >= GPUSCHED_NODE_HEALTH_COUNT)
+        if (c->node_health[n] >= GS_NODE_HEALTHS)
             return GS_BAD(c, "node %u: health %u is not a health", n, c->node_health[n]);
         not_up += c->node_health[n] != GPUSCHED_NODE_UP;
         uint64_t free = 0, resv = 0;

@@ -210,6 +210,7 @@ typedef struct gs_journal {
 
 struct gpusched_cluster {
     gs_alloc alloc;
+    uint32_t refs;                  /* gpusched_cluster_ref/unref; one thread */
     gs_err err;
     struct gpusched_topo *topo;     /* one reference held */
     uint32_t nlevels;               /* topo->nlevels, copied for the hot path */

@@ -56,6 +56,8 @@ void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
 
 /* ---- helpers shared by the module's files -------------------------------- */
 
+/* Frees a cluster whatever its reference count (its creators' failure paths). */
+void gs_cluster_destroy(gpusched_cluster *c);
 /* Creates an empty cluster on `topo` (takes a reference on success). */
 int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster **out);
 /* ERANGE with a message unless `node` is a node of the topology. */

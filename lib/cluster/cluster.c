@@ -42,6 +42,7 @@ int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster *
     if (!c)
         return GPUSCHED_ENOMEM;
     c->alloc = *a;
+    c->refs = 1;
     c->topo = topo;
     c->nlevels = topo->nlevels;
     c->hist_width = topo->max_node_gpus + 1;
@@ -53,7 +54,7 @@ int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster *
     if (!c->node_free || !c->node_resv || !c->node_health || !c->gpu_holder ||
         gs_aggs_alloc(c, a)) {
         c->topo = NULL;
-        gpusched_cluster_free(c);
+        gpusched_cluster_unref(c);
         return GPUSCHED_ENOMEM;
     }
     for (uint32_t n = 0; n < topo->nnodes; n++)
@@ -76,7 +77,15 @@ GPUSCHED_API int gpusched_cluster_new(gpusched_topo *topo, const gpusched_alloca
     return gs_cluster_create(topo, &a, out);
 }
 
-GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c)
+GPUSCHED_API gpusched_cluster *gpusched_cluster_ref(gpusched_cluster *c)
+{
+    if (c)
+        c->refs++;
+    return c;
+}
+
+/* Frees the cluster whatever its count: its creator's failure paths. */
+void gs_cluster_destroy(gpusched_cluster *c)
 {
     if (!c)
         return;
@@ -92,6 +101,12 @@ GPUSCHED_API void gpusched_cluster_free(gpusched_cluster *c)
     gs_free(&a, c->gpu_holder);
     gpusched_topo_unref(c->topo);
     gs_free(&a, c);
+}
+
+GPUSCHED_API void gpusched_cluster_unref(gpusched_cluster *c)
+{
+    if (c && --c->refs == 0)
+        gs_cluster_destroy(c);
 }
 
 GPUSCHED_API const char *gpusched_cluster_errmsg(const gpusched_cluster *c)

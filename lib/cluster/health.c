@@ -21,7 +21,7 @@ static uint32_t gs_node_job_slots(const gpusched_cluster *c, uint32_t node, uint
 
 static int gs_node_jobs_out(gpusched_cluster *c, uint32_t node, uint64_t *ids, uint32_t cap, uint32_t *count)
 {
-    uint32_t slots[GPUSCHED_TOPO_MAX_NODE_GPUS];
+    uint32_t slots[GPUSCHED_MAX_NODE_GPUS];
     uint32_t n = gs_node_job_slots(c, node, slots);
     if (count)
         *count = n;
@@ -48,7 +48,7 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
     return 0;
 }
 
-GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t node, uint32_t health,
+GPUSCHED_API int gpusched_cluster_node_health_set(gpusched_cluster *c, uint32_t node, uint32_t health,
                                                   uint64_t *hit, uint32_t cap, uint32_t *nhit)
 {
     if (!c)
@@ -56,7 +56,7 @@ GPUSCHED_API int gpusched_cluster_set_node_health(gpusched_cluster *c, uint32_t 
     int rc = gs_cluster_node_arg(c, node);
     if (rc)
         return rc;
-    if (health >= GPUSCHED_NODE_HEALTH_COUNT)
+    if (health >= GS_NODE_HEALTHS)
         return gs_error(&c->err, GPUSCHED_EINVAL, "health %u is not a gpusched_node_health", health);
     if ((rc = gs_node_jobs_out(c, node, hit, cap, nhit)))
         return rc;

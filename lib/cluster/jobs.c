@@ -4,7 +4,7 @@
 
 #include "cluster-write.h"
 
-#define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_FLAGS
+#define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_FLAG_ALL
 /* Up to this many pairs, updating the aggregates node by node is cheaper
  * than gathering per-domain deltas. */
 #define GS_BATCH_MIN_PAIRS 4
@@ -182,7 +182,7 @@ int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusche
     return 0;
 }
 
-GPUSCHED_API int gpusched_cluster_alloc(gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+GPUSCHED_API int gpusched_cluster_allocate(gpusched_cluster *c, const gpusched_job *job, uint32_t n,
                                         const uint32_t *nodes, const uint64_t *masks)
 {
     if (!c)
@@ -314,7 +314,7 @@ int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t *
     return 0;
 }
 
-GPUSCHED_API int gpusched_cluster_job_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+GPUSCHED_API int gpusched_cluster_job_allocation(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
                                             const uint64_t **masks, uint32_t *n, uint32_t *gpus)
 {
     if (!c)

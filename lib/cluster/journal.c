@@ -406,7 +406,7 @@ GPUSCHED_API int gpusched_cluster_replay(const void *snapshot, size_t snapshot_l
     rc = gpusched_cluster_journal_apply(c, journal, journal_len, NULL);
     if (rc) {
         gs_err_export(&c->err, errbuf, errbuf_len);
-        gpusched_cluster_free(c);
+        gpusched_cluster_unref(c);
         return rc;
     }
     *out = c;

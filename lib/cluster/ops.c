@@ -144,7 +144,7 @@ static int validate_one(struct gpusched_cluster *c, gs_op *op)
         int rc = gs_cluster_node_arg(c, op->node);
         if (rc)
             return rc;
-        if (op->health >= GPUSCHED_NODE_HEALTH_COUNT)
+        if (op->health >= GS_NODE_HEALTHS)
             return gs_error(&c->err, GPUSCHED_EINVAL, "health %u is not a gpusched_node_health", op->health);
         return 0;
     }
@@ -152,9 +152,9 @@ static int validate_one(struct gpusched_cluster *c, gs_op *op)
         const gs_hold *h = gs_cluster_job_find(c, id);
         if (!h)
             return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)id);
-        if (op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAGS)
+        if (op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL)
             return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: unknown flags 0x%x", (unsigned long long)id,
-                            op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAGS);
+                            op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL);
         op->slot = gs_hold_slot(&c->jobs, h);
         return 0;
     }
@@ -182,9 +182,9 @@ int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
     }
     for (uint32_t i = 0; i < n; i++) {
         gs_op *op = &ops[i];
-        if (op->kind == GS_OP_CLAIM && op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAGS)
+        if (op->kind == GS_OP_CLAIM && op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL)
             return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: unknown flags 0x%x",
-                            (unsigned long long)op->job.id, op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAGS);
+                            (unsigned long long)op->job.id, op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL);
         int rc = op->kind == GS_OP_CLAIM     ? validate_claim(c, op, multi)
                  : op->kind == GS_OP_RELEASE ? validate_release(c, op, multi)
                                              : validate_one(c, op);

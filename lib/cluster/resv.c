@@ -135,7 +135,7 @@ GPUSCHED_API int gpusched_cluster_resv_at(gpusched_cluster *c, uint32_t index, u
     return c ? gs_cluster_id_at(c, &c->resv, index, job_id, "reservation") : GPUSCHED_EINVAL;
 }
 
-GPUSCHED_API int gpusched_cluster_resv_alloc(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
+GPUSCHED_API int gpusched_cluster_resv_allocation(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,
                                              const uint64_t **masks, uint32_t *n, uint32_t *gpus)
 {
     if (!c)

@@ -252,7 +252,7 @@ static int gs_restore_state(gs_restore *s, gs_rd *r)
     const unsigned char *health = r->p;
     r->p += nnodes;
     for (uint32_t n = 0; n < nnodes; n++)
-        if (health[n] >= GPUSCHED_NODE_HEALTH_COUNT)
+        if (health[n] >= GS_NODE_HEALTHS)
             return gs_error(s->err, GPUSCHED_ECORRUPT, "node %u: health %u", n, health[n]);
     int rc;
     /* Jobs and reservations go in while every node is up (they may sit on
@@ -319,7 +319,7 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
     gs_free(a, s.nodes);
     gs_free(a, s.masks);
     if (rc) {
-        gpusched_cluster_free(s.c);
+        gpusched_cluster_unref(s.c);
         return rc;
     }
     gs_err_clear(&s.c->err);

@@ -93,6 +93,11 @@ uint32_t gs_simd_runnable(uint32_t cpu_features);
  * module_mask & compiled & runnable. Scalar is always a candidate. */
 int gs_simd_choose(uint32_t module_mask, uint32_t *out, gs_err *e);
 
+/* Values of the public enumerations without a count in the headers
+ * (gpusched_enum_bounds() gives callers the same). */
+#define GS_SIMD_PATHS (GPUSCHED_SIMD_NEON + 1)
+#define GS_NODE_HEALTHS 4u
+
 /* ---- small helpers --------------------------------------------------- */
 
 /* Without a popcnt target the builtin becomes a libgcc call that costs

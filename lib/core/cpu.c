@@ -83,18 +83,18 @@ uint32_t gs_simd_runnable(uint32_t f)
     return m;
 }
 
-static const char *const gs_simd_names[GPUSCHED_SIMD_COUNT] = {
+static const char *const gs_simd_names[GS_SIMD_PATHS] = {
     "scalar", "sse2", "avx2", "avx512", "neon",
 };
 
 GPUSCHED_API const char *gpusched_simd_name(uint32_t simd)
 {
-    return simd < GPUSCHED_SIMD_COUNT ? gs_simd_names[simd] : "unknown";
+    return simd < GS_SIMD_PATHS ? gs_simd_names[simd] : "unknown";
 }
 
 static int gs_simd_from_env(const char *s, uint32_t *out)
 {
-    for (uint32_t i = 0; i < GPUSCHED_SIMD_COUNT; i++)
+    for (uint32_t i = 0; i < GS_SIMD_PATHS; i++)
         if (strcmp(s, gs_simd_names[i]) == 0) {
             *out = i;
             return 0;
@@ -124,7 +124,7 @@ int gs_simd_choose(uint32_t module_mask, uint32_t *out, gs_err *e)
         }
     }
     uint32_t best = GPUSCHED_SIMD_SCALAR;
-    for (uint32_t p = 0; p < GPUSCHED_SIMD_COUNT; p++)
+    for (uint32_t p = 0; p < GS_SIMD_PATHS; p++)
         if (usable & (1u << p))
             best = p;
     *out = best;

@@ -261,7 +261,7 @@ static int gs_fq_log_build(const gs_alloc *a, const unsigned char *buf, uint64_t
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_log_read(const gpusched_allocator *alloc, const char *path,
+GPUSCHED_API int gpusched_fairq_log_read(const char *path, const gpusched_allocator *alloc,
                                          gpusched_fairq_log **out, char *errbuf, size_t errbuf_len)
 {
     gs_err e = {0};

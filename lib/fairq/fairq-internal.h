@@ -301,7 +301,7 @@ struct gpusched_fairq {
     gs_fq_idmap keymap;
     uint32_t *active_keys;
     uint32_t nactive_keys;
-    gs_fq_moments type_pred[GPUSCHED_FAIRQ_MAX_TYPES];
+    gs_fq_moments type_pred[GPUSCHED_MAX_TASK_TYPES];
     gs_fq_moments all_pred;
 
     /* running tasks: dense arrays, swap-removed */

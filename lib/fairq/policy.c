@@ -66,7 +66,7 @@ GPUSCHED_API int gpusched_fairq_param_bounds(uint32_t param, double *lo, double 
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_set_param(gpusched_fairq *q, uint32_t param, double value)
+GPUSCHED_API int gpusched_fairq_param_set(gpusched_fairq *q, uint32_t param, double value)
 {
     if (!q)
         return GPUSCHED_EINVAL;
@@ -83,7 +83,7 @@ GPUSCHED_API int gpusched_fairq_set_param(gpusched_fairq *q, uint32_t param, dou
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_get_param(const gpusched_fairq *q, uint32_t param, double *value)
+GPUSCHED_API int gpusched_fairq_param_get(const gpusched_fairq *q, uint32_t param, double *value)
 {
     const gs_fq_param_info *info = gs_fq_param_find(param);
     if (!q || !info || !value)
@@ -92,7 +92,7 @@ GPUSCHED_API int gpusched_fairq_get_param(const gpusched_fairq *q, uint32_t para
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_set_policy(gpusched_fairq *q, uint32_t policy)
+GPUSCHED_API int gpusched_fairq_policy_set(gpusched_fairq *q, uint32_t policy)
 {
     if (!q)
         return GPUSCHED_EINVAL;
@@ -110,7 +110,7 @@ GPUSCHED_API int gpusched_fairq_set_policy(gpusched_fairq *q, uint32_t policy)
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_set_tenant_weight(gpusched_fairq *q, uint32_t tenant, double weight)
+GPUSCHED_API int gpusched_fairq_tenant_weight_set(gpusched_fairq *q, uint32_t tenant, double weight)
 {
     if (!q)
         return GPUSCHED_EINVAL;

@@ -82,7 +82,7 @@ GPUSCHED_API int gpusched_fairq_predict(const gpusched_fairq *q, uint32_t tenant
 {
     if (!q || !seconds)
         return GPUSCHED_EINVAL;
-    if (tenant >= q->ntenants || type >= GPUSCHED_FAIRQ_MAX_TYPES || !(work_size >= 0) ||
+    if (tenant >= q->ntenants || type >= GPUSCHED_MAX_TASK_TYPES || !(work_size >= 0) ||
         !isfinite(work_size))
         return GPUSCHED_ERANGE;
     uint64_t code = (uint64_t)tenant << 6 | type;

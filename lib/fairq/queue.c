@@ -41,7 +41,7 @@ static gs_fq_scan_fn gs_fq_kernel(uint32_t simd)
     }
 }
 
-GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t max_tenants,
+GPUSCHED_API int gpusched_fairq_new(uint32_t max_tenants, const gpusched_allocator *alloc,
                                     gpusched_fairq **out)
 {
     if (!out)
@@ -50,7 +50,7 @@ GPUSCHED_API int gpusched_fairq_new(const gpusched_allocator *alloc, uint32_t ma
     int rc = gs_alloc_init(&a, alloc);
     if (rc)
         return rc;
-    if (max_tenants == 0 || max_tenants > GPUSCHED_FAIRQ_MAX_TENANTS)
+    if (max_tenants == 0 || max_tenants > GPUSCHED_MAX_TENANTS)
         return GPUSCHED_ERANGE;
     uint32_t simd;
     rc = gs_simd_choose(gs_fq_kernels(), &simd, NULL);
@@ -316,7 +316,7 @@ static int gs_fq_check_task(gpusched_fairq *q, uint64_t id, uint32_t tenant, uin
     if (tenant >= q->ntenants)
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: tenant %u, the queue has %u", where, tenant,
                         q->ntenants);
-    if (type >= GPUSCHED_FAIRQ_MAX_TYPES)
+    if (type >= GPUSCHED_MAX_TASK_TYPES)
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: type %u, at most 63", where, type);
     if (isnan(enq))
         return gs_error(&q->err, GPUSCHED_ERANGE, "%s: enqueue time is not a number (NaN)", where);
@@ -401,7 +401,7 @@ static int gs_fq_bulk_unique(gpusched_fairq *q, uint32_t n, const uint64_t *ids)
     return rc;
 }
 
-GPUSCHED_API int gpusched_fairq_enqueue_bulk(gpusched_fairq *q, uint32_t n, const uint64_t *ids,
+GPUSCHED_API int gpusched_fairq_enqueue_batch(gpusched_fairq *q, uint32_t n, const uint64_t *ids,
                                              const uint32_t *tenants, const uint8_t *types,
                                              const double *enqueue_times, const double *work_sizes)
 {

@@ -87,8 +87,8 @@ static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y
         return 0;
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
     uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
-    uint32_t avail_of[GPUSCHED_TOPO_MAX_NODE_GPUS + 1]; /* nodes per unit value */
-    uint32_t full[GPUSCHED_TOPO_MAX_NODE_GPUS + 1];
+    uint32_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1]; /* nodes per unit value */
+    uint32_t full[GPUSCHED_MAX_NODE_GPUS + 1];
     for (uint32_t v = 0; v <= vmax; v++)
         avail_of[v] = full[v] = 0;
     for (uint32_t k = r->u0; k < c->hist_width; k++) {

@@ -112,12 +112,12 @@ static bool explain_constraints(gpusched_placer *p, gpusched_place_result *res)
         unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
         if (c->size == r->gpus && units == 0) {
             uint64_t want = r->gpus / r->unit[LV(l + 1)];
-            say(res, GPUSCHED_PLACE_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
+            say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
                 num(best_below).s, num(want).s, below);
             return true;
         }
         if (c->size != r->gpus && units < need) {
-            say(res, GPUSCHED_PLACE_SLICES, "slices of %u GPUs at %s: %s %ss can hold a slice (%s slices in all), %s needed",
+            say(res, GPUSCHED_REASON_SLICES, "slices of %u GPUs at %s: %s %ss can hold a slice (%s slices in all), %s needed",
                 c->size, lname, num(holding).s, lname, num(units).s, num(need).s);
             return true;
         }
@@ -130,14 +130,14 @@ void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res)
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
     if (c->root_free_gpus < r->gpus) {
-        say(res, GPUSCHED_PLACE_NO_GPUS, "%s GPUs asked, the cluster has %s usable free GPUs", num(r->gpus).s,
+        say(res, GPUSCHED_REASON_NO_GPUS, "%s GPUs asked, the cluster has %s usable free GPUs", num(r->gpus).s,
             num(c->root_free_gpus).s);
         return;
     }
     if (r->filtered) {
         uint64_t e = eligible_free_gpus(p);
         if (e < r->gpus) {
-            say(res, GPUSCHED_PLACE_ELIGIBLE, "gpu class, labels and avoided nodes leave %s eligible free GPUs, %s asked",
+            say(res, GPUSCHED_REASON_ELIGIBLE, "gpu class, labels and avoided nodes leave %s eligible free GPUs, %s asked",
                 num(e).s, num(r->gpus).s);
             return;
         }
@@ -147,11 +147,11 @@ void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res)
         if (have < need) {
             char name[48];
             unit_name(p, r->u0, name, sizeof name);
-            say(res, GPUSCHED_PLACE_SPLIT, "%s: the nodes can hold %s of %s", name, num(have).s, num(need).s);
+            say(res, GPUSCHED_REASON_SPLIT, "%s: the nodes can hold %s of %s", name, num(have).s, num(need).s);
             return;
         }
     }
     if (explain_constraints(p, res))
         return;
-    say(res, GPUSCHED_PLACE_SLICES, "the constraints together leave no placement for %s GPUs", num(r->gpus).s);
+    say(res, GPUSCHED_REASON_SLICES, "the constraints together leave no placement for %s GPUs", num(r->gpus).s);
 }

@@ -31,14 +31,15 @@ typedef struct gs_pl_cons {
 
 /* A validated, normalized request. */
 typedef struct gs_pl_req {
-    gpusched_place_request in;  /* the caller's fields, copied in */
+    gpusched_place_request in;  /* the caller's fields, copied in (in.job: NULL) */
+    gpusched_job job;           /* the caller's job descriptor, copied in */
     uint32_t gpus;              /* G */
     uint32_t split;
     uint32_t u0;                /* GPUs per node-level unit: 1, pod, node size */
     uint32_t u0_recip;          /* 2^16 / u0 + 1: see gs_pl_div_u0 (gs_pl_set_u0 keeps it) */
     uint32_t whole_w;           /* whole nodes: node GPU count, else 0 */
     uint32_t ncons;             /* constraints, shallowest first, sizes decreasing */
-    gs_pl_cons cons[GPUSCHED_PLACE_MAX_SLICES + 1];
+    gs_pl_cons cons[GPUSCHED_MAX_SLICES + 1];
     int32_t stop;               /* shallowest level a single domain may be: the
                                  * required level, or -1 */
     int32_t pref;               /* deepest counted level (L when none) */
@@ -134,7 +135,7 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 
 /* placer.c: the request's placement into `res` in the cluster's open
- * transaction (doc/transactions.md): with GPUSCHED_PLACE_COMMIT its claim
+ * transaction (doc/transactions.md): with GPUSCHED_PLACE_FLAG_COMMIT its claim
  * is staged there (the caller commits); with GS_PL_HOLD its GPUs are held
  * for the searches after it; with GS_PL_CHECK_RUNNING a committing request
  * whose job runs is GPUSCHED_EEXIST. 0, GPUSCHED_ENOSPC (res explains) or

@@ -40,6 +40,7 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);
+    gpusched_cluster_unref(p->c);
     gs_free(&a, p);
 }
 
@@ -63,6 +64,7 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
     for (uint32_t l = 0; ok && l < p->nlevels; l++)
         ok = (p->cap_val[l] = gs_calloc(&a, p->t->ndom[l], sizeof *p->cap_val[l])) &&
              (p->cap_gen[l] = gs_calloc(&a, p->t->ndom[l], sizeof *p->cap_gen[l]));
+    gpusched_cluster_ref(cluster);
     if (!ok) {
         gpusched_placer_free(p);
         return GPUSCHED_ENOMEM;
@@ -91,13 +93,7 @@ static void next_generation(gpusched_placer *p)
 
 void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job)
 {
-    *job = (gpusched_job)GPUSCHED_JOB_INIT;
-    job->id = r->in.job_id;
-    job->flags = r->in.job_flags;
-    job->priority = r->in.priority;
-    job->tenant = r->in.tenant;
-    job->start_time = r->in.start_time;
-    job->cost_hint = r->in.cost_hint;
+    *job = r->job;
 }
 
 /* A small placement about to be committed: the lines the commit writes
@@ -123,7 +119,7 @@ static int search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     gs_arena_reset(&p->arena);
     gs_pl_result_reset(res, p->nlevels);
     p->res = res;
-    gs_hold *resv = gs_cluster_resv_find(p->c, r->in.job_id);
+    gs_hold *resv = gs_cluster_resv_find(p->c, r->job.id);
     return resv ? gs_txn_lend_resv(p->c, resv) : 0;
 }
 
@@ -145,18 +141,18 @@ int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *re
     return rc;
 }
 
-/* With GPUSCHED_PLACE_COMMIT the result's claim is staged in the
+/* With GPUSCHED_PLACE_FLAG_COMMIT the result's claim is staged in the
  * transaction; `hold`: its GPUs are held for later searches. */
 static int stage_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)
 {
-    if (r->in.flags & GPUSCHED_PLACE_COMMIT) {
+    if (r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT) {
         gpusched_job job;
         gs_pl_job_of(r, &job);
         int rc = gs_txn_stage_claim(p->c, &job, res->n, res->nodes, res->masks);
         if (rc)
             return rc;
     }
-    return hold ? gs_txn_hold(p->c, r->in.job_id, res->n, res->nodes, res->masks) : 0;
+    return hold ? gs_txn_hold(p->c, r->job.id, res->n, res->nodes, res->masks) : 0;
 }
 
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags)
@@ -174,7 +170,7 @@ int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_re
         gs_pl_result_reset(res, p->nlevels);
         gs_pl_explain(p, res);
     } else if (rc == 0) {
-        if (r->in.flags & GPUSCHED_PLACE_COMMIT)
+        if (r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT)
             prefetch_commit(p);
         rc = gs_pl_result_fill(p, res);
     }
@@ -203,7 +199,7 @@ static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const 
     for (uint32_t i = 0; i < n; i++) {
         if (rc)
             gs_pl_result_reset(results[i], p->nlevels);
-        else if ((reqs[i]->flags & GPUSCHED_PLACE_COMMIT) && results[i]->n)
+        else if ((reqs[i]->flags & GPUSCHED_PLACE_FLAG_COMMIT) && results[i]->n)
             results[i]->committed = 1;
     }
     if (rc)
@@ -225,8 +221,14 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
         return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
     gs_err_clear(&p->err);
     rc = gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
-    int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_COMMIT), &res, &req, 1);
+    int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_FLAG_COMMIT), &res, &req, 1);
     return rc ? rc : frc;
+}
+
+/* The job id of a request already loaded once (its job struct checked). */
+static uint64_t req_job_id(const gpusched_place_request *q)
+{
+    return q->job ? q->job->id : 0;
 }
 
 static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_request *const *reqs,
@@ -247,9 +249,9 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
         for (uint32_t j = 0; j < i; j++) {
             if (results[j] == results[i])
                 return gs_error(&p->err, GPUSCHED_EINVAL, "place batch: results %u and %u are the same object", j, i);
-            if ((reqs[j]->flags & reqs[i]->flags & GPUSCHED_PLACE_COMMIT) && reqs[j]->job_id == reqs[i]->job_id)
+            if ((reqs[j]->flags & reqs[i]->flags & GPUSCHED_PLACE_FLAG_COMMIT) && req_job_id(reqs[j]) == r.job.id)
                 return gs_error(&p->err, GPUSCHED_EEXIST, "place batch: requests %u and %u both commit job %llu", j, i,
-                                (unsigned long long)reqs[i]->job_id);
+                                (unsigned long long)r.job.id);
         }
     }
     return 0;
@@ -285,7 +287,7 @@ GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n, con
                 gs_pl_result_reset(results[j], p->nlevels);
             return gs_error(&p->err, rc, "place batch: request %u: %s", i, msg);
         }
-        commit = commit || (reqs[i]->flags & GPUSCHED_PLACE_COMMIT);
+        commit = commit || (reqs[i]->flags & GPUSCHED_PLACE_FLAG_COMMIT);
         ok++;
     }
     if ((rc = finish(p, commit, results, reqs, n)))

@@ -4,7 +4,7 @@
 
 #include "place-internal.h"
 
-#define REQ_MIN_SIZE (offsetof(gpusched_place_request, cost_hint) + sizeof(uint64_t))
+#define REQ_MIN_SIZE (offsetof(gpusched_place_request, avoid_count) + sizeof(uint32_t))
 
 static int check_level(gpusched_placer *p, uint32_t level, const char *field, bool allow_nodes)
 {
@@ -26,15 +26,15 @@ static int load_split(gpusched_placer *p, gs_pl_req *r)
         gs_pl_set_u0(r, 1);
         return 0;
     case GPUSCHED_SPLIT_PODS:
-        if (!q->pod_gpus || q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+        if (!q->pod_gpus || q->pod_gpus > GPUSCHED_MAX_NODE_GPUS)
             return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus is %u, 1 to %u expected",
-                            q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
+                            q->pod_gpus, GPUSCHED_MAX_NODE_GPUS);
         gs_pl_set_u0(r, q->pod_gpus);
         break;
     case GPUSCHED_SPLIT_WHOLE_NODES:
-        if (q->pod_gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+        if (q->pod_gpus > GPUSCHED_MAX_NODE_GPUS)
             return gs_error(&p->err, GPUSCHED_EINVAL, "place request: pod_gpus (node size) is %u, 0 to %u expected",
-                            q->pod_gpus, GPUSCHED_TOPO_MAX_NODE_GPUS);
+                            q->pod_gpus, GPUSCHED_MAX_NODE_GPUS);
         gs_pl_set_u0(r, q->pod_gpus ? q->pod_gpus : p->t->max_node_gpus);
         r->whole_w = r->u0;
         break;
@@ -76,7 +76,7 @@ static int gather_constraints(gpusched_placer *p, gs_pl_req *r, gs_pl_cons *all,
 {
     const gpusched_place_request *q = &r->in;
     *n = 0;
-    for (uint32_t i = 0; i < GPUSCHED_PLACE_MAX_SLICES; i++) {
+    for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++) {
         if (!q->slice_gpus[i]) {
             if (q->slice_level[i] != GPUSCHED_NONE)
                 return gs_error(&p->err, GPUSCHED_EINVAL,
@@ -117,7 +117,7 @@ static int gather_constraints(gpusched_placer *p, gs_pl_req *r, gs_pl_cons *all,
  * is implied by the deeper one (if it divides it). */
 static int chain_constraints(gpusched_placer *p, gs_pl_req *r, const gs_pl_cons *all, uint32_t n)
 {
-    gs_pl_cons kept[GPUSCHED_PLACE_MAX_SLICES + 1];
+    gs_pl_cons kept[GPUSCHED_MAX_SLICES + 1];
     uint32_t nk = 0;
     for (uint32_t i = n; i-- > 0;) {
         const gs_pl_cons *c = &all[i];
@@ -180,6 +180,24 @@ static int derive_units(gpusched_placer *p, gs_pl_req *r)
     return 0;
 }
 
+/* The job descriptor the request points to, copied in like every
+ * extensible struct (its own size field), and its flags checked. */
+static int load_job(gpusched_placer *p, gs_pl_req *r)
+{
+    const gpusched_job *src = r->in.job;
+    r->in.job = NULL;
+    r->job = (gpusched_job)GPUSCHED_JOB_INIT;
+    if (src) {
+        int rc = gs_struct_copy_in(&r->job, sizeof r->job, src, sizeof r->job, &p->err, "place request: job");
+        if (rc)
+            return rc;
+    }
+    if (r->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: job %llu: unknown flags 0x%x",
+                        (unsigned long long)r->job.id, r->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL);
+    return 0;
+}
+
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r)
 {
     memset(r, 0, sizeof *r);
@@ -187,15 +205,14 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if (rc)
         return rc;
     const gpusched_place_request *q = &r->in;
+    if ((rc = load_job(p, r)))
+        return rc;
     /* The running-job check (gs_pl_req_not_running, after the search)
      * misses on a large job table; its line loads meanwhile. */
-    if (q->flags & GPUSCHED_PLACE_COMMIT)
-        gs_holdtab_prefetch(&p->c->jobs, q->job_id);
-    if (q->flags & ~GPUSCHED_PLACE_COMMIT)
-        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_COMMIT);
-    if (q->job_flags & ~(uint32_t)GPUSCHED_JOB_FLAGS)
-        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown job_flags 0x%x",
-                        q->job_flags & ~(uint32_t)GPUSCHED_JOB_FLAGS);
+    if (q->flags & GPUSCHED_PLACE_FLAG_COMMIT)
+        gs_holdtab_prefetch(&p->c->jobs, r->job.id);
+    if (q->flags & ~GPUSCHED_PLACE_FLAG_COMMIT)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_FLAG_COMMIT);
     if (!q->gpus)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is 0");
     r->gpus = q->gpus;
@@ -203,7 +220,7 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if ((rc = load_split(p, r)) || (rc = check_level(p, q->required_level, "required_level", false)) ||
         (rc = check_level(p, q->preferred_level, "preferred_level", true)) || (rc = check_filters(p, q)))
         return rc;
-    gs_pl_cons all[GPUSCHED_PLACE_MAX_SLICES + 1];
+    gs_pl_cons all[GPUSCHED_MAX_SLICES + 1];
     uint32_t n;
     if ((rc = gather_constraints(p, r, all, &n)) || (rc = chain_constraints(p, r, all, n)))
         return rc;
@@ -218,8 +235,8 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
 
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r)
 {
-    if ((r->in.flags & GPUSCHED_PLACE_COMMIT) && gs_cluster_job_find(p->c, r->in.job_id))
+    if ((r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT) && gs_cluster_job_find(p->c, r->job.id))
         return gs_error(&p->err, GPUSCHED_EEXIST, "place request: job %llu is already running",
-                        (unsigned long long)r->in.job_id);
+                        (unsigned long long)r->job.id);
     return 0;
 }

@@ -35,7 +35,7 @@ GPUSCHED_API void gpusched_place_result_free(gpusched_place_result *res)
 
 void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
 {
-    res->reason = GPUSCHED_PLACE_NOT_RUN;
+    res->reason = GPUSCHED_REASON_NOT_RUN;
     res->committed = 0;
     res->msg[0] = '\0';
     res->msg_topo = NULL;
@@ -99,7 +99,7 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
         for (uint32_t k = gs_popcount64(res->masks[i]) / r->u0; k-- > 0;)
             res->pod_nodes[res->npods++] = res->nodes[i];
     fill_domains(p, res);
-    res->reason = GPUSCHED_PLACE_OK;
+    res->reason = GPUSCHED_REASON_OK;
     if (res->topo != p->t) {
         gpusched_topo_unref(res->topo);
         res->topo = gpusched_topo_ref((gpusched_topo *)p->t);
@@ -111,7 +111,7 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
 
 GPUSCHED_API uint32_t gpusched_place_result_reason(const gpusched_place_result *res)
 {
-    return res ? res->reason : GPUSCHED_PLACE_NOT_RUN;
+    return res ? res->reason : GPUSCHED_REASON_NOT_RUN;
 }
 
 const char *gpusched_place_result_message(const gpusched_place_result *res)
@@ -170,6 +170,6 @@ GPUSCHED_API int gpusched_place_result_locality(const gpusched_place_result *res
     if (!res || !counts || !n)
         return GPUSCHED_EINVAL;
     *counts = res->locality;
-    *n = res->reason == GPUSCHED_PLACE_OK ? res->nlevels + 1 : 0;
+    *n = res->reason == GPUSCHED_REASON_OK ? res->nlevels + 1 : 0;
     return 0;
 }

@@ -37,7 +37,7 @@ static int keep_probe(gs_pp *x, bool gang, uint64_t id)
         memcpy(plan->gang_masks, pr->masks, pr->n * sizeof *pr->masks);
         plan->ngang = pr->n;
         x->hold_mark = gs_txn_mark(x->c);
-        return gs_txn_hold(x->c, x->r->in.job_id, pr->n, pr->nodes, pr->masks);
+        return gs_txn_hold(x->c, x->r->job.id, pr->n, pr->nodes, pr->masks);
     }
     uint32_t need = plan->move_pairs + pr->n;
     cap = plan->move_pairs_cap;
@@ -107,7 +107,8 @@ int gs_pp_try_moves(gs_pp *x)
     for (uint32_t i = 0; i < x->plan->nlent; i++) {
         const gs_hold *h = gs_pp_job(x, x->plan->lent[i]);
         gpusched_place_request q;
-        gs_pp_shape(x->c, h, &q);
+        gpusched_job job;
+        gs_pp_shape(x->c, h, &q, &job);
         gs_pl_req r;
         rc = gs_pl_req_load(x->p, &q, &r);
         if (!rc)
@@ -160,8 +161,8 @@ static int stage_moves(gs_pp *x, gpusched_place_result *res)
 static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
 {
     gs_pl_req plan_only = *x->r;
-    plan_only.in.flags &= ~GPUSCHED_PLACE_COMMIT;
-    const bool commit = x->r->in.flags & GPUSCHED_PLACE_COMMIT;
+    plan_only.in.flags &= ~GPUSCHED_PLACE_FLAG_COMMIT;
+    const bool commit = x->r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT;
     int rc = gs_pp_fits(x);
     if (rc < 0)
         return rc;
@@ -210,7 +211,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     plan->nlent = 0;
     rc = defrag_and_place(&x, res);
     plan->nlent = 0;
-    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_COMMIT)) {
+    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
         if ((rc = gs_txn_commit(p->c)) == 0)
             res->committed = 1;
     } else {

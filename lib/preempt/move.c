@@ -47,19 +47,16 @@ static uint32_t leaf_slice(const struct gpusched_topo *t, const gs_hold *h)
     return gcd32(g, run);
 }
 
-void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q)
+void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q, gpusched_job *job)
 {
     const struct gpusched_topo *t = c->topo;
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = h->id;
+    *job = (gpusched_job){sizeof(gpusched_job), h->flags, h->id, h->priority, h->tenant, h->start_time,
+                          h->cost_hint};
+    q->job = job;
     q->gpus = h->ngpus;
-    q->priority = h->priority;
-    q->tenant = h->tenant;
-    q->job_flags = h->flags;
-    q->start_time = h->start_time;
-    q->cost_hint = h->cost_hint;
     const uint32_t w = t->node_gpus[nodes[0]];
     uint32_t g = 0, cls = t->node_class[nodes[0]];
     bool whole = true;
@@ -96,13 +93,14 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
         return GPUSCHED_EINVAL;
     if (!res)
         return gs_error(&p->err, GPUSCHED_EINVAL, "move: result is NULL");
-    if (flags & ~(uint32_t)GPUSCHED_PLACE_COMMIT)
-        return gs_error(&p->err, GPUSCHED_EINVAL, "move: unknown flags 0x%x", flags & ~(uint32_t)GPUSCHED_PLACE_COMMIT);
+    if (flags & ~(uint32_t)GPUSCHED_PLACE_FLAG_COMMIT)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "move: unknown flags 0x%x", flags & ~(uint32_t)GPUSCHED_PLACE_FLAG_COMMIT);
     gs_hold *h = gs_cluster_job_find(p->c, job_id);
     if (!h)
         return gs_error(&p->err, GPUSCHED_ENOENT, "move: no running job %llu", (unsigned long long)job_id);
     gpusched_place_request q;
-    gs_pp_shape(p->c, h, &q);
+    gpusched_job job;
+    gs_pp_shape(p->c, h, &q, &job);
     q.flags = flags;
     gs_pl_req r;
     int rc = gs_pl_req_load(p, &q, &r);
@@ -113,11 +111,11 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
     /* Its own GPUs count as free for the search; the commit swaps them
      * for the new ones under the same id and descriptor. */
     rc = gs_txn_lend_job(p->c, h);
-    if (!rc && (flags & GPUSCHED_PLACE_COMMIT))
+    if (!rc && (flags & GPUSCHED_PLACE_FLAG_COMMIT))
         rc = gs_txn_stage_release(p->c, job_id);
     if (!rc)
         rc = gs_pl_place_staged(p, &r, res, 0);
-    if (rc == 0 && (flags & GPUSCHED_PLACE_COMMIT)) {
+    if (rc == 0 && (flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
         if ((rc = gs_txn_commit(p->c)) == 0)
             res->committed = 1;
     } else {

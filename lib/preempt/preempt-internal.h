@@ -85,8 +85,8 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
                   int32_t scope, bool by_rack, bool movers);
 
 /* move.c: the request that places running job h again with its shape
- * (see gpusched_placer_move). */
-void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q);
+ * (see gpusched_placer_move); q->job points to `job`, filled from h. */
+void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q, gpusched_job *job);
 
 /* victims.c: the domain of level `scope` (-1: the whole cluster, domain
  * 0) holding lowest-level domain `leaf`. */

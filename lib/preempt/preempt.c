@@ -60,7 +60,7 @@ static int record_victims(gs_pp *x)
  * releases are staged first, so that the gang's claim follows them. */
 static int place_final(gs_pp *x, gpusched_place_result *res)
 {
-    if (x->r->in.flags & GPUSCHED_PLACE_COMMIT)
+    if (x->r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT)
         for (uint32_t i = 0; i < x->plan->nlent; i++) {
             int rc = gs_txn_stage_release(x->c, gs_pp_job(x, x->plan->lent[i])->id);
             if (rc)
@@ -82,7 +82,7 @@ static int lend_all_eligible(gs_pp *x)
 static int explain_failure(gs_pp *x, gpusched_place_result *res)
 {
     gs_pl_req plan_only = *x->r;
-    plan_only.in.flags &= ~GPUSCHED_PLACE_COMMIT;
+    plan_only.in.flags &= ~GPUSCHED_PLACE_FLAG_COMMIT;
     x->r = &plan_only;
     int rc = gs_pl_place_staged(x->p, x->r, res, 0);
     return rc == 0 ? GPUSCHED_ENOSPC : rc;
@@ -142,7 +142,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     plan->nlent = 0;
     rc = plan_and_place(&x, res);
     plan->nlent = 0;
-    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_COMMIT)) {
+    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
         if ((rc = gs_txn_commit(p->c)) == 0)
             res->committed = 1;
     } else {

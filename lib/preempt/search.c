@@ -125,7 +125,7 @@ static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
 {
     gpusched_preempt_plan *plan = x->plan;
     const struct gpusched_cluster *c = x->c;
-    const gs_hold *own = gs_cluster_resv_find(c, x->r->in.job_id);
+    const gs_hold *own = gs_cluster_resv_find(c, x->r->job.id);
     const uint64_t G = x->r->gpus;
     uint32_t n = 0, own_i = 0;
     for (uint32_t a = 0; a < plan->nv;) {
@@ -292,7 +292,7 @@ static bool spare_before(const gs_hold *a, const gs_hold *b)
     return a->id > b->id;
 }
 
-/* Insertion sort: at most GPUSCHED_PREEMPT_PRUNE_MAX slots. */
+/* Insertion sort: at most GPUSCHED_MAX_PRUNE slots. */
 static void sort_spare_first(gs_pp *x)
 {
     uint32_t *s = x->plan->lent;
@@ -324,7 +324,7 @@ int gs_pp_prune(gs_pp *x)
             return rc;
     }
     plan->nlent = kept;
-    if (plan->nlent > GPUSCHED_PREEMPT_PRUNE_MAX)
+    if (plan->nlent > GPUSCHED_MAX_PRUNE)
         return 0;
     sort_spare_first(x);
     kept = 0;

@@ -8,11 +8,11 @@
  * defragmentation: movable, of a priority not above the gang's. */
 static bool eligible(const gs_hold *h, const gs_pl_req *r, bool movers)
 {
-    if (h->id == r->in.job_id)
+    if (h->id == r->job.id)
         return false;
     if (movers)
-        return (h->flags & GPUSCHED_JOB_MOVABLE) && h->priority <= r->in.priority;
-    return (h->flags & GPUSCHED_JOB_PREEMPTIBLE) && h->priority < r->in.priority;
+        return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
+    return (h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority;
 }
 
 /* The domain of level `scope` (-1: the whole cluster, domain 0) holding

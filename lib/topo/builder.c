@@ -8,7 +8,7 @@ const char *gs_name_check(const char *s, size_t len)
 {
     if (len == 0)
         return "is empty";
-    if (len > GPUSCHED_TOPO_NAME_MAX)
+    if (len > GPUSCHED_MAX_NAME)
         return "is longer than 63 bytes";
     for (size_t i = 0; i < len; i++)
         if (!gs_name_char((unsigned char)s[i]))
@@ -109,10 +109,10 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
 {
     if (!b->nlevels)
         return gs_error(&b->err, GPUSCHED_ESTATE, "levels are not set");
-    if (gpus < 1 || gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+    if (gpus < 1 || gpus > GPUSCHED_MAX_NODE_GPUS)
         return gs_error(&b->err, GPUSCHED_EINVAL, "node '%.*s': %u GPUs, 1 to %d allowed",
                         (int)(name.len > 63 ? 63 : name.len), name.s, gpus,
-                        GPUSCHED_TOPO_MAX_NODE_GPUS);
+                        GPUSCHED_MAX_NODE_GPUS);
     const char *why = gs_name_check(name.s, name.len);
     if (why)
         return gs_error(&b->err, GPUSCHED_EINVAL, "node name '%.*s' %s",
@@ -210,7 +210,7 @@ int gs_builder_class(gpusched_topo_builder *b, const char *name, size_t len, uin
         *id = b->last_class;
         return 0;
     }
-    int rc = gs_intern(b, b->class_name, &b->nclasses, GPUSCHED_TOPO_MAX_CLASSES, "class", name, len, id);
+    int rc = gs_intern(b, b->class_name, &b->nclasses, GPUSCHED_MAX_CLASSES, "class", name, len, id);
     if (!rc)
         b->last_class = *id;
     return rc;
@@ -218,7 +218,7 @@ int gs_builder_class(gpusched_topo_builder *b, const char *name, size_t len, uin
 
 int gs_builder_label(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id)
 {
-    return gs_intern(b, b->label_name, &b->nlabels, GPUSCHED_TOPO_MAX_LABELS, "label", name, len, id);
+    return gs_intern(b, b->label_name, &b->nlabels, GPUSCHED_MAX_LABELS, "label", name, len, id);
 }
 
 int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span *names)
@@ -334,7 +334,7 @@ GPUSCHED_API const char *gpusched_topo_builder_errmsg(const gpusched_topo_builde
     return b->err.code ? b->err.msg : "";
 }
 
-GPUSCHED_API int gpusched_topo_builder_set_levels(gpusched_topo_builder *b, uint32_t nlevels,
+GPUSCHED_API int gpusched_topo_builder_levels_set(gpusched_topo_builder *b, uint32_t nlevels,
                                                   const char *const *names)
 {
     if (!b)

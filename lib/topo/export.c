@@ -120,7 +120,7 @@ int gs_topo_export_text(const gpusched_topo *t, bool per_node, char *buf, size_t
     if (!per_node && t->names->kind == GS_NAMES_UNIFORM) {
         gs_uniform_line(&o, t);
     } else {
-        char path[GS_MAX_LEVELS * (GPUSCHED_TOPO_NAME_MAX + 1)];
+        char path[GS_MAX_LEVELS * (GPUSCHED_MAX_NAME + 1)];
         size_t plen = 0;
         uint32_t leaf = GPUSCHED_NONE;
         for (uint32_t n = 0; n < t->nnodes; n++) {

@@ -80,8 +80,8 @@ static void gs_remap_index(gs_hindex *dst, const gs_hindex *src, const uint32_t 
 
 static int gs_freeze_meta(gpusched_topo *t, const gpusched_topo_builder *b)
 {
-    const char *levels[GS_MAX_LEVELS], *classes[GPUSCHED_TOPO_MAX_CLASSES];
-    const char *labels[GPUSCHED_TOPO_MAX_LABELS];
+    const char *levels[GS_MAX_LEVELS], *classes[GPUSCHED_MAX_CLASSES];
+    const char *labels[GPUSCHED_MAX_LABELS];
     for (uint32_t l = 0; l < b->nlevels; l++)
         levels[l] = gs_pool_str(&b->pool, b->level_name[l]);
     for (uint32_t c = 0; c < b->nclasses; c++)

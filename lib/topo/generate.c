@@ -32,9 +32,9 @@ int gs_uniform_check_args(uint32_t nlevels, const char *const *level_names, cons
         if (count > UINT32_MAX - 1)
             return gs_error(e, GPUSCHED_ELIMIT, "more than 2^32-2 %s", l < nlevels ? "domains" : "nodes");
     }
-    if (gpus_per_node < 1 || gpus_per_node > GPUSCHED_TOPO_MAX_NODE_GPUS)
+    if (gpus_per_node < 1 || gpus_per_node > GPUSCHED_MAX_NODE_GPUS)
         return gs_error(e, GPUSCHED_EINVAL, "%u GPUs per node, 1 to %d allowed", gpus_per_node,
-                        GPUSCHED_TOPO_MAX_NODE_GPUS);
+                        GPUSCHED_MAX_NODE_GPUS);
     if (count * gpus_per_node > UINT32_MAX)
         return gs_error(e, GPUSCHED_ELIMIT, "%llu GPUs, at most 2^32-1 allowed",
                         (unsigned long long)(count * gpus_per_node));

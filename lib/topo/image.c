@@ -204,12 +204,12 @@ static int gs_rname(gs_rd *r, char *dst)
 
 typedef struct gs_imeta {
     uint32_t kind, nlevels, nnodes, nclasses, nlabels;
-    char levels[GS_MAX_LEVELS][GPUSCHED_TOPO_NAME_MAX + 1];
-    char (*classes)[GPUSCHED_TOPO_NAME_MAX + 1];   /* caller's scratch, 255 entries */
-    char labels[GPUSCHED_TOPO_MAX_LABELS][GPUSCHED_TOPO_NAME_MAX + 1];
+    char levels[GS_MAX_LEVELS][GPUSCHED_MAX_NAME + 1];
+    char (*classes)[GPUSCHED_MAX_NAME + 1];   /* caller's scratch, 255 entries */
+    char labels[GPUSCHED_MAX_LABELS][GPUSCHED_MAX_NAME + 1];
 } gs_imeta;
 
-static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_TOPO_NAME_MAX + 1], uint32_t n)
+static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         int rc = gs_rname(r, names[i]);
@@ -250,7 +250,7 @@ static int gs_read_meta(gs_rd *r, gs_imeta *m, size_t *length)
     m->nlabels = gs_r32at(p + 44);
     r->n = GS_IMG_HEADER;
     if (m->nlevels < 1 || m->nlevels > GS_MAX_LEVELS || m->nnodes < 1 || m->nnodes == UINT32_MAX ||
-        m->nclasses < 1 || m->nclasses > GPUSCHED_TOPO_MAX_CLASSES || m->nlabels > GPUSCHED_TOPO_MAX_LABELS)
+        m->nclasses < 1 || m->nclasses > GPUSCHED_MAX_CLASSES || m->nlabels > GPUSCHED_MAX_LABELS)
         return gs_corrupt(r, "count out of range");
     if ((rc = gs_rdistinct(r, m->levels, m->nlevels)) || (rc = gs_rdistinct(r, m->classes, m->nclasses)))
         return rc;
@@ -259,7 +259,7 @@ static int gs_read_meta(gs_rd *r, gs_imeta *m, size_t *length)
 
 static int gs_set_meta(gpusched_topo *t, const gs_imeta *m)
 {
-    const char *lv[GS_MAX_LEVELS], *cls[GPUSCHED_TOPO_MAX_CLASSES], *lab[GPUSCHED_TOPO_MAX_LABELS];
+    const char *lv[GS_MAX_LEVELS], *cls[GPUSCHED_MAX_CLASSES], *lab[GPUSCHED_MAX_LABELS];
     for (uint32_t l = 0; l < m->nlevels; l++)
         lv[l] = m->levels[l];
     for (uint32_t c = 0; c < m->nclasses; c++)
@@ -345,7 +345,7 @@ static int gs_read_nodes(gs_rd *r, gpusched_topo *t)
     memcpy(t->node_class, r->p + r->n, t->nnodes);
     r->n += t->nnodes;
     for (uint32_t n = 0; n < t->nnodes; n++) {
-        if (t->node_gpus[n] < 1 || t->node_gpus[n] > GPUSCHED_TOPO_MAX_NODE_GPUS)
+        if (t->node_gpus[n] < 1 || t->node_gpus[n] > GPUSCHED_MAX_NODE_GPUS)
             return gs_corrupt(r, "node GPU count out of range");
         if (t->node_class[n] >= t->nclasses)
             return gs_corrupt(r, "node class out of range");
@@ -371,7 +371,7 @@ static bool gs_pool_name_ok(const gs_pool *pool, uint32_t off)
         return false;
     size_t room = pool->len - off;
     const char *s = pool->buf + off;
-    const char *nul = memchr(s, '\0', room < GPUSCHED_TOPO_NAME_MAX + 1 ? room : GPUSCHED_TOPO_NAME_MAX + 1);
+    const char *nul = memchr(s, '\0', room < GPUSCHED_MAX_NAME + 1 ? room : GPUSCHED_MAX_NAME + 1);
     return nul && !gs_name_check(s, (size_t)(nul - s));
 }
 
@@ -432,7 +432,7 @@ int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusch
 {
     if (!buf || !a || !out || !consumed)
         return gs_error(e, GPUSCHED_EINVAL, "topology image: NULL argument");
-    char classes[GPUSCHED_TOPO_MAX_CLASSES][GPUSCHED_TOPO_NAME_MAX + 1];
+    char classes[GPUSCHED_MAX_CLASSES][GPUSCHED_MAX_NAME + 1];
     gs_imeta m = {.classes = classes};
     gs_rd r = {buf, 0, len, e};
     size_t length = 0;

@@ -140,14 +140,14 @@ static size_t gs_utoa(char *dst, uint64_t v)
     return n;
 }
 
-/* Writes prefix, value, suffix into `buf` (GPUSCHED_TOPO_NAME_MAX + 32
+/* Writes prefix, value, suffix into `buf` (GPUSCHED_MAX_NAME + 32
  * bytes); over-long results are truncated here and rejected by the
  * builder's length check because they stay longer than 63 bytes. */
 static gs_span gs_expand(const gs_pat *pt, uint64_t v, char *buf)
 {
     if (!pt->range)
         return pt->prefix;
-    size_t cap = GPUSCHED_TOPO_NAME_MAX + 1, n = 0;
+    size_t cap = GPUSCHED_MAX_NAME + 1, n = 0;
     size_t k = pt->prefix.len < cap ? pt->prefix.len : cap;
     memcpy(buf, pt->prefix.s, k);
     n = k;
@@ -284,7 +284,7 @@ static int gs_node_expand(gs_parser *p, const gs_tok *f, const gs_pat *path, con
 {
     gpusched_topo_builder *b = p->b;
     uint64_t v[GS_MAX_LEVELS];
-    char bufs[GS_MAX_LEVELS + 1][GPUSCHED_TOPO_NAME_MAX * 2 + 32];
+    char bufs[GS_MAX_LEVELS + 1][GPUSCHED_MAX_NAME * 2 + 32];
     gs_span comp[GS_MAX_LEVELS];
     for (uint32_t l = 0; l < b->nlevels; l++) {
         v[l] = path[l].lo;
@@ -293,12 +293,12 @@ static int gs_node_expand(gs_parser *p, const gs_tok *f, const gs_pat *path, con
     uint64_t counter = name->lo;
     for (uint64_t done = 0; done < total;) {
         for (uint32_t l = 0; l < b->nlevels; l++)
-            if (comp[l].len > GPUSCHED_TOPO_NAME_MAX)
+            if (comp[l].len > GPUSCHED_MAX_NAME)
                 return gs_perr(p, path[l].tok.col, "%s name '%.*s...' is longer than 63 bytes",
                                gs_pool_str(&b->pool, b->level_name[l]), 32, comp[l].s);
         for (uint64_t c = 0; c < pr->count; c++, done++) {
             gs_span nm = gs_expand(name, counter++, bufs[GS_MAX_LEVELS]);
-            if (nm.len > GPUSCHED_TOPO_NAME_MAX)
+            if (nm.len > GPUSCHED_MAX_NAME)
                 return gs_perr(p, f[2].col, "node name '%.*s...' is longer than 63 bytes", 32, nm.s);
             int rc = gs_builder_add_valid(b, comp, nm, (uint32_t)pr->gpus, pr->cls, pr->labels);
             if (rc)
@@ -338,9 +338,9 @@ static int gs_node_line(gs_parser *p, const gs_tok *f, uint32_t nf)
         return rc;
     if (!pr.have_gpus)
         return gs_perr(p, f[0].col, "'node' needs gpus=N");
-    if (pr.gpus < 1 || pr.gpus > GPUSCHED_TOPO_MAX_NODE_GPUS)
+    if (pr.gpus < 1 || pr.gpus > GPUSCHED_MAX_NODE_GPUS)
         return gs_perr(p, pr.gpus_col, "gpus=%llu, 1 to %d allowed", (unsigned long long)pr.gpus,
-                       GPUSCHED_TOPO_MAX_NODE_GPUS);
+                       GPUSCHED_MAX_NODE_GPUS);
     if (!pr.have_class && (rc = gs_builder_class(b, "default", 7, &pr.cls)))
         return gs_pwrap(p, rc, f[0].col);
     uint64_t total = 0;

@@ -31,8 +31,8 @@ struct gpusched_topo_builder {
     uint64_t ngpus;
 
     uint32_t nclasses, nlabels;
-    uint32_t class_name[GPUSCHED_TOPO_MAX_CLASSES];
-    uint32_t label_name[GPUSCHED_TOPO_MAX_LABELS];
+    uint32_t class_name[GPUSCHED_MAX_CLASSES];
+    uint32_t label_name[GPUSCHED_MAX_LABELS];
     uint32_t last_class;            /* cache: nodes usually repeat their class */
     /* Cache: consecutive nodes usually share their path, so the domain of
      * the previous add is checked before hashing. */
@@ -52,7 +52,7 @@ void gs_builder_mark(const gpusched_topo_builder *b, gs_bmark *m);
 /* Forgets everything added since the mark; never allocates. */
 void gs_builder_rollback(gpusched_topo_builder *b, const gs_bmark *m);
 
-/* Name rules shared with the text format: 1..GPUSCHED_TOPO_NAME_MAX bytes
+/* Name rules shared with the text format: 1..GPUSCHED_MAX_NAME bytes
  * of [A-Za-z0-9_.:+-], so that any stored name prints and parses back. */
 static inline bool gs_name_char(unsigned char c)
 {

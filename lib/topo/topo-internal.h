@@ -17,7 +17,7 @@
 #include "core.h"
 #include "gpusched/topo.h"
 
-#define GS_MAX_LEVELS GPUSCHED_TOPO_MAX_LEVELS
+#define GS_MAX_LEVELS GPUSCHED_MAX_LEVELS
 
 typedef struct gs_names gs_names; /* owned by lib/topo, opaque elsewhere */
 

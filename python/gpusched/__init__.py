@@ -17,7 +17,7 @@ from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _error_names
 from ._lib import BINDING_VERSION
 from .core import (version, version_string, library_path, strerror, err_name,
-                   cpu_features, simd_compiled, simd_name)
+                   cpu_features, simd_compiled, simd_name, enum_bounds)
 from .topology import Topology, TopologyBuilder, NodesInfo, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, NodesState, Frag
 from .placement import Placement, PlaceReason, Split
@@ -28,7 +28,7 @@ __version__ = ".".join(map(str, BINDING_VERSION))
 
 __all__ = list(_error_names) + [
     "BINDING_VERSION", "version", "version_string", "library_path", "strerror",
-    "err_name", "cpu_features", "simd_compiled", "simd_name",
+    "err_name", "cpu_features", "simd_compiled", "simd_name", "enum_bounds",
     "Topology", "TopologyBuilder", "NodesInfo", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
     "Placement", "PlaceReason", "Split", "PreemptPlan", "Move",

@@ -114,13 +114,13 @@ class Allocation:
 
 
 def _free_cluster(ptr, engine):
-    # The placer must go before its cluster (place.h); the preemption plan
-    # depends on neither.
+    # The placer holds its own reference on the cluster (place.h), so the
+    # order does not matter; the preemption plan depends on neither.
     if engine[0]:
         lib.placer_free(engine[0])
     if engine[1]:
         lib.preempt_plan_free(engine[1])
-    lib.cluster_free(ptr)
+    lib.cluster_unref(ptr)
 
 
 def _read_alloc(fn, handle, job_id, topology):
@@ -351,8 +351,8 @@ class Cluster(u.Handle):
         h = NodeHealth(u.u32("health", health, len(NodeHealth) - 1))
         cap = self._topo.node_gpus(n)
         hit, nhit = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
-        self._check(lib.cluster_set_node_health(self._h, n, h, hit, cap, ctypes.byref(nhit)),
-                    "gpusched_cluster_set_node_health")
+        self._check(lib.cluster_node_health_set(self._h, n, h, hit, cap, ctypes.byref(nhit)),
+                    "gpusched_cluster_node_health_set")
         return list(hit[:nhit.value])
 
     # ---- aggregates ------------------------------------------------------
@@ -424,8 +424,8 @@ class Cluster(u.Handle):
         j = self._job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible,
                              movable)
         n, nodes, masks = self._gpu_set("gpus", gpus)
-        self._check(lib.cluster_alloc(self._h, ctypes.byref(j), n, nodes, masks),
-                    "gpusched_cluster_alloc")
+        self._check(lib.cluster_allocate(self._h, ctypes.byref(j), n, nodes, masks),
+                    "gpusched_cluster_allocate")
 
     def release(self, job_id):
         """Releases a running job; its GPUs become free. Raises NotFound."""
@@ -482,7 +482,7 @@ class Cluster(u.Handle):
 
     def allocation(self, job_id):
         """The :class:`Allocation` of a running job. Raises NotFound."""
-        return _read_alloc(lib.cluster_job_alloc, self._h, u.u64("job_id", job_id), self._topo)
+        return _read_alloc(lib.cluster_job_allocation, self._h, u.u64("job_id", job_id), self._topo)
 
     # ---- reservations ----------------------------------------------------
 
@@ -515,7 +515,7 @@ class Cluster(u.Handle):
 
     def reservation(self, job_id):
         """The :class:`Allocation` a reservation holds. Raises NotFound."""
-        return _read_alloc(lib.cluster_resv_alloc, self._h, u.u64("job_id", job_id), self._topo)
+        return _read_alloc(lib.cluster_resv_allocation, self._h, u.u64("job_id", job_id), self._topo)
 
     # ---- checking and snapshots -----------------------------------------
 

@@ -63,3 +63,17 @@ def simd_compiled():
 def simd_name(simd):
     """The name of a SIMD path number (``"unknown"`` if there is none)."""
     return lib.simd_name(u.u32("simd", simd)).decode()
+
+
+#: The enumerations :func:`enum_bounds` knows (``gpusched_enum`` in common.h).
+ENUM_SIMD, ENUM_NODE_HEALTH, ENUM_GPU_STATE, ENUM_SPLIT, ENUM_REASON = 1, 2, 3, 4, 5
+ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT = 6, 7, 8
+
+
+def enum_bounds(which):
+    """``(first, last)``: the range of one of the library's enumerations, as
+    the loaded library knows it (values are only ever appended)."""
+    first, last = ctypes.c_uint32(), ctypes.c_uint32()
+    lib.check(lib.enum_bounds(u.u32("which", which), ctypes.byref(first), ctypes.byref(last)),
+              function="gpusched_enum_bounds")
+    return first.value, last.value

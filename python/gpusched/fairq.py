@@ -116,7 +116,7 @@ class FairQueue(u.Handle):
         keyword parameters named after :class:`Param`, for example
         ``FairQueue(100, policy="stateful", log=1)``."""
         out = ctypes.c_void_p()
-        lib.check(lib.fairq_new(None, u.integer("max_tenants", max_tenants, 1, MAX_TENANTS),
+        lib.check(lib.fairq_new(u.integer("max_tenants", max_tenants, 1, MAX_TENANTS), None,
                                 ctypes.byref(out)), function="gpusched_fairq_new")
         self._own(out.value, lib.fairq_free)
         self._max_tenants = max_tenants
@@ -144,14 +144,14 @@ class FairQueue(u.Handle):
         """Sets a :class:`Param` (or its name, case-insensitive). Raises
         OutOfRange outside :meth:`param_bounds`."""
         p = _param(param)
-        self._check(lib.fairq_set_param(self._h, p, u.real("value", value, finite=False)),
-                    "gpusched_fairq_set_param")
+        self._check(lib.fairq_param_set(self._h, p, u.real("value", value, finite=False)),
+                    "gpusched_fairq_param_set")
 
     def get_param(self, param):
         """Reads a :class:`Param`."""
         v = ctypes.c_double()
-        self._check(lib.fairq_get_param(self._h, _param(param), ctypes.byref(v)),
-                    "gpusched_fairq_get_param")
+        self._check(lib.fairq_param_get(self._h, _param(param), ctypes.byref(v)),
+                    "gpusched_fairq_param_get")
         return v.value
 
     @staticmethod
@@ -169,8 +169,8 @@ class FairQueue(u.Handle):
                 policy = Policy[policy.upper()]
             except KeyError:
                 raise ValueError(f"unknown policy {policy!r}") from None
-        self._check(lib.fairq_set_policy(self._h, u.u32("policy", policy)),
-                    "gpusched_fairq_set_policy")
+        self._check(lib.fairq_policy_set(self._h, u.u32("policy", policy)),
+                    "gpusched_fairq_policy_set")
 
     @property
     def weights(self):
@@ -195,9 +195,9 @@ class FairQueue(u.Handle):
     def set_tenant_weight(self, tenant, weight):
         """Sets a tenant's share weight (its virtual time grows by cost /
         weight), in [1e-6, 1e6]."""
-        self._check(lib.fairq_set_tenant_weight(self._h, self._tenant(tenant),
+        self._check(lib.fairq_tenant_weight_set(self._h, self._tenant(tenant),
                                                 u.real("weight", weight)),
-                    "gpusched_fairq_set_tenant_weight")
+                    "gpusched_fairq_tenant_weight_set")
 
     def tenant_value(self, tenant, what):
         """One :class:`TenantValue` (or its name) of a tenant."""
@@ -252,8 +252,8 @@ class FairQueue(u.Handle):
             ws, _, k5 = u.column("work_sizes", work_sizes, ctypes.c_double, n)
         if n == 0:
             return 0
-        self._check(lib.fairq_enqueue_bulk(self._h, n, idc, tc, yc, ec, ws),
-                    "gpusched_fairq_enqueue_bulk")
+        self._check(lib.fairq_enqueue_batch(self._h, n, idc, tc, yc, ec, ws),
+                    "gpusched_fairq_enqueue_batch")
         return n
 
     def cancel(self, id):
@@ -392,7 +392,7 @@ class DecisionLog(u.Handle):
         UnsupportedVersion."""
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(_ERRBUF)
-        rc = lib.fairq_log_read(None, os.fsencode(path), ctypes.byref(out), err, _ERRBUF)
+        rc = lib.fairq_log_read(os.fsencode(path), None, ctypes.byref(out), err, _ERRBUF)
         lib.check(rc, lambda _: err.value, None, "gpusched_fairq_log_read")
         self = object.__new__(cls)
         self._own(out.value, lib.fairq_log_free)

@@ -11,7 +11,7 @@ from .placement import Placement, build_request, new_result
 __all__ = ["PreemptPlan", "Move"]
 
 _ENOSPC = -30
-_COMMIT = 1  # GPUSCHED_PLACE_COMMIT
+_COMMIT = 1  # GPUSCHED_PLACE_FLAG_COMMIT
 
 
 #: One move of a defragmentation plan: the job and the GPUs it moves to

@@ -361,8 +361,8 @@ class TopologyBuilder(u.Handle):
         names, n = u.strings("levels", levels)
         if not 1 <= n <= MAX_LEVELS:
             raise ValueError(f"a topology has 1 to {MAX_LEVELS} levels, not {n}")
-        self._check(lib.topo_builder_set_levels(self._h, n, names),
-                    "gpusched_topo_builder_set_levels")
+        self._check(lib.topo_builder_levels_set(self._h, n, names),
+                    "gpusched_topo_builder_levels_set")
         self._nlevels = n
 
     def add_node(self, path, name, gpus, gpu_class=None, labels=()):

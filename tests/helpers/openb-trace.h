@@ -123,7 +123,7 @@ static inline void openb_request(const openb_event *e, gpusched_place_request *q
     q->gpus = e->gpus;
     q->split = GPUSCHED_SPLIT_PODS;
     q->pod_gpus = e->gpus;
-    q->flags = GPUSCHED_PLACE_COMMIT;
+    q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
 }
 
 #endif

@@ -75,7 +75,7 @@ int openb_load_topology(const char *csv_path, gpusched_topo **out)
     static const char *const levels[] = {"rack"};
     int rc = gpusched_topo_builder_new(NULL, &b);
     if (!rc)
-        rc = gpusched_topo_builder_set_levels(b, 1, levels);
+        rc = gpusched_topo_builder_levels_set(b, 1, levels);
     if (!rc)
         rc = openb_add_rows(fp, b, csv_path);
     if (!rc && (rc = gpusched_topo_builder_freeze(b, out)))

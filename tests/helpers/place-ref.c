@@ -15,7 +15,7 @@ typedef struct ref {
     const gpusched_place_request *q;
     uint32_t L, nnodes, u0, units_needed, pref;
     uint32_t units[REF_MAX_NODES];
-    uint32_t dom[REF_MAX_NODES][GPUSCHED_TOPO_MAX_LEVELS];
+    uint32_t dom[REF_MAX_NODES][GPUSCHED_MAX_LEVELS];
     uint32_t ncons;
     uint32_t cons_level[3], cons_size[3];
     uint64_t usable_gpus[REF_MAX_NODES]; /* free for the job, filters ignored */
@@ -128,7 +128,7 @@ static bool constraints_hold(const ref *r, const uint32_t *gpus_of_node)
 
 static void locality_of(const ref *r, const uint32_t *gpus_of_node, uint32_t *loc)
 {
-    memset(loc, 0, sizeof(uint32_t) * (GPUSCHED_TOPO_MAX_LEVELS + 1));
+    memset(loc, 0, sizeof(uint32_t) * (GPUSCHED_MAX_LEVELS + 1));
     for (uint32_t l = 0; l <= r->L; l++) {
         if (l > r->pref)
             break;
@@ -188,9 +188,9 @@ static void enumerate(ref *r, uint32_t n, uint32_t rem)
             gpus[i] = i < n ? r->take[i] * r->u0 : 0;
         if (!constraints_hold(r, gpus))
             return;
-        uint32_t loc[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint32_t loc[GPUSCHED_MAX_LEVELS + 1];
         locality_of(r, gpus, loc);
-        uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+        uint64_t fit[GPUSCHED_MAX_LEVELS + 1];
         uint32_t nfit = fit_of(r, gpus, loc, fit);
         r->out->assignments++;
         bool better = !r->out->feasible || lex_less(loc, r->out->locality, r->L + 1) ||
@@ -250,7 +250,7 @@ void place_ref_fit(gpusched_cluster *c, const gpusched_place_request *req, const
     for (uint32_t i = 0; i < n; i++)
         if (nodes[i] < REF_MAX_NODES)
             gpus[nodes[i]] = 1;
-    uint32_t loc[GPUSCHED_TOPO_MAX_LEVELS + 1];
+    uint32_t loc[GPUSCHED_MAX_LEVELS + 1];
     locality_of(&r, gpus, loc);
     *nfit = fit_of(&r, gpus, loc, fit);
 }

@@ -15,7 +15,7 @@ typedef struct place_ref_out {
     uint32_t nlevels;
     /* Domains used per level, then nodes; levels below the preferred one
      * are left at 0 (they are not optimized). */
-    uint32_t locality[GPUSCHED_TOPO_MAX_LEVELS + 1];
+    uint32_t locality[GPUSCHED_MAX_LEVELS + 1];
     uint64_t assignments;   /* feasible assignments seen */
     /* Best fit among the optimal assignments: for the levels from the top
      * (down to the preferred one) where one domain is used, that domain's
@@ -23,7 +23,7 @@ typedef struct place_ref_out {
      * bits and its index in the low ones; the smallest such list, compared
      * from the top. */
     uint32_t nfit;
-    uint64_t fit[GPUSCHED_TOPO_MAX_LEVELS + 1];
+    uint64_t fit[GPUSCHED_MAX_LEVELS + 1];
 } place_ref_out;
 
 /* Exhaustive optimum for `req` (assumed valid) on the current state. */

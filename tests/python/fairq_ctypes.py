@@ -26,12 +26,12 @@ def main():
                                         C.POINTER(C.c_uint64), C.POINTER(Decision)]
     lib.gpusched_fairq_complete.argtypes = [C.c_void_p, C.c_uint64, C.c_double]
     q = C.c_void_p()
-    assert lib.gpusched_fairq_new(None, 2, C.byref(q)) == 0
+    assert lib.gpusched_fairq_new(2, None, C.byref(q)) == 0
     n = 4
     ids = (C.c_uint64 * n)(100, 101, 102, 104)
     tenants = (C.c_uint32 * n)(0, 1, 0, 0)
     times = (C.c_double * n)(0.0, 1.0, 2.0, 4.0)
-    assert lib.gpusched_fairq_enqueue_bulk(q, n, ids, tenants, None, times, None) == 0
+    assert lib.gpusched_fairq_enqueue_batch(q, n, ids, tenants, None, times, None) == 0
     # The hand table of tests/test-fairq-basic.c: 100, 101, 102, 104.
     got = []
     for _ in range(n):

@@ -111,11 +111,11 @@ static uint64_t next_u64(void)
 
 static gpusched_topo *read_uniform(void)
 {
-    char names[GPUSCHED_TOPO_MAX_LEVELS][GPUSCHED_TOPO_NAME_MAX + 1];
-    const char *ptrs[GPUSCHED_TOPO_MAX_LEVELS];
-    uint32_t fanout[GPUSCHED_TOPO_MAX_LEVELS + 1];
+    char names[GPUSCHED_MAX_LEVELS][GPUSCHED_MAX_NAME + 1];
+    const char *ptrs[GPUSCHED_MAX_LEVELS];
+    uint32_t fanout[GPUSCHED_MAX_LEVELS + 1];
     uint32_t gpus = (uint32_t)next_u64(), nlevels = (uint32_t)next_u64();
-    if (nlevels < 1 || nlevels > GPUSCHED_TOPO_MAX_LEVELS)
+    if (nlevels < 1 || nlevels > GPUSCHED_MAX_LEVELS)
         exit(2);
     for (uint32_t l = 0; l < nlevels; l++) {
         if (scanf("%63s", names[l]) != 1)
@@ -144,20 +144,20 @@ static void read_word(char *buf)
 /* levels / node / freeze lines through the builder. */
 static gpusched_topo *read_built(void)
 {
-    char names[GPUSCHED_TOPO_MAX_LEVELS][GPUSCHED_TOPO_NAME_MAX + 1];
-    char name[GPUSCHED_TOPO_NAME_MAX + 1], cls[GPUSCHED_TOPO_NAME_MAX + 1];
-    char labels[8][GPUSCHED_TOPO_NAME_MAX + 1], cmd[32];
-    const char *ptrs[GPUSCHED_TOPO_MAX_LEVELS], *lptrs[8];
+    char names[GPUSCHED_MAX_LEVELS][GPUSCHED_MAX_NAME + 1];
+    char name[GPUSCHED_MAX_NAME + 1], cls[GPUSCHED_MAX_NAME + 1];
+    char labels[8][GPUSCHED_MAX_NAME + 1], cmd[32];
+    const char *ptrs[GPUSCHED_MAX_LEVELS], *lptrs[8];
     gpusched_topo_builder *b = NULL;
     gpusched_topo *t = NULL;
     uint32_t nlevels = (uint32_t)next_u64();
-    if (nlevels < 1 || nlevels > GPUSCHED_TOPO_MAX_LEVELS || gpusched_topo_builder_new(NULL, &b))
+    if (nlevels < 1 || nlevels > GPUSCHED_MAX_LEVELS || gpusched_topo_builder_new(NULL, &b))
         exit(2);
     for (uint32_t l = 0; l < nlevels; l++) {
         read_word(names[l]);
         ptrs[l] = names[l];
     }
-    if (gpusched_topo_builder_set_levels(b, nlevels, ptrs))
+    if (gpusched_topo_builder_levels_set(b, nlevels, ptrs))
         exit(2);
     while (scanf("%31s", cmd) == 1 && strcmp(cmd, "freeze")) {
         for (uint32_t l = 0; l < nlevels; l++) {
@@ -226,7 +226,7 @@ static void read_place(gpusched_placer *p, const gpusched_topo *t, gpusched_plac
     r.pod_gpus = (uint32_t)next_u64();
     r.required_level = (uint32_t)next_u64();
     r.preferred_level = (uint32_t)next_u64();
-    for (int i = 0; i < GPUSCHED_PLACE_MAX_SLICES; i++) {
+    for (int i = 0; i < GPUSCHED_MAX_SLICES; i++) {
         r.slice_gpus[i] = (uint32_t)next_u64();
         r.slice_level[i] = (uint32_t)next_u64();
     }
@@ -267,14 +267,14 @@ static int run_place(void)
                 nodes[i] = (uint32_t)next_u64();
                 masks[i] = next_u64();
             }
-            if (gpusched_cluster_alloc(c, &job, n, nodes, masks)) {
+            if (gpusched_cluster_allocate(c, &job, n, nodes, masks)) {
                 fprintf(stderr, "gs-pyhelper: alloc: %s\n", gpusched_cluster_errmsg(c));
                 return 2;
             }
         } else if (!strcmp(cmd, "health")) {
             uint32_t node = (uint32_t)next_u64(), h = (uint32_t)next_u64(), nhit;
             uint64_t hit[64];
-            if (gpusched_cluster_set_node_health(c, node, h, hit, 64, &nhit))
+            if (gpusched_cluster_node_health_set(c, node, h, hit, 64, &nhit))
                 return 2;
         } else if (!strcmp(cmd, "place")) {
             read_place(p, t, res);
@@ -285,7 +285,7 @@ static int run_place(void)
     }
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     gpusched_topo_unref(t);
     return 0;
 }

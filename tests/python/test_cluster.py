@@ -18,7 +18,7 @@ def state(c):
             [c.allocation(j) for j in c.jobs()])
 
 
-@needs("gpusched_cluster_new", "gpusched_cluster_alloc")
+@needs("gpusched_cluster_new", "gpusched_cluster_allocate")
 class TestCluster(gstest.TinyClusterCase):
     def test_empty(self):
         c = self.c

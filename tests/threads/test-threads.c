@@ -84,7 +84,7 @@ static void *worker_main(void *arg)
     uint64_t rng = w->seed, h = 0xcbf29ce484222325ull;
     int rc;
     if ((rc = gpusched_cluster_new(w->topo, NULL, &c)) || (rc = gpusched_placer_new(c, NULL, &p)) ||
-        (rc = gpusched_place_result_new(NULL, &res)) || (rc = gpusched_fairq_new(NULL, 8, &q)))
+        (rc = gpusched_place_result_new(NULL, &res)) || (rc = gpusched_fairq_new(8, NULL, &q)))
         FAIL(w, "set-up: %s", gpusched_strerror(rc));
     double now = 0;
     uint64_t next_task = 1, next_job = 1;
@@ -122,7 +122,7 @@ static void *worker_main(void *arg)
             gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
             req.job_id = next_job++;
             req.gpus = 1 + (uint32_t)((r >> 40) % 32);
-            req.flags = GPUSCHED_PLACE_COMMIT;
+            req.flags = GPUSCHED_PLACE_FLAG_COMMIT;
             if ((r >> 48) % 2)
                 req.required_level = 1; /* one rack */
             rc = gpusched_placer_place(p, &req, res);
@@ -155,7 +155,7 @@ out:
     gpusched_fairq_free(q);
     gpusched_place_result_free(res);
     gpusched_placer_free(p);
-    gpusched_cluster_free(c);
+    gpusched_cluster_unref(c);
     gpusched_topo_unref(w->topo);
     return NULL;
 }
@@ -188,7 +188,7 @@ static void *refer_main(void *arg)
         if (i % 3 == 0) {
             gpusched_cluster *c;
             if (gpusched_cluster_new(t, NULL, &c) == 0)
-                gpusched_cluster_free(c);
+                gpusched_cluster_unref(c);
         }
         gpusched_topo_unref(t);
     }
