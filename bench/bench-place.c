@@ -61,10 +61,14 @@ static gpusched_topo *bp_shape(uint32_t zones, uint32_t blocks)
     return t;
 }
 
-static void bp_gang200k_request(gpusched_place_request *q, uint64_t id)
+/* The request builders below point q to *job, filled as job `id`: *job
+ * must outlive every use of q. */
+static void bp_gang200k_request(gpusched_place_request *q, gpusched_job *job, uint64_t id)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = id;
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = id;
+    q->job = job;
     q->gpus = 2778 * 72;
     q->split = GPUSCHED_SPLIT_WHOLE_NODES;
     q->slice_gpus[0] = 72;
@@ -75,9 +79,9 @@ static void bp_gang200k_request(gpusched_place_request *q, uint64_t id)
 
 /* A realistic size mix from 1 to 576 GPUs (single GPUs and 8-GPU jobs
  * dominate, a few rack and multi-rack jobs). */
-static void bp_mix_request(bp_rng *r, gpusched_place_request *q, uint64_t id)
+static void bp_mix_request(bp_rng *r, gpusched_place_request *q, gpusched_job *job, uint64_t id)
 {
-    gsb_mix_request(q, id, gsb_mix_size(bp_next(r)));
+    gsb_mix_request(q, job, id, gsb_mix_size(bp_next(r)));
 }
 
 /* Fills to `fill` of the GPUs with the mix; returns the job ids placed. */
@@ -90,7 +94,8 @@ static uint64_t *bp_fill_mix(bp_env *e, bp_rng *r, double fill, uint32_t *njobs)
     uint32_t misses = 0;
     while (ids && used < fill * (double)total && misses < 1000) {
         gpusched_place_request q;
-        bp_mix_request(r, &q, id);
+        gpusched_job job;
+        bp_mix_request(r, &q, &job, id);
         if (gpusched_placer_place(e->p, &q, e->res)) {
             misses++;
             continue;
@@ -114,7 +119,8 @@ static double bp_time_gang(bp_env *e, gsb_ctx *b, int *fit)
     int reps = gsb_reps(b);
     double t[32];
     gpusched_place_request q;
-    bp_gang200k_request(&q, 900000000);
+    gpusched_job job;
+    bp_gang200k_request(&q, &job, 900000000);
     *fit = 1;
     /* One untimed plan warms the placer's scratch memory and output arrays,
      * which a placer keeps from call to call. */
@@ -129,7 +135,7 @@ static double bp_time_gang(bp_env *e, gsb_ctx *b, int *fit)
             *fit = 0;
             continue;
         }
-        gpusched_cluster_release(e->c, q.job_id);
+        gpusched_cluster_release(e->c, job.id);
     }
     return gsb_median(t, (size_t)reps);
 }
@@ -175,10 +181,12 @@ static void bp_gang200k(gsb_ctx *b)
 
 /* ---- 8-GPU gangs --------------------------------------------------------- */
 
-static void bp_small8_request(gpusched_place_request *q, uint64_t id)
+static void bp_small8_request(gpusched_place_request *q, gpusched_job *job, uint64_t id)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = id;
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = id;
+    q->job = job;
     q->gpus = 8;
     q->split = GPUSCHED_SPLIT_PODS;
     q->pod_gpus = 4;
@@ -204,8 +212,9 @@ static int bp_steady_new(bp_steady *s, gpusched_topo *t)
     s->r.s = 0xabcdef;
     s->next_id = 1;
     gpusched_place_request q;
+    gpusched_job job;
     while (s->ring && s->n < want) {
-        bp_small8_request(&q, s->next_id);
+        bp_small8_request(&q, &job, s->next_id);
         if (gpusched_placer_place(s->e.p, &q, s->e.res))
             return -1;
         s->ring[s->n++] = s->next_id++;
@@ -215,7 +224,7 @@ static int bp_steady_new(bp_steady *s, gpusched_topo *t)
     for (uint32_t i = 0; i < want; i++) {
         uint32_t k = (uint32_t)(bp_next(&s->r) % s->n);
         gpusched_cluster_release(s->e.c, s->ring[k]);
-        bp_small8_request(&q, s->next_id);
+        bp_small8_request(&q, &job, s->next_id);
         if (gpusched_placer_place(s->e.p, &q, s->e.res))
             return -1;
         s->ring[k] = s->next_id++;
@@ -232,6 +241,7 @@ static int bp_steady_new(bp_steady *s, gpusched_topo *t)
 static double bp_steady_run(bp_steady *s, uint32_t ops, double *release_ns)
 {
     gpusched_place_request q;
+    gpusched_job job;
     double t0 = gsb_now_ns(), rel = 0;
     uint32_t next = (uint32_t)(bp_next(&s->r) % s->n);
     for (uint32_t i = 0; i < ops; i++) {
@@ -242,7 +252,7 @@ static double bp_steady_run(bp_steady *s, uint32_t ops, double *release_ns)
         gpusched_cluster_release(s->e.c, s->ring[k]);
         if (release_ns)
             rel += gsb_now_ns() - r0;
-        bp_small8_request(&q, s->next_id);
+        bp_small8_request(&q, &job, s->next_id);
         if (gpusched_placer_place(s->e.p, &q, s->e.res)) {
             fprintf(stderr, "bench-place: steady placement failed: %s\n", gpusched_place_result_message(s->e.res));
             return 0;
@@ -435,7 +445,8 @@ static double bp_replay(const openb_trace *tr, gpusched_topo *topo, int engine, 
         int rc;
         if (engine) {
             gpusched_place_request q;
-            openb_request(ev, &q);
+            gpusched_job job;
+            openb_request(ev, &q, &job);
             rc = gpusched_placer_place(e.p, &q, e.res);
         } else {
             rc = bp_firstfit(e.c, ev);

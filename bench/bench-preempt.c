@@ -36,18 +36,19 @@ static uint64_t bpr_rand(bpr_env *e)
  * scenarios shape it: small jobs inside one rack (in pods of 4 from 4
  * GPUs on), 72 and more as whole racks. Its cost of preemption is 1 to
  * 1000 per GPU (say GPU-minutes since its last checkpoint). */
-static void bpr_low_request(bpr_env *e, gpusched_place_request *q, uint32_t gpus)
+static void bpr_low_request(bpr_env *e, gpusched_place_request *q, gpusched_job *job, uint32_t gpus)
 {
-    gsb_mix_request(q, e->next_id, gpus);
-    q->priority = BPR_LOW_PRIORITY;
-    q->job_flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
-    q->cost_hint = (uint64_t)gpus * (1 + bpr_rand(e) % 1000);
+    gsb_mix_request(q, job, e->next_id, gpus);
+    job->priority = BPR_LOW_PRIORITY;
+    job->flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+    job->cost_hint = (uint64_t)gpus * (1 + bpr_rand(e) % 1000);
 }
 
 static int bpr_place_low(bpr_env *e, uint32_t gpus)
 {
     gpusched_place_request q;
-    bpr_low_request(e, &q, gpus);
+    gpusched_job job;
+    bpr_low_request(e, &q, &job, gpus);
     int rc = gpusched_placer_place(e->p, &q, e->res);
     if (rc == 0)
         e->next_id++;
@@ -111,14 +112,23 @@ static int bpr_env_new(bpr_env *e, uint32_t zones, uint32_t blocks, bool fill)
     return 0;
 }
 
+/* The high-priority job the gangs below are: q points to *job, which must
+ * outlive every use of q. */
+static void bpr_high_job(gpusched_place_request *q, gpusched_job *job, uint64_t id)
+{
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = id;
+    job->priority = BPR_HIGH_PRIORITY;
+    q->job = job;
+}
+
 /* The 200k gang of the placement scenarios (2,778 racks' worth), or the
  * same fifth of a smaller cluster. */
-static void bpr_gang_request(const bpr_env *e, gpusched_place_request *q)
+static void bpr_gang_request(const bpr_env *e, gpusched_place_request *q, gpusched_job *job)
 {
     uint64_t slices = gpusched_topo_gpu_count(e->t) * 2778 / 1032192;
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = 900000000;
-    q->priority = BPR_HIGH_PRIORITY;
+    bpr_high_job(q, job, 900000000);
     q->gpus = (uint32_t)slices * 72;
     q->split = GPUSCHED_SPLIT_WHOLE_NODES;
     q->slice_gpus[0] = 72;
@@ -126,11 +136,10 @@ static void bpr_gang_request(const bpr_env *e, gpusched_place_request *q)
     q->preferred_level = 1;
 }
 
-static void bpr_small8_request(gpusched_place_request *q)
+static void bpr_small8_request(gpusched_place_request *q, gpusched_job *job)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = 900000001;
-    q->priority = BPR_HIGH_PRIORITY;
+    bpr_high_job(q, job, 900000001);
     q->gpus = 8;
     q->split = GPUSCHED_SPLIT_PODS;
     q->pod_gpus = 4;
@@ -178,10 +187,11 @@ static double bpr_time_empty_place_ms(gsb_ctx *b, bool gang)
         return 0;
     }
     gpusched_place_request q;
+    gpusched_job job;
     if (gang)
-        bpr_gang_request(&e, &q);
+        bpr_gang_request(&e, &q, &job);
     else
-        bpr_small8_request(&q);
+        bpr_small8_request(&q, &job);
     gpusched_placer_place(e.p, &q, e.res);
     for (int i = 0; i < reps; i++) {
         double t0 = gsb_now_ns();
@@ -208,7 +218,8 @@ static void bpr_preempt(gsb_ctx *b)
     char params[512];
 
     gpusched_place_request q;
-    bpr_gang_request(&e, &q);
+    gpusched_job job;
+    bpr_gang_request(&e, &q, &job);
     bpr_figures f = bpr_time_plan(&e, b, &q);
     snprintf(params, sizeof params,
              "\"cluster_gpus\": %llu, \"jobs\": %u, \"mix_jobs\": %u, \"filler_jobs\": %u, \"free_gpus\": 0, "
@@ -221,7 +232,8 @@ static void bpr_preempt(gsb_ctx *b)
     gsb_report(b, "preempt.gang200k.full.ms", f.median_ns / 1e6, "ms", params);
 
     gpusched_place_request s;
-    bpr_small8_request(&s);
+    gpusched_job s_job;
+    bpr_small8_request(&s, &s_job);
     bpr_figures g = bpr_time_plan(&e, b, &s);
     snprintf(params, sizeof params,
              "\"cluster_gpus\": %llu, \"jobs\": %u, \"request\": \"2 pods of 4, required rack\", \"victims\": %u, "
@@ -246,7 +258,7 @@ static void bpr_preempt(gsb_ctx *b)
             bpr_env_free(&e);
             return;
         }
-        bpr_gang_request(&e, &q);
+        bpr_gang_request(&e, &q, &job);
         q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
         t0 = gsb_now_ns();
         int rc = gpusched_placer_preempt(e.p, &q, e.res, e.plan);
@@ -275,8 +287,8 @@ static void bpr_defrag_case(bpr_env *e, gsb_ctx *b, uint32_t racks, const char *
 {
     const int reps = gsb_reps(b);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 900000001;
-    q.priority = BPR_HIGH_PRIORITY;
+    gpusched_job job;
+    bpr_high_job(&q, &job, 900000001);
     q.gpus = 72 * racks;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 72;

@@ -34,9 +34,11 @@ double gsb_now_ns(void);
 /* The job size mix of the placement and preemption scenarios (mix.c): a
  * size from a random number, and a committing request of that size shaped
  * as those scenarios shape it (small jobs in one rack, in pods of 4 from 4
- * GPUs on; 72 and more as whole racks, preferring one block). */
+ * GPUs on; 72 and more as whole racks, preferring one block). The request
+ * points to *job, filled as job `id` (every other field 0): *job must
+ * outlive every use of q. */
 uint32_t gsb_mix_size(uint64_t random);
-void gsb_mix_request(gpusched_place_request *q, uint64_t id, uint32_t gpus);
+void gsb_mix_request(gpusched_place_request *q, gpusched_job *job, uint64_t id, uint32_t gpus);
 /* Median of `n` values (sorts `v` in place). */
 double gsb_median(double *v, size_t n);
 /* Number of timed repetitions to take a median over. */

@@ -9,10 +9,12 @@ uint32_t gsb_mix_size(uint64_t random)
     return gsb_mix_sizes[random % (sizeof gsb_mix_sizes / sizeof gsb_mix_sizes[0])];
 }
 
-void gsb_mix_request(gpusched_place_request *q, uint64_t id, uint32_t gpus)
+void gsb_mix_request(gpusched_place_request *q, gpusched_job *job, uint64_t id, uint32_t gpus)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = id;
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = id;
+    q->job = job;
     q->gpus = gpus;
     q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
     if (gpus < 4) {

@@ -36,8 +36,11 @@ static void show_place(void)
         fprintf(stderr, "place demo: setup failed\n");
         goto out;
     }
+    /* The request points to its job's descriptor (id, priority, ...). */
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = 1;
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    q.job = &job;
     q.gpus = 2778 * 72;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 72; /* one NVLink domain: a rack */
@@ -71,8 +74,10 @@ static void show_place(void)
         gpusched_topo_domain_name(t, l, d[n - 1], last, sizeof last);
         printf("  %-6s %5u used, %s .. %s\n", gpusched_topo_level_name(t, l), n, first, last);
     }
+    gpusched_job small_job = GPUSCHED_JOB_INIT;
+    small_job.id = 2;
     gpusched_place_request small = GPUSCHED_PLACE_REQUEST_INIT;
-    small.job_id = 2;
+    small.job = &small_job;
     small.gpus = 4100;
     small.required_level = 1; /* one block: 56 racks of 72 GPUs */
     rc = gpusched_placer_place(p, &small, res);
@@ -128,14 +133,16 @@ static void show_preempt(void)
             goto out;
         }
     }
+    gpusched_job gang = GPUSCHED_JOB_INIT;
+    gang.id = 1;
+    gang.priority = 1;
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    q.job = &gang;
     q.gpus = 2778 * 72;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 72;
     q.slice_level[0] = rack_level;
     q.preferred_level = 1;
-    q.priority = 1;
     /* The plan alone first (a what-if, which also warms the plan's and the
      * placer's scratch memory), then the plan carried out. */
     struct timespec t0;
@@ -161,10 +168,12 @@ static void show_preempt(void)
            "plan + commit %.2f ms: %s\n",
            nv, (unsigned long long)gpus, (unsigned long long)cost, q.gpus, plan_ms, ms,
            gpusched_place_result_message(res));
+    gpusched_job low_job = GPUSCHED_JOB_INIT;
+    low_job.id = 2;
+    low_job.priority = 0; /* no job has a lower priority */
     gpusched_place_request low = GPUSCHED_PLACE_REQUEST_INIT;
-    low.job_id = 2;
+    low.job = &low_job;
     low.gpus = 8;
-    low.priority = 0; /* no job has a lower priority */
     rc = gpusched_placer_preempt(p, &low, res, plan);
     printf("8 GPUs at priority 0: %s (%s)\n", rc ? "nothing to preempt" : "planned",
            gpusched_place_result_message(res));

@@ -13,8 +13,10 @@ int main(void)
         gpusched_cluster_new(topo, NULL, &cluster) || gpusched_placer_new(cluster, NULL, &placer) ||
         gpusched_place_result_new(NULL, &res))
         return 1;
+    gpusched_job job = GPUSCHED_JOB_INIT; /* the request points to its job */
+    job.id = 42;
     gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
-    req.job_id = 42, req.gpus = 144, req.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    req.job = &job, req.gpus = 144, req.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     req.slice_gpus[0] = 72, req.slice_level[0] = 2; /* 72 GPUs per rack (NVL72) */
     int rc = gpusched_placer_place(placer, &req, res);
     const uint32_t *nodes; const uint64_t *masks; uint32_t n = 0;

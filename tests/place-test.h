@@ -137,13 +137,27 @@ static inline void pt_random_state(pt_rng *r, gpusched_cluster *c, uint64_t resv
     }
 }
 
-/* A random request, valid or not (the library decides). */
-static inline void pt_random_request(pt_rng *r, gpusched_topo *t, gpusched_place_request *q, uint64_t job,
-                                     uint32_t *avoid)
+/* Points request q at *job, filled as the descriptor of job `id` with every
+ * other field 0 (GPUSCHED_JOB_INIT); further job fields are set through the
+ * returned pointer. The request only points to the job: *job must stay
+ * alive (and in place) for as long as q is passed to the library. */
+static inline gpusched_job *pt_req_job(gpusched_place_request *q, gpusched_job *job, uint64_t id)
+{
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = id;
+    q->job = job;
+    return job;
+}
+
+/* A random request for job `job_id`, valid or not (the library decides).
+ * Its job descriptor goes into *job and its avoided nodes (2 at most) into
+ * avoid: both must outlive every use of q. */
+static inline void pt_random_request(pt_rng *r, gpusched_topo *t, gpusched_place_request *q, gpusched_job *job,
+                                     uint64_t job_id, uint32_t *avoid)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
     uint32_t L = gpusched_topo_level_count(t);
-    q->job_id = job;
+    pt_req_job(q, job, job_id);
     q->split = pt_below(r, 3);
     uint32_t unit = 1;
     if (q->split == GPUSCHED_SPLIT_PODS)

@@ -32,27 +32,25 @@ Test(layout, enums_are_int_sized)
 
 Test(layout, place_request)
 {
+    /* Offsets after the job pointer move with the pointer size: the
+     * figures hold on LP64 and on i386 (8-byte fields 4-aligned). */
+    const size_t P = sizeof(void *);
     PIN(gpusched_place_request, size, 0, 4);
     PIN(gpusched_place_request, flags, 4, 4);
-    PIN(gpusched_place_request, job_id, 8, 8);
-    PIN(gpusched_place_request, priority, 16, 4);
-    PIN(gpusched_place_request, tenant, 20, 4);
-    PIN(gpusched_place_request, gpus, 24, 4);
-    PIN(gpusched_place_request, split, 28, 4);
-    PIN(gpusched_place_request, pod_gpus, 32, 4);
-    PIN(gpusched_place_request, required_level, 36, 4);
-    PIN(gpusched_place_request, preferred_level, 40, 4);
-    PIN(gpusched_place_request, slice_gpus, 44, 8);
-    PIN(gpusched_place_request, slice_level, 52, 8);
-    PIN(gpusched_place_request, gpu_class, 60, 4);
-    PIN(gpusched_place_request, labels_required, 64, 8);
-    PIN(gpusched_place_request, labels_forbidden, 72, 8);
-    PIN(gpusched_place_request, avoid_nodes, 80, sizeof(void *));
-    PIN(gpusched_place_request, avoid_count, 80 + sizeof(void *), 4);
-    PIN(gpusched_place_request, job_flags, 84 + sizeof(void *), 4);
-    PIN(gpusched_place_request, start_time, 88 + sizeof(void *), 8);
-    PIN(gpusched_place_request, cost_hint, 96 + sizeof(void *), 8);
-    cr_assert_eq(sizeof(gpusched_place_request), 104 + sizeof(void *));
+    PIN(gpusched_place_request, job, 8, P);
+    PIN(gpusched_place_request, gpus, 8 + P, 4);
+    PIN(gpusched_place_request, split, 12 + P, 4);
+    PIN(gpusched_place_request, pod_gpus, 16 + P, 4);
+    PIN(gpusched_place_request, required_level, 20 + P, 4);
+    PIN(gpusched_place_request, preferred_level, 24 + P, 4);
+    PIN(gpusched_place_request, slice_gpus, 28 + P, 8);
+    PIN(gpusched_place_request, slice_level, 36 + P, 8);
+    PIN(gpusched_place_request, gpu_class, 44 + P, 4);
+    PIN(gpusched_place_request, labels_required, 48 + P, 8);
+    PIN(gpusched_place_request, labels_forbidden, 56 + P, 8);
+    PIN(gpusched_place_request, avoid_nodes, 64 + P, P);
+    PIN(gpusched_place_request, avoid_count, 64 + 2 * P, 4);
+    cr_assert_eq(sizeof(gpusched_place_request), P == 8 ? 88 : 76); /* 4 bytes of tail padding on LP64 */
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     cr_assert_eq(q.size, sizeof q);
     cr_assert_eq(q.required_level, GPUSCHED_NONE);
@@ -60,6 +58,7 @@ Test(layout, place_request)
     cr_assert_eq(q.slice_level[0], GPUSCHED_NONE);
     cr_assert_eq(q.slice_level[1], GPUSCHED_NONE);
     cr_assert_eq(q.gpu_class, GPUSCHED_NONE);
+    cr_assert_null(q.job);
     cr_assert_eq(sizeof(gpusched_place_split), sizeof(int));
     cr_assert_eq(sizeof(gpusched_place_reason), sizeof(int));
     cr_assert_eq(GPUSCHED_SPLIT_WHOLE_NODES, 2);

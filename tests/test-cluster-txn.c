@@ -37,7 +37,9 @@ static void defrag_mover_with_reservation(uint32_t flags)
     gpusched_preempt_plan *plan;
     cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 4, q.gpus = 5, q.required_level = 0, q.priority = -45, q.flags = flags;
+    gpusched_job qj;
+    pt_req_job(&q, &qj, 4)->priority = -45;
+    q.gpus = 5, q.required_level = 0, q.flags = flags;
     int rc = gpusched_placer_defrag(e.p, &q, e.res, plan);
     cr_assert_eq(gpusched_cluster_check(e.c), 0, "%s", gpusched_cluster_errmsg(e.c));
     if (!(flags & GPUSCHED_PLACE_FLAG_COMMIT) || rc != 0)
@@ -102,9 +104,10 @@ static int batch_op(failalloc *fa, void *ctx)
     uint8_t *before = ct_snapshot(x->c, &len);
     gpusched_place_request q[3] = {GPUSCHED_PLACE_REQUEST_INIT, GPUSCHED_PLACE_REQUEST_INIT,
                                    GPUSCHED_PLACE_REQUEST_INIT};
+    gpusched_job qj[3];
     const gpusched_place_request *qp[3];
     for (int i = 0; i < 3; i++) {
-        q[i].job_id = 50 + (uint64_t)i;
+        pt_req_job(&q[i], &qj[i], 50 + (uint64_t)i);
         q[i].gpus = i == 0 ? 4 : 12; /* 12 GPUs: more than the two pairs a record keeps inline */
         q[i].split = GPUSCHED_SPLIT_ANY;
         q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
@@ -216,7 +219,9 @@ static history make_history(void)
     cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7, q.gpus = 10, q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    gpusched_job qj;
+    pt_req_job(&q, &qj, 7);
+    q.gpus = 10, q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
     record_end(c, &h);
     cr_assert_eq(gpusched_placer_move(p, 7, GPUSCHED_PLACE_FLAG_COMMIT, res), 0, "%s", gpusched_placer_errmsg(p));

@@ -2,6 +2,8 @@
 
 #include <criterion/criterion.h>
 
+#include <gpusched/gpusched.h>
+
 #include "core.h"
 
 static const int all_codes[] = {

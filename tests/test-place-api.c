@@ -12,10 +12,12 @@ static env env_new(void) { return pt_env_on(ct_uniform()); }
 
 #define env_free pt_env_free
 
-static gpusched_place_request req(uint32_t gpus)
+/* A request for `gpus` GPUs by job 7, whose descriptor goes into *job:
+ * the request points to it, so *job must outlive every use of the request. */
+static gpusched_place_request req(uint32_t gpus, gpusched_job *job)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7;
+    pt_req_job(&q, job, 7);
     q.gpus = gpus;
     return q;
 }
@@ -44,7 +46,8 @@ Test(place_api, lifetimes_and_null_arguments)
     gpusched_place_result_free(NULL);
     cr_assert_str_eq(gpusched_placer_errmsg(NULL), "invalid placer (NULL)");
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "");
-    gpusched_place_request q = req(4);
+    gpusched_job job;
+    gpusched_place_request q = req(4, &job);
     cr_assert_eq(gpusched_placer_place(NULL, &q, e.res), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_placer_place(e.p, NULL, e.res), GPUSCHED_EINVAL);
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "place: request is NULL");
@@ -77,7 +80,8 @@ Test(place_api, lifetimes_and_null_arguments)
 Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
 {
     env e = env_new();
-    gpusched_place_request q = req(6);
+    gpusched_job job;
+    gpusched_place_request q = req(6, &job);
     q.split = GPUSCHED_SPLIT_PODS;
     q.pod_gpus = 2;
     uint64_t before = ct_fingerprint(e.c);
@@ -112,11 +116,11 @@ Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
     cr_assert_eq(gpusched_place_result_domains(e.res, 3, &doms, &nd), GPUSCHED_ERANGE);
 
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
-    q.priority = 3;
-    q.tenant = 11;
-    q.job_flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
-    q.start_time = 100;
-    q.cost_hint = 5;
+    job.priority = 3;
+    job.tenant = 11;
+    job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+    job.start_time = 100;
+    job.cost_hint = 5;
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0);
     cr_assert_eq(gpusched_place_result_committed(e.res), 1);
     gpusched_job j = GPUSCHED_JOB_INIT;
@@ -141,14 +145,15 @@ Test(place_api, bad_requests_say_which_field)
 {
     env e = env_new();
     uint32_t avoid = 99;
+    gpusched_job job;
     gpusched_place_request q;
 #define BAD(stmt, code, msg)  \
-    q = req(8);               \
+    q = req(8, &job);         \
     stmt;                     \
     REJECT(&e, &q, code, msg)
     BAD(q.size = 8, GPUSCHED_EINVAL, "place request: size field is 8, at least 112 expected (use the _INIT macro)");
     BAD(q.flags = 6, GPUSCHED_EINVAL, "place request: unknown flags 0x6");
-    BAD(q.job_flags = 8, GPUSCHED_EINVAL, "place request: unknown job_flags 0x8");
+    BAD(job.flags = 8, GPUSCHED_EINVAL, "place request: job 7: unknown flags 0x8");
     BAD(q.gpus = 0, GPUSCHED_EINVAL, "place request: gpus is 0");
     BAD(q.split = 3, GPUSCHED_EINVAL, "place request: split is 3, not a gpusched_place_split");
     BAD(q.pod_gpus = 2, GPUSCHED_EINVAL, "place request: pod_gpus is 2 but split is any (set it to 0)");
@@ -184,7 +189,7 @@ Test(place_api, bad_requests_say_which_field)
         uint32_t extra;
     } big;
     memset(&big, 0, sizeof big); /* the padding too */
-    big.q = req(8);
+    big.q = req(8, &job);
     big.extra = 1;
     big.q.size = sizeof big;
     REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 112 is non-zero but this library knows only 112 bytes");
@@ -198,11 +203,12 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
 {
     env e = env_new();
     gpusched_place_request q[4];
+    gpusched_job job[4];
     gpusched_place_result *r[4];
     const gpusched_place_request *qp[4];
     for (int i = 0; i < 4; i++) {
-        q[i] = req(48);
-        q[i].job_id = 100 + (uint64_t)i;
+        q[i] = req(48, &job[i]);
+        job[i].id = 100 + (uint64_t)i;
         q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
         qp[i] = &q[i];
         cr_assert_eq(gpusched_place_result_new(NULL, &r[i]), 0);
@@ -233,9 +239,10 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     uint32_t node = 23;
     uint64_t all = 0xf;
     cr_assert_eq(gpusched_cluster_reserve(e.c, 300, 1, &node, &all), 0);
-    gpusched_place_request hq[2] = {req(8), req(37)};
-    hq[0].job_id = 300;
-    hq[1].job_id = 301;
+    gpusched_job hjob[2];
+    gpusched_place_request hq[2] = {req(8, &hjob[0]), req(37, &hjob[1])};
+    hjob[0].id = 300;
+    hjob[1].id = 301;
     const gpusched_place_request *hqp[2] = {&hq[0], &hq[1]};
     cr_assert_eq(gpusched_placer_place_batch(e.p, 2, hqp, r, &placed), 0, "%s", gpusched_placer_errmsg(e.p));
     cr_assert_eq(placed, 1, "%s", gpusched_place_result_message(r[1]));
@@ -248,8 +255,8 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     cr_assert_eq(gpusched_cluster_unreserve(e.c, 300), 0);
 
     /* A bad request anywhere: nothing placed at all. */
-    q[0].job_id = 200;
-    q[3].job_id = 201;
+    job[0].id = 200;
+    job[3].id = 201;
     q[2].gpus = 0;
     uint64_t before = ct_fingerprint(e.c);
     cr_assert_eq(gpusched_placer_place_batch(e.p, 4, qp, r, &placed), GPUSCHED_EINVAL);
@@ -257,7 +264,7 @@ Test(place_api, batch_in_order_each_seeing_the_ones_before)
     cr_assert_eq(ct_fingerprint(e.c), before);
     q[2].gpus = 8;
     q[2].flags = GPUSCHED_PLACE_FLAG_COMMIT;
-    q[2].job_id = 200;
+    job[2].id = 200;
     cr_assert_eq(gpusched_placer_place_batch(e.p, 4, qp, r, &placed), GPUSCHED_EEXIST);
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "place batch: requests 0 and 2 both commit job 200");
     gpusched_place_result *same[4] = {r[0], r[1], r[0], r[3]};
@@ -281,6 +288,7 @@ typedef struct fa_ctx {
     gpusched_placer *p;
     gpusched_place_result *res;
     gpusched_place_request q;
+    gpusched_job job; /* q's job */
     uint64_t fingerprint;
 } fa_ctx;
 
@@ -338,14 +346,14 @@ Test(place_api, allocation_failures_leave_nothing_behind)
     fa_ctx x = {0};
     x.t = ct_uniform();
     /* A spill over blocks with full locality: DP tables, frontiers, nodes. */
-    x.q = req(64);
+    x.q = req(64, &x.job);
     x.q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     x.q.split = GPUSCHED_SPLIT_PODS;
     x.q.pod_gpus = 2;
     long n = failalloc_sweep(fa_place, fa_undo, &x);
     cr_assert_gt(n, 5);
     /* Slices and a reservation-free single rack. */
-    x.q = req(16);
+    x.q = req(16, &x.job);
     x.q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     x.q.slice_gpus[0] = 8;
     x.q.slice_level[0] = 1;
@@ -372,10 +380,11 @@ static int fa_batch_op(failalloc *fa, void *vctx)
         if ((rc = gpusched_place_result_new(&fa->a, &x->res[made])))
             goto fail_results;
     gpusched_place_request q[3];
+    gpusched_job job[3];
     const gpusched_place_request *qp[3];
     for (int i = 0; i < 3; i++) {
-        q[i] = req(8 + 16 * (uint32_t)i);
-        q[i].job_id = 50 + (uint64_t)i;
+        q[i] = req(8 + 16 * (uint32_t)i, &job[i]);
+        job[i].id = 50 + (uint64_t)i;
         q[i].flags = GPUSCHED_PLACE_FLAG_COMMIT;
         qp[i] = &q[i];
     }
@@ -428,9 +437,10 @@ Test(place_api, placer_keeps_its_cluster_alive)
     gpusched_place_result *res = NULL;
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    gpusched_job job;
     q.gpus = 4;
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
-    q.job.id = 7;
+    pt_req_job(&q, &job, 7);
     cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
     cr_assert_eq(gpusched_place_result_committed(res), 1);
     gpusched_place_result_free(res);

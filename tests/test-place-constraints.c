@@ -8,10 +8,14 @@ typedef pt_env env;
 #define env_on pt_env_on
 #define env_free pt_env_free
 
+/* The jobs the requests carry (a request points to its job). */
+static const gpusched_job job7 = {.size = sizeof(gpusched_job), .id = 7};
+static const gpusched_job job9 = {.size = sizeof(gpusched_job), .id = 9};
+
 static gpusched_place_request req(uint32_t gpus, uint32_t split, uint32_t pod)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7;
+    q.job = &job7;
     q.gpus = gpus;
     q.split = split;
     q.pod_gpus = pod;
@@ -268,7 +272,7 @@ Test(place_state, nodes_not_up_and_reservations)
     q.gpus = 16;
     q.required_level = GPUSCHED_NONE;
     expect_fail(&e, &q, GPUSCHED_REASON_NO_GPUS, "16 GPUs asked, the cluster has 12 usable free GPUs");
-    q.job_id = 9;
+    q.job = &job9;
     cr_assert_str_eq(place_names(&e, &q), "q r s t");
     /* Plan only: the reservation is intact afterwards. */
     cr_assert_eq(gpusched_cluster_resv_count(e.c), 1);

@@ -12,10 +12,13 @@ static env nvl72(void)
     return pt_env_on(pt_uniform(3, fan, 4));
 }
 
+/* The job the requests carry (a request points to its job). */
+static const gpusched_job job7 = {.size = sizeof(gpusched_job), .id = 7};
+
 static gpusched_place_request slices72(uint32_t n)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7;
+    q.job = &job7;
     q.gpus = 72 * n;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 72;
@@ -96,7 +99,7 @@ Test(golden_nvl72, slices_of_18_gpus_share_racks)
     env e = nvl72();
     take(&e, 0, 1);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 7;
+    q.job = &job7;
     q.gpus = 90;
     q.slice_gpus[0] = 18;
     q.slice_level[0] = 2;

@@ -34,7 +34,8 @@ Test(place_openb, replay_keeps_every_invariant)
         } else {
             tried++;
             gpusched_place_request q;
-            openb_request(ev, &q);
+            gpusched_job job;
+            openb_request(ev, &q, &job);
             q.flags = 0;
             int rc = gpusched_placer_place(p, &q, res);
             cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%s", gpusched_placer_errmsg(p));

@@ -26,8 +26,9 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         p->dp_budget_max = budget;
     for (int k = 0; k < 8; k++) {
         gpusched_place_request q;
+        gpusched_job qjob;
         uint32_t avoid[4];
-        pt_random_request(r, t, &q, job, avoid);
+        pt_random_request(r, t, &q, &qjob, job, avoid);
         st->cases++;
         int rc = gpusched_placer_place(p, &q, res);
         if (rc != 0 && rc != GPUSCHED_ENOSPC) {

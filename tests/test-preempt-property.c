@@ -145,7 +145,8 @@ static void pp_close(pp_run *run, pp_state *s)
 
 static bool eligible(const pp_job *jb, const gpusched_place_request *q)
 {
-    return (jb->j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && jb->j.priority < q->priority && jb->j.id != q->job_id;
+    return (jb->j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && jb->j.priority < q->job->priority &&
+           jb->j.id != q->job->id;
 }
 
 static void same_placement(gpusched_place_result *a, gpusched_place_result *b)
@@ -198,9 +199,10 @@ static void one_case(pt_rng *r, pp_stats *st)
     pp_state s = {.t = pt_random_topo(r, 7)};
     random_state(r, &s);
     gpusched_place_request q;
+    gpusched_job qjob;
     uint32_t avoid[4];
-    pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
-    q.priority = (int32_t)pt_below(r, 5);
+    pt_random_request(r, s.t, &q, &qjob, PREEMPTOR, avoid);
+    qjob.priority = (int32_t)pt_below(r, 5);
 
     pp_run run = pp_open(&s);
     gpusched_cluster *c = run.c;
@@ -323,7 +325,8 @@ static void one_move(pt_rng *r, uint32_t *moved, uint32_t *stuck)
     gpusched_placer *p = run.p;
     gpusched_place_result *res = run.res, *ref = run.ref;
     gpusched_place_request q;
-    gs_pp_shape(c, gs_cluster_job_find(c, id), &q);
+    gpusched_job qjob;
+    gs_pp_shape(c, gs_cluster_job_find(c, id), &q, &qjob);
     uint64_t before = ct_fingerprint(c);
     int rc = gpusched_placer_move(p, id, 0, res);
     cr_assert_eq(ct_fingerprint(c), before, "plan only changed the state");
@@ -391,9 +394,10 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         }
     s.njobs = kept;
     gpusched_place_request q;
+    gpusched_job qjob;
     uint32_t avoid[4];
-    pt_random_request(r, s.t, &q, PREEMPTOR, avoid);
-    q.priority = (int32_t)pt_below(r, 5);
+    pt_random_request(r, s.t, &q, &qjob, PREEMPTOR, avoid);
+    qjob.priority = (int32_t)pt_below(r, 5);
     pp_run run = pp_open(&s);
     gpusched_cluster *c = run.c;
     gpusched_placer *p = run.p;
@@ -428,7 +432,7 @@ static void one_defrag(pt_rng *r, uint32_t *planned, uint32_t *with_moves, uint3
         cr_assert(id >= 100 && id < 100 + s.njobs);
         const pp_job *jb = &s.jobs[id - 100];
         cr_assert(jb->j.flags & GPUSCHED_JOB_FLAG_MOVABLE, "job %llu is not movable", (unsigned long long)id);
-        cr_assert_leq(jb->j.priority, q.priority);
+        cr_assert_leq(jb->j.priority, qjob.priority);
         movers |= 1u << (id - 100);
     }
     /* Without the movers the gang gets this placement... */

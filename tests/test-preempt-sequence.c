@@ -36,15 +36,17 @@ static uint64_t some_job(seq *s)
     return id;
 }
 
-static void random_request(seq *s, gpusched_place_request *q, bool commit)
+/* A random request for job `id`; its descriptor goes into *job, which
+ * must outlive every use of q. */
+static void random_request(seq *s, gpusched_place_request *q, gpusched_job *job, uint64_t id, bool commit)
 {
     uint32_t avoid[4];
-    pt_random_request(&s->r, s->t, q, s->next_id, avoid);
+    pt_random_request(&s->r, s->t, q, job, id, avoid);
     q->avoid_nodes = NULL;
     q->avoid_count = 0;
-    q->priority = (int32_t)pt_below(&s->r, 5);
-    q->job_flags = (uint32_t)pt_below(&s->r, 4); /* preemptible, movable, both, none */
-    q->cost_hint = pt_below(&s->r, 10);
+    job->priority = (int32_t)pt_below(&s->r, 5);
+    job->flags = (uint32_t)pt_below(&s->r, 4); /* preemptible, movable, both, none */
+    job->cost_hint = pt_below(&s->r, 10);
     q->flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
 }
 
@@ -63,13 +65,13 @@ static int reserve_some(seq *s)
 static int batch(seq *s, bool commit)
 {
     gpusched_place_request q[3];
+    gpusched_job job[3];
     const gpusched_place_request *qp[3];
     gpusched_place_result *res[3] = {s->res, NULL, NULL};
     cr_assert_eq(gpusched_place_result_new(NULL, &res[1]), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res[2]), 0);
     for (int i = 0; i < 3; i++) {
-        random_request(s, &q[i], commit && pt_below(&s->r, 2));
-        q[i].job_id = s->next_id++;
+        random_request(s, &q[i], &job[i], s->next_id++, commit && pt_below(&s->r, 2));
         qp[i] = &q[i];
     }
     int rc = gpusched_placer_place_batch(s->p, 3, qp, res, NULL);
@@ -83,13 +85,14 @@ static int batch(seq *s, bool commit)
 static void step(seq *s, uint32_t kind)
 {
     gpusched_place_request q;
+    gpusched_job job;
     const bool commit = pt_below(&s->r, 3) != 0;
     size_t before_len;
     uint8_t *before = ct_snapshot(s->c, &before_len);
     int rc = 0;
     switch (kind) {
     case 0: case 1: case 2:
-        random_request(s, &q, true);
+        random_request(s, &q, &job, s->next_id, true);
         rc = gpusched_placer_place(s->p, &q, s->res);
         break;
     case 3: case 4: {
@@ -98,7 +101,7 @@ static void step(seq *s, uint32_t kind)
         break;
     }
     case 5:
-        random_request(s, &q, commit);
+        random_request(s, &q, &job, s->next_id, commit);
         rc = gpusched_placer_preempt(s->p, &q, s->res, s->plan);
         break;
     case 6: {
@@ -108,7 +111,7 @@ static void step(seq *s, uint32_t kind)
     }
     case 7: case 8: {
         kind = 7;
-        random_request(s, &q, commit);
+        random_request(s, &q, &job, s->next_id, commit);
         rc = gpusched_placer_defrag(s->p, &q, s->res, s->plan);
         break;
     }

@@ -45,16 +45,17 @@ static void env_free(env *x)
     pt_env_free(&x->e);
 }
 
-/* 8 GPUs as two pods of 4 in one rack, priority 5. */
-static gpusched_place_request gang8(void)
+/* 8 GPUs as two pods of 4 in one rack, job 1 of priority 5. The job's
+ * descriptor goes into *job, which the request points to: *job must
+ * outlive every use of the request. */
+static gpusched_place_request gang8(gpusched_job *job)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    pt_req_job(&q, job, 1)->priority = 5;
     q.gpus = 8;
     q.split = GPUSCHED_SPLIT_PODS;
     q.pod_gpus = 4;
     q.required_level = 1;
-    q.priority = 5;
     return q;
 }
 
@@ -124,7 +125,8 @@ Test(preempt, lifetimes_and_bad_arguments)
     cr_assert_eq(gpusched_preempt_plan_victims(x.plan, &ids, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_preempt_plan_totals(NULL, &cost, &gpus), GPUSCHED_EINVAL);
 
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     cr_assert_eq(gpusched_placer_preempt(NULL, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
     REJECT(&x, NULL, GPUSCHED_EINVAL, "preempt: request is NULL");
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, NULL, x.plan), GPUSCHED_EINVAL);
@@ -135,11 +137,11 @@ Test(preempt, lifetimes_and_bad_arguments)
     /* Request errors are the placement's, with nothing changed. */
     q.gpus = 0;
     REJECT(&x, &q, GPUSCHED_EINVAL, "place request: gpus is 0");
-    q = gang8();
+    q = gang8(&job);
     q.required_level = 9;
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ERANGE);
-    q = gang8();
-    q.job_id = 100; /* running */
+    q = gang8(&job);
+    job.id = 100; /* running */
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     REJECT(&x, &q, GPUSCHED_EEXIST, "place request: job 100 is already running");
     env_free(&x);
@@ -150,7 +152,8 @@ Test(preempt, no_victim_when_the_gang_fits)
     env x = env_full();
     cr_assert_eq(gpusched_cluster_release(x.e.c, 105), 0);
     cr_assert_eq(gpusched_cluster_release(x.e.c, 106), 0);
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     PLAN_OK(&x, &q);
     victims_are(&x, NULL, 0);
     const uint32_t want[] = {5, 6};
@@ -171,7 +174,8 @@ Test(preempt, cheapest_rack_and_cheapest_victims)
     cr_assert_eq(gpusched_cluster_release(x.e.c, 119), 0);
     add_job(&x, 117, 17, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 119, 19, 0xf, 0, 2, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     PLAN_OK(&x, &q);
     const uint64_t want[] = {117, 119};
     victims_are(&x, want, 2);
@@ -195,7 +199,8 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     add_job(&x, 101, 1, 0xf, 0, 0, 0);
     add_job(&x, 102, 2, 0xf, 5, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 103, 3, 0xf, 9, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     PLAN_OK(&x, &q);
     const uint64_t *ids;
     uint32_t n;
@@ -209,7 +214,7 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     victims_are(&x, want, 2);
 
     /* Nothing eligible at all: the result explains the placement. */
-    q.priority = 0;
+    job.priority = 0;
     REJECT(&x, &q, GPUSCHED_ENOSPC, "");
     cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_NO_GPUS);
     victims_are(&x, NULL, 0);
@@ -229,11 +234,11 @@ Test(preempt, victims_the_gang_does_not_need_are_spared)
     cr_assert_eq(gpusched_cluster_release(x.e.c, 109), 0);
     add_job(&x, 109, 9, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1)->priority = 1;
     q.gpus = 4;
     q.split = GPUSCHED_SPLIT_PODS;
     q.pod_gpus = 4;
-    q.priority = 1;
     PLAN_OK(&x, &q);
     const uint64_t want[] = {109};
     victims_are(&x, want, 1);
@@ -256,12 +261,12 @@ Test(preempt, large_gang_clears_the_cheapest_racks)
         add_job(&x, 100 + n, n, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     }
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1)->priority = 1;
     q.gpus = 32;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 16;
     q.slice_level[0] = 1;
-    q.priority = 1;
     PLAN_OK(&x, &q);
     const uint64_t want[] = {104, 105, 106, 107, 112, 113, 114, 115};
     victims_are(&x, want, 8);
@@ -277,7 +282,8 @@ Test(preempt, the_jobs_own_reservation_counts)
     env x = env_full();
     /* Job 1 holds a reservation of node 20's GPUs (its job released to it). */
     cr_assert_eq(gpusched_cluster_release_to_resv(x.e.c, 120, 1), 0);
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     PLAN_OK(&x, &q);
     const uint64_t *ids;
     uint32_t n;
@@ -290,7 +296,8 @@ Test(preempt, the_jobs_own_reservation_counts)
 Test(preempt, commit_releases_the_victims_and_runs_the_gang)
 {
     env x = env_full();
-    gpusched_place_request q = gang8();
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
     const uint64_t want[] = {100, 101};
@@ -305,7 +312,7 @@ Test(preempt, commit_releases_the_victims_and_runs_the_gang)
     cr_assert_eq(gpusched_cluster_check(x.e.c), 0, "%s", gpusched_cluster_errmsg(x.e.c));
 
     /* The next one of equal priority cannot take the new job's GPUs. */
-    q.job_id = 2;
+    job.id = 2;
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), 0);
     const uint64_t want2[] = {102, 103};
     victims_are(&x, want2, 2);
@@ -384,12 +391,12 @@ static void fill_preemptible(gpusched_cluster *c)
 static int preempt_slices(oom_ctx *o)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1)->priority = 1;
     q.gpus = 16;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.slice_gpus[0] = 8;
     q.slice_level[0] = 1;
-    q.priority = 1;
     q.flags = o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
     int rc = gpusched_placer_preempt(o->p, &q, o->res, o->plan);
     if (!rc && o->commit)
@@ -594,10 +601,12 @@ static env env_fragmented(void)
     return x;
 }
 
-static gpusched_place_request rack_gang(void)
+/* A whole rack for job 1 (priority 0), whose descriptor goes into *job:
+ * the request points to it, so *job must outlive every use of it. */
+static gpusched_place_request rack_gang(gpusched_job *job)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    pt_req_job(&q, job, 1);
     q.gpus = 16;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.required_level = 1;
@@ -607,7 +616,8 @@ static gpusched_place_request rack_gang(void)
 Test(preempt_defrag, bad_arguments_and_accessors)
 {
     env x = env_fragmented();
-    gpusched_place_request q = rack_gang();
+    gpusched_job job;
+    gpusched_place_request q = rack_gang(&job);
     uint64_t before = ct_fingerprint(x.e.c);
     cr_assert_eq(gpusched_placer_defrag(NULL, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_placer_defrag(x.e.p, NULL, x.e.res, x.plan), GPUSCHED_EINVAL);
@@ -616,10 +626,11 @@ Test(preempt_defrag, bad_arguments_and_accessors)
     cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "defrag: result is NULL");
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, NULL), GPUSCHED_EINVAL);
     cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "defrag: plan is NULL");
-    q.job_flags = 0x80;
+    job.flags = 0x80;
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EINVAL);
-    q = rack_gang();
-    q.job_id = 100;
+    cr_assert_str_eq(gpusched_placer_errmsg(x.e.p), "place request: job 1: unknown flags 0x80");
+    q = rack_gang(&job);
+    job.id = 100;
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_EEXIST);
     cr_assert_eq(ct_fingerprint(x.e.c), before);
@@ -642,7 +653,8 @@ Test(preempt_defrag, bad_arguments_and_accessors)
 Test(preempt_defrag, one_move_frees_a_rack)
 {
     env x = env_fragmented();
-    gpusched_place_request q = rack_gang();
+    gpusched_job job;
+    gpusched_place_request q = rack_gang(&job);
     /* Nothing is preemptible: a preemption cannot help. */
     cr_assert_eq(gpusched_placer_preempt(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
 
@@ -695,7 +707,8 @@ Test(preempt_defrag, the_jobs_reservation_counts_where_it_is)
     const uint32_t node = 1;
     const uint64_t mask = 0xf;
     cr_assert_eq(gpusched_cluster_reserve(x.e.c, 1, 1, &node, &mask), 0);
-    gpusched_place_request q = rack_gang();
+    gpusched_job job;
+    gpusched_place_request q = rack_gang(&job);
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
     uint64_t id;
     const uint32_t *nodes;
@@ -716,7 +729,8 @@ Test(preempt_defrag, no_room_to_move_into)
     for (uint32_t n = 0; n < 24; n++)
         if (n % 4)
             add_job(&x, 200 + n, n, 0xf, 0, 0, 0);
-    gpusched_place_request q = rack_gang();
+    gpusched_job job;
+    gpusched_place_request q = rack_gang(&job);
     q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
     uint64_t before = ct_fingerprint(x.e.c);
     cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
@@ -731,9 +745,9 @@ Test(preempt_defrag, no_room_to_move_into)
     add_job(&y, 101, 4, 0xf, 5, 11, GPUSCHED_JOB_FLAG_MOVABLE);
     cr_assert_eq(gpusched_cluster_release(y.e.c, 102), 0);
     add_job(&y, 102, 8, 0xf, 5, 12, GPUSCHED_JOB_FLAG_MOVABLE);
-    q.priority = 4;
+    job.priority = 4;
     cr_assert_eq(gpusched_placer_defrag(y.e.p, &q, y.e.res, y.plan), GPUSCHED_ENOSPC);
-    q.priority = 5;
+    job.priority = 5;
     cr_assert_eq(gpusched_placer_defrag(y.e.p, &q, y.e.res, y.plan), 0);
     env_free(&y);
     env_free(&x);
@@ -764,7 +778,8 @@ static void fill_two_movers(gpusched_cluster *c)
 static int defrag_rack(oom_ctx *o)
 {
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.job_id = 1;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1);
     q.gpus = 16;
     q.split = GPUSCHED_SPLIT_WHOLE_NODES;
     q.required_level = 1;

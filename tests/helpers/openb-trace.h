@@ -115,11 +115,15 @@ static inline void openb_free(openb_trace *tr)
     memset(tr, 0, sizeof *tr);
 }
 
-/* The request the replay makes for a pod: one pod of its GPUs. */
-static inline void openb_request(const openb_event *e, gpusched_place_request *q)
+/* The request the replay makes for a pod: one pod of its GPUs, as job
+ * pod + 1, whose descriptor goes into *job (q points to it: *job must
+ * outlive every use of q). */
+static inline void openb_request(const openb_event *e, gpusched_place_request *q, gpusched_job *job)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    q->job_id = (uint64_t)e->pod + 1;
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = (uint64_t)e->pod + 1;
+    q->job = job;
     q->gpus = e->gpus;
     q->split = GPUSCHED_SPLIT_PODS;
     q->pod_gpus = e->gpus;

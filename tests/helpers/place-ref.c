@@ -26,6 +26,7 @@ typedef struct ref {
 
 static uint64_t usable_mask(gpusched_cluster *c, const gpusched_place_request *q, uint32_t n)
 {
+    const uint64_t job_id = q->job ? q->job->id : 0; /* NULL: job 0 */
     uint64_t fr = 0, rs = 0;
     uint32_t health = 0;
     gpusched_cluster_node_state(c, n, &fr, &rs, NULL, &health);
@@ -37,7 +38,7 @@ static uint64_t usable_mask(gpusched_cluster *c, const gpusched_place_request *q
         uint32_t st;
         uint64_t holder;
         gpusched_cluster_gpu_state(c, n, g, &st, &holder);
-        if (holder == q->job_id)
+        if (holder == job_id)
             fr |= (uint64_t)1 << g;
     }
     return fr;

@@ -78,9 +78,7 @@ static int print_layout(void)
     STRUCT(gpusched_place_request);
     FIELD(gpusched_place_request, size);
     FIELD(gpusched_place_request, flags);
-    FIELD(gpusched_place_request, job_id);
-    FIELD(gpusched_place_request, priority);
-    FIELD(gpusched_place_request, tenant);
+    FIELD(gpusched_place_request, job);
     FIELD(gpusched_place_request, gpus);
     FIELD(gpusched_place_request, split);
     FIELD(gpusched_place_request, pod_gpus);
@@ -93,9 +91,6 @@ static int print_layout(void)
     FIELD(gpusched_place_request, labels_forbidden);
     FIELD(gpusched_place_request, avoid_nodes);
     FIELD(gpusched_place_request, avoid_count);
-    FIELD(gpusched_place_request, job_flags);
-    FIELD(gpusched_place_request, start_time);
-    FIELD(gpusched_place_request, cost_hint);
     return 0;
 }
 
@@ -218,9 +213,11 @@ static void print_result(const gpusched_topo *t, int rc, const gpusched_place_re
 static void read_place(gpusched_placer *p, const gpusched_topo *t, gpusched_place_result *res)
 {
     gpusched_place_request r = GPUSCHED_PLACE_REQUEST_INIT;
+    gpusched_job job = GPUSCHED_JOB_INIT;
     uint32_t avoid[256];
     r.flags = (uint32_t)next_u64();
-    r.job_id = next_u64();
+    job.id = next_u64();
+    r.job = &job;
     r.gpus = (uint32_t)next_u64();
     r.split = (uint32_t)next_u64();
     r.pod_gpus = (uint32_t)next_u64();

@@ -120,7 +120,9 @@ static void *worker_main(void *arg)
             live[k] = live[--nlive];
         } else {
             gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
-            req.job_id = next_job++;
+            gpusched_job job = GPUSCHED_JOB_INIT;
+            job.id = next_job++;
+            req.job = &job;
             req.gpus = 1 + (uint32_t)((r >> 40) % 32);
             req.flags = GPUSCHED_PLACE_FLAG_COMMIT;
             if ((r >> 48) % 2)
@@ -134,7 +136,7 @@ static void *worker_main(void *arg)
                     FAIL(w, "result nodes");
                 for (uint32_t i = 0; i < n; i++)
                     h = mix(mix(h, nodes[i]), masks[i]);
-                live[nlive++] = req.job_id;
+                live[nlive++] = job.id;
                 w->placed++;
             } else if (rc == GPUSCHED_ENOSPC) {
                 h = mix(h, 0xdeadull);
