@@ -151,7 +151,7 @@ Test(place_api, bad_requests_say_which_field)
     q = req(8, &job);         \
     stmt;                     \
     REJECT(&e, &q, code, msg)
-    BAD(q.size = 8, GPUSCHED_EINVAL, "place request: size field is 8, at least 112 expected (use the _INIT macro)");
+    BAD(q.size = 8, GPUSCHED_EINVAL, "place request: size field is 8, at least 84 expected (use the _INIT macro)");
     BAD(q.flags = 6, GPUSCHED_EINVAL, "place request: unknown flags 0x6");
     BAD(job.flags = 8, GPUSCHED_EINVAL, "place request: job 7: unknown flags 0x8");
     BAD(q.gpus = 0, GPUSCHED_EINVAL, "place request: gpus is 0");
@@ -192,7 +192,7 @@ Test(place_api, bad_requests_say_which_field)
     big.q = req(8, &job);
     big.extra = 1;
     big.q.size = sizeof big;
-    REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 112 is non-zero but this library knows only 112 bytes");
+    REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 88 is non-zero but this library knows only 88 bytes");
     big.extra = 0;
     cr_assert_eq(gpusched_placer_place(e.p, &big.q, e.res), 0);
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "");

@@ -51,15 +51,16 @@ class FairqDecision(ctypes.Structure):
 
 
 class PlaceRequest(ctypes.Structure):
-    """ctypes mirror of gpusched_place_request (place.h)."""
-    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("job_id", c_uint64),
-                ("priority", c_int32), ("tenant", c_uint32), ("gpus", c_uint32),
-                ("split", c_uint32), ("pod_gpus", c_uint32), ("required_level", c_uint32),
-                ("preferred_level", c_uint32), ("slice_gpus", c_uint32 * 2),
-                ("slice_level", c_uint32 * 2), ("gpu_class", c_uint32),
-                ("labels_required", c_uint64), ("labels_forbidden", c_uint64),
-                ("avoid_nodes", P(c_uint32)), ("avoid_count", c_uint32),
-                ("job_flags", c_uint32), ("start_time", c_int64), ("cost_hint", c_uint64)]
+    """ctypes mirror of gpusched_place_request (place.h). ``job`` points to
+    a :class:`Job` that must stay alive for the call (the library copies
+    it); NULL means job id 0 with every field 0."""
+    _fields_ = [("size", c_uint32), ("flags", c_uint32), ("job", P(Job)),
+                ("gpus", c_uint32), ("split", c_uint32), ("pod_gpus", c_uint32),
+                ("required_level", c_uint32), ("preferred_level", c_uint32),
+                ("slice_gpus", c_uint32 * 2), ("slice_level", c_uint32 * 2),
+                ("gpu_class", c_uint32), ("labels_required", c_uint64),
+                ("labels_forbidden", c_uint64), ("avoid_nodes", P(c_uint32)),
+                ("avoid_count", c_uint32)]
 
 
 class Allocator(ctypes.Structure):

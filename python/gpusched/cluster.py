@@ -62,6 +62,21 @@ def job_flags(preemptible, movable):
     return flags
 
 
+def job_struct(job_id, priority=0, tenant=0, start_time=0, cost_hint=0, preemptible=False,
+               movable=False):
+    """A C gpusched_job from the keyword values, each checked (TypeError or
+    ValueError naming the argument)."""
+    j = _CJob()
+    j.size = ctypes.sizeof(_CJob)
+    j.id = u.u64("job_id", job_id)
+    j.priority = u.i32("priority", priority)
+    j.tenant = u.u32("tenant", tenant)
+    j.start_time = u.i64("start_time", start_time)
+    j.cost_hint = u.u64("cost_hint", cost_hint)
+    j.flags = job_flags(preemptible, movable)
+    return j
+
+
 class Allocation:
     """GPUs held by a job or a reservation (or chosen by a placement): node
     indices ascending, with one GPU bit mask per node.
@@ -277,17 +292,7 @@ class Cluster(u.Handle):
         cm = (ctypes.c_uint64 * len(nodes))(*(resolved[n] for n in nodes))
         return len(nodes), cn, cm
 
-    @staticmethod
-    def _job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible, movable):
-        j = _CJob()
-        j.size = ctypes.sizeof(_CJob)
-        j.id = u.u64("job_id", job_id)
-        j.priority = u.i32("priority", priority)
-        j.tenant = u.u32("tenant", tenant)
-        j.start_time = u.i64("start_time", start_time)
-        j.cost_hint = u.u64("cost_hint", cost_hint)
-        j.flags = job_flags(preemptible, movable)
-        return j
+    _job_struct = staticmethod(job_struct)
 
     # ---- nodes and GPUs --------------------------------------------------
 

@@ -5,7 +5,7 @@ import enum
 
 from . import _util as u
 from ._lib import lib, PlaceRequest as _CRequest
-from .cluster import Allocation, job_flags
+from .cluster import Allocation, job_struct
 from ._errors import DoesNotFit
 from .topology import NONE
 
@@ -46,9 +46,11 @@ def _flag(name, value):
 
 
 def build_request(topo, gpus, kw, caller="place"):
-    """Checks place() (or preempt()) arguments and fills a C request.
-    Returns the request and the objects it points into (kept alive by the
-    caller)."""
+    """Checks place() (or preempt()) arguments and fills a C request, which
+    points to a C job descriptor built from the job keywords. Returns the
+    request and the objects it points into (the job and the avoided nodes),
+    which the caller keeps alive until the call that reads the request has
+    returned."""
     unknown = set(kw) - _KEYS
     if unknown:
         raise TypeError(f"{caller}() got unknown arguments {sorted(unknown)}")
@@ -93,14 +95,12 @@ def build_request(topo, gpus, kw, caller="place"):
     if avoid:
         r.avoid_nodes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint32))
         r.avoid_count = len(avoid)
-    r.job_id = u.u64("job_id", kw.get("job_id", 0))
+    job = job_struct(kw.get("job_id", 0), kw.get("priority", 0), kw.get("tenant", 0),
+                     kw.get("start_time", 0), kw.get("cost_hint", 0),
+                     kw.get("preemptible", False), kw.get("movable", False))
+    r.job = ctypes.pointer(job)
     r.flags = _COMMIT if _flag("commit", kw.get("commit", False)) else 0
-    r.priority = u.i32("priority", kw.get("priority", 0))
-    r.tenant = u.u32("tenant", kw.get("tenant", 0))
-    r.start_time = u.i64("start_time", kw.get("start_time", 0))
-    r.cost_hint = u.u64("cost_hint", kw.get("cost_hint", 0))
-    r.job_flags = job_flags(kw.get("preemptible", False), kw.get("movable", False))
-    return r, arr
+    return r, (job, arr)
 
 
 def new_result():
@@ -278,7 +278,7 @@ def place_one(cluster, gpus, kw):
     except BaseException:
         lib.place_result_free(res)
         raise
-    return Placement(cluster.topology, req.job_id, res)
+    return Placement(cluster.topology, keep[0].id, res)
 
 
 def place_batch(cluster, requests):
@@ -309,4 +309,4 @@ def place_batch(cluster, requests):
         for res in results:
             lib.place_result_free(res)
         raise
-    return [Placement(cluster.topology, r.job_id, res) for r, res in zip(reqs, results)]
+    return [Placement(cluster.topology, k[0].id, res) for k, res in zip(keep, results)]

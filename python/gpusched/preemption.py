@@ -116,7 +116,7 @@ def _plan_one(cluster, gpus, kw, caller, fn, name):
     except BaseException:
         lib.place_result_free(res)
         raise
-    return Placement(cluster.topology, req.job_id, res, name), result
+    return Placement(cluster.topology, keep[0].id, res, name), result
 
 
 def preempt_one(cluster, gpus, kw):
