@@ -206,8 +206,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
                         : rc == GPUSCHED_ELIMIT ? "too many jobs"
                                                 : p->c->err.msg);
     }
-    gs_err_clear(&p->err);
-    return 0;
+    return gs_ok(&p->err);
 }
 
 GPUSCHED_API uint32_t gpusched_preempt_plan_move_count(const gpusched_preempt_plan *plan)

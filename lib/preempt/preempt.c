@@ -139,6 +139,5 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "preempt: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
     }
-    gs_err_clear(&p->err);
-    return 0;
+    return gs_ok(&p->err);
 }
