@@ -5,7 +5,7 @@ stateful fair-share policy, and the example prints which share of the work
 each tenant received while all three compete (the first 150 s) and how
 long its tasks waited.
 
-    GPUSCHED_LIBRARY=build/lib/libgpusched.so.1 PYTHONPATH=python \
+    GPUSCHED_LIBRARY=build/lib/libgpusched.so.0.2 PYTHONPATH=python \
         python3 examples/python/fair_share.py
 """
 import array

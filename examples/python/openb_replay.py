@@ -13,7 +13,7 @@ wait in FIFO order and are retried whenever GPUs are released.
 
 Data: tests/data/openb in the repository, or GPUSCHED_DATA_DIR.
 
-    GPUSCHED_LIBRARY=build/lib/libgpusched.so.1 PYTHONPATH=python \
+    GPUSCHED_LIBRARY=build/lib/libgpusched.so.0.2 PYTHONPATH=python \
         python3 examples/python/openb_replay.py [--every-days D] [--limit N]
 """
 import argparse

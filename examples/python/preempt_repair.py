@@ -5,7 +5,7 @@ fails is moved off it with its shape kept, and a gang that needs a whole
 rack gets one by moving a job instead of evicting it.
 
 Run from the repository (after `ninja -C build`):
-    GPUSCHED_LIBRARY=build/lib/libgpusched.so.1 PYTHONPATH=python \\
+    GPUSCHED_LIBRARY=build/lib/libgpusched.so.0.2 PYTHONPATH=python \\
         python3 examples/python/preempt_repair.py
 """
 import gpusched

@@ -3,7 +3,7 @@
 second gang does not fit.
 
 Run from the repository (after `ninja -C build`):
-    GPUSCHED_LIBRARY=build/lib/libgpusched.so.1 PYTHONPATH=python \
+    GPUSCHED_LIBRARY=build/lib/libgpusched.so.0.2 PYTHONPATH=python \
         python3 examples/python/quickstart.py
 """
 import gpusched

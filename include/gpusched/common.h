@@ -9,9 +9,14 @@
  * Conventions that hold for the whole library:
  * - Functions return `int`: 0 on success or a negative `GPUSCHED_E*` code.
  *   A call that fails has changed nothing.
- * - Each handle keeps the message of its last error, readable through the
- *   handle's `..._errmsg()` accessor. Constructors that have no handle yet
- *   take an optional `char *errbuf, size_t errbuf_len` pair instead.
+ * - Each handle with an `..._errmsg()` accessor (cluster, placer, fair
+ *   queue, topology builder) keeps one message: every call on the handle
+ *   that fails sets it (readers too: they take a non-const handle for
+ *   that), and every call that succeeds empties it, so `..._errmsg()`
+ *   always describes the last call (only a NULL handle leaves it alone).
+ *   Constructors that have no handle yet take an optional
+ *   `char *errbuf, size_t errbuf_len` pair instead. The topology, shared
+ *   between threads, keeps no message: its readers return codes only.
  * - Extensible request structs start with `uint32_t size`; the library reads
  *   only the bytes that size covers and rejects unknown non-zero trailing
  *   bytes with #GPUSCHED_E2BIG.

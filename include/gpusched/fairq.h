@@ -185,7 +185,7 @@ GPUSCHED_API int gpusched_fairq_param_set(gpusched_fairq *q, uint32_t param, dou
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL An argument is NULL or `param` is unknown.
  */
-GPUSCHED_API int gpusched_fairq_param_get(const gpusched_fairq *q, uint32_t param, double *value);
+GPUSCHED_API int gpusched_fairq_param_get(gpusched_fairq *q, uint32_t param, double *value);
 
 /**
  * Reports the accepted range of a parameter.
@@ -227,7 +227,7 @@ GPUSCHED_API int gpusched_fairq_tenant_weight_set(gpusched_fairq *q, uint32_t te
  * @retval GPUSCHED_EINVAL An argument is NULL or `what` is unknown.
  * @retval GPUSCHED_ERANGE `tenant` is out of range.
  */
-GPUSCHED_API int gpusched_fairq_tenant_get(const gpusched_fairq *q, uint32_t tenant, uint32_t what,
+GPUSCHED_API int gpusched_fairq_tenant_get(gpusched_fairq *q, uint32_t tenant, uint32_t what,
                                            double *value);
 
 /**
@@ -355,7 +355,7 @@ GPUSCHED_API int gpusched_fairq_complete(gpusched_fairq *q, uint64_t id, double 
  * @retval GPUSCHED_EINVAL A NULL argument.
  * @retval GPUSCHED_ERANGE Tenant, type or size out of range.
  */
-GPUSCHED_API int gpusched_fairq_predict(const gpusched_fairq *q, uint32_t tenant, uint32_t type,
+GPUSCHED_API int gpusched_fairq_predict(gpusched_fairq *q, uint32_t tenant, uint32_t type,
                                         double work_size, double *seconds);
 
 /**
@@ -366,7 +366,7 @@ GPUSCHED_API int gpusched_fairq_predict(const gpusched_fairq *q, uint32_t tenant
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL `q` is NULL.
  */
-GPUSCHED_API int gpusched_fairq_count(const gpusched_fairq *q, uint64_t *queued, uint64_t *running);
+GPUSCHED_API int gpusched_fairq_count(gpusched_fairq *q, uint64_t *queued, uint64_t *running);
 
 /**
  * Reports the SIMD path (#gpusched_simd) the queue's full rescore uses.
@@ -375,7 +375,7 @@ GPUSCHED_API int gpusched_fairq_count(const gpusched_fairq *q, uint64_t *queued,
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL An argument is NULL.
  */
-GPUSCHED_API int gpusched_fairq_simd(const gpusched_fairq *q, uint32_t *simd);
+GPUSCHED_API int gpusched_fairq_simd(gpusched_fairq *q, uint32_t *simd);
 
 /** @name Decision log
  * With #GPUSCHED_FAIRQ_PARAM_LOG set, each poll appends a
@@ -395,7 +395,7 @@ typedef struct gpusched_fairq_log gpusched_fairq_log;
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL An argument is NULL.
  */
-GPUSCHED_API int gpusched_fairq_log_records(const gpusched_fairq *q,
+GPUSCHED_API int gpusched_fairq_log_records(gpusched_fairq *q,
                                             const gpusched_fairq_decision **records, uint64_t *count);
 
 /**

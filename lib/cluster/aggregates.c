@@ -344,8 +344,7 @@ GPUSCHED_API int gpusched_cluster_domain_free_gpus(gpusched_cluster *c, uint32_t
     if (rc)
         return rc;
     *gpus = level == GPUSCHED_NONE ? c->root_free_gpus : c->agg[level].free_gpus[domain];
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_domain_free_nodes(gpusched_cluster *c, uint32_t level, uint32_t domain,
@@ -355,8 +354,7 @@ GPUSCHED_API int gpusched_cluster_domain_free_nodes(gpusched_cluster *c, uint32_
     if (rc)
         return rc;
     *nodes = level == GPUSCHED_NONE ? c->root_free_nodes : c->agg[level].free_nodes[domain];
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_domain_nodes_with_free(gpusched_cluster *c, uint32_t level,
@@ -370,8 +368,7 @@ GPUSCHED_API int gpusched_cluster_domain_nodes_with_free(gpusched_cluster *c, ui
         return gs_error(&c->err, GPUSCHED_ERANGE, "gpus %u out of range (at most %u per node)", gpus,
                         GPUSCHED_MAX_NODE_GPUS);
     *nodes = gs_cluster_hist_at_least(c, level, domain, gpus);
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_domain_histogram(gpusched_cluster *c, uint32_t level, uint32_t domain,
@@ -389,8 +386,7 @@ GPUSCHED_API int gpusched_cluster_domain_histogram(gpusched_cluster *c, uint32_t
     const uint32_t *h =
         level == GPUSCHED_NONE ? c->root_hist : &c->agg[level].hist[(size_t)domain * c->hist_width];
     memcpy(hist, h, c->hist_width * sizeof *hist);
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_frag(gpusched_cluster *c, uint32_t level, uint32_t *free_domains,
@@ -408,6 +404,5 @@ GPUSCHED_API int gpusched_cluster_frag(gpusched_cluster *c, uint32_t level, uint
         *stranded_gpus = c->root_free_gpus - c->full_gpus[level];
     if (gang_gpus)
         *gang_gpus = c->full_gpus[level];
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }

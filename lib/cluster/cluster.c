@@ -154,8 +154,7 @@ GPUSCHED_API int gpusched_cluster_node_state(gpusched_cluster *c, uint32_t node,
         *allocated_mask = gs_cluster_node_allocated(c, node);
     if (health)
         *health = c->node_health[node];
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_nodes_state(gpusched_cluster *c, uint32_t first, uint32_t count,
@@ -179,8 +178,7 @@ GPUSCHED_API int gpusched_cluster_nodes_state(gpusched_cluster *c, uint32_t firs
         if (health)
             health[i] = c->node_health[n];
     }
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, uint32_t gpu,
@@ -209,6 +207,5 @@ GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, 
     }
     if (job_id)
         *job_id = id;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }

@@ -44,8 +44,7 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
     int rc = gs_cluster_node_arg(c, node);
     if (rc || (rc = gs_node_jobs_out(c, node, ids, cap, count)))
         return rc;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_node_health_set(gpusched_cluster *c, uint32_t node, uint32_t health,

@@ -261,8 +261,7 @@ int gs_cluster_id_at(gpusched_cluster *c, const gs_holdtab *t, uint32_t index, u
         return gs_error(&c->err, GPUSCHED_ERANGE, "%s index %u out of range (%u %ss)", what, index, t->count,
                         what);
     *job_id = t->rec[t->live[index]].id;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_job_at(gpusched_cluster *c, uint32_t index, uint64_t *job_id)
@@ -298,8 +297,7 @@ GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id,
         memcpy(job, &j, sizeof j);
         job->size = size;
     }
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t **nodes,
@@ -310,8 +308,7 @@ int gs_cluster_pairs_out(gpusched_cluster *c, const gs_hold *h, const uint32_t *
     *n = h->npairs;
     if (gpus)
         *gpus = h->ngpus;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_job_allocation(gpusched_cluster *c, uint64_t job_id, const uint32_t **nodes,

@@ -166,8 +166,7 @@ GPUSCHED_API int gpusched_cluster_journal_start(gpusched_cluster *c, gpusched_jo
     c->journal.on = true;
     c->journal.sink = sink;
     c->journal.user = user;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_journal_stop(gpusched_cluster *c)
@@ -177,8 +176,7 @@ GPUSCHED_API int gpusched_cluster_journal_stop(gpusched_cluster *c)
     c->journal.on = false;
     c->journal.sink = NULL;
     c->journal.user = NULL;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_journal_view(gpusched_cluster *c, const void **bytes, size_t *len)
@@ -189,8 +187,7 @@ GPUSCHED_API int gpusched_cluster_journal_view(gpusched_cluster *c, const void *
         return gs_error(&c->err, GPUSCHED_EINVAL, "journal view: %s is NULL", bytes ? "len" : "bytes");
     *bytes = c->journal.len ? c->journal.buf : NULL;
     *len = c->journal.len;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 GPUSCHED_API int gpusched_cluster_journal_clear(gpusched_cluster *c)
@@ -198,8 +195,7 @@ GPUSCHED_API int gpusched_cluster_journal_clear(gpusched_cluster *c)
     if (!c)
         return GPUSCHED_EINVAL;
     c->journal.len = 0;
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 /* ---- decoding ---------------------------------------------------------------- */

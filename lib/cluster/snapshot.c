@@ -117,8 +117,7 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
     w.p += topo_len;
     gs_state_write(c, &w);
     wr_u64(&w, gs_checksum64(buf, total - 8));
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 /* ---- reader ------------------------------------------------------------- */

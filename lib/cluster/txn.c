@@ -276,8 +276,7 @@ static int commit_ops(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         return rc;
     }
     gs_ops_apply(c, ops, n);
-    gs_err_clear(&c->err);
-    return 0;
+    return gs_ok(&c->err);
 }
 
 int gs_txn_commit(struct gpusched_cluster *c)

@@ -65,8 +65,18 @@ typedef struct gs_err {
  * `code`, so that callers write `return gs_error(&h->err, GPUSCHED_EINVAL, ...)`. */
 int gs_error(gs_err *e, int code, const char *fmt, ...) GS_PRINTF(3, 4);
 int gs_verror(gs_err *e, int code, const char *fmt, va_list ap) GS_PRINTF(3, 0);
-/* Clears the last error (called at the start of a successful public call). */
+/* Clears the last error. */
 void gs_err_clear(gs_err *e);
+
+/* The rule every handle keeps (common.h): a call that fails on a handle
+ * sets its message; a call that succeeds leaves it empty. Public calls end
+ * with `return gs_ok(&h->err);` on success and `return gs_error(...)` on
+ * failure. */
+static inline int gs_ok(gs_err *e)
+{
+    gs_err_clear(e);
+    return 0;
+}
 /* Copies the message of `e` to a caller buffer (may be NULL / 0). */
 void gs_err_export(const gs_err *e, char *buf, size_t len);
 

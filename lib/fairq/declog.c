@@ -44,10 +44,14 @@ static int gs_fq_records_out(const void *owner, const gpusched_fairq_decision *r
     return 0;
 }
 
-GPUSCHED_API int gpusched_fairq_log_records(const gpusched_fairq *q,
-                                            const gpusched_fairq_decision **records, uint64_t *count)
+GPUSCHED_API int gpusched_fairq_log_records(gpusched_fairq *q, const gpusched_fairq_decision **records,
+                                            uint64_t *count)
 {
-    return gs_fq_records_out(q, q ? q->log : NULL, q ? q->nlog : 0, records, count);
+    if (!q)
+        return GPUSCHED_EINVAL;
+    if (gs_fq_records_out(q, q->log, q->nlog, records, count))
+        return gs_error(&q->err, GPUSCHED_EINVAL, "log_records: %s is NULL", records ? "count" : "records");
+    return gs_ok(&q->err);
 }
 
 GPUSCHED_API int gpusched_fairq_log_clear(gpusched_fairq *q)
@@ -55,7 +59,7 @@ GPUSCHED_API int gpusched_fairq_log_clear(gpusched_fairq *q)
     if (!q)
         return GPUSCHED_EINVAL;
     q->nlog = 0;
-    return 0;
+    return gs_ok(&q->err);
 }
 
 /* ---- encoding: fixed little-endian fields, independent of the struct --- */

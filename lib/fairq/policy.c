@@ -79,17 +79,20 @@ GPUSCHED_API int gpusched_fairq_param_set(gpusched_fairq *q, uint32_t param, dou
     *gs_fq_param_ptr(&q->p, info) = value;
     if (param == GPUSCHED_FAIRQ_PARAM_SEED)
         q->rng = gs_fq_seed_state(value);
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
-GPUSCHED_API int gpusched_fairq_param_get(const gpusched_fairq *q, uint32_t param, double *value)
+GPUSCHED_API int gpusched_fairq_param_get(gpusched_fairq *q, uint32_t param, double *value)
 {
-    const gs_fq_param_info *info = gs_fq_param_find(param);
-    if (!q || !info || !value)
+    if (!q)
         return GPUSCHED_EINVAL;
-    *value = *gs_fq_param_ptr((gs_fq_params *)&q->p, info);
-    return 0;
+    const gs_fq_param_info *info = gs_fq_param_find(param);
+    if (!info)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "param_get: unknown parameter %u", param);
+    if (!value)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "param_get: value is NULL");
+    *value = *gs_fq_param_ptr(&q->p, info);
+    return gs_ok(&q->err);
 }
 
 GPUSCHED_API int gpusched_fairq_policy_set(gpusched_fairq *q, uint32_t policy)
@@ -106,8 +109,7 @@ GPUSCHED_API int gpusched_fairq_policy_set(gpusched_fairq *q, uint32_t policy)
     default:
         return gs_error(&q->err, GPUSCHED_EINVAL, "set_policy: unknown policy %u", policy);
     }
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
 GPUSCHED_API int gpusched_fairq_tenant_weight_set(gpusched_fairq *q, uint32_t tenant, double weight)
@@ -120,26 +122,28 @@ GPUSCHED_API int gpusched_fairq_tenant_weight_set(gpusched_fairq *q, uint32_t te
         return gs_error(&q->err, GPUSCHED_ERANGE, "tenant %u: weight %g, expected [1e-6, 1e6]", tenant,
                         weight);
     q->ten[tenant].weight = weight;
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
-GPUSCHED_API int gpusched_fairq_tenant_get(const gpusched_fairq *q, uint32_t tenant, uint32_t what,
+GPUSCHED_API int gpusched_fairq_tenant_get(gpusched_fairq *q, uint32_t tenant, uint32_t what,
                                            double *value)
 {
-    if (!q || !value)
+    if (!q)
         return GPUSCHED_EINVAL;
+    if (!value)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "tenant_get: value is NULL");
     if (tenant >= q->ntenants)
-        return GPUSCHED_ERANGE;
+        return gs_error(&q->err, GPUSCHED_ERANGE, "tenant_get: tenant %u, the queue has %u", tenant, q->ntenants);
     const gs_fq_tenant *t = &q->ten[tenant];
     switch (what) {
-    case GPUSCHED_FAIRQ_TENANT_WEIGHT: *value = t->weight; return 0;
-    case GPUSCHED_FAIRQ_TENANT_BACKLOG: *value = t->backlog; return 0;
-    case GPUSCHED_FAIRQ_TENANT_RUNNING: *value = t->running; return 0;
-    case GPUSCHED_FAIRQ_TENANT_VTIME: *value = t->vtime * q->vunit; return 0;
-    case GPUSCHED_FAIRQ_TENANT_SERVICE: *value = t->service; return 0;
-    default: return GPUSCHED_EINVAL;
+    case GPUSCHED_FAIRQ_TENANT_WEIGHT: *value = t->weight; break;
+    case GPUSCHED_FAIRQ_TENANT_BACKLOG: *value = t->backlog; break;
+    case GPUSCHED_FAIRQ_TENANT_RUNNING: *value = t->running; break;
+    case GPUSCHED_FAIRQ_TENANT_VTIME: *value = t->vtime * q->vunit; break;
+    case GPUSCHED_FAIRQ_TENANT_SERVICE: *value = t->service; break;
+    default: return gs_error(&q->err, GPUSCHED_EINVAL, "tenant_get: unknown value %u", what);
     }
+    return gs_ok(&q->err);
 }
 
 int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e)

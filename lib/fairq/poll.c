@@ -132,8 +132,7 @@ GPUSCHED_API int gpusched_fairq_peek(gpusched_fairq *q, double now, uint64_t typ
         gs_fq_terms(q, &f, b.slot, &d);
         gs_fq_detail_out(detail, &d);
     }
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
 static double gs_fq_uniform(uint64_t *state)
@@ -231,8 +230,7 @@ GPUSCHED_API int gpusched_fairq_poll(gpusched_fairq *q, double now, uint64_t typ
     int rc = gs_fq_detail_check(q, detail);
     if (rc || (rc = gs_fq_poll_reserve(q, 1)) || (rc = gs_fq_poll_one(q, now, type_mask, id, detail)))
         return rc;
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
 GPUSCHED_API int gpusched_fairq_poll_batch(gpusched_fairq *q, double now, uint32_t k,
@@ -253,6 +251,5 @@ GPUSCHED_API int gpusched_fairq_poll_batch(gpusched_fairq *q, double now, uint32
     }
     if (n_got)
         *n_got = n;
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }

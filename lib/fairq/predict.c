@@ -77,16 +77,23 @@ void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, doubl
     gs_fq_moments_add(&q->all_pred, a, x, y);
 }
 
-GPUSCHED_API int gpusched_fairq_predict(const gpusched_fairq *q, uint32_t tenant, uint32_t type,
+GPUSCHED_API int gpusched_fairq_predict(gpusched_fairq *q, uint32_t tenant, uint32_t type,
                                         double work_size, double *seconds)
 {
-    if (!q || !seconds)
+    if (!q)
         return GPUSCHED_EINVAL;
-    if (tenant >= q->ntenants || type >= GPUSCHED_MAX_TASK_TYPES || !(work_size >= 0) ||
-        !isfinite(work_size))
-        return GPUSCHED_ERANGE;
+    if (!seconds)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "predict: seconds is NULL");
+    if (tenant >= q->ntenants)
+        return gs_error(&q->err, GPUSCHED_ERANGE, "predict: tenant %u, the queue has %u", tenant, q->ntenants);
+    if (type >= GPUSCHED_MAX_TASK_TYPES)
+        return gs_error(&q->err, GPUSCHED_ERANGE, "predict: task type %u, at most %u", type,
+                        GPUSCHED_MAX_TASK_TYPES - 1);
+    if (!(work_size >= 0) || !isfinite(work_size))
+        return gs_error(&q->err, GPUSCHED_ERANGE, "predict: work_size = %g: a work size is finite and >= 0",
+                        work_size);
     uint64_t code = (uint64_t)tenant << 6 | type;
     uint32_t key = gs_fq_idmap_find(&q->keymap, q->key_code, code);
     *seconds = gs_fq_predict_key(q, key, type, gs_fq_size_x(work_size));
-    return 0;
+    return gs_ok(&q->err);
 }

@@ -357,8 +357,7 @@ GPUSCHED_API int gpusched_fairq_enqueue(gpusched_fairq *q, const gpusched_fairq_
         return rc;
     double pred = t.predicted > 0 && t.predicted < GS_FQ_PRED_MIN ? GS_FQ_PRED_MIN : t.predicted;
     gs_fq_append(q, t.id, k, t.enqueue_time, gs_fq_size_x(t.work_size), pred);
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
 /* Validates a batch before anything changes, including repeats inside it:
@@ -424,8 +423,7 @@ GPUSCHED_API int gpusched_fairq_enqueue_batch(gpusched_fairq *q, uint32_t n, con
         gs_fq_key_get(q, tenants[i], types ? types[i] : 0, &k);
         gs_fq_append(q, ids[i], k, enqueue_times[i], gs_fq_size_x(work_sizes ? work_sizes[i] : 0), 0);
     }
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
 /* Drops holes from the front of a key's FIFO. */
@@ -545,11 +543,10 @@ GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)
         return gs_error(&q->err, GPUSCHED_ENOENT, "cancel: no queued task has id %llu",
                         (unsigned long long)id);
     gs_fq_remove_slot(q, s);
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }
 
-GPUSCHED_API int gpusched_fairq_count(const gpusched_fairq *q, uint64_t *queued, uint64_t *running)
+GPUSCHED_API int gpusched_fairq_count(gpusched_fairq *q, uint64_t *queued, uint64_t *running)
 {
     if (!q)
         return GPUSCHED_EINVAL;
@@ -557,13 +554,15 @@ GPUSCHED_API int gpusched_fairq_count(const gpusched_fairq *q, uint64_t *queued,
         *queued = q->live;
     if (running)
         *running = q->nrun;
-    return 0;
+    return gs_ok(&q->err);
 }
 
-GPUSCHED_API int gpusched_fairq_simd(const gpusched_fairq *q, uint32_t *simd)
+GPUSCHED_API int gpusched_fairq_simd(gpusched_fairq *q, uint32_t *simd)
 {
-    if (!q || !simd)
+    if (!q)
         return GPUSCHED_EINVAL;
+    if (!simd)
+        return gs_error(&q->err, GPUSCHED_EINVAL, "simd is NULL");
     *simd = q->simd;
-    return 0;
+    return gs_ok(&q->err);
 }

@@ -69,6 +69,5 @@ GPUSCHED_API int gpusched_fairq_complete(gpusched_fairq *q, uint64_t id, double 
     gs_fq_hot_sync(q, r.tenant);
     gs_fq_learn(q, r.key, q->keys[r.key].type, r.x, actual_duration);
     gs_fq_run_remove(q, i);
-    gs_err_clear(&q->err);
-    return 0;
+    return gs_ok(&q->err);
 }

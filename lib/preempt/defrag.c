@@ -5,6 +5,7 @@
  * new GPUs. */
 #include <string.h>
 
+#include "heap.h"
 #include "preempt-internal.h"
 
 /* Gives back every hold: the gang's and the movers'. */
@@ -60,36 +61,13 @@ static int keep_probe(gs_pp *x, bool gang, uint64_t id)
 }
 
 /* Largest movers first (they are the hardest to place), then by id. */
-static bool move_before(const gs_hold *a, const gs_hold *b)
+static bool move_before(const uint32_t *a, const uint32_t *b, gs_pp *x)
 {
-    return a->ngpus != b->ngpus ? a->ngpus > b->ngpus : a->id < b->id;
+    const gs_hold *ha = gs_pp_job(x, *a), *hb = gs_pp_job(x, *b);
+    return ha->ngpus != hb->ngpus ? ha->ngpus > hb->ngpus : ha->id < hb->id;
 }
 
-static void sift_movers(gs_pp *x, uint32_t *s, uint32_t n, uint32_t i)
-{
-    for (uint32_t m; (m = 2 * i + 1) < n; i = m) {
-        if (m + 1 < n && move_before(gs_pp_job(x, s[m]), gs_pp_job(x, s[m + 1])))
-            m++;
-        if (!move_before(gs_pp_job(x, s[i]), gs_pp_job(x, s[m])))
-            return;
-        uint32_t t = s[i];
-        s[i] = s[m];
-        s[m] = t;
-    }
-}
-
-static void sort_movers(gs_pp *x)
-{
-    uint32_t *s = x->plan->lent, n = x->plan->nlent;
-    for (uint32_t i = n / 2; i-- > 0;)
-        sift_movers(x, s, n, i);
-    for (uint32_t end = n; end > 1; end--) {
-        uint32_t t = s[0];
-        s[0] = s[end - 1];
-        s[end - 1] = t;
-        sift_movers(x, s, end - 1, 0);
-    }
-}
+GS_HEAP_DEFINE(movers, uint32_t, gs_pp *, move_before)
 
 /* With the movers lent: the gang's placement held, then each mover placed
  * with its shape and held. 1 when every mover has a place (all held), 0
@@ -103,7 +81,7 @@ int gs_pp_try_moves(gs_pp *x)
         unhold_all(x);
         return rc;
     }
-    sort_movers(x);
+    movers_sort(x->plan->lent, x->plan->nlent, x);
     for (uint32_t i = 0; i < x->plan->nlent; i++) {
         const gs_hold *h = gs_pp_job(x, x->plan->lent[i]);
         gpusched_place_request q;
@@ -228,8 +206,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
                         : rc == GPUSCHED_ELIMIT ? "too many jobs"
                                                 : p->c->err.msg);
     }
-    gs_err_clear(&p->err);
-    return 0;
+    return gs_ok(&p->err);
 }
 
 GPUSCHED_API uint32_t gpusched_preempt_plan_move_count(const gpusched_preempt_plan *plan)

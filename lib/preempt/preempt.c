@@ -3,35 +3,18 @@
  * candidates, then released in the commit of the gang. */
 #include <string.h>
 
+#include "heap.h"
 #include "preempt-internal.h"
 
 /* ---- the plan and its execution ------------------------------------------ */
 
-/* Heap sort in place: no allocation outside the plan's allocator. */
-static void sift_ids(uint64_t *a, uint32_t n, uint32_t i)
+static bool id_less(const uint64_t *a, const uint64_t *b, void *unused)
 {
-    for (uint32_t m; (m = 2 * i + 1) < n; i = m) {
-        if (m + 1 < n && a[m + 1] > a[m])
-            m++;
-        if (a[i] >= a[m])
-            return;
-        uint64_t t = a[i];
-        a[i] = a[m];
-        a[m] = t;
-    }
+    (void)unused;
+    return *a < *b;
 }
 
-static void sort_ids(uint64_t *a, uint32_t n)
-{
-    for (uint32_t i = n / 2; i-- > 0;)
-        sift_ids(a, n, i);
-    for (uint32_t end = n; end > 1; end--) {
-        uint64_t t = a[0];
-        a[0] = a[end - 1];
-        a[end - 1] = t;
-        sift_ids(a, end - 1, 0);
-    }
-}
+GS_HEAP_DEFINE(ids, uint64_t, void *, id_less)
 
 static int record_victims(gs_pp *x)
 {
@@ -49,7 +32,7 @@ static int record_victims(gs_pp *x)
         plan->ids[i] = h->id;
         gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
     }
-    sort_ids(plan->ids, plan->nlent);
+    ids_sort(plan->ids, plan->nlent, NULL);
     plan->n = plan->nlent;
     plan->cost = s.cost;
     plan->gpus = s.gpus;
@@ -156,6 +139,5 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "preempt: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
     }
-    gs_err_clear(&p->err);
-    return 0;
+    return gs_ok(&p->err);
 }

@@ -5,6 +5,7 @@
  * has the argument. */
 #include <string.h>
 
+#include "heap.h"
 #include "preempt-internal.h"
 
 /* ---- the lent set: a stack of job slots ---------------------------------- */
@@ -77,28 +78,21 @@ static bool dom_before(const gs_pp_dom *a, const gs_pp_dom *b)
     return a->dom < b->dom;
 }
 
-static void heap_down(gs_pp_dom *h, uint32_t n, uint32_t i)
+/* The queue pops the first domain by dom_before: its heap is ordered the
+ * other way round (the root is the one every other comes after). */
+static bool dom_after(const gs_pp_dom *a, const gs_pp_dom *b, void *unused)
 {
-    for (;;) {
-        uint32_t m = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && dom_before(&h[l], &h[m]))
-            m = l;
-        if (r < n && dom_before(&h[r], &h[m]))
-            m = r;
-        if (m == i)
-            return;
-        gs_pp_dom t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
+    (void)unused;
+    return dom_before(b, a);
 }
+
+GS_HEAP_DEFINE(doms, gs_pp_dom, void *, dom_after)
 
 static gs_pp_dom heap_pop(gs_pp_dom *h, uint32_t *n)
 {
     gs_pp_dom top = h[0];
     h[0] = h[--*n];
-    heap_down(h, *n, 0);
+    doms_sift(h, *n, 0, NULL);
     return top;
 }
 
@@ -148,7 +142,7 @@ static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
         a = b;
     }
     for (uint32_t i = n / 2; i-- > 0;)
-        heap_down(plan->doms, n, i);
+        doms_sift(plan->doms, n, i, NULL);
     *ndoms = n;
     return 0;
 }

@@ -176,8 +176,7 @@ int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span 
     b->node_labels[n] = labels;
     gs_hindex_insert(&b->node_index, n, name_hash);
     b->ngpus += gpus;
-    gs_err_clear(&b->err);
-    return 0;
+    return gs_ok(&b->err);
 }
 
 /* Classes and labels: a short list of pool strings, searched linearly. */
@@ -246,8 +245,7 @@ int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span 
     for (uint32_t l = 0; l < nlevels; l++)
         b->level_name[l] = gs_pool_add(&b->pool, names[l].s, names[l].len);
     b->nlevels = nlevels;
-    gs_err_clear(&b->err);
-    return 0;
+    return gs_ok(&b->err);
 }
 
 void gs_builder_mark(const gpusched_topo_builder *b, gs_bmark *m)

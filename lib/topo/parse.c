@@ -459,8 +459,7 @@ GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const cha
         gs_builder_rollback(b, &m);
         return rc;
     }
-    gs_err_clear(&b->err);
-    return 0;
+    return gs_ok(&b->err);
 }
 
 GPUSCHED_API int gpusched_topo_parse(const char *text, size_t len, const gpusched_allocator *alloc,

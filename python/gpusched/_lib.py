@@ -11,8 +11,11 @@ import os
 from ._errors import LibraryError, error_class
 
 #: The library version this binding was written for (major, minor, micro).
-BINDING_VERSION = (0, 1, 0)
-SONAME = "libgpusched.so.1"
+BINDING_VERSION = (0, 2, 0)
+#: The library file it loads: before 1.0 the SONAME carries the minor
+#: version too (meson.build derives both from the project version; a test
+#: compares them with the build's).
+SONAME = "libgpusched.so.0.2"
 
 from ctypes import (POINTER, c_char_p, c_double, c_int, c_int32, c_int64,  # noqa: E402
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)

@@ -63,6 +63,15 @@ class TestVersion(unittest.TestCase):
                 finally:
                     _lib.BINDING_VERSION = old
 
+    def test_soname_and_version_are_the_builds(self):
+        """The binding's copies of the build's version facts agree with it:
+        meson passes the SONAME it gave the library."""
+        want = os.environ.get("GPUSCHED_SONAME")
+        if want is None:
+            self.skipTest("GPUSCHED_SONAME not set (run through meson test)")
+        self.assertEqual(_lib.SONAME, want)
+        self.assertEqual(gpusched.version(), _lib.BINDING_VERSION)
+
     def test_decode_version(self):
         self.assertEqual(_lib.decode_version((1 << 16) | (2 << 8) | 3), (1, 2, 3))
 
@@ -74,11 +83,11 @@ class TestVersion(unittest.TestCase):
 
 class TestLoading(unittest.TestCase):
     def test_missing_library_fails_clearly(self):
-        r = run_python("import gpusched", GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.1")
+        r = run_python("import gpusched", GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.0.2")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("LibraryError", r.stderr)
         self.assertIn("cannot load libgpusched", r.stderr)
-        self.assertIn("/nonexistent/libgpusched.so.1", r.stderr)
+        self.assertIn("/nonexistent/libgpusched.so.0.2", r.stderr)
 
     def test_not_libgpusched_fails_clearly(self):
         import ctypes.util
