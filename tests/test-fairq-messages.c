@@ -41,7 +41,7 @@ Test(messages, log_read_of_a_missing_file_is_an_io_error)
     cr_assert(strstr(msg, "/nonexistent/decisions.log") != NULL, "%s", msg);
 }
 
-static void assert_queue_empty(const gpusched_fairq *q)
+static void assert_queue_empty(gpusched_fairq *q)
 {
     uint64_t queued = 99, running = 99;
     cr_assert_eq(gpusched_fairq_count(q, &queued, &running), 0);
@@ -97,5 +97,31 @@ Test(messages, poll_time_nan_is_named)
     uint64_t queued = 0;
     cr_assert_eq(gpusched_fairq_count(q, &queued, NULL), 0);
     cr_assert_eq(queued, 1, "a failed poll took nothing");
+    gpusched_fairq_free(q);
+}
+
+/* The message rule (common.h): a failing reader sets the handle's message,
+ * the next succeeding call empties it, so errmsg never shows a stale one. */
+Test(fairq_messages, readers_set_and_clear_the_message)
+{
+    gpusched_fairq *q = NULL;
+    cr_assert_eq(gpusched_fairq_new(2, NULL, &q), 0);
+    double v;
+    cr_assert_eq(gpusched_fairq_tenant_get(q, 5, GPUSCHED_FAIRQ_TENANT_WEIGHT, &v), GPUSCHED_ERANGE);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "tenant_get: tenant 5, the queue has 2");
+    cr_assert_eq(gpusched_fairq_tenant_get(q, 1, 99, &v), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "tenant_get: unknown value 99");
+    cr_assert_eq(gpusched_fairq_tenant_get(q, 1, GPUSCHED_FAIRQ_TENANT_WEIGHT, &v), 0);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "", "a success empties the message");
+    cr_assert_eq(gpusched_fairq_param_get(q, 999, &v), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "param_get: unknown parameter 999");
+    cr_assert_eq(gpusched_fairq_predict(q, 0, 64, 1.0, &v), GPUSCHED_ERANGE);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "predict: task type 64, at most 63");
+    cr_assert_eq(gpusched_fairq_simd(q, NULL), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "simd is NULL");
+    cr_assert_eq(gpusched_fairq_count(q, NULL, NULL), 0);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "");
+    cr_assert_eq(gpusched_fairq_log_records(q, NULL, NULL), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_fairq_errmsg(q), "log_records: records is NULL");
     gpusched_fairq_free(q);
 }
