@@ -237,7 +237,10 @@ GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
 
 /**
  * Writes the topology in the text format; parsing the output gives an
- * identical topology (same numbering, names, classes, labels). Uniform and
+ * identical topology (same numbering, names, classes, labels) as long as
+ * it is within #GPUSCHED_TOPO_TEXT_MAX_NODES nodes and
+ * #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs (a larger one exports, but its text is
+ * refused by the parser). Uniform and
  * preset topologies are written as one ranged `node` line, others as one
  * line per node. Call with `cap` 0 to learn the size.
  * @param t The topology.
