@@ -467,3 +467,28 @@ Test(topo_text, limits_count_nodes_already_in_the_builder)
     cr_assert_eq(b->nnodes, 1, "the failed parse rolled back");
     gpusched_topo_builder_free(b);
 }
+
+/* Found by fuzzing: comparing a long name with a short one stored last in
+ * the pool read past the pool (memcmp of the long name's length). Under
+ * AddressSanitizer the pool below, allocated to its exact length, makes
+ * any such read a failure. */
+Test(topo_text, pool_compare_stays_inside_the_pool)
+{
+    gs_pool p = {malloc(6), 6, 6};
+    memcpy(p.buf, "ab\0cd", 6);
+    static const char longer[] = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghij";
+    cr_assert(gs_pool_eq(&p, 0, "ab", 2));
+    cr_assert(gs_pool_eq(&p, 3, "cd", 2));
+    cr_assert_not(gs_pool_eq(&p, 3, longer, sizeof longer - 1));
+    cr_assert_not(gs_pool_eq(&p, 3, "cde", 3));
+    cr_assert_not(gs_pool_eq(&p, 0, "a", 1));
+    cr_assert_not(gs_pool_eq(&p, 0, longer, 3));
+    free(p.buf);
+    /* The fuzzer's input: labels compared while the pool is nearly full. */
+    static const char text[] = "labels ge0ode aaaaaaaaaCC..........................oelsde aaaaaaaaaaCC....."
+                               "...........................oels p10odeodey:sabels p10ode aaaap8aaaaaaCC....";
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), GPUSCHED_EPARSE);
+    cr_assert_null(t);
+}
