@@ -460,10 +460,12 @@ Test(topo_text, limits_count_nodes_already_in_the_builder)
     const char *lv[] = {"r"}, *path[] = {"x"};
     cr_assert_eq(gpusched_topo_builder_set_levels(b, 1, lv), 0);
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "first", 64, NULL, NULL, 0), 0);
-    static const char text[] = "node r[0-1023] n[0-] count=1023 gpus=64\nnode r2000 m[0-] count=1024 gpus=64\n";
+    /* 2^20 nodes of 64 GPUs are exactly the GPU limit: with the node
+     * already there, one too many. Refused before the line adds a node. */
+    static const char text[] = "node r0 m gpus=1\nnode r[0-1023] n[0-] count=1024 gpus=64\n";
     cr_assert_eq(gpusched_topo_builder_parse(b, text, sizeof text - 1), GPUSCHED_EPARSE);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "line 2, column 6: the line brings the topology to "
-                                                      "67108928 GPUs, a text may declare at most 67108864");
+                                                      "67108929 GPUs, a text may declare at most 67108864");
     cr_assert_eq(b->nnodes, 1, "the failed parse rolled back");
     gpusched_topo_builder_free(b);
 }
