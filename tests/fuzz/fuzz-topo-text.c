@@ -1,6 +1,7 @@
 /* The topology text parser. Any input parses or fails with EPARSE and a
  * message; a topology that parses exports to a text that parses to the
- * same export (the round trip gpusched_topo_export promises). */
+ * same export (the round trip gpusched_topo_export promises), and a failed
+ * parse into a builder leaves it unchanged. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text2 = export_text(back, &len2);
     FUZZ_CHECK(len == len2 && !memcmp(text, text2, len), "export, parse, export changed the text");
     FUZZ_CHECK(gpusched_topo_node_count(back) == gpusched_topo_node_count(t), "node count");
+    free(text2);
+    gpusched_topo_unref(back);
+
+    /* A parse is a transaction: the same text again into the same builder
+     * fails (its first node is a duplicate) and leaves the builder as the
+     * first parse made it. */
+    gpusched_topo_builder *b = NULL;
+    FUZZ_CHECK(gpusched_topo_builder_new(NULL, &b) == 0, "builder");
+    rc = gpusched_topo_builder_parse(b, (const char *)data, size);
+    FUZZ_CHECK(rc == 0, "parses alone but not into a builder: %s", gpusched_topo_builder_errmsg(b));
+    rc = gpusched_topo_builder_parse(b, (const char *)data, size);
+    FUZZ_CHECK(rc == GPUSCHED_EPARSE, "the same text twice: %s", gpusched_err_name(rc));
+    FUZZ_CHECK(gpusched_topo_builder_freeze(b, &back) == 0, "freeze: %s", gpusched_topo_builder_errmsg(b));
+    gpusched_topo_builder_free(b);
+    text2 = export_text(back, &len2);
+    FUZZ_CHECK(len == len2 && !memcmp(text, text2, len), "a failed parse changed the builder");
     free(text);
     free(text2);
     gpusched_topo_unref(back);
