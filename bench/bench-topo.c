@@ -155,7 +155,7 @@ static void gsb_topo_image(gsb_ctx *b, const gpusched_topo *t)
         wr[r] = (gsb_now_ns() - t0) / 1e6;
         gpusched_topo *back;
         t0 = gsb_now_ns();
-        if (gs_topo_image_read(img, size, &a, &back, &consumed, NULL))
+        if (gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &back, &consumed, NULL))
             abort();
         rd[r] = (gsb_now_ns() - t0) / 1e6;
         gpusched_topo_unref(back);

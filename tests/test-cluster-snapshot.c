@@ -432,8 +432,16 @@ Test(cluster_snapshot, restore_survives_every_allocation_failure)
     gpusched_cluster *c = busy_cluster(ct_mixed());
     fa_ctx x = {0};
     x.img = snap(c, &x.len);
-    long n = failalloc_sweep(fa_restore, fa_free, &x);
+    long n = failalloc_sweep_retry(fa_restore, fa_free, &x);
     cr_assert_gt(n, 10);
+    free(x.img);
+    gpusched_cluster_unref(c);
+    /* A uniform (preset) topology image takes another path. */
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_preset("tiny", NULL, &t, NULL, 0), 0);
+    c = busy_cluster(t);
+    x.img = snap(c, &x.len);
+    cr_assert_gt(failalloc_sweep_retry(fa_restore, fa_free, &x), 5);
     free(x.img);
     gpusched_cluster_unref(c);
 }
@@ -446,4 +454,122 @@ Test(cluster_snapshot, checksum_is_xxh64)
     cr_assert_eq(gs_checksum64("abc", 3), 0x44BC2CF5AD770999ull);
     const char *s = "Nobody inspects the spammish repetition";
     cr_assert_eq(gs_checksum64(s, strlen(s)), 0xFBCEA83C8A378BF1ull);
+}
+
+/* ---- memory bounded by the input --------------------------------------- */
+
+/* Issue 12's repro: a 160-byte "tiny" snapshot (16 nodes in its state)
+ * whose uniform topology image says 2^31 nodes, fanout {1, 1, 2^31}, both
+ * checksums valid. Restore used to build the whole topology (23.9 GB)
+ * before comparing node counts. */
+static const char issue12_hex[] =
+    "4753434c534e415001000000000000005000000000000000280000000000000067707573746f706f"
+    "0100000002000000500000000000000039eed266602e239c0200000000000080010000000000000005"
+    "626c6f636b047261636b04683130300100000001000000000000800100000010000000000000000000"
+    "000000000000800000000000000000000000000000000000000000000000bb024393b59f3e52";
+
+static size_t unhex(const char *hex, uint8_t *out)
+{
+    size_t n = strlen(hex) / 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        cr_assert_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
+        out[i] = (uint8_t)v;
+    }
+    return n;
+}
+
+/* Restores under a 1 MiB budget: an attempt to allocate per claimed node
+ * is refused instead of running the machine out of memory. */
+static int budget_restore(const uint8_t *img, size_t len, budgetalloc *ba, char *err, size_t errlen)
+{
+    budgetalloc_init(ba, 1u << 20);
+    gpusched_cluster *out = NULL;
+    int rc = gpusched_cluster_restore(img, len, &ba->a, &out, err, errlen);
+    if (rc)
+        cr_assert_null(out);
+    gpusched_cluster_unref(out);
+    cr_assert_eq(ba->live, 0);
+    return rc;
+}
+
+Test(cluster_snapshot, issue12_huge_uniform_image_is_refused_before_allocating)
+{
+    uint8_t img[sizeof issue12_hex / 2];
+    size_t len = unhex(issue12_hex, img);
+    cr_assert_eq(len, 160);
+    budgetalloc ba;
+    char err[256];
+    cr_assert_eq(budget_restore(img, len, &ba, err, sizeof err), GPUSCHED_ECORRUPT, "%s", err);
+    cr_assert_str_eq(err, "topology image: 2147483648 nodes, more than the 16 its container can hold");
+    cr_assert_eq(ba.peak, 0, "refused before any allocation");
+    cr_assert_eq(ba.refused, 0);
+
+    /* The second shape of the issue: fanout {1, 65535, 65535}, 4.29e9 nodes. */
+    uint8_t *ti = img + 32;
+    put32(ti + 36, 65535u * 65535u);
+    put32(ti + 48 + 16 + 4, 65535);
+    put32(ti + 48 + 16 + 8, 65535);
+    put64(ti + 24, gs_hash_bytes(ti + 32, 80 - 32, 0));
+    reseal(img, len);
+    cr_assert_eq(budget_restore(img, len, &ba, err, sizeof err), GPUSCHED_ECORRUPT, "%s", err);
+    cr_assert_str_eq(err, "topology image: 4294836225 nodes, more than the 16 its container can hold");
+    cr_assert_eq(ba.peak, 0);
+
+    /* With the claim put back to the 16 nodes the state describes (fanout
+     * {2, 2, 4}) the same bytes restore, within the budget. */
+    put32(ti + 36, 16);
+    put32(ti + 48 + 16, 2);
+    put32(ti + 48 + 16 + 4, 2);
+    put32(ti + 48 + 16 + 8, 4);
+    put32(ti + 48 + 16 + 12, 8);
+    put64(ti + 24, gs_hash_bytes(ti + 32, 80 - 32, 0));
+    reseal(img, len);
+    cr_assert_eq(budget_restore(img, len, &ba, err, sizeof err), 0, "%s", err);
+    cr_assert_gt(ba.peak, 0);
+    cr_assert_eq(ba.refused, 0);
+}
+
+/* A uniform image may be as large as the state has room for: a state
+ * section padded to a million node-health bytes justifies the claim, and
+ * the restore then fails on the count mismatch, having allocated in
+ * proportion to those bytes and no more. */
+Test(cluster_snapshot, uniform_claim_is_bounded_by_the_state_bytes)
+{
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_preset("tiny", NULL, &t, NULL, 0), 0);
+    gpusched_cluster *c = ct_cluster(t);
+    size_t len;
+    uint8_t *small = snap(c, &len);
+    gpusched_cluster_unref(c);
+    uint64_t topo_len = get64(small + 16);
+    const uint32_t claimed = 1u << 20;   /* 1,048,576 nodes: 64 x 128 x 128 */
+    size_t state_len = 24 + claimed, big_len = 32 + topo_len + state_len + 8;
+    uint8_t *big = calloc(1, big_len);
+    memcpy(big, small, 32 + topo_len);
+    put64(big + 24, state_len);
+    uint8_t *ti = big + 32;
+    put32(ti + 36, claimed);
+    put32(ti + 48 + 16, 64);
+    put32(ti + 48 + 16 + 4, 128);
+    put32(ti + 48 + 16 + 8, 128);
+    put64(ti + 24, gs_hash_bytes(ti + 32, topo_len - 32, 0));
+    uint8_t *st = big + 32 + topo_len;
+    put32(st, claimed);
+    put64(st + 16, 8ull * claimed + 1);   /* the GPU count does not match */
+    reseal(big, big_len);
+    budgetalloc ba;
+    /* 8 GPUs per node: about 67 bytes per node-health byte when this was
+     * written (topology, per-node and per-GPU state, aggregates). */
+    budgetalloc_init(&ba, 128 * big_len);
+    gpusched_cluster *out = NULL;
+    char err[256];
+    int rc = gpusched_cluster_restore(big, big_len, &ba.a, &out, err, sizeof err);
+    cr_assert_eq(rc, GPUSCHED_ECORRUPT, "%s: %s (peak %zu bytes)", gpusched_err_name(rc), err, ba.peak);
+    cr_assert_str_eq(err, "state describes 1048576 nodes and 8388609 GPUs, the topology 1048576 and 8388608");
+    cr_assert_eq(ba.refused, 0, "a justified topology fits in 128 times the input");
+    cr_assert_eq(ba.live, 0);
+    cr_assert_gt(ba.peak, big_len, "the topology was built");
+    free(big);
+    free(small);
 }

@@ -10,6 +10,8 @@
 
 #include <gpusched/gpusched.h>
 
+#include "failalloc.h"
+
 static char path[64];
 
 static void setup(void)
@@ -143,4 +145,78 @@ Test(declog, damage_is_rejected)
     free(good);
     free(bad);
     free(longer);
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Sizes are checked against the header before the file is read into
+ * memory: a header claiming 2^60 records in a small file, or a file whose
+ * size is not the header's, allocates nothing. */
+Test(declog, sizes_are_checked_before_allocating)
+{
+    gpusched_fairq *q = logged_queue(3);
+    cr_assert_eq(gpusched_fairq_log_save(q, path), 0);
+    gpusched_fairq_free(q);
+    unsigned char *good;
+    size_t n = read_bytes(&good);
+    cr_assert_eq(n, 32 + 3 * 108);
+    const uint64_t claims[] = {1ull << 60, UINT64_MAX, 4, 2, 0};
+    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        put_u64(good + 16, claims[i]);
+        write_bytes(good, n);
+        failalloc fa;
+        failalloc_init(&fa, -1);
+        gpusched_fairq_log *log = NULL;
+        char msg[256];
+        cr_assert_eq(gpusched_fairq_log_read(path, &fa.a, &log, msg, sizeof msg), GPUSCHED_ECORRUPT);
+        char want[128];
+        snprintf(want, sizeof want, "header says %llu records, file has 356 bytes", (unsigned long long)claims[i]);
+        cr_assert_str_eq(msg, want);
+        cr_assert_null(log);
+        cr_assert_eq(fa.count, 0, "claim %llu: nothing allocated", (unsigned long long)claims[i]);
+    }
+    free(good);
+}
+
+/* A directory opens as a stream on Linux but cannot be read: an I/O
+ * error, not an allocation of whatever size the stream reports. */
+Test(declog, directory_is_an_io_error)
+{
+    failalloc fa;
+    failalloc_init(&fa, -1);
+    gpusched_fairq_log *log = NULL;
+    char msg[256];
+    cr_assert_eq(gpusched_fairq_log_read("/tmp", &fa.a, &log, msg, sizeof msg), GPUSCHED_EIO, "%s", msg);
+    cr_assert_null(log);
+    cr_assert_eq(fa.count, 0);
+}
+
+static int read_op(failalloc *fa, void *ctx)
+{
+    gpusched_fairq_log **log = ctx;
+    return gpusched_fairq_log_read(path, &fa->a, log, NULL, 0);
+}
+
+static void read_undo(void *ctx)
+{
+    gpusched_fairq_log **log = ctx;
+    const gpusched_fairq_decision *rec;
+    uint64_t n;
+    cr_assert_eq(gpusched_fairq_log_view(*log, &rec, &n), 0);
+    cr_assert_eq(n, 25);
+    cr_assert_eq(rec[24].time, 124.0);
+    gpusched_fairq_log_free(*log);
+}
+
+Test(declog, read_survives_every_allocation_failure)
+{
+    gpusched_fairq *q = logged_queue(25);
+    cr_assert_eq(gpusched_fairq_log_save(q, path), 0);
+    gpusched_fairq_free(q);
+    gpusched_fairq_log *log = NULL;
+    cr_assert_geq(failalloc_sweep_retry(read_op, read_undo, &log), 2);
 }

@@ -53,7 +53,8 @@ static void roundtrip(const gpusched_topo *t)
     gpusched_topo *back = NULL;
     size_t consumed = 0;
     gs_err e = {0};
-    cr_assert_eq(gs_topo_image_read(img, size + 16, &a, &back, &consumed, &e), 0, "%s", e.msg);
+    cr_assert_eq(gs_topo_image_read(img, size + 16, GS_TOPO_IMAGE_ANY_NODES, &a, &back, &consumed, &e), 0,
+                 "%s", e.msg);
     cr_assert_eq(consumed, size);
     topo_assert_valid(back);
     topo_assert_equal(t, back);
@@ -95,8 +96,8 @@ Test(topo_image, bad_arguments)
     cr_assert_eq(gs_topo_image_write(t, buf, sizeof buf, NULL), GPUSCHED_EINVAL);
     gs_alloc a = libc_alloc();
     gpusched_topo *out = NULL;
-    cr_assert_eq(gs_topo_image_read(NULL, 0, &a, &out, &size, NULL), GPUSCHED_EINVAL);
-    cr_assert_eq(gs_topo_image_read(buf, 0, &a, &out, &size, NULL), GPUSCHED_ECORRUPT);
+    cr_assert_eq(gs_topo_image_read(NULL, 0, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &size, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gs_topo_image_read(buf, 0, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &size, NULL), GPUSCHED_ECORRUPT);
     gpusched_topo_unref(t);
 }
 
@@ -109,7 +110,7 @@ static int read_expect_clean_error(const uint8_t *img, size_t len, const char *w
     gpusched_topo *out = NULL;
     size_t consumed = 0;
     gs_err e = {0};
-    int rc = gs_topo_image_read(img, len, &a, &out, &consumed, &e);
+    int rc = gs_topo_image_read(img, len, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e);
     if (rc == 0) {
         topo_assert_valid(out);
         gpusched_topo_unref(out);
@@ -221,10 +222,12 @@ Test(topo_image, hostile_counts_allocate_nothing)
     gpusched_topo *out = NULL;
     size_t consumed;
     gs_err e = {0};
-    cr_assert_eq(gs_topo_image_read(img, size, &a, &out, &consumed, &e), GPUSCHED_ECORRUPT);
+    cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e),
+                 GPUSCHED_ECORRUPT);
     cr_assert_eq(fa.count, 0);
     img[8] = 2;
-    cr_assert_eq(gs_topo_image_read(img, size, &a, &out, &consumed, &e), GPUSCHED_EVERSION);
+    cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e),
+                 GPUSCHED_EVERSION);
     cr_assert_str_eq(e.msg, "topology image: version 2, this library reads 1");
     free(img);
     gpusched_topo_unref(t);
@@ -242,7 +245,7 @@ static int read_op(failalloc *fa, void *ctx)
     gs_alloc a;
     gs_alloc_init(&a, &fa->a);
     size_t consumed;
-    return gs_topo_image_read(c->img, c->size, &a, &c->t, &consumed, NULL);
+    return gs_topo_image_read(c->img, c->size, GS_TOPO_IMAGE_ANY_NODES, &a, &c->t, &consumed, NULL);
 }
 
 static void read_undo(void *ctx)
@@ -256,12 +259,55 @@ Test(topo_image, allocation_failures)
     gpusched_topo *t = parse(mixed);
     struct read_ctx c = {0};
     c.img = image_of(t, &c.size);
-    cr_assert_gt(failalloc_sweep(read_op, read_undo, &c), 10);
+    cr_assert_gt(failalloc_sweep_retry(read_op, read_undo, &c), 10);
     free(c.img);
     gpusched_topo_unref(t);
     cr_assert_eq(gpusched_topo_preset("tiny", NULL, &t, NULL, 0), 0);
     c.img = image_of(t, &c.size);
-    cr_assert_gt(failalloc_sweep(read_op, read_undo, &c), 3);
+    cr_assert_gt(failalloc_sweep_retry(read_op, read_undo, &c), 3);
     free(c.img);
+    gpusched_topo_unref(t);
+}
+
+/* A uniform image is a few dozen bytes whatever the topology's size, so
+ * the reader takes the node count its container can justify and refuses a
+ * larger claim before allocating; a stored image is refused the same way. */
+static int read_limited(const gpusched_topo *t, uint32_t max_nodes, long *allocs, char *msg)
+{
+    size_t size;
+    uint8_t *img = image_of(t, &size);
+    failalloc fa;
+    failalloc_init(&fa, -1);
+    gs_alloc a;
+    gs_alloc_init(&a, &fa.a);
+    gpusched_topo *out = NULL;
+    size_t consumed;
+    gs_err e = {0};
+    int rc = gs_topo_image_read(img, size, max_nodes, &a, &out, &consumed, &e);
+    strcpy(msg, e.msg);
+    gpusched_topo_unref(out);
+    cr_assert_eq(fa.live, 0);
+    *allocs = fa.count;
+    free(img);
+    return rc;
+}
+
+Test(topo_image, node_claims_past_the_container_limit_allocate_nothing)
+{
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_preset("gb200-nvl72-1m", NULL, &t, NULL, 0), 0);
+    long allocs;
+    char msg[GS_ERRMSG_MAX];
+    cr_assert_eq(read_limited(t, 258047, &allocs, msg), GPUSCHED_ECORRUPT);
+    cr_assert_str_eq(msg, "topology image: 258048 nodes, more than the 258047 its container can hold");
+    cr_assert_eq(allocs, 0);
+    cr_assert_eq(read_limited(t, 258048, &allocs, msg), 0, "%s", msg);
+    cr_assert_gt(allocs, 0);
+    gpusched_topo_unref(t);
+    t = parse(mixed);
+    cr_assert_eq(read_limited(t, 10, &allocs, msg), GPUSCHED_ECORRUPT);
+    cr_assert_str_eq(msg, "topology image: 11 nodes, more than the 10 its container can hold");
+    cr_assert_eq(allocs, 0);
+    cr_assert_eq(read_limited(t, 11, &allocs, msg), 0, "%s", msg);
     gpusched_topo_unref(t);
 }

@@ -204,6 +204,12 @@ static const struct bad_case bad_cases[] = {
      "d2,d3,d4,d5,d6,d7,d8,d9,e0,e1,e2,e3,e4,e5,e6,e7,e8,e9,f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,g0,g1,g2,g3,g4\n",
      "line 2, column 221: label 'g4': more than 64 labels"},
     {"levels block rack\nnode b0/r0 n0 gpus=8 a b c d e f g h i j k l m\n", "line 2, column 46: more than 16 fields on a line"},
+    {"levels r\nnode r[0-65535] n[0-] count=65535 gpus=1\n",
+     "line 2, column 6: the line brings the topology to 4294901760 nodes, a text may declare at most 16777216"},
+    {"levels r\nnode r0 a gpus=1\nnode r[0-15] n[0-] count=1048576 gpus=1\n",
+     "line 3, column 6: the line brings the topology to 16777217 nodes, a text may declare at most 16777216"},
+    {"levels r\nnode r0 a gpus=1\nnode r[0-1023] n[0-] count=1024 gpus=64\n",
+     "line 3, column 6: the line brings the topology to 67108865 GPUs, a text may declare at most 67108864"},
     {"levels rack\n", "end of text: no 'node' line"},
     {"# nothing\n", "end of text: no 'levels' line"},
 };
@@ -309,7 +315,7 @@ Test(topo_text, allocation_failures)
     struct parse_ctx c = {"levels zone rack\nclasses a b\nlabels x y\n"
                           "node z[0-2]/r[0-9] n[0-] count=3 gpus=8 class=b labels=y\n"
                           "node z0/r0 extra gpus=2\n", NULL};
-    cr_assert_gt(failalloc_sweep(parse_op, parse_undo, &c), 10);
+    cr_assert_gt(failalloc_sweep_retry(parse_op, parse_undo, &c), 10);
 }
 
 /* A parse that runs out of memory rolls back; retrying it gives the same
@@ -423,4 +429,68 @@ Test(topo_text, mutated_text_fails_cleanly)
         }
     }
     gpusched_topo_builder_free(b);
+}
+
+/* Issue 12: a 50-byte text whose ranged line names 2^32-2 nodes is refused
+ * before the builder grows: the parse allocates what the builder needs for
+ * the text's few names, not a byte per claimed node. */
+Test(topo_text, ranged_line_past_the_limit_allocates_nothing_per_node)
+{
+    static const char text[] = "levels r\nnode r[0-65534] n[0-] count=65535 gpus=1\n";
+    cr_assert_lt(sizeof text - 1, 52);
+    budgetalloc ba;
+    budgetalloc_init(&ba, 1u << 20);
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, &ba.a, &t, err, sizeof err), GPUSCHED_EPARSE);
+    cr_assert_str_eq(err, "line 2, column 6: the line brings the topology to 4294836225 nodes, "
+                          "a text may declare at most 16777216");
+    cr_assert_null(t);
+    cr_assert_eq(ba.refused, 0);
+    cr_assert_lt(ba.peak, 64 * 1024, "peak %zu bytes", ba.peak);
+    cr_assert_eq(ba.live, 0);
+}
+
+/* The limits count the builder's nodes, however they came: a builder with
+ * nodes added one by one may parse a text only up to the same totals. */
+Test(topo_text, limits_count_nodes_already_in_the_builder)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const char *lv[] = {"r"}, *path[] = {"x"};
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 1, lv), 0);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "first", 64, NULL, NULL, 0), 0);
+    /* 2^20 nodes of 64 GPUs are exactly the GPU limit: with the node
+     * already there, one too many. Refused before the line adds a node. */
+    static const char text[] = "node r0 m gpus=1\nnode r[0-1023] n[0-] count=1024 gpus=64\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, text, sizeof text - 1), GPUSCHED_EPARSE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "line 2, column 6: the line brings the topology to "
+                                                      "67108929 GPUs, a text may declare at most 67108864");
+    cr_assert_eq(b->nnodes, 1, "the failed parse rolled back");
+    gpusched_topo_builder_free(b);
+}
+
+/* Found by fuzzing: comparing a long name with a short one stored last in
+ * the pool read past the pool (memcmp of the long name's length). Under
+ * AddressSanitizer the pool below, allocated to its exact length, makes
+ * any such read a failure. */
+Test(topo_text, pool_compare_stays_inside_the_pool)
+{
+    gs_pool p = {malloc(6), 6, 6};
+    memcpy(p.buf, "ab\0cd", 6);
+    static const char longer[] = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghij";
+    cr_assert(gs_pool_eq(&p, 0, "ab", 2));
+    cr_assert(gs_pool_eq(&p, 3, "cd", 2));
+    cr_assert_not(gs_pool_eq(&p, 3, longer, sizeof longer - 1));
+    cr_assert_not(gs_pool_eq(&p, 3, "cde", 3));
+    cr_assert_not(gs_pool_eq(&p, 0, "a", 1));
+    cr_assert_not(gs_pool_eq(&p, 0, longer, 3));
+    free(p.buf);
+    /* The fuzzer's input: labels compared while the pool is nearly full. */
+    static const char text[] = "labels ge0ode aaaaaaaaaCC..........................oelsde aaaaaaaaaaCC....."
+                               "...........................oels p10odeodey:sabels p10ode aaaap8aaaaaaCC....";
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), GPUSCHED_EPARSE);
+    cr_assert_null(t);
 }

@@ -54,6 +54,17 @@ extern "C" {
 #define GPUSCHED_MAX_NAME 63
 /** "No level", "no domain", "no class": a value no index takes. */
 #define GPUSCHED_NONE UINT32_MAX
+/**
+ * Most nodes a builder may hold after a text parse (2^24 = 16,777,216).
+ * A ranged `node` line declares many nodes in a few bytes, so a 50-byte text
+ * could otherwise claim 2^32-2 nodes and gigabytes of memory. The limit is
+ * 16 times the nodes of the largest preset (258,048); see
+ * doc/topology-format.md, "Limits". Nodes added with
+ * gpusched_topo_builder_add_node() count towards it but are not limited by it.
+ */
+#define GPUSCHED_TOPO_TEXT_MAX_NODES 16777216u
+/** Most GPUs a builder may hold after a text parse (2^26 = 67,108,864); see #GPUSCHED_TOPO_TEXT_MAX_NODES. */
+#define GPUSCHED_TOPO_TEXT_MAX_GPUS 67108864u
 
 /** An immutable topology. */
 typedef struct gpusched_topo gpusched_topo;
@@ -117,12 +128,16 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
  * Adds the content of a topology text (doc/topology-format.md) to the builder.
  * Several texts may be parsed into one builder; a `levels` line must then
  * repeat the levels already set. On error the builder is unchanged and its
- * message names line and column.
+ * message names line and column. The text may not bring the builder past
+ * #GPUSCHED_TOPO_TEXT_MAX_NODES nodes or #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs:
+ * that is checked before a ranged line allocates anything, so the memory a
+ * parse takes is bounded whatever the text.
  * @param b The builder.
  * @param text The text (need not be NUL-terminated; NULL if `len` is 0).
  * @param len Its length in bytes.
  * @retval 0 Success.
- * @retval GPUSCHED_EPARSE The text is invalid: syntax, names, duplicates, limits.
+ * @retval GPUSCHED_EPARSE The text is invalid: syntax, names, duplicates, limits
+ *         (including #GPUSCHED_TOPO_TEXT_MAX_NODES and #GPUSCHED_TOPO_TEXT_MAX_GPUS).
  * @retval GPUSCHED_EINVAL `b` is NULL, or `text` is NULL with `len` > 0.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
@@ -144,7 +159,10 @@ GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const cha
 GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched_topo **out);
 
 /**
- * Parses a topology text in one call.
+ * Parses a topology text in one call. At most #GPUSCHED_TOPO_TEXT_MAX_NODES
+ * nodes and #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs (checked before allocating),
+ * so hostile text costs bounded memory; larger topologies are built with
+ * gpusched_topo_builder_add_node() or gpusched_topo_uniform().
  * @param text The text (need not be NUL-terminated).
  * @param len Its length in bytes.
  * @param alloc Allocator; NULL: libc.
@@ -153,7 +171,7 @@ GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched
  * @param errbuf_len Size of `errbuf`.
  * @retval 0 Success.
  * @retval GPUSCHED_EPARSE Invalid text (message has line and column), no
- *         `levels` line or no node.
+ *         `levels` line, no node, or more nodes or GPUs than the text limits.
  * @retval GPUSCHED_EINVAL `out` is NULL or `alloc` is invalid.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
@@ -219,7 +237,10 @@ GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
 
 /**
  * Writes the topology in the text format; parsing the output gives an
- * identical topology (same numbering, names, classes, labels). Uniform and
+ * identical topology (same numbering, names, classes, labels) as long as
+ * it is within #GPUSCHED_TOPO_TEXT_MAX_NODES nodes and
+ * #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs (a larger one exports, but its text is
+ * refused by the parser). Uniform and
  * preset topologies are written as one ranged `node` line, others as one
  * line per node. Call with `cap` 0 to learn the size.
  * @param t The topology.

@@ -298,9 +298,15 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
     if (sum != gs_checksum64(b, len - 8))
         return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
 
+    /* The state holds one health byte per node: a topology with more nodes
+     * than that cannot match it, and a uniform image would otherwise claim
+     * billions of nodes in a few bytes and be built before the mismatch
+     * shows. */
+    uint64_t room = state_len < GS_SNAP_STATE_HEAD ? 0 : state_len - GS_SNAP_STATE_HEAD;
+    uint32_t max_nodes = room < GS_TOPO_IMAGE_ANY_NODES ? (uint32_t)room : GS_TOPO_IMAGE_ANY_NODES;
     gpusched_topo *topo = NULL;
     size_t consumed = 0;
-    int rc = gs_topo_image_read(b + GS_SNAP_HEADER, (size_t)topo_len, a, &topo, &consumed, e);
+    int rc = gs_topo_image_read(b + GS_SNAP_HEADER, (size_t)topo_len, max_nodes, a, &topo, &consumed, e);
     if (rc)
         return rc;
     if (consumed != topo_len) {

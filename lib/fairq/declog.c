@@ -185,8 +185,39 @@ GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path)
     return rc;
 }
 
+/* The header's fields against the file's size: the record count must
+ * account for every byte, so this decides, before anything is allocated,
+ * whether the size is a log's. `got` is how many header bytes there are. */
+static int gs_fq_log_header(const unsigned char *head, size_t got, uint64_t size, uint64_t *count,
+                            gs_err *e)
+{
+    if (got < GS_FQ_LOG_HEADER)
+        return gs_error(e, GPUSCHED_ECORRUPT, "truncated header: %zu of %u bytes", got, GS_FQ_LOG_HEADER);
+    if (memcmp(head, GS_FQ_LOG_MAGIC, 8) != 0)
+        return gs_error(e, GPUSCHED_ECORRUPT, "bad magic: not a fairq decision log");
+    const unsigned char *p = head + 8;
+    uint32_t version = gs_get_u32(&p);
+    uint32_t rec = gs_get_u32(&p);
+    uint64_t n = gs_get_u64(&p);
+    if (version != GS_FQ_LOG_VERSION)
+        return gs_error(e, GPUSCHED_EVERSION, "format version %u, this library reads %u", version,
+                        GS_FQ_LOG_VERSION);
+    if (rec != GS_FQ_LOG_RECORD)
+        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version 1 has %u", rec, GS_FQ_LOG_RECORD);
+    if (size < GS_FQ_LOG_HEADER || n > (size - GS_FQ_LOG_HEADER) / GS_FQ_LOG_RECORD ||
+        GS_FQ_LOG_HEADER + n * GS_FQ_LOG_RECORD != size)
+        return gs_error(e, GPUSCHED_ECORRUPT, "header says %llu records, file has %llu bytes",
+                        (unsigned long long)n, (unsigned long long)size);
+    *count = n;
+    return 0;
+}
+
+/* Reads the header first and the rest only once the header has justified
+ * the file's size, so a file costs at most its own bytes plus its records,
+ * and a directory or unreadable file is an I/O error, not an allocation of
+ * whatever size the stream reports. */
 static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **out, size_t *len,
-                           gs_err *e)
+                           uint64_t *count, gs_err *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -199,19 +230,27 @@ static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **
         fclose(f);
         return gs_error(e, GPUSCHED_EIO, "cannot read %s%s", path, dir ? ": it is a directory" : "");
     }
+    rewind(f);
+    unsigned char head[GS_FQ_LOG_HEADER];
+    size_t got = fread(head, 1, sizeof head, f);
     long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
+    if (!ferror(f) && fseek(f, 0, SEEK_END) == 0)
         n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
-        return gs_error(e, GPUSCHED_EIO, "cannot size %s", path);
+        return gs_error(e, GPUSCHED_EIO, "cannot read %s", path);
+    }
+    int rc = gs_fq_log_header(head, got, (uint64_t)n, count, e);
+    if (rc) {
+        fclose(f);
+        return rc;
     }
     unsigned char *buf = gs_malloc(a, (size_t)n);
     if (!buf) {
         fclose(f);
         return gs_error(e, GPUSCHED_ENOMEM, "out of memory reading %ld bytes", n);
     }
-    size_t got = fread(buf, 1, (size_t)n, f);
+    got = fread(buf, 1, (size_t)n, f);
     fclose(f);
     if (got != (size_t)n) {
         gs_free(a, buf);
@@ -222,29 +261,18 @@ static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **
     return 0;
 }
 
+/* The whole file: the header again (the file may have changed between the
+ * two reads) and the checksum. */
 static int gs_fq_log_validate(const unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
 {
-    if (len < GS_FQ_LOG_HEADER)
-        return gs_error(e, GPUSCHED_ECORRUPT, "truncated header: %zu of %u bytes", len, GS_FQ_LOG_HEADER);
-    if (memcmp(buf, GS_FQ_LOG_MAGIC, 8) != 0)
-        return gs_error(e, GPUSCHED_ECORRUPT, "bad magic: not a fairq decision log");
-    const unsigned char *p = buf + 8;
-    uint32_t version = gs_get_u32(&p);
-    uint32_t rec = gs_get_u32(&p);
-    uint64_t n = gs_get_u64(&p);
-    uint64_t sum = gs_get_u64(&p);
-    if (version != GS_FQ_LOG_VERSION)
-        return gs_error(e, GPUSCHED_EVERSION, "format version %u, this library reads %u", version,
-                        GS_FQ_LOG_VERSION);
-    if (rec != GS_FQ_LOG_RECORD)
-        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version 1 has %u", rec, GS_FQ_LOG_RECORD);
-    if (n > (len - GS_FQ_LOG_HEADER) / GS_FQ_LOG_RECORD ||
-        GS_FQ_LOG_HEADER + n * GS_FQ_LOG_RECORD != len)
-        return gs_error(e, GPUSCHED_ECORRUPT, "header says %llu records, file has %zu bytes",
-                        (unsigned long long)n, len);
+    int rc = gs_fq_log_header(buf, len, len, count, e);
+    if (rc)
+        return rc;
+    uint64_t sum = 0;
+    for (int i = 7; i >= 0; i--)
+        sum = (sum << 8) | buf[24 + i];
     if (gs_fq_log_checksum(buf, len) != sum)
         return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
-    *count = n;
     return 0;
 }
 
@@ -280,7 +308,7 @@ GPUSCHED_API int gpusched_fairq_log_read(const char *path, const gpusched_alloca
     unsigned char *buf = NULL;
     size_t len = 0;
     uint64_t n = 0;
-    if (!rc && !(rc = gs_fq_read_file(&a, path, &buf, &len, &e)) &&
+    if (!rc && !(rc = gs_fq_read_file(&a, path, &buf, &len, &n, &e)) &&
         !(rc = gs_fq_log_validate(buf, len, &n, &e)))
         rc = gs_fq_log_build(&a, buf, n, out, &e);
     if (buf)

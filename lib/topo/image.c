@@ -222,7 +222,7 @@ static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t
     return 0;
 }
 
-static int gs_read_meta(gs_rd *r, gs_imeta *m, size_t *length)
+static int gs_read_meta(gs_rd *r, gs_imeta *m, uint32_t max_nodes, size_t *length)
 {
     int rc = gs_need(r, GS_IMG_HEADER);
     if (rc)
@@ -252,6 +252,9 @@ static int gs_read_meta(gs_rd *r, gs_imeta *m, size_t *length)
     if (m->nlevels < 1 || m->nlevels > GS_MAX_LEVELS || m->nnodes < 1 || m->nnodes == UINT32_MAX ||
         m->nclasses < 1 || m->nclasses > GPUSCHED_MAX_CLASSES || m->nlabels > GPUSCHED_MAX_LABELS)
         return gs_corrupt(r, "count out of range");
+    if (m->nnodes > max_nodes)
+        return gs_error(r->e, GPUSCHED_ECORRUPT, "topology image: %u nodes, more than the %u its container can hold",
+                        m->nnodes, max_nodes);
     if ((rc = gs_rdistinct(r, m->levels, m->nlevels)) || (rc = gs_rdistinct(r, m->classes, m->nclasses)))
         return rc;
     return gs_rdistinct(r, m->labels, m->nlabels);
@@ -427,8 +430,8 @@ static int gs_read_stored(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusch
     return 0;
 }
 
-int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusched_topo **out,
-                       size_t *consumed, gs_err *e)
+int gs_topo_image_read(const uint8_t *buf, size_t len, uint32_t max_nodes, const gs_alloc *a,
+                       gpusched_topo **out, size_t *consumed, gs_err *e)
 {
     if (!buf || !a || !out || !consumed)
         return gs_error(e, GPUSCHED_EINVAL, "topology image: NULL argument");
@@ -436,7 +439,7 @@ int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusch
     gs_imeta m = {.classes = classes};
     gs_rd r = {buf, 0, len, e};
     size_t length = 0;
-    int rc = gs_read_meta(&r, &m, &length);
+    int rc = gs_read_meta(&r, &m, max_nodes, &length);
     if (rc)
         return rc;
     gpusched_topo *t = NULL;

@@ -256,7 +256,7 @@ static int gs_path(gs_parser *p, const gs_tok *t, gs_pat *pats)
 
 /* How many nodes a line stands for, and whether its name can number them. */
 static int gs_node_total(gs_parser *p, const gs_tok *f, const gs_pat *path, const gs_pat *name,
-                         uint64_t count, uint64_t *total)
+                         uint64_t count, uint64_t gpus, uint64_t *total)
 {
     gpusched_topo_builder *b = p->b;
     uint64_t n = count;
@@ -272,6 +272,14 @@ static int gs_node_total(gs_parser *p, const gs_tok *f, const gs_pat *path, cons
                        (unsigned long long)(name->hi - name->lo + 1), (unsigned long long)n);
     if (name->open && name->lo + n - 1 > UINT32_MAX)
         return gs_perr(p, f[2].col, "the name counter passes 2^32-1");
+    /* The text limits, checked before a node is added: a ranged line is a
+     * few bytes that would otherwise cost memory per node it names. */
+    if (b->nnodes + n > GPUSCHED_TOPO_TEXT_MAX_NODES)
+        return gs_perr(p, f[1].col, "the line brings the topology to %llu nodes, a text may declare at most %u",
+                       (unsigned long long)(b->nnodes + n), GPUSCHED_TOPO_TEXT_MAX_NODES);
+    if (b->ngpus + n * gpus > GPUSCHED_TOPO_TEXT_MAX_GPUS)
+        return gs_perr(p, f[1].col, "the line brings the topology to %llu GPUs, a text may declare at most %u",
+                       (unsigned long long)(b->ngpus + n * gpus), GPUSCHED_TOPO_TEXT_MAX_GPUS);
     *total = n;
     return 0;
 }
@@ -344,7 +352,7 @@ static int gs_node_line(gs_parser *p, const gs_tok *f, uint32_t nf)
     if (!pr.have_class && (rc = gs_builder_class(b, "default", 7, &pr.cls)))
         return gs_pwrap(p, rc, f[0].col);
     uint64_t total = 0;
-    rc = gs_node_total(p, f, path, &name, pr.count, &total);
+    rc = gs_node_total(p, f, path, &name, pr.count, pr.gpus, &total);
     return rc ? rc : gs_node_expand(p, f, path, &name, &pr, total);
 }
 

@@ -61,9 +61,14 @@ typedef struct gs_pool {
 int gs_pool_reserve(gs_pool *p, const gs_alloc *a, size_t bytes);
 /* Appends a string (capacity reserved) and returns its offset. */
 uint32_t gs_pool_add(gs_pool *p, const char *s, size_t len);
+/* Whether the string at `off` is `s`. An equal string and its NUL end
+ * before the pool does, so a query longer than what is left is unequal
+ * without reading: memcmp may read all `len` bytes, past a short name's
+ * NUL and past the pool (found by fuzzing: a long label name compared
+ * with a short one stored last). */
 static inline bool gs_pool_eq(const gs_pool *p, uint32_t off, const char *s, size_t len)
 {
-    return memcmp(p->buf + off, s, len) == 0 && p->buf[off + len] == '\0';
+    return len < (size_t)p->len - off && memcmp(p->buf + off, s, len) == 0 && p->buf[off + len] == '\0';
 }
 static inline const char *gs_pool_str(const gs_pool *p, uint32_t off) { return p->buf + off; }
 

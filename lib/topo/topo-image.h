@@ -22,8 +22,16 @@ int gs_topo_image_size(const gpusched_topo *t, size_t *size);
 int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t *written);
 /* Reads an image at the start of `buf` (which may continue with other
  * data): a new topology with one reference, allocated through `a`, and the
- * bytes it took in `*consumed`. Errors carry a message in `e` (may be NULL). */
-int gs_topo_image_read(const uint8_t *buf, size_t len, const gs_alloc *a, gpusched_topo **out,
-                       size_t *consumed, gs_err *e);
+ * bytes it took in `*consumed`. Errors carry a message in `e` (may be NULL).
+ *
+ * `max_nodes` bounds the nodes the image may declare (ECORRUPT beyond,
+ * before anything is allocated). A stored image's size grows with its
+ * nodes, but a uniform one is a few dozen bytes whatever its size, so the
+ * container must say how many nodes it can justify: a snapshot passes the
+ * nodes its state section has room for (one health byte each). Callers
+ * with a trusted image pass GS_TOPO_IMAGE_ANY_NODES. */
+#define GS_TOPO_IMAGE_ANY_NODES (UINT32_MAX - 1)
+int gs_topo_image_read(const uint8_t *buf, size_t len, uint32_t max_nodes, const gs_alloc *a,
+                       gpusched_topo **out, size_t *consumed, gs_err *e);
 
 #endif

@@ -30,5 +30,27 @@ void failalloc_init(failalloc *fa, long fail_at);
 typedef int (*failalloc_op)(failalloc *fa, void *ctx);
 typedef void (*failalloc_undo)(void *ctx);
 long failalloc_sweep(failalloc_op op, failalloc_undo undo, void *ctx);
+/*
+ * failalloc_sweep, and after every failure the same `op` again with an
+ * allocator that does not fail: it must succeed (and `undo` must then leave
+ * nothing live). For the loaders, whose failed call must leave no state
+ * behind that would spoil the next one.
+ */
+long failalloc_sweep_retry(failalloc_op op, failalloc_undo undo, void *ctx);
+
+/*
+ * An allocator with a byte budget: it counts the bytes live and their peak
+ * and refuses any allocation that would take the live total past `cap`,
+ * so a test can prove that a call allocates little (a call that tried to
+ * allocate gigabytes gets NULL, not an OOM kill).
+ */
+typedef struct budgetalloc {
+    gpusched_allocator a;   /* hand &ba.a to a constructor */
+    size_t cap;             /* most bytes live at once */
+    size_t live, peak;      /* bytes live now, most bytes live so far */
+    long refused;           /* allocations refused for the budget */
+} budgetalloc;
+
+void budgetalloc_init(budgetalloc *ba, size_t cap);
 
 #endif

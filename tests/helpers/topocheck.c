@@ -133,7 +133,7 @@ void topo_assert_roundtrips(const gpusched_topo *t)
     uint8_t *img = image_of(t, &size);
     gs_alloc a;
     gs_alloc_init(&a, NULL);
-    cr_assert_eq(gs_topo_image_read(img, size, &a, &back, &consumed, NULL), 0);
+    cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &back, &consumed, NULL), 0);
     cr_assert_eq(consumed, size);
     topo_assert_valid(back);
     topo_assert_equal(t, back);
