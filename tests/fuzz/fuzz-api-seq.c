@@ -6,6 +6,7 @@
  * cluster passes its invariant checker; a failed or plan-only call left
  * the snapshot bytes as they were; and at the end the journal, replayed on
  * the first snapshot, gives the live cluster's bytes. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
