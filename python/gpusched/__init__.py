@@ -12,25 +12,33 @@ Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
 :meth:`Cluster.defrag`),
 :class:`FairQueue`. Errors of the library are raised as subclasses of
 :class:`Error`.
+
+Options are keyword-only parameters (``cluster.place(16, pod_gpus=8,
+commit=True)``), every public function is type-annotated, and the package
+ships a ``py.typed`` marker (PEP 561) for type checkers.
 """
 from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _error_names
 from ._lib import BINDING_VERSION
 from .core import (version, version_string, library_path, strerror, err_name,
-                   cpu_features, simd_compiled, simd_name, enum_bounds)
+                   cpu_features, simd_compiled, simd_name, enum_bounds, CpuFeature, Simd,
+                   ENUM_SIMD, ENUM_NODE_HEALTH, ENUM_GPU_STATE, ENUM_SPLIT, ENUM_REASON,
+                   ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT)
 from .topology import Topology, TopologyBuilder, NodesInfo, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, NodesState, Frag
 from .placement import Placement, PlaceReason, Split
 from .preemption import PreemptPlan, Move
-from .fairq import FairQueue, Param, Policy, TenantValue, Decision, DecisionLog
+from .fairq import FairQueue, Param, Policy, TenantValue, TenantStats, Decision, DecisionLog
 
-__version__ = ".".join(map(str, BINDING_VERSION))
+__version__: str = ".".join(map(str, BINDING_VERSION))
 
 __all__ = list(_error_names) + [
     "BINDING_VERSION", "version", "version_string", "library_path", "strerror",
-    "err_name", "cpu_features", "simd_compiled", "simd_name", "enum_bounds",
+    "err_name", "cpu_features", "simd_compiled", "simd_name", "enum_bounds", "CpuFeature", "Simd",
+    "ENUM_SIMD", "ENUM_NODE_HEALTH", "ENUM_GPU_STATE", "ENUM_SPLIT", "ENUM_REASON",
+    "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT",
     "Topology", "TopologyBuilder", "NodesInfo", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
     "Placement", "PlaceReason", "Split", "PreemptPlan", "Move",
-    "FairQueue", "Param", "Policy", "TenantValue", "Decision", "DecisionLog",
+    "FairQueue", "Param", "Policy", "TenantValue", "TenantStats", "Decision", "DecisionLog",
 ]

@@ -1,4 +1,7 @@
 """Exceptions: one class per error class of the C library."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Type
 
 __all__ = [
     "Error", "LibraryError", "InvalidArgument", "OutOfRange", "UnknownFields",
@@ -24,14 +27,14 @@ class Error(Exception):
         function: the C function that failed.
     """
 
-    code = None
+    code: Optional[int] = None
 
-    def __init__(self, code, name, message, function=None):
+    def __init__(self, code: int, name: str, message: str, function: Optional[str] = None) -> None:
         super().__init__(f"{name}: {message}")
         self.code = code
-        self.name = name
-        self.message = message
-        self.function = function
+        self.name: str = name
+        self.message: str = message
+        self.function: Optional[str] = function
 
 
 class InvalidArgument(Error):
@@ -118,12 +121,12 @@ class UnknownError(Error):
     """A code this binding does not know (a newer library)."""
 
 
-_BY_CODE = {cls.code: cls for cls in (
+_BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in (
     InvalidArgument, OutOfRange, UnknownFields, NotSupported, OutOfMemory,
     LimitExceeded, NotFound, AlreadyExists, Busy, WrongState, Empty,
     DoesNotFit, ParseError, CorruptData, UnsupportedVersion, IOFailure)}
 
 
-def error_class(code):
+def error_class(code: int) -> Type[Error]:
     """Returns the exception class for a negative C error code."""
     return _BY_CODE.get(code, UnknownError)

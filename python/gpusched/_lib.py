@@ -4,18 +4,21 @@ FUNCTIONS is the one table of C signatures: one entry per public function of
 include/gpusched/*.h. The completeness test compares it with the symbols the
 shared object exports and with the prototypes in the headers.
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, Union
 
 from ._errors import LibraryError, error_class
 
 #: The library version this binding was written for (major, minor, micro).
-BINDING_VERSION = (0, 2, 0)
+BINDING_VERSION: Tuple[int, int, int] = (0, 2, 0)
 #: The library file it loads: before 1.0 the SONAME carries the minor
 #: version too (meson.build derives both from the project version; a test
 #: compares them with the build's).
-SONAME = "libgpusched.so.0.2"
+SONAME: str = "libgpusched.so.0.2"
 
 from ctypes import (POINTER, c_char_p, c_double, c_int, c_int32, c_int64,  # noqa: E402
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
@@ -85,7 +88,7 @@ _jobp = P(Job)
 
 # name: (restype, argtypes). Pointers to handles are plain void pointers; the
 # classes own them. None as restype means void.
-FUNCTIONS = {
+FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     # core (common.h)
     "gpusched_strerror": (c_char_p, [c_int]),
     "gpusched_err_name": (c_char_p, [c_int]),
@@ -242,17 +245,17 @@ class _Missing:
     """Stands in for a C function the loaded library does not export (a
     module that has not landed in this build): calling it raises."""
 
-    def __init__(self, name, path):
+    def __init__(self, name: str, path: str) -> None:
         self.__name__ = name
         self._path = path
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> NoReturn:
         raise NotImplementedError(
             f"{self.__name__} is not exported by {self._path} (that part of "
             f"libgpusched is not in this build)")
 
 
-def _candidates():
+def _candidates() -> List[str]:
     env = os.environ.get("GPUSCHED_LIBRARY")
     if env:
         # An explicit choice is not second-guessed: no silent fallback.
@@ -267,7 +270,7 @@ def _candidates():
     return paths
 
 
-def _open():
+def _open() -> Tuple[ctypes.CDLL, str]:
     errors = []
     for path in _candidates():
         try:
@@ -279,12 +282,12 @@ def _open():
         f"{SONAME}); tried:\n" + "\n".join(errors))
 
 
-def decode_version(v):
+def decode_version(v: int) -> Tuple[int, int, int]:
     """Splits a version encoded by GPUSCHED_VERSION_ENCODE() into a tuple."""
     return (v >> 16) & 0xffff, (v >> 8) & 0xff, v & 0xff
 
 
-def check_version(found, path="libgpusched"):
+def check_version(found: Tuple[int, ...], path: str = "libgpusched") -> None:
     """Raises LibraryError unless a library of version `found` (a tuple) can
     serve this binding: same major version, minor at least the binding's."""
     want = BINDING_VERSION
@@ -302,9 +305,9 @@ class Library:
     ``path``, ``version_info`` (tuple), ``missing`` (names not exported).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.cdll, self.path = _open()
-        self.missing = set()
+        self.missing: Set[str] = set()
         for name, (restype, argtypes) in FUNCTIONS.items():
             try:
                 fn = getattr(self.cdll, name)
@@ -320,7 +323,8 @@ class Library:
         self.version_info = decode_version(self.version())
         check_version(self.version_info, self.path)
 
-    def raise_error(self, rc, message=None, function=None):
+    def raise_error(self, rc: int, message: Union[str, bytes, None] = None,
+                    function: Optional[str] = None) -> NoReturn:
         """Raises the exception class of `rc` with the library's message."""
         name = (self.err_name(rc) or b"GPUSCHED_UNKNOWN").decode()
         if isinstance(message, bytes):
@@ -329,13 +333,20 @@ class Library:
             message = (self.strerror(rc) or b"unknown error").decode()
         raise error_class(rc)(rc, name, message, function)
 
-    def check(self, rc, errmsg=None, handle=None, function=None):
+    def check(self, rc: int, errmsg: Optional[Callable[[Any], Union[str, bytes, None]]] = None,
+              handle: Any = None, function: Optional[str] = None) -> int:
         """Returns `rc` when it is not negative; otherwise raises, taking the
         message from ``errmsg(handle)`` when given."""
         if rc >= 0:
             return rc
         message = errmsg(handle) if errmsg is not None else None
         self.raise_error(rc, message, function)
+
+
+    def __getattr__(self, name: str) -> Any:
+        # Every C function is set as an attribute in __init__; this tells
+        # type checkers that such attributes exist.
+        raise AttributeError(name)
 
 
 lib = Library()

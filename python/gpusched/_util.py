@@ -1,11 +1,16 @@
 """Argument checking shared by the classes: a wrong type raises TypeError and
 an out-of-range value ValueError before anything reaches C (ctypes would
 silently truncate a too-large integer)."""
+from __future__ import annotations
+
 import array
 import ctypes
 import math
 import operator
 import weakref
+from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, Union
+
+_H = TypeVar("_H", bound="Handle")
 
 U8_MAX = 0xff
 U32_MAX = 0xffffffff
@@ -14,7 +19,7 @@ I32_MIN, I32_MAX = -0x80000000, 0x7fffffff
 I64_MIN, I64_MAX = -0x8000000000000000, 0x7fffffffffffffff
 
 
-def integer(name, value, lo, hi):
+def integer(name: str, value: Any, lo: int, hi: int) -> int:
     """Checks that `value` is an integer (int or anything with __index__,
     not bool) in [lo, hi] and returns it as int."""
     if isinstance(value, bool):
@@ -28,27 +33,27 @@ def integer(name, value, lo, hi):
     return v
 
 
-def u32(name, value, hi=U32_MAX):
+def u32(name: str, value: Any, hi: int = U32_MAX) -> int:
     """An unsigned 32-bit integer, at most `hi`."""
     return integer(name, value, 0, hi)
 
 
-def u64(name, value):
+def u64(name: str, value: Any) -> int:
     """An unsigned 64-bit integer."""
     return integer(name, value, 0, U64_MAX)
 
 
-def i32(name, value):
+def i32(name: str, value: Any) -> int:
     """A signed 32-bit integer."""
     return integer(name, value, I32_MIN, I32_MAX)
 
 
-def i64(name, value):
+def i64(name: str, value: Any) -> int:
     """A signed 64-bit integer."""
     return integer(name, value, I64_MIN, I64_MAX)
 
 
-def real(name, value, finite=True):
+def real(name: str, value: Any, finite: bool = True) -> float:
     """A float (int accepted); NaN and infinities are rejected when `finite`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         raise TypeError(f"{name} must be a number, not {type(value).__name__}")
@@ -58,7 +63,7 @@ def real(name, value, finite=True):
     return v
 
 
-def text(name, value, optional=False):
+def text(name: str, value: Any, optional: bool = False) -> Optional[bytes]:
     """A str encoded as UTF-8 bytes for C (None allowed when `optional`)."""
     if value is None and optional:
         return None
@@ -70,7 +75,7 @@ def text(name, value, optional=False):
     return b
 
 
-def strings(name, values):
+def strings(name: str, values: Iterable[str]) -> Tuple[Any, int]:
     """A sequence of str as a C array of char pointers, and its length."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of str, not a single string")
@@ -82,7 +87,7 @@ def strings(name, values):
     return (ctypes.c_char_p * max(len(items), 1))(*items), len(items)
 
 
-def bits(name, gpus, limit, what="GPU"):
+def bits(name: str, gpus: Union[int, Iterable[int]], limit: int, what: str = "GPU") -> int:
     """Indices (an iterable of ints) or a mask (int) as a mask within `limit`
     bits. `what` names one index in messages: "GPU" (the default) or, for
     example, "task type"."""
@@ -107,7 +112,7 @@ def bits(name, gpus, limit, what="GPU"):
     return mask
 
 
-def mask_to_gpus(mask):
+def mask_to_gpus(mask: int) -> List[int]:
     """The GPU indices of a mask, ascending."""
     out = []
     while mask:
@@ -125,7 +130,7 @@ _TYPECODES = {  # ctypes type: (array typecode, accepted buffer formats)
 }
 
 
-def column(name, values, ctype, n=None):
+def column(name: str, values: Any, ctype: Any, n: Optional[int] = None) -> Tuple[Any, int, Any]:
     """Converts a column of values (a sequence, an array.array, or any object
     with the buffer protocol such as a numpy array) into a ctypes array of
     `ctype` for one bulk call. A C-contiguous buffer of the right element type
@@ -168,7 +173,7 @@ def column(name, values, ctype, n=None):
     return arr, count, keep
 
 
-def read_array(ptr, ctype, n):
+def read_array(ptr: Any, ctype: Any, n: int) -> List[Any]:
     """Copies `n` elements from a typed C pointer into a list, in one step
     (slicing a ctypes pointer loops in C)."""
     if not n or not ptr:
@@ -176,7 +181,7 @@ def read_array(ptr, ctype, n):
     return ptr[:n]
 
 
-def copy_array(ptr, typecode, ctype, n):
+def copy_array(ptr: Any, typecode: str, ctype: Any, n: int) -> array.array:
     """Copies `n` elements from a C pointer into an ``array.array`` with one
     memory copy."""
     out = array.array(typecode)
@@ -189,38 +194,40 @@ class Handle:
     """Owns one C handle: frees it on close(), on leaving a with block, or
     when garbage collected (whichever comes first)."""
 
-    def _own(self, ptr, free, *free_args):
+    _ptr: Optional[int]
+
+    def _own(self, ptr: int, free: Callable[..., None], *free_args: Any) -> None:
         self._ptr = ptr
         self._finalizer = weakref.finalize(self, free, ptr, *free_args)
 
     @property
-    def _h(self):
+    def _h(self) -> int:
         ptr = getattr(self, "_ptr", None)
         if ptr is None:
             raise ValueError(f"operation on a closed {type(self).__name__}")
         return ptr
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """True once the handle has been freed."""
         return getattr(self, "_ptr", None) is None
 
-    def close(self):
+    def close(self) -> None:
         """Frees the C handle now; further use raises ValueError. Calling
         close() again does nothing."""
         if getattr(self, "_ptr", None) is not None:
             self._ptr = None
             self._finalizer()
 
-    def __enter__(self):
+    def __enter__(self: _H) -> _H:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
 
-def node_range(first, count, nnodes):
+def node_range(first: int, count: Optional[int], nnodes: int) -> Tuple[int, int]:
     """`first` and `count` of a node range (count None: to the last node),
     checked against `nnodes`."""
     first = u32("first", first, nnodes)
@@ -229,7 +236,7 @@ def node_range(first, count, nnodes):
     return first, u32("count", count, nnodes - first)
 
 
-def out_column(typecode, ctype, n):
+def out_column(typecode: str, ctype: Any, n: int) -> Tuple[array.array, Any]:
     """A zeroed array.array of `n` items and a ctypes pointer into it (None
     when empty), for a C function to fill in one call."""
     import array

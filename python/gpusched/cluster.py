@@ -1,21 +1,33 @@
 """Cluster state: free GPUs, node health, aggregates, jobs, reservations,
 fragmentation metrics and snapshots (cluster.h)."""
-import collections
+from __future__ import annotations
+
+import array
 import collections.abc
 import ctypes
 import enum
 import os
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 from . import _util as u
+from ._errors import IOFailure, NotFound, OutOfRange
 from ._lib import lib, Job as _CJob
-from .topology import Topology, NONE
+from .topology import Topology, NONE, Name
 
-__all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag"]
+if TYPE_CHECKING:
+    from .placement import Placement
+    from .preemption import PreemptPlan
+
+__all__ = ["Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState",
+           "Frag", "JOB_FLAG_PREEMPTIBLE", "JOB_FLAG_MOVABLE", "JOB_FLAG_ALL", "GpuSet"]
 
 _ERRBUF = 512
-_EIO = -43
-_JOB_PREEMPTIBLE = 1 << 0
-_JOB_MOVABLE = 1 << 1
+# The job flags of cluster.h (GPUSCHED_JOB_FLAG_*). The binding takes and
+# gives them as the bools ``preemptible`` and ``movable``.
+JOB_FLAG_PREEMPTIBLE = 1 << 0
+JOB_FLAG_MOVABLE = 1 << 1
+JOB_FLAG_ALL = JOB_FLAG_PREEMPTIBLE | JOB_FLAG_MOVABLE
 
 
 class NodeHealth(enum.IntEnum):
@@ -33,28 +45,50 @@ class GpuState(enum.IntEnum):
     ALLOCATED = 2
 
 
-#: A node's state: GPU bit masks (bit i: GPU i) and its :class:`NodeHealth`.
-NodeState = collections.namedtuple("NodeState", "free reserved allocated health")
-#: The state of a range of nodes, one ``array.array`` column each: free,
-#: reserved and allocated GPU masks, and health values (see :class:`NodeHealth`).
-NodesState = collections.namedtuple("NodesState", "free reserved allocated health")
-
-#: Fragmentation metrics of one level (see :meth:`Cluster.frag`).
-Frag = collections.namedtuple("Frag", "free_domains stranded_gpus gang_gpus")
-
-#: A running job's descriptor as :meth:`Cluster.job` returns it. ``movable``
-#: came last and defaults to False, so positional construction of the older
-#: six fields keeps working.
-Job = collections.namedtuple("Job", "id priority tenant start_time cost_hint preemptible movable",
-                             defaults=(False,))
+class NodeState(NamedTuple):
+    """A node's state: GPU bit masks (bit i: GPU i) and its :class:`NodeHealth`."""
+    free: int
+    reserved: int
+    allocated: int
+    health: NodeHealth
 
 
-def job_flags(preemptible, movable):
+class NodesState(NamedTuple):
+    """The state of a range of nodes, one ``array.array`` column each: free,
+    reserved and allocated GPU masks, and health values (plain integers, see
+    :class:`NodeHealth`)."""
+    free: array.array
+    reserved: array.array
+    allocated: array.array
+    health: array.array
+
+
+class Frag(NamedTuple):
+    """Fragmentation metrics of one level (see :meth:`Cluster.frag`)."""
+    free_domains: int
+    stranded_gpus: int
+    gang_gpus: int
+
+
+class Job(NamedTuple):
+    """A running job's descriptor as :meth:`Cluster.job` returns it.
+    ``movable`` came last and defaults to False, so positional construction
+    of the older six fields keeps working."""
+    id: int
+    priority: int
+    tenant: int
+    start_time: int
+    cost_hint: int
+    preemptible: bool
+    movable: bool = False
+
+
+def job_flags(preemptible: bool, movable: bool) -> int:
     """The C job flags of the two bool keywords (TypeError for non-bools:
     a truthy int would hide a mistaken argument)."""
     flags = 0
-    for name, value, bit in (("preemptible", preemptible, _JOB_PREEMPTIBLE),
-                             ("movable", movable, _JOB_MOVABLE)):
+    for name, value, bit in (("preemptible", preemptible, JOB_FLAG_PREEMPTIBLE),
+                             ("movable", movable, JOB_FLAG_MOVABLE)):
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
         if value:
@@ -62,8 +96,8 @@ def job_flags(preemptible, movable):
     return flags
 
 
-def job_struct(job_id, priority=0, tenant=0, start_time=0, cost_hint=0, preemptible=False,
-               movable=False):
+def job_struct(job_id: int, priority: int = 0, tenant: int = 0, start_time: int = 0,
+               cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> _CJob:
     """A C gpusched_job from the keyword values, each checked (TypeError or
     ValueError naming the argument)."""
     j = _CJob()
@@ -88,47 +122,54 @@ class Allocation:
 
     __slots__ = ("nodes", "masks", "_topo")
 
-    def __init__(self, nodes, masks, topology=None):
+    def __init__(self, nodes: Iterable[int], masks: Iterable[int],
+                 topology: Optional[Topology] = None) -> None:
         """`nodes` and `masks` are parallel sequences of ints."""
         self.nodes = tuple(nodes)
         self.masks = tuple(masks)
         self._topo = topology
 
     @property
-    def gpus(self):
+    def gpus(self) -> int:
         """Total number of GPUs."""
         return sum(bin(m).count("1") for m in self.masks)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.nodes)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tuple[int, List[int]]]:
         for n, m in zip(self.nodes, self.masks):
             yield n, u.mask_to_gpus(m)
 
-    def items(self):
+    def items(self) -> List[Tuple[int, int]]:
         """``(node index, GPU mask)`` pairs, as the C API takes them."""
         return list(zip(self.nodes, self.masks))
 
-    def by_name(self):
+    def by_name(self) -> Dict[str, List[int]]:
         """``{node name: [GPU indices]}`` (needs the topology)."""
         if self._topo is None:
             raise ValueError("this allocation has no topology to name its nodes")
         return {self._topo.node_name(n): u.mask_to_gpus(m) for n, m in zip(self.nodes, self.masks)}
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Allocation):
             return NotImplemented
         return self.nodes == other.nodes and self.masks == other.masks
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.nodes, self.masks))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<gpusched.Allocation {self.gpus} GPUs on {len(self.nodes)} nodes>"
 
 
-def _free_cluster(ptr, engine):
+#: GPUs of one node: a bit mask (int), GPU indices, or ``"all"``.
+GpuSpec = Union[int, Iterable[int], str]
+#: A set of GPUs: ``{node: gpus}``, ``(node, gpus)`` pairs, or an :class:`Allocation`.
+GpuSet = Union[Allocation, Mapping[Name, GpuSpec], Iterable[Tuple[Name, GpuSpec]]]
+
+
+def _free_cluster(ptr: int, engine: List[Optional[int]]) -> None:
     # The placer holds its own reference on the cluster (place.h), so the
     # order does not matter; the preemption plan depends on neither.
     if engine[0]:
@@ -138,7 +179,7 @@ def _free_cluster(ptr, engine):
     lib.cluster_unref(ptr)
 
 
-def _read_alloc(fn, handle, job_id, topology):
+def _read_alloc(fn: Any, handle: int, job_id: int, topology: Topology) -> Allocation:
     nodes, masks = ctypes.POINTER(ctypes.c_uint32)(), ctypes.POINTER(ctypes.c_uint64)()
     n = ctypes.c_uint32()
     lib.check(fn(handle, job_id, ctypes.byref(nodes), ctypes.byref(masks), ctypes.byref(n), None),
@@ -165,7 +206,7 @@ class Cluster(u.Handle):
     (or a ``with`` block), or leave it to the garbage collector.
     """
 
-    def __init__(self, topology):
+    def __init__(self, topology: Topology) -> None:
         """Creates an empty cluster on `topology`: every GPU free, every
         node up, no jobs, no reservations."""
         if not isinstance(topology, Topology):
@@ -175,14 +216,14 @@ class Cluster(u.Handle):
                   function="gpusched_cluster_new")
         # The placer and the preemption plan, created by the first place()
         # and preempt() or defrag().
-        self._engine = [None, None]
+        self._engine: List[Optional[int]] = [None, None]
         self._own(out.value, _free_cluster, self._engine)
         # A reference of its own: closing the caller's Topology must not
         # break the cluster's name lookups.
         self._topo = Topology._adopt(lib.topo_ref(topology._h))
 
     @classmethod
-    def restore(cls, data):
+    def restore(cls, data: Any) -> Cluster:
         """Restores a cluster (with a topology of its own) from a snapshot
         made by :meth:`snapshot`. Raises CorruptData or UnsupportedVersion
         for a bad image; nothing is created then."""
@@ -202,7 +243,7 @@ class Cluster(u.Handle):
         return self
 
     @classmethod
-    def replay(cls, snapshot, journal):
+    def replay(cls, snapshot: Any, journal: Any) -> Cluster:
         """Rebuilds a cluster from a snapshot and the journal written after
         it (see :meth:`journal_start`); the result snapshots to the same
         bytes as the cluster that wrote both. Raises CorruptData for a bad
@@ -219,7 +260,7 @@ class Cluster(u.Handle):
         return self
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: Union[str, os.PathLike]) -> Cluster:
         """Restores a cluster from a snapshot file written by :meth:`save`.
         Raises IOFailure if the file cannot be read (as
         :meth:`DecisionLog.read` does), then what :meth:`restore` raises."""
@@ -227,27 +268,27 @@ class Cluster(u.Handle):
             with open(os.fspath(path), "rb") as f:
                 data = f.read()
         except OSError as e:
-            lib.raise_error(_EIO, f"cannot read {os.fsdecode(os.fspath(path))}: {e.strerror}",
+            lib.raise_error(IOFailure.code, f"cannot read {os.fsdecode(os.fspath(path))}: {e.strerror}",
                             "Cluster.load")
         return cls.restore(data)
 
-    def _check(self, rc, fn):
+    def _check(self, rc: int, fn: str) -> int:
         return lib.check(rc, lib.cluster_errmsg, self._h, fn)
 
     @property
-    def topology(self):
+    def topology(self) -> Topology:
         """The cluster's :class:`Topology` (owned by the cluster: do not close it)."""
         self._h
         return self._topo
 
     @property
-    def memory_bytes(self):
+    def memory_bytes(self) -> int:
         """Bytes the cluster state holds, not counting the topology."""
         return lib.cluster_memory_bytes(self._h)
 
     # ---- arguments -------------------------------------------------------
 
-    def _level_domain(self, level, domain):
+    def _level_domain(self, level: Optional[Name], domain: Optional[Name]) -> Tuple[int, int]:
         if level is None:
             if domain is not None:
                 raise ValueError("a domain needs a level")
@@ -257,7 +298,7 @@ class Cluster(u.Handle):
             raise ValueError("a level needs a domain (or leave both out for the whole cluster)")
         return lv, self._topo.domain(lv, domain)
 
-    def _gpu_set(self, name, gpus):
+    def _gpu_set(self, name: str, gpus: GpuSet) -> Tuple[int, Any, Any]:
         if isinstance(gpus, Allocation):
             pairs = gpus.items()
         elif isinstance(gpus, collections.abc.Mapping):
@@ -296,7 +337,7 @@ class Cluster(u.Handle):
 
     # ---- nodes and GPUs --------------------------------------------------
 
-    def node_state(self, node):
+    def node_state(self, node: Name) -> NodeState:
         """The :class:`NodeState` of a node: free, reserved and allocated GPU
         masks and its health."""
         n = self._topo.node(node)
@@ -307,7 +348,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_node_state")
         return NodeState(f.value, r.value, a.value, NodeHealth(h.value))
 
-    def nodes_state(self, first=0, count=None):
+    def nodes_state(self, first: int = 0, count: Optional[int] = None) -> NodesState:
         """The state of nodes `first` to `first + count - 1` (count None: to
         the last node) in one call, as a :class:`NodesState` of
         ``array.array`` columns (health as plain integers)."""
@@ -321,11 +362,11 @@ class Cluster(u.Handle):
                         "gpusched_cluster_nodes_state")
         return NodesState(f, r, a, h)
 
-    def node_health(self, node):
+    def node_health(self, node: Name) -> NodeHealth:
         """The :class:`NodeHealth` of a node."""
         return self.node_state(node).health
 
-    def gpu_state(self, node, gpu):
+    def gpu_state(self, node: Name, gpu: int) -> Tuple[GpuState, int]:
         """``(GpuState, job id)`` of one GPU; the job id is 0 when it is free."""
         n = self._topo.node(node)
         g = u.u32("gpu", gpu, self._topo.node_gpus(n) - 1)
@@ -334,7 +375,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_gpu_state")
         return GpuState(s.value), j.value
 
-    def node_jobs(self, node):
+    def node_jobs(self, node: Name) -> List[int]:
         """The ids of the jobs holding GPUs on a node, by their lowest GPU."""
         n = self._topo.node(node)
         cap = self._topo.node_gpus(n)  # a job holds at least one GPU
@@ -343,7 +384,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_node_jobs")
         return list(ids[:count.value])
 
-    def set_node_health(self, node, health):
+    def set_node_health(self, node: Name, health: Union[NodeHealth, int, str]) -> List[int]:
         """Changes a node's health (a :class:`NodeHealth` or its name, such as
         ``"down"``) and returns the ids of the jobs holding GPUs there. They
         stay allocated: the caller decides what to do with them."""
@@ -362,7 +403,7 @@ class Cluster(u.Handle):
 
     # ---- aggregates ------------------------------------------------------
 
-    def free_gpus(self, level=None, domain=None):
+    def free_gpus(self, level: Optional[Name] = None, domain: Optional[Name] = None) -> int:
         """Free GPUs usable for new work (free GPUs of up nodes) in a domain,
         or in the whole cluster when no level is given. O(1)."""
         lv, d = self._level_domain(level, domain)
@@ -371,7 +412,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_domain_free_gpus")
         return out.value
 
-    def free_nodes(self, level=None, domain=None):
+    def free_nodes(self, level: Optional[Name] = None, domain: Optional[Name] = None) -> int:
         """Fully free nodes (up, every GPU free) in a domain or the cluster."""
         lv, d = self._level_domain(level, domain)
         out = ctypes.c_uint32()
@@ -379,7 +420,8 @@ class Cluster(u.Handle):
                     "gpusched_cluster_domain_free_nodes")
         return out.value
 
-    def nodes_with_free(self, gpus, level=None, domain=None):
+    def nodes_with_free(self, gpus: int, level: Optional[Name] = None,
+                        domain: Optional[Name] = None) -> int:
         """Nodes with at least `gpus` free GPUs usable for new work, in a
         domain or the cluster."""
         lv, d = self._level_domain(level, domain)
@@ -389,7 +431,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_domain_nodes_with_free")
         return out.value
 
-    def histogram(self, level=None, domain=None):
+    def histogram(self, level: Optional[Name] = None, domain: Optional[Name] = None) -> List[int]:
         """List ``h`` where ``h[k]`` is the number of nodes with exactly k
         free GPUs usable for new work (nodes that are not up count in h[0])."""
         lv, d = self._level_domain(level, domain)
@@ -399,7 +441,7 @@ class Cluster(u.Handle):
                     "gpusched_cluster_domain_histogram")
         return list(hist[:n.value])
 
-    def frag(self, level):
+    def frag(self, level: Name) -> Frag:
         """Fragmentation metrics of a level (name or index; ``"node"`` for
         the level of nodes) as a :class:`Frag`: fully free domains, free
         GPUs stranded outside them, and GPUs in them."""
@@ -409,7 +451,7 @@ class Cluster(u.Handle):
                                      ctypes.byref(gg)), "gpusched_cluster_frag")
         return Frag(fd.value, st.value, gg.value)
 
-    def utilization(self):
+    def utilization(self) -> float:
         """Fraction of all GPUs that are allocated or reserved (computed from
         the aggregates: GPUs on nodes that are not up count as used)."""
         total = self._topo.gpu_count
@@ -417,8 +459,9 @@ class Cluster(u.Handle):
 
     # ---- jobs ------------------------------------------------------------
 
-    def allocate(self, job_id, gpus, *, priority=0, tenant=0, start_time=0, cost_hint=0,
-                 preemptible=False, movable=False):
+    def allocate(self, job_id: int, gpus: GpuSet, *, priority: int = 0, tenant: int = 0,
+                 start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
+                 movable: bool = False) -> None:
         """Allocates GPUs to a new job, all or nothing. Every GPU must be
         free (or reserved for this job id) and every node up.
         ``preemptible=True`` lets :meth:`preempt` evict it, ``movable=True``
@@ -432,66 +475,68 @@ class Cluster(u.Handle):
         self._check(lib.cluster_allocate(self._h, ctypes.byref(j), n, nodes, masks),
                     "gpusched_cluster_allocate")
 
-    def release(self, job_id):
+    def release(self, job_id: int) -> None:
         """Releases a running job; its GPUs become free. Raises NotFound."""
         self._check(lib.cluster_release(self._h, u.u64("job_id", job_id)),
                     "gpusched_cluster_release")
 
-    def job(self, job_id):
+    def job(self, job_id: int) -> Job:
         """The :class:`Job` descriptor of a running job. Raises NotFound."""
         j = _CJob()
         j.size = ctypes.sizeof(_CJob)
         self._check(lib.cluster_job_find(self._h, u.u64("job_id", job_id), ctypes.byref(j)),
                     "gpusched_cluster_job_find")
         return Job(j.id, j.priority, j.tenant, j.start_time, j.cost_hint,
-                   bool(j.flags & _JOB_PREEMPTIBLE), bool(j.flags & _JOB_MOVABLE))
+                   bool(j.flags & JOB_FLAG_PREEMPTIBLE), bool(j.flags & JOB_FLAG_MOVABLE))
 
-    def __contains__(self, job_id):
+    def __contains__(self, job_id: object) -> bool:
         """True if a job with this id is running."""
         rc = lib.cluster_job_find(self._h, u.u64("job_id", job_id), None)
-        if rc == -20:
+        if rc == NotFound.code:
             return False
         self._check(rc, "gpusched_cluster_job_find")
         return True
 
-    def update_job(self, job_id, **fields):
-        """Changes fields of a running job's descriptor (priority, tenant,
-        start_time, cost_hint, preemptible, movable); its GPUs are not
-        changed."""
-        unknown = set(fields) - {"priority", "tenant", "start_time", "cost_hint", "preemptible",
-                                 "movable"}
-        if unknown:
-            raise TypeError(f"update_job() got unknown fields {sorted(unknown)}")
-        cur = self.job(job_id)._asdict()
-        cur.update(fields)
-        j = self._job_struct(cur["id"], cur["priority"], cur["tenant"], cur["start_time"],
-                             cur["cost_hint"], cur["preemptible"], cur["movable"])
+    def update_job(self, job_id: int, *, priority: Optional[int] = None,
+                   tenant: Optional[int] = None, start_time: Optional[int] = None,
+                   cost_hint: Optional[int] = None, preemptible: Optional[bool] = None,
+                   movable: Optional[bool] = None) -> None:
+        """Changes fields of a running job's descriptor; a field left out (or
+        None) keeps its value. Its GPUs are not changed. Raises NotFound."""
+        cur = self.job(job_id)
+        j = self._job_struct(
+            cur.id, cur.priority if priority is None else priority,
+            cur.tenant if tenant is None else tenant,
+            cur.start_time if start_time is None else start_time,
+            cur.cost_hint if cost_hint is None else cost_hint,
+            cur.preemptible if preemptible is None else preemptible,
+            cur.movable if movable is None else movable)
         self._check(lib.cluster_job_update(self._h, ctypes.byref(j)),
                     "gpusched_cluster_job_update")
 
     @property
-    def job_count(self):
+    def job_count(self) -> int:
         """Number of running jobs."""
         return lib.cluster_job_count(self._h)
 
-    def _ids(self, count_fn, at_fn):
+    def _ids(self, count_fn: Any, at_fn: Any) -> List[int]:
         out, ids = ctypes.c_uint64(), []
         for i in range(count_fn(self._h)):
             self._check(at_fn(self._h, i, ctypes.byref(out)), at_fn.__name__)
             ids.append(out.value)
         return ids
 
-    def jobs(self):
+    def jobs(self) -> List[int]:
         """The ids of the running jobs (deterministic order)."""
         return self._ids(lib.cluster_job_count, lib.cluster_job_at)
 
-    def allocation(self, job_id):
+    def allocation(self, job_id: int) -> Allocation:
         """The :class:`Allocation` of a running job. Raises NotFound."""
         return _read_alloc(lib.cluster_job_allocation, self._h, u.u64("job_id", job_id), self._topo)
 
     # ---- reservations ----------------------------------------------------
 
-    def reserve(self, job_id, gpus):
+    def reserve(self, job_id: int, gpus: GpuSet) -> None:
         """Reserves free GPUs for a job that is not running yet (added to its
         reservation if it has one); :meth:`allocate` with the same id
         consumes it."""
@@ -499,7 +544,7 @@ class Cluster(u.Handle):
         self._check(lib.cluster_reserve(self._h, u.u64("job_id", job_id), n, nodes, masks),
                     "gpusched_cluster_reserve")
 
-    def release_to_reservation(self, job_id, for_job_id):
+    def release_to_reservation(self, job_id: int, for_job_id: int) -> None:
         """Releases running job `job_id` and keeps all its GPUs reserved for
         job `for_job_id`, atomically (the preemption step "evict a victim,
         hold its GPUs for the preemptor"): none of them becomes free in
@@ -509,32 +554,32 @@ class Cluster(u.Handle):
                                                 u.u64("for_job_id", for_job_id)),
                     "gpusched_cluster_release_to_resv")
 
-    def unreserve(self, job_id):
+    def unreserve(self, job_id: int) -> None:
         """Drops a reservation; its GPUs become free. Raises NotFound."""
         self._check(lib.cluster_unreserve(self._h, u.u64("job_id", job_id)),
                     "gpusched_cluster_unreserve")
 
-    def reservations(self):
+    def reservations(self) -> List[int]:
         """The job ids that hold reservations."""
         return self._ids(lib.cluster_resv_count, lib.cluster_resv_at)
 
-    def reservation(self, job_id):
+    def reservation(self, job_id: int) -> Allocation:
         """The :class:`Allocation` a reservation holds. Raises NotFound."""
         return _read_alloc(lib.cluster_resv_allocation, self._h, u.u64("job_id", job_id), self._topo)
 
     # ---- checking and snapshots -----------------------------------------
 
-    def check(self):
+    def check(self) -> None:
         """Runs the invariant checker; raises CorruptData naming the first
         inconsistency."""
         self._check(lib.cluster_check(self._h), "gpusched_cluster_check")
 
-    def snapshot(self):
+    def snapshot(self) -> bytes:
         """A versioned, checksummed binary image of topology and state, as
         bytes; :meth:`restore` turns it back into a cluster."""
         need = ctypes.c_size_t()
         rc = lib.cluster_snapshot(self._h, None, 0, ctypes.byref(need))
-        if rc < 0 and rc != -2:
+        if rc < 0 and rc != OutOfRange.code:
             self._check(rc, "gpusched_cluster_snapshot")
         buf = ctypes.create_string_buffer(need.value)
         self._check(lib.cluster_snapshot(self._h, buf, need.value, ctypes.byref(need)),
@@ -543,27 +588,27 @@ class Cluster(u.Handle):
 
     # ---- journal ---------------------------------------------------------
 
-    def journal_start(self):
+    def journal_start(self) -> None:
         """Starts journaling into the cluster's own buffer: every change
         from now on appends one record (read with :meth:`journal`)."""
         self._check(lib.cluster_journal_start(self._h, None, None), "gpusched_cluster_journal_start")
 
-    def journal_stop(self):
+    def journal_stop(self) -> None:
         """Stops journaling; the records stay readable."""
         self._check(lib.cluster_journal_stop(self._h), "gpusched_cluster_journal_stop")
 
-    def journal(self):
+    def journal(self) -> bytes:
         """The journal's records so far, as bytes."""
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
         self._check(lib.cluster_journal_view(self._h, ctypes.byref(p), ctypes.byref(n)),
                     "gpusched_cluster_journal_view")
         return ctypes.string_at(p.value, n.value) if n.value else b""
 
-    def journal_clear(self):
+    def journal_clear(self) -> None:
         """Empties the journal buffer (sequence numbers go on)."""
         self._check(lib.cluster_journal_clear(self._h), "gpusched_cluster_journal_clear")
 
-    def apply_journal(self, records):
+    def apply_journal(self, records: Any) -> int:
         """Applies journal records written by another cluster (a hot
         standby following its primary), each atomically; returns how many
         were applied. Raises CorruptData at the first bad record, after
@@ -574,7 +619,7 @@ class Cluster(u.Handle):
         self._check(rc, "gpusched_cluster_journal_apply")
         return n.value
 
-    def save(self, path):
+    def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes :meth:`snapshot` to a file. Raises IOFailure if it cannot
         (as :meth:`FairQueue.save_log` does)."""
         data = self.snapshot()
@@ -582,12 +627,19 @@ class Cluster(u.Handle):
             with open(os.fspath(path), "wb") as f:
                 f.write(data)
         except OSError as e:
-            lib.raise_error(_EIO, f"cannot write {os.fsdecode(os.fspath(path))}: {e.strerror}",
+            lib.raise_error(IOFailure.code, f"cannot write {os.fsdecode(os.fspath(path))}: {e.strerror}",
                             "Cluster.save")
 
     # ---- placement -------------------------------------------------------
 
-    def place(self, gpus, **request):
+    def place(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
+              required: Optional[Name] = None, preferred: Optional[Name] = None,
+              slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
+              gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
+              avoid_labels: Union[Name, Iterable[Name], None] = (),
+              avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
+              commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
+              cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Placement:
         """Places an all-or-nothing gang of `gpus` GPUs and returns a
         :class:`~gpusched.Placement`; with ``commit=True`` it also becomes
         a running job. A gang that does not fit is not an exception: the
@@ -614,9 +666,14 @@ class Cluster(u.Handle):
                 the job's descriptor when committed.
         """
         from .placement import place_one
-        return place_one(self, gpus, request)
+        return place_one(
+            self, gpus, pod_gpus=pod_gpus, whole_nodes=whole_nodes, required=required,
+            preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
+            avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
+            priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
+            preemptible=preemptible, movable=movable)
 
-    def place_many(self, requests):
+    def place_many(self, requests: Iterable[Mapping[str, Any]]) -> List[Placement]:
         """Places gangs in order, in one call, each seeing the ones before
         it: a committed request's GPUs are taken, and so are a plan-only
         request's until the call returns (a batch of plans is a what-if of
@@ -628,7 +685,14 @@ class Cluster(u.Handle):
         from .placement import place_batch
         return place_batch(self, requests)
 
-    def preempt(self, gpus, **request):
+    def preempt(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
+                required: Optional[Name] = None, preferred: Optional[Name] = None,
+                slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
+                gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
+                avoid_labels: Union[Name, Iterable[Name], None] = (),
+                avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
+                commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
+                cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
         """Plans the preemption that lets a gang of `gpus` GPUs fit: which
         running jobs to evict, and where the gang then goes. Returns
         ``(placement, plan)``: the :class:`~gpusched.Placement` the gang
@@ -650,9 +714,21 @@ class Cluster(u.Handle):
         AlreadyExists when committing a job id that is running, and the
         argument errors of :meth:`place`; nothing changes then."""
         from .preemption import preempt_one
-        return preempt_one(self, gpus, request)
+        return preempt_one(
+            self, gpus, pod_gpus=pod_gpus, whole_nodes=whole_nodes, required=required,
+            preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
+            avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
+            priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
+            preemptible=preemptible, movable=movable)
 
-    def defrag(self, gpus, **request):
+    def defrag(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
+               required: Optional[Name] = None, preferred: Optional[Name] = None,
+               slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
+               gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
+               avoid_labels: Union[Name, Iterable[Name], None] = (),
+               avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
+               commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
+               cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
         """Plans the moves that let a gang of `gpus` GPUs fit without
         evicting anyone (defragmentation). Returns ``(placement, plan)`` as
         :meth:`preempt` does: the :class:`~gpusched.Placement` the gang gets
@@ -676,9 +752,14 @@ class Cluster(u.Handle):
         Takes the keyword arguments of :meth:`place`; raises as
         :meth:`preempt` does."""
         from .preemption import defrag_one
-        return defrag_one(self, gpus, request)
+        return defrag_one(
+            self, gpus, pod_gpus=pod_gpus, whole_nodes=whole_nodes, required=required,
+            preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
+            avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
+            priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
+            preemptible=preemptible, movable=movable)
 
-    def move(self, job_id, commit=False):
+    def move(self, job_id: int, *, commit: bool = False) -> Placement:
         """Plans moving running job `job_id` to the best GPUs for its shape
         now (the same split, locality and GPU class; its own GPUs count as
         free on nodes that are up), and with ``commit=True`` moves it: the
@@ -690,7 +771,7 @@ class Cluster(u.Handle):
         from .preemption import move_one
         return move_one(self, job_id, commit)
 
-    def _placer(self):
+    def _placer(self) -> int:
         if self._engine[0] is None:
             out = ctypes.c_void_p()
             lib.check(lib.placer_new(self._h, None, ctypes.byref(out)),
@@ -698,13 +779,13 @@ class Cluster(u.Handle):
             self._engine[0] = out.value
         return self._engine[0]
 
-    def _preempt_plan(self):
+    def _preempt_plan(self) -> int:
         if self._engine[1] is None:
             from .preemption import new_plan
             self._engine[1] = new_plan()
         return self._engine[1]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<gpusched.Cluster closed>"
         return (f"<gpusched.Cluster {self._topo.gpu_count - self.free_gpus()}/"

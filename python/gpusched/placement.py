@@ -1,18 +1,28 @@
 """Gang placement (place.h): requests built from keyword arguments, and
 :class:`Placement`, which owns one library result."""
+from __future__ import annotations
+
+import array
 import ctypes
 import enum
+import inspect
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union)
 
 from . import _util as u
-from ._lib import lib, PlaceRequest as _CRequest
+from ._lib import lib, Job as _CJob, PlaceRequest as _CRequest
 from .cluster import Allocation, job_struct
 from ._errors import DoesNotFit
-from .topology import NONE
+from .topology import NONE, Name, Topology
 
-__all__ = ["Placement", "PlaceReason", "Split"]
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
-_COMMIT = 1
-_ENOSPC = -30
+__all__ = ["Placement", "PlaceReason", "Split", "PLACE_FLAG_COMMIT", "MAX_SLICES"]
+
+#: The request flag that commits a placement (GPUSCHED_PLACE_FLAG_COMMIT);
+#: the binding takes it as ``commit=True``.
+PLACE_FLAG_COMMIT = 1 << 0
+#: Most slice constraints per request (GPUSCHED_MAX_SLICES).
 MAX_SLICES = 2
 
 
@@ -34,76 +44,79 @@ class PlaceReason(enum.IntEnum):
     NOT_RUN = 6
 
 
-_KEYS = {"pod_gpus", "whole_nodes", "required", "preferred", "slices", "gpu_class", "labels",
-         "avoid_labels", "avoid_nodes", "job_id", "commit", "priority", "tenant", "start_time",
-         "cost_hint", "preemptible", "movable"}
-
-
-def _flag(name, value):
+def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
     return value
 
 
-def build_request(topo, gpus, kw, caller="place"):
-    """Checks place() (or preempt()) arguments and fills a C request, which
-    points to a C job descriptor built from the job keywords. Returns the
-    request and the objects it points into (the job and the avoided nodes),
-    which the caller keeps alive until the call that reads the request has
-    returned."""
-    unknown = set(kw) - _KEYS
-    if unknown:
-        raise TypeError(f"{caller}() got unknown arguments {sorted(unknown)}")
+def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
+                  whole_nodes: bool = False, required: Optional[Name] = None,
+                  preferred: Optional[Name] = None,
+                  slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
+                  gpu_class: Optional[Name] = None,
+                  labels: Union[Name, Iterable[Name], None] = (),
+                  avoid_labels: Union[Name, Iterable[Name], None] = (),
+                  avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
+                  commit: bool = False, priority: int = 0, tenant: int = 0,
+                  start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
+                  movable: bool = False) -> Tuple[_CRequest, Tuple[_CJob, Any]]:
+    """Checks the keyword arguments of place(), preempt() and defrag() (the
+    same keyword-only parameters, tests/python/test_place.py compares them)
+    and fills a C request, which points to a C job descriptor built from the
+    job keywords. Returns the request and the objects it points into (the
+    job and the avoided nodes), which the caller keeps alive until the call
+    that reads the request has returned."""
     r = _CRequest()
     r.size = ctypes.sizeof(_CRequest)
     r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
-    whole = _flag("whole_nodes", kw.get("whole_nodes", False))
-    pod = kw.get("pod_gpus")
+    whole = _flag("whole_nodes", whole_nodes)
     if whole:
         r.split = Split.WHOLE_NODES
-        r.pod_gpus = 0 if pod is None else u.u32("pod_gpus", pod, 64)
-    elif pod is not None:
+        r.pod_gpus = 0 if pod_gpus is None else u.u32("pod_gpus", pod_gpus, 64)
+    elif pod_gpus is not None:
         r.split = Split.PODS
-        r.pod_gpus = u.integer("pod_gpus", pod, 1, 64)
+        r.pod_gpus = u.integer("pod_gpus", pod_gpus, 1, 64)
     else:
         r.split = Split.ANY
-    r.required_level = NONE if kw.get("required") is None else topo.level(kw["required"])
-    r.preferred_level = NONE if kw.get("preferred") is None else topo.level(kw["preferred"])
-    slices = kw.get("slices") or ()
+    r.required_level = NONE if required is None else topo.level(required)
+    r.preferred_level = NONE if preferred is None else topo.level(preferred)
+    pairs: List[Any] = list(slices or ())
     if isinstance(slices, tuple) and len(slices) == 2 and not isinstance(slices[0], (tuple, list)):
-        slices = [slices]  # a single (gpus, level) pair
-    slices = list(slices)
-    if len(slices) > MAX_SLICES:
-        raise ValueError(f"at most {MAX_SLICES} slice constraints, got {len(slices)}")
+        pairs = [slices]  # a single (gpus, level) pair
+    if len(pairs) > MAX_SLICES:
+        raise ValueError(f"at most {MAX_SLICES} slice constraints, got {len(pairs)}")
     for i in range(MAX_SLICES):
         r.slice_level[i] = NONE
-    for i, s in enumerate(slices):
+    for i, s in enumerate(pairs):
         try:
             sg, sl = s
         except (TypeError, ValueError):
             raise TypeError("slices must be (gpus, level) pairs") from None
         r.slice_gpus[i] = u.integer(f"slices[{i}] gpus", sg, 1, u.U32_MAX)
         r.slice_level[i] = topo.level(sl)
-    r.gpu_class = NONE if kw.get("gpu_class") is None else topo.gpu_class(kw["gpu_class"])
-    r.labels_required = topo.label_mask(kw.get("labels") or ())
-    r.labels_forbidden = topo.label_mask(kw.get("avoid_labels") or ())
-    avoid = kw.get("avoid_nodes") or ()
-    if isinstance(avoid, (str, int)):
-        avoid = [avoid]
-    avoid = [topo.node(n) for n in avoid]
+    r.gpu_class = NONE if gpu_class is None else topo.gpu_class(gpu_class)
+    r.labels_required = topo.label_mask(labels or ())
+    r.labels_forbidden = topo.label_mask(avoid_labels or ())
+    if avoid_nodes is None:
+        avoid_nodes = ()
+    elif isinstance(avoid_nodes, (str, int)):
+        avoid_nodes = [avoid_nodes]
+    avoid = [topo.node(n) for n in avoid_nodes]
     arr = (ctypes.c_uint32 * max(len(avoid), 1))(*avoid)
     if avoid:
         r.avoid_nodes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint32))
         r.avoid_count = len(avoid)
-    job = job_struct(kw.get("job_id", 0), kw.get("priority", 0), kw.get("tenant", 0),
-                     kw.get("start_time", 0), kw.get("cost_hint", 0),
-                     kw.get("preemptible", False), kw.get("movable", False))
+    job = job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible, movable)
     r.job = ctypes.pointer(job)
-    r.flags = _COMMIT if _flag("commit", kw.get("commit", False)) else 0
+    r.flags = PLACE_FLAG_COMMIT if _flag("commit", commit) else 0
     return r, (job, arr)
 
 
-def new_result():
+_REQUEST_SIGNATURE = inspect.signature(build_request)
+
+
+def new_result() -> int:
     out = ctypes.c_void_p()
     lib.check(lib.place_result_new(None, ctypes.byref(out)), function="gpusched_place_result_new")
     return out.value
@@ -126,18 +139,19 @@ class Placement(u.Handle):
         function: the C function that placed it (named by DoesNotFit).
     """
 
-    def __init__(self, topology, job_id, res, function="gpusched_placer_place"):
+    def __init__(self, topology: Topology, job_id: int, res: int,
+                 function: str = "gpusched_placer_place") -> None:
         """Takes ownership of a C result (called by :meth:`Cluster.place`
         and :meth:`Cluster.preempt`)."""
         self._own(res, lib.place_result_free)
         self._topo = topology
-        self._cache = {}
-        self.job_id = job_id
-        self.function = function
+        self._cache: Dict[Any, Any] = {}
+        self.job_id: int = job_id
+        self.function: str = function
         self.reason = PlaceReason(lib.place_result_reason(res))
         self.committed = bool(lib.place_result_committed(res))
 
-    def _read(self, key, fn, *args):
+    def _read(self, key: Any, fn: Any, *args: Any) -> Tuple[int, ...]:
         """Reads one array of the result (cached): a pointer and a count."""
         if key not in self._cache:
             ptr, n = ctypes.POINTER(ctypes.c_uint32)(), ctypes.c_uint32()
@@ -145,7 +159,7 @@ class Placement(u.Handle):
             self._cache[key] = tuple(u.read_array(ptr, ctypes.c_uint32, n.value))
         return self._cache[key]
 
-    def _read_nodes(self):
+    def _read_nodes(self) -> Dict[Any, Any]:
         if "nodes" not in self._cache:
             nodes = ctypes.POINTER(ctypes.c_uint32)()
             masks, n = ctypes.POINTER(ctypes.c_uint64)(), ctypes.c_uint32()
@@ -156,16 +170,16 @@ class Placement(u.Handle):
         return self._cache
 
     @property
-    def nodes(self):
+    def nodes(self) -> Tuple[int, ...]:
         """Node indices used, ascending."""
         return self._read_nodes()["nodes"]
 
     @property
-    def masks(self):
+    def masks(self) -> Tuple[int, ...]:
         """GPU bit masks, one per node of :attr:`nodes` (bit i: GPU i)."""
         return self._read_nodes()["masks"]
 
-    def arrays(self):
+    def arrays(self) -> Tuple[array.array, array.array]:
         """``(nodes, masks)`` as ``array.array`` of uint32 and uint64, copied
         in one step each: for big gangs (50,000 nodes) this is much faster
         than :attr:`nodes` and :attr:`masks`, and numpy takes them without a
@@ -178,7 +192,7 @@ class Placement(u.Handle):
                 u.copy_array(masks, "Q", ctypes.c_uint64, n.value))
 
     @property
-    def message(self):
+    def message(self) -> str:
         """The library's explanation: where it went, or which constraint
         failed and by how much."""
         if "message" not in self._cache:
@@ -187,17 +201,17 @@ class Placement(u.Handle):
         return self._cache["message"]
 
     @property
-    def pods(self):
+    def pods(self) -> Tuple[int, ...]:
         """The node index of each pod (pod requests only)."""
         return self._read("pods", lib.place_result_pods)
 
     @property
-    def locality(self):
+    def locality(self) -> Tuple[int, ...]:
         """Domains used at each level, top first, then nodes (empty when it
         did not fit)."""
         return self._read("locality", lib.place_result_locality)
 
-    def close(self):
+    def close(self) -> None:
         """Reads every field, then frees the C result."""
         if not self.closed:
             self.nodes, self.message, self.pods, self.locality
@@ -207,37 +221,37 @@ class Placement(u.Handle):
         super().close()
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         """True when the gang fits."""
         return self.reason == PlaceReason.OK
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.ok
 
     @property
-    def gpus(self):
+    def gpus(self) -> int:
         """Number of GPUs placed."""
         return sum(bin(m).count("1") for m in self.masks)
 
     @property
-    def allocation(self):
+    def allocation(self) -> Allocation:
         """The GPUs as an :class:`Allocation` (``Cluster.allocate`` and
         ``Cluster.reserve`` accept it)."""
         return Allocation(self.nodes, self.masks, self._topo)
 
-    def node_names(self):
+    def node_names(self) -> List[str]:
         """The names of the nodes used, in node order."""
         return [self._topo.node_name(n) for n in self.nodes]
 
-    def by_name(self):
+    def by_name(self) -> Dict[str, List[int]]:
         """``{node name: [GPU indices]}``."""
         return self.allocation.by_name()
 
-    def pods_by_name(self):
+    def pods_by_name(self) -> List[str]:
         """The node name of each pod."""
         return [self._topo.node_name(n) for n in self.pods]
 
-    def domains(self, level):
+    def domains(self, level: Name) -> Tuple[int, ...]:
         """Domain indices used at a level (name or index; ``"node"`` for
         the nodes), ascending; empty when it did not fit."""
         lv = self._topo.level_or_nodes(level)
@@ -245,35 +259,35 @@ class Placement(u.Handle):
             return ()
         return self._read(("domains", lv), lib.place_result_domains, lv)
 
-    def domain_names(self, level):
+    def domain_names(self, level: Name) -> List[str]:
         """Full path names of the domains used at a level."""
         lv = self._topo.level_or_nodes(level)
         if lv == len(self._topo.levels):
             return [self._topo.node_name(n) for n in self.domains(lv)]
         return [self._topo.domain_name(lv, d) for d in self.domains(lv)]
 
-    def raise_if_failed(self):
+    def raise_if_failed(self) -> Placement:
         """Raises DoesNotFit with the explanation when the gang did not fit;
         returns self otherwise."""
         if not self.ok:
-            raise DoesNotFit(_ENOSPC, "GPUSCHED_ENOSPC", self.message, self.function)
+            raise DoesNotFit(DoesNotFit.code, "GPUSCHED_ENOSPC", self.message, self.function)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.ok:
             return (f"<gpusched.Placement {self.gpus} GPUs on {len(self.nodes)} nodes"
                     f"{' committed' if self.committed else ''}>")
         return f"<gpusched.Placement failed {self.reason.name}: {self.message}>"
 
 
-def place_one(cluster, gpus, kw):
+def place_one(cluster: Cluster, gpus: int, **options: Any) -> Placement:
     """Cluster.place(): one request through the cluster's placer."""
-    req, keep = build_request(cluster.topology, gpus, kw)
+    req, keep = build_request(cluster.topology, gpus, **options)
     placer = cluster._placer()
     res = new_result()
     try:
         rc = lib.placer_place(placer, ctypes.byref(req), res)
-        if rc != _ENOSPC:
+        if rc != DoesNotFit.code:
             lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_place")
     except BaseException:
         lib.place_result_free(res)
@@ -281,16 +295,20 @@ def place_one(cluster, gpus, kw):
     return Placement(cluster.topology, keep[0].id, res)
 
 
-def place_batch(cluster, requests):
+def place_batch(cluster: Cluster, requests: Iterable[Mapping[str, Any]]) -> List[Placement]:
     """Cluster.place_many(): all requests in one gpusched_placer_place_batch."""
     reqs, keep = [], []
     for i, kw in enumerate(requests):
         if not isinstance(kw, dict):
             raise TypeError(f"requests[{i}] must be a dict of place() arguments")
-        kw = dict(kw)
         if "gpus" not in kw:
             raise TypeError(f"requests[{i}] has no gpus")
-        r, a = build_request(cluster.topology, kw.pop("gpus"), kw)
+        try:
+            # Python's own check of the names against place()'s keywords.
+            _REQUEST_SIGNATURE.bind(cluster.topology, **kw)
+        except TypeError as e:
+            raise TypeError(f"requests[{i}]: {e}") from None
+        r, a = build_request(cluster.topology, **kw)
         reqs.append(r)
         keep.append(a)
     n = len(reqs)

@@ -1,22 +1,28 @@
 """Preemption planning (preempt.h): which lower-priority jobs to evict, or
 which movable jobs to move (defragmentation), so that a gang fits, as a
 :class:`PreemptPlan` next to the gang's :class:`~gpusched.Placement`."""
-import collections
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, NamedTuple, Sequence, Tuple
 
 from . import _util as u
+from ._errors import DoesNotFit
 from ._lib import lib
-from .placement import Placement, build_request, new_result
+from .placement import PLACE_FLAG_COMMIT, Placement, build_request, new_result
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 __all__ = ["PreemptPlan", "Move"]
 
-_ENOSPC = -30
-_COMMIT = 1  # GPUSCHED_PLACE_FLAG_COMMIT
 
-
-#: One move of a defragmentation plan: the job and the GPUs it moves to
-#: (node indices ascending, one GPU bit mask per node; tuples).
-Move = collections.namedtuple("Move", "job_id nodes masks")
+class Move(NamedTuple):
+    """One move of a defragmentation plan: the job and the GPUs it moves to
+    (node indices ascending, one GPU bit mask per node; tuples)."""
+    job_id: int
+    nodes: Tuple[int, ...]
+    masks: Tuple[int, ...]
 
 
 class PreemptPlan:
@@ -39,46 +45,52 @@ class PreemptPlan:
 
     __slots__ = ("victims", "cost", "gpus", "moves")
 
-    def __init__(self, victims=(), cost=0, gpus=0, moves=()):
+    victims: Tuple[int, ...]
+    cost: int
+    gpus: int
+    moves: Tuple[Move, ...]
+
+    def __init__(self, victims: Iterable[int] = (), cost: int = 0, gpus: int = 0,
+                 moves: Iterable[Tuple[int, Sequence[int], Sequence[int]]] = ()) -> None:
         self.victims = tuple(victims)
         self.cost = cost
         self.gpus = gpus
         self.moves = tuple(Move(m[0], tuple(m[1]), tuple(m[2])) for m in moves)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.victims)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self.victims)
 
-    def __contains__(self, job_id):
+    def __contains__(self, job_id: object) -> bool:
         return job_id in self.victims
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PreemptPlan):
             return NotImplemented
         return self._key() == other._key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._key())
 
-    def _key(self):
+    def _key(self) -> Tuple[Any, ...]:
         return self.victims, self.cost, self.gpus, self.moves
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         moves = f"{len(self.moves)} moves, " if self.moves else ""
         return (f"<gpusched.PreemptPlan {len(self.victims)} victims, {moves}{self.gpus} GPUs, "
                 f"cost {self.cost}>")
 
 
-def new_plan():
+def new_plan() -> int:
     """A C plan (the cluster keeps one and reuses it from call to call)."""
     out = ctypes.c_void_p()
     lib.check(lib.preempt_plan_new(None, ctypes.byref(out)), function="gpusched_preempt_plan_new")
     return out.value
 
 
-def _read_plan(plan):
+def _read_plan(plan: int) -> PreemptPlan:
     ids, n = ctypes.POINTER(ctypes.c_uint64)(), ctypes.c_uint32()
     lib.check(lib.preempt_plan_victims(plan, ctypes.byref(ids), ctypes.byref(n)),
               function="gpusched_preempt_plan_victims")
@@ -89,7 +101,7 @@ def _read_plan(plan):
                        _read_moves(plan))
 
 
-def _read_moves(plan):
+def _read_moves(plan: int) -> List[Tuple[int, List[int], List[int]]]:
     moves = []
     job = ctypes.c_uint64()
     nodes, masks = ctypes.POINTER(ctypes.c_uint32)(), ctypes.POINTER(ctypes.c_uint64)()
@@ -103,14 +115,15 @@ def _read_moves(plan):
     return moves
 
 
-def _plan_one(cluster, gpus, kw, caller, fn, name):
+def _plan_one(cluster: Cluster, fn: Any, name: str, gpus: int,
+              options: Any) -> Tuple[Placement, PreemptPlan]:
     """One request through the cluster's placer and plan: preempt or defrag."""
-    req, keep = build_request(cluster.topology, gpus, kw, caller)
+    req, keep = build_request(cluster.topology, gpus, **options)
     placer, plan = cluster._placer(), cluster._preempt_plan()
     res = new_result()
     try:
         rc = fn(placer, ctypes.byref(req), res, plan)
-        if rc != _ENOSPC:
+        if rc != DoesNotFit.code:
             lib.check(rc, lib.placer_errmsg, placer, name)
         result = _read_plan(plan)
     except BaseException:
@@ -119,17 +132,17 @@ def _plan_one(cluster, gpus, kw, caller, fn, name):
     return Placement(cluster.topology, keep[0].id, res, name), result
 
 
-def preempt_one(cluster, gpus, kw):
+def preempt_one(cluster: Cluster, gpus: int, **options: Any) -> Tuple[Placement, PreemptPlan]:
     """Cluster.preempt(): victims to evict."""
-    return _plan_one(cluster, gpus, kw, "preempt", lib.placer_preempt, "gpusched_placer_preempt")
+    return _plan_one(cluster, lib.placer_preempt, "gpusched_placer_preempt", gpus, options)
 
 
-def defrag_one(cluster, gpus, kw):
+def defrag_one(cluster: Cluster, gpus: int, **options: Any) -> Tuple[Placement, PreemptPlan]:
     """Cluster.defrag(): movable jobs to move."""
-    return _plan_one(cluster, gpus, kw, "defrag", lib.placer_defrag, "gpusched_placer_defrag")
+    return _plan_one(cluster, lib.placer_defrag, "gpusched_placer_defrag", gpus, options)
 
 
-def move_one(cluster, job_id, commit):
+def move_one(cluster: Cluster, job_id: int, commit: bool) -> Placement:
     """Cluster.move(): one running job placed again with its shape."""
     job_id = u.u64("job_id", job_id)
     if not isinstance(commit, bool):
@@ -137,8 +150,8 @@ def move_one(cluster, job_id, commit):
     placer = cluster._placer()
     res = new_result()
     try:
-        rc = lib.placer_move(placer, job_id, _COMMIT if commit else 0, res)
-        if rc != _ENOSPC:
+        rc = lib.placer_move(placer, job_id, PLACE_FLAG_COMMIT if commit else 0, res)
+        if rc != DoesNotFit.code:
             lib.check(rc, lib.placer_errmsg, placer, "gpusched_placer_move")
     except BaseException:
         lib.place_result_free(res)

@@ -1,34 +1,56 @@
 """Topology: the immutable physical shape of a cluster (topo.h)."""
-import collections
+from __future__ import annotations
+
+import array
 import ctypes
+from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _util as u
+from ._errors import OutOfRange
 from ._lib import lib
 
 __all__ = ["Topology", "TopologyBuilder", "NodesInfo", "MAX_LEVELS", "MAX_NODE_GPUS",
-           "MAX_LABELS", "MAX_CLASSES", "NAME_MAX", "NONE"]
+           "MAX_LABELS", "MAX_CLASSES", "MAX_NAME", "NONE", "TOPO_TEXT_MAX_NODES",
+           "TOPO_TEXT_MAX_GPUS", "Name"]
 
-#: Facts of a range of nodes, one ``array.array`` column each: GPU counts,
-#: GPU class indices (see :attr:`Topology.classes`) and label bit masks.
-NodesInfo = collections.namedtuple("NodesInfo", "gpus classes label_masks")
 
+class NodesInfo(NamedTuple):
+    """Facts of a range of nodes, one ``array.array`` column each: GPU counts,
+    GPU class indices (see :attr:`Topology.classes`) and label bit masks."""
+    gpus: array.array
+    classes: array.array
+    label_masks: array.array
+
+
+#: A level, node, GPU class or label: its name or its index.
+Name = Union[str, int]
+
+# The limits of topo.h (GPUSCHED_MAX_*, GPUSCHED_NONE, GPUSCHED_TOPO_TEXT_MAX_*;
+# tests/python/test_constants.py compares them with the header).
 MAX_LEVELS = 8
 MAX_NODE_GPUS = 64
 MAX_LABELS = 64
 MAX_CLASSES = 255
-NAME_MAX = 63
+MAX_NAME = 63
+#: The 0.1 name of :data:`MAX_NAME` (``GPUSCHED_TOPO_NAME_MAX``), kept as an alias.
+NAME_MAX = MAX_NAME
 NONE = 0xffffffff
+#: Most nodes, and GPUs, a topology text may declare (:meth:`Topology.parse`,
+#: :meth:`TopologyBuilder.parse`); larger topologies are built node by node
+#: or with :meth:`Topology.uniform`.
+TOPO_TEXT_MAX_NODES = 1 << 24
+TOPO_TEXT_MAX_GPUS = 1 << 26
 
 _ERRBUF = 512
-# A full domain path: one component of NAME_MAX bytes per level, separators, NUL.
-_PATHBUF = MAX_LEVELS * (NAME_MAX + 1) + 1
+# A full domain path: one component of MAX_NAME bytes per level, separators, NUL.
+_PATHBUF = MAX_LEVELS * (MAX_NAME + 1) + 1
 
 
-def _errbuf():
+def _errbuf() -> Any:
     return ctypes.create_string_buffer(_ERRBUF)
 
 
-def _decode(b):
+def _decode(b: Optional[bytes]) -> Optional[str]:
     return b.decode("utf-8") if b is not None else None
 
 
@@ -47,12 +69,12 @@ class Topology(u.Handle):
     (for example ``"z0/b3/r12"``).
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use Topology.parse(), Topology.preset(), Topology.uniform() "
                         "or TopologyBuilder().freeze()")
 
     @classmethod
-    def _adopt(cls, ptr):
+    def _adopt(cls, ptr: int) -> Topology:
         """Wraps a C topology whose reference the caller hands over."""
         self = object.__new__(cls)
         self._own(ptr, lib.topo_unref)
@@ -67,7 +89,7 @@ class Topology(u.Handle):
         return self
 
     @staticmethod
-    def _construct(fn, *args):
+    def _construct(fn: Any, *args: Any) -> Topology:
         out = ctypes.c_void_p()
         err = _errbuf()
         rc = fn(*args, None, ctypes.byref(out), err, _ERRBUF)
@@ -75,7 +97,7 @@ class Topology(u.Handle):
         return Topology._adopt(out.value)
 
     @classmethod
-    def parse(cls, text):
+    def parse(cls, text: Union[str, bytes]) -> Topology:
         """Parses a topology text (doc/topology-format.md).
 
         Raises ParseError with line and column on a syntax error."""
@@ -88,13 +110,13 @@ class Topology(u.Handle):
     from_text = parse
 
     @classmethod
-    def preset(cls, name):
+    def preset(cls, name: str) -> Topology:
         """Builds a named preset such as ``"tiny"`` or ``"gb200-nvl72-1m"``
         (see :meth:`presets`). Raises NotFound for an unknown name."""
         return cls._construct(lib.topo_preset, u.text("name", name))
 
     @staticmethod
-    def presets():
+    def presets() -> List[str]:
         """The names of the built-in presets."""
         names, i = [], 0
         while True:
@@ -105,7 +127,8 @@ class Topology(u.Handle):
             i += 1
 
     @classmethod
-    def uniform(cls, levels, fanout, gpus_per_node, gpu_class=None):
+    def uniform(cls, levels: Sequence[str], fanout: Iterable[int], gpus_per_node: int,
+                gpu_class: Optional[str] = None) -> Topology:
         """Builds a uniform topology.
 
         Args:
@@ -125,19 +148,19 @@ class Topology(u.Handle):
 
     # ---- name resolution ------------------------------------------------
 
-    def _find(self, fn, what, name):
+    def _find(self, fn: Any, what: str, name: str) -> int:
         idx = ctypes.c_uint32()
         rc = fn(self._h, u.text(what, name), ctypes.byref(idx))
         lib.check(rc, errmsg=lambda _: f"no {what} named {name!r}", function=fn.__name__)
         return idx.value
 
-    def level(self, level):
+    def level(self, level: Name) -> int:
         """The index of a level given by name or index."""
         if isinstance(level, str):
             return self._find(lib.topo_level_find, "level", level)
         return u.u32("level", level, self._nlevels - 1)
 
-    def level_or_nodes(self, level):
+    def level_or_nodes(self, level: Name) -> int:
         """Like :meth:`level`, but also accepts ``"node"``/``len(levels)`` for
         the level of nodes (as fragmentation metrics do)."""
         if level in ("node", "nodes") and level not in self._levels:
@@ -146,25 +169,25 @@ class Topology(u.Handle):
             return self.level(level)
         return u.u32("level", level, self._nlevels)
 
-    def node(self, node):
+    def node(self, node: Name) -> int:
         """The index of a node given by name or index."""
         if isinstance(node, str):
             return self._find(lib.topo_node_find, "node", node)
         return u.u32("node", node, self._nnodes - 1)
 
-    def gpu_class(self, cls):
+    def gpu_class(self, cls: Name) -> int:
         """The index of a GPU class given by name or index."""
         if isinstance(cls, str):
             return self._find(lib.topo_class_find, "class", cls)
         return u.u32("gpu_class", cls, len(self._classes) - 1)
 
-    def label(self, label):
+    def label(self, label: Name) -> int:
         """The bit index of a label given by name or index."""
         if isinstance(label, str):
             return self._find(lib.topo_label_find, "label", label)
         return u.u32("label", label, len(self._labels) - 1)
 
-    def label_mask(self, labels):
+    def label_mask(self, labels: Union[Name, Iterable[Name]]) -> int:
         """The bit mask of an iterable of labels (names or indices)."""
         if isinstance(labels, str):
             labels = [labels]
@@ -173,7 +196,7 @@ class Topology(u.Handle):
             mask |= 1 << self.label(lb)
         return mask
 
-    def domain(self, level, domain):
+    def domain(self, level: Name, domain: Name) -> int:
         """The index of a domain at `level`, given by full path or index."""
         lv = self.level(level)
         if isinstance(domain, str):
@@ -187,46 +210,46 @@ class Topology(u.Handle):
     # ---- reading --------------------------------------------------------
 
     @property
-    def levels(self):
+    def levels(self) -> Tuple[str, ...]:
         """The level names above the node, top first."""
         self._h
         return self._levels
 
     @property
-    def node_count(self):
+    def node_count(self) -> int:
         """Number of nodes."""
         return lib.topo_node_count(self._h)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.node_count
 
     @property
-    def gpu_count(self):
+    def gpu_count(self) -> int:
         """Number of GPUs."""
         return lib.topo_gpu_count(self._h)
 
     @property
-    def classes(self):
+    def classes(self) -> Tuple[str, ...]:
         """The GPU class names, by class index."""
         self._h
         return self._classes
 
     @property
-    def labels(self):
+    def labels(self) -> Tuple[str, ...]:
         """The label names, by label bit."""
         self._h
         return self._labels
 
     @property
-    def memory_bytes(self):
+    def memory_bytes(self) -> int:
         """Bytes of memory the topology holds."""
         return lib.topo_memory_bytes(self._h)
 
-    def domain_count(self, level):
+    def domain_count(self, level: Name) -> int:
         """Number of domains at a level."""
         return lib.topo_domain_count(self._h, self.level(level))
 
-    def domain_nodes(self, level, domain):
+    def domain_nodes(self, level: Name, domain: Name) -> range:
         """The nodes of a domain, as a ``range`` of node indices."""
         lv = self.level(level)
         d = self.domain(lv, domain)
@@ -235,7 +258,7 @@ class Topology(u.Handle):
                   function="gpusched_topo_domain_nodes")
         return range(first.value, first.value + count.value)
 
-    def domain_parent(self, level, domain):
+    def domain_parent(self, level: Name, domain: Name) -> int:
         """The index of a domain's parent at ``level - 1``; ValueError at level 0."""
         lv = self.level(level)
         if lv == 0:
@@ -246,7 +269,7 @@ class Topology(u.Handle):
                   function="gpusched_topo_domain_parent")
         return p.value
 
-    def domain_name(self, level, domain):
+    def domain_name(self, level: Name, domain: Name) -> str:
         """The full path name of a domain, for example ``"z0/b3/r12"``."""
         lv = self.level(level)
         d = self.domain(lv, domain)
@@ -255,12 +278,12 @@ class Topology(u.Handle):
                   function="gpusched_topo_domain_name")
         return buf.value.decode("utf-8")
 
-    def domain_names(self, level):
+    def domain_names(self, level: Name) -> List[str]:
         """The full path names of every domain at a level, by index."""
         lv = self.level(level)
         return [self.domain_name(lv, d) for d in range(lib.topo_domain_count(self._h, lv))]
 
-    def node_domain(self, node, level):
+    def node_domain(self, node: Name, level: Name) -> int:
         """The index of the domain at `level` that holds `node`."""
         n = self.node(node)
         lv = self.level(level)
@@ -269,34 +292,34 @@ class Topology(u.Handle):
                   function="gpusched_topo_node_domain")
         return d.value
 
-    def node_name(self, node):
+    def node_name(self, node: Name) -> str:
         """The name of a node."""
         n = self.node(node)
-        buf = ctypes.create_string_buffer(NAME_MAX + 1)
-        lib.check(lib.topo_node_name(self._h, n, buf, NAME_MAX + 1),
+        buf = ctypes.create_string_buffer(MAX_NAME + 1)
+        lib.check(lib.topo_node_name(self._h, n, buf, MAX_NAME + 1),
                   function="gpusched_topo_node_name")
         return buf.value.decode("utf-8")
 
-    def node_names(self, nodes=None):
+    def node_names(self, nodes: Optional[Iterable[Name]] = None) -> List[str]:
         """The names of the given nodes (default: every node), in order."""
         if nodes is None:
             nodes = range(self._nnodes)
         return [self.node_name(n) for n in nodes]
 
-    def node_gpus(self, node):
+    def node_gpus(self, node: Name) -> int:
         """Number of GPUs on a node."""
         return lib.topo_node_gpus(self._h, self.node(node))
 
-    def node_class(self, node):
+    def node_class(self, node: Name) -> str:
         """The GPU class name of a node."""
         return self._classes[lib.topo_node_class(self._h, self.node(node))]
 
-    def node_labels(self, node):
+    def node_labels(self, node: Name) -> Tuple[str, ...]:
         """The label names of a node, by label bit."""
         mask = lib.topo_node_labels(self._h, self.node(node))
         return tuple(self._labels[b] for b in u.mask_to_gpus(mask))
 
-    def nodes_info(self, first=0, count=None):
+    def nodes_info(self, first: int = 0, count: Optional[int] = None) -> NodesInfo:
         """GPU counts, class indices and label bit masks of nodes `first` to
         `first + count - 1` (count None: to the last node) in one call, as
         a :class:`NodesInfo` of ``array.array`` columns."""
@@ -308,23 +331,23 @@ class Topology(u.Handle):
             lib.check(lib.topo_nodes_info(self._h, first, count, gp, cp, lp), function="gpusched_topo_nodes_info")
         return NodesInfo(gpus, classes, labels)
 
-    def node_label_mask(self, node):
+    def node_label_mask(self, node: Name) -> int:
         """The label bit mask of a node (bit i: label i)."""
         return lib.topo_node_labels(self._h, self.node(node))
 
-    def export(self):
+    def export(self) -> str:
         """The topology in the text format; :meth:`parse` of it gives an
         identical topology."""
         need = ctypes.c_size_t()
         rc = lib.topo_export(self._h, None, 0, ctypes.byref(need))
-        if rc < 0 and rc != -2:
+        if rc < 0 and rc != OutOfRange.code:
             lib.check(rc, function="gpusched_topo_export")
         buf = ctypes.create_string_buffer(need.value + 1)
         lib.check(lib.topo_export(self._h, buf, need.value + 1, ctypes.byref(need)),
                   function="gpusched_topo_export")
         return buf.raw[:need.value].decode("utf-8")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<gpusched.Topology closed>"
         return (f"<gpusched.Topology levels={list(self.levels)} nodes={self.node_count} "
@@ -342,7 +365,7 @@ class TopologyBuilder(u.Handle):
             topo = b.freeze()
     """
 
-    def __init__(self, levels=None):
+    def __init__(self, levels: Optional[Sequence[str]] = None) -> None:
         """Creates an empty builder; `levels` (names, top first) calls
         :meth:`set_levels` at once."""
         out = ctypes.c_void_p()
@@ -353,10 +376,10 @@ class TopologyBuilder(u.Handle):
         if levels is not None:
             self.set_levels(levels)
 
-    def _check(self, rc, fn):
+    def _check(self, rc: int, fn: str) -> int:
         return lib.check(rc, lib.topo_builder_errmsg, self._h, fn)
 
-    def set_levels(self, levels):
+    def set_levels(self, levels: Sequence[str]) -> None:
         """Names the levels above the node, top first; once, before any node."""
         names, n = u.strings("levels", levels)
         if not 1 <= n <= MAX_LEVELS:
@@ -365,7 +388,8 @@ class TopologyBuilder(u.Handle):
                     "gpusched_topo_builder_levels_set")
         self._nlevels = n
 
-    def add_node(self, path, name, gpus, gpu_class=None, labels=()):
+    def add_node(self, path: Sequence[str], name: str, gpus: int, gpu_class: Optional[str] = None,
+                 labels: Sequence[str] = ()) -> None:
         """Adds a node.
 
         Args:
@@ -386,7 +410,7 @@ class TopologyBuilder(u.Handle):
                                               lbl if nl else None, nl),
                     "gpusched_topo_builder_add_node")
 
-    def parse(self, text):
+    def parse(self, text: Union[str, bytes]) -> None:
         """Adds the content of a topology text. Raises ParseError (line and
         column in the message) and leaves the builder unchanged on error."""
         if isinstance(text, str):
@@ -396,7 +420,7 @@ class TopologyBuilder(u.Handle):
         self._check(lib.topo_builder_parse(self._h, text, len(text)),
                     "gpusched_topo_builder_parse")
 
-    def freeze(self):
+    def freeze(self) -> Topology:
         """Returns the :class:`Topology` built so far. The builder stays
         usable (and can be closed independently)."""
         out = ctypes.c_void_p()
