@@ -58,9 +58,20 @@ class TestCluster(gstest.TinyClusterCase):
         self.assertEqual(c.node_jobs("n1"), [7])
         self.assertEqual(c.nodes_with_free(8), 14)
         self.assertEqual(c.histogram()[6], 1)
+        before = c.job(7)
         c.update_job(7, priority=-2, preemptible=False)
         self.assertEqual(c.job(7).priority, -2)
         self.assertFalse(c.job(7).preemptible)
+        self.assertEqual(c.job(7)._replace(priority=before.priority, preemptible=before.preemptible),
+                         before)
+        c.update_job(7, tenant=None, cost_hint=None)  # None: unchanged
+        c.update_job(7)
+        self.assertEqual(c.job(7).priority, -2)
+        with self.assertRaises(TypeError) as cm:
+            c.update_job(7, -3)  # the fields are keywords
+        with self.assertRaises(TypeError) as cm:
+            c.update_job(7, prority=-3)
+        self.assertIn("unexpected keyword argument 'prority'", str(cm.exception))
         c.check()
         c.release(7)
         self.assertEqual(c.free_gpus(), 128)

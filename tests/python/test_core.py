@@ -1,4 +1,5 @@
 """Loading, version check, error texts, exceptions, CPU features."""
+import enum
 import os
 import subprocess
 import sys
@@ -202,9 +203,6 @@ class TestAllocatorCheck(unittest.TestCase):
         self.assertEqual(lib.allocator_check(ctypes.byref(a)), -1)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class TestDocstrings(unittest.TestCase):
     def test_every_public_class_function_and_method_has_a_docstring(self):
@@ -226,4 +224,92 @@ class TestDocstrings(unittest.TestCase):
                 if inspect.isfunction(member) or isinstance(member, property):
                     if not (member.__doc__ or "").strip():
                         missing.append(f"{name}.{attr}")
-        self.assertEqual(missing, [])
+        self.assertEqual(missing, [], "\n".join(missing))
+
+
+class TestTyping(unittest.TestCase):
+    """PEP 561 marker, annotations on every public callable, and options as
+    keyword-only parameters rather than a **kwargs gate."""
+
+    #: Constructors that only raise (the class has factory methods instead).
+    RAISING_INIT = {"Topology.__init__", "DecisionLog.__init__"}
+
+    @staticmethod
+    def public_callables():
+        """(qualified name, function, module) of every public function of the
+        package and every public method, property getter and __init__ of its
+        public classes."""
+        import inspect
+        out = []
+        for name in gpusched.__all__:
+            obj = getattr(gpusched, name)
+            if inspect.isfunction(obj):
+                out.append((name, obj, sys.modules[obj.__module__]))
+            if not inspect.isclass(obj) or not obj.__module__.startswith("gpusched"):
+                continue
+            if issubclass(obj, (tuple, enum.Enum)):
+                continue  # NamedTuples: typed fields (test_named_tuples_have_typed_fields)
+            module = sys.modules[obj.__module__]
+            for attr, member in vars(obj).items():
+                if attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__")):
+                    continue
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if isinstance(member, property):
+                    member = member.fget
+                if inspect.isfunction(member):
+                    out.append((f"{name}.{attr}", member, module))
+        from gpusched import _util  # the base of every class that owns a handle
+        for attr in ("close", "closed", "__enter__", "__exit__"):
+            member = vars(_util.Handle)[attr]
+            out.append((f"Handle.{attr}", getattr(member, "fget", member), _util))
+        return out
+
+    def test_py_typed_marker(self):
+        self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(gpusched.__file__),
+                                                    "py.typed")))
+
+    def test_every_public_callable_is_annotated(self):
+        import inspect
+        import typing
+        missing = []
+        for qualname, fn, module in self.public_callables():
+            sig = inspect.signature(fn)
+            if sig.return_annotation is inspect.Signature.empty:
+                missing.append(f"{qualname} -> ?")
+            for i, p in enumerate(sig.parameters.values()):
+                if i == 0 and p.name in ("self", "cls"):
+                    continue
+                if p.annotation is inspect.Parameter.empty:
+                    missing.append(f"{qualname}({p.name})")
+            # The annotations are valid expressions of the standard typing
+            # module, resolvable in the package (Python 3.9 syntax).
+            ns = dict(vars(gpusched))
+            ns.update(vars(module))
+            try:
+                typing.get_type_hints(fn, globalns=ns)
+            except Exception as e:  # noqa: BLE001 - report which annotation fails
+                missing.append(f"{qualname}: {type(e).__name__}: {e}")
+        self.assertEqual(missing, [], "\n".join(missing))
+
+    def test_named_tuples_have_typed_fields(self):
+        import inspect
+        for name in gpusched.__all__:
+            obj = getattr(gpusched, name)
+            if inspect.isclass(obj) and issubclass(obj, tuple):
+                self.assertEqual(list(getattr(obj, "__annotations__", {})), list(obj._fields), name)
+
+    def test_options_are_keyword_only_parameters(self):
+        import inspect
+        gates = []
+        for qualname, fn, _ in self.public_callables():
+            if qualname in self.RAISING_INIT:
+                continue
+            for p in inspect.signature(fn).parameters.values():
+                if p.kind is inspect.Parameter.VAR_KEYWORD:
+                    gates.append(f"{qualname}(**{p.name})")
+        self.assertEqual(gates, [])
+
+
+if __name__ == "__main__":
+    unittest.main()

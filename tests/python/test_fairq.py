@@ -29,6 +29,27 @@ class TestConfiguration(unittest.TestCase):
         self.assertEqual(q.get_param(Param.LOG), 1.0)
         self.assertEqual(q.get_param(Param.W_VTIME), 1.0)
 
+    def test_params_are_keyword_only_and_named_after_param(self):
+        import inspect
+        ps = inspect.signature(FairQueue.__init__).parameters.values()
+        kw = [p.name for p in ps if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        self.assertEqual(kw, [p.name.lower() for p in Param])
+        self.assertTrue(all(p.default is None for p in ps
+                            if p.kind is inspect.Parameter.KEYWORD_ONLY))
+        with self.assertRaises(TypeError) as cm:
+            FairQueue(2, colour=1)
+        self.assertIn("unexpected keyword argument 'colour'", str(cm.exception))
+        with self.assertRaises(TypeError):
+            FairQueue(2, LOG=1)  # the names are lower case
+        with self.assertRaises(TypeError):
+            FairQueue(2, "des", 0.5)  # parameters are keywords
+        with self.assertRaises(gpusched.OutOfRange):
+            FairQueue(2, w_wait=-1)
+        with FairQueue(2, policy=Policy.STATEFUL, w_wait=0.25, seed=7, half_life=None) as q:
+            self.assertEqual(q.weights, {"backlog": 0.0, "wait": 0.25, "vtime": 1.0, "pred": 0.0})
+            self.assertEqual(q.get_param(Param.SEED), 7)
+            self.assertEqual(q.get_param(Param.HALF_LIFE), FairQueue(1).get_param("half_life"))
+
     def test_params(self):
         q = FairQueue(2)
         for p in Param:

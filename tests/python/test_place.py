@@ -192,6 +192,57 @@ class TestPlace(gstest.TinyClusterCase):
                              [twin.node_state(n) for n in range(self.t.node_count)])
         self.assertTrue(any(p.ok for p in batch) and not all(p.ok for p in batch))
 
+    def test_avoid_nodes_takes_node_zero(self):
+        """avoid_nodes=0 is node 0 (it was taken for 'no nodes' once)."""
+        c = self.c
+        for avoid in (0, "n0", [0]):
+            p = c.place(8, whole_nodes=True, avoid_nodes=avoid)
+            self.assertTrue(p.ok)
+            self.assertNotIn(0, p.nodes, avoid)
+        self.assertEqual(c.place(8, whole_nodes=True, avoid_nodes=None).nodes, (0,))
+        self.assertEqual(c.place(8, whole_nodes=True, avoid_nodes=()).nodes, (0,))
+
+    def test_options_are_keyword_only(self):
+        """place, preempt, defrag and the request builder spell out the same
+        keyword-only options (names, defaults, annotations): a misspelled
+        option is Python's own TypeError, and help() lists them."""
+        import inspect
+        from gpusched import placement
+
+        def options(fn):
+            ps = list(inspect.signature(fn).parameters.values())
+            kinds = [p.kind for p in ps]
+            self.assertNotIn(inspect.Parameter.VAR_KEYWORD, kinds, fn.__qualname__)
+            return [(p.name, p.default, p.annotation) for p in ps
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+        want = options(placement.build_request)
+        self.assertEqual([n for n, _, _ in want][:3], ["pod_gpus", "whole_nodes", "required"])
+        self.assertEqual(len(want), 17)
+        for fn in (Cluster.place, Cluster.preempt, Cluster.defrag):
+            self.assertEqual(options(fn), want, fn.__qualname__)
+        self.assertEqual(options(Cluster.move), [("commit", False, "bool")])
+        c = self.c
+        for call in (lambda: c.place(8, colour="red"), lambda: c.place(8, jobid=1),
+                     lambda: c.move(1, True)):
+            with self.assertRaises(TypeError) as cm:
+                call()
+            self.assertRegex(str(cm.exception), r"(place|move)\(\) (got an unexpected keyword "
+                             r"argument|takes 2 positional arguments)")
+        with self.assertRaises(TypeError):
+            c.place(8, 8)  # pod_gpus is a keyword
+        self.assertEqual(c.job_count, 0)
+
+    def test_place_many_names_a_misspelled_option(self):
+        with self.assertRaises(TypeError) as cm:
+            self.c.place_many([dict(gpus=8), dict(gpus=8, colour="red")])
+        self.assertEqual(str(cm.exception),
+                         "requests[1]: got an unexpected keyword argument 'colour'")
+        with self.assertRaises(TypeError) as cm:
+            self.c.place_many([dict(gpus=8, commit=1)])
+        self.assertEqual(str(cm.exception), "commit must be a bool, not int")
+        self.assertEqual(self.c.job_count, 0)
+
     def test_placer_and_cluster_freed_in_any_order(self):
         for _ in range(20):
             c = Cluster(self.t)
