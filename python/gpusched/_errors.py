@@ -124,7 +124,7 @@ class UnknownError(Error):
 _BY_CODE: Dict[int, Type[Error]] = {cls.code: cls for cls in (
     InvalidArgument, OutOfRange, UnknownFields, NotSupported, OutOfMemory,
     LimitExceeded, NotFound, AlreadyExists, Busy, WrongState, Empty,
-    DoesNotFit, ParseError, CorruptData, UnsupportedVersion, IOFailure)}
+    DoesNotFit, ParseError, CorruptData, UnsupportedVersion, IOFailure) if cls.code is not None}
 
 
 def error_class(code: int) -> Type[Error]:

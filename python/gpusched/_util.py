@@ -8,7 +8,7 @@ import ctypes
 import math
 import operator
 import weakref
-from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, TypeVar, Union
 
 _H = TypeVar("_H", bound="Handle")
 
@@ -140,7 +140,8 @@ def column(name: str, values: Any, ctype: Any, n: Optional[int] = None) -> Tuple
     check: it names the offending index. Returns (ctypes array, length,
     keepalive)."""
     code, formats = _TYPECODES[ctype]
-    mv = None
+    mv: Optional[memoryview] = None
+    keep: Any
     if not isinstance(values, (str, bytes)):
         try:
             mv = memoryview(values)
@@ -196,13 +197,13 @@ class Handle:
 
     _ptr: Optional[int]
 
-    def _own(self, ptr: int, free: Callable[..., None], *free_args: Any) -> None:
+    def _own(self, ptr: Optional[int], free: Callable[..., None], *free_args: Any) -> None:
         self._ptr = ptr
         self._finalizer = weakref.finalize(self, free, ptr, *free_args)
 
     @property
     def _h(self) -> int:
-        ptr = getattr(self, "_ptr", None)
+        ptr: Optional[int] = getattr(self, "_ptr", None)
         if ptr is None:
             raise ValueError(f"operation on a closed {type(self).__name__}")
         return ptr
@@ -222,7 +223,7 @@ class Handle:
     def __enter__(self: _H) -> _H:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
 

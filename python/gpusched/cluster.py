@@ -8,7 +8,7 @@ import ctypes
 import enum
 import os
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
-                    Optional, Sequence, Tuple, Union)
+                    Optional, Sequence, Tuple, Union, cast)
 
 from . import _util as u
 from ._errors import IOFailure, NotFound, OutOfRange
@@ -165,8 +165,11 @@ class Allocation:
 
 #: GPUs of one node: a bit mask (int), GPU indices, or ``"all"``.
 GpuSpec = Union[int, Iterable[int], str]
-#: A set of GPUs: ``{node: gpus}``, ``(node, gpus)`` pairs, or an :class:`Allocation`.
-GpuSet = Union[Allocation, Mapping[Name, GpuSpec], Iterable[Tuple[Name, GpuSpec]]]
+#: A set of GPUs: ``{node: gpus}`` (node names or indices as keys), ``(node,
+#: gpus)`` pairs, or an :class:`Allocation`. (Any iterable of pairs works; the
+#: alias says Sequence, and Any for the keys, so that type checkers infer
+#: dict and list literals such as ``{0: [0, 1], 5: "all"}`` against it.)
+GpuSet = Union[Allocation, Mapping[Any, GpuSpec], Sequence[Tuple[Name, GpuSpec]]]
 
 
 def _free_cluster(ptr: int, engine: List[Optional[int]]) -> None:
@@ -299,6 +302,7 @@ class Cluster(u.Handle):
         return lv, self._topo.domain(lv, domain)
 
     def _gpu_set(self, name: str, gpus: GpuSet) -> Tuple[int, Any, Any]:
+        pairs: List[Any]
         if isinstance(gpus, Allocation):
             pairs = gpus.items()
         elif isinstance(gpus, collections.abc.Mapping):
@@ -602,7 +606,7 @@ class Cluster(u.Handle):
         p, n = ctypes.c_void_p(), ctypes.c_size_t()
         self._check(lib.cluster_journal_view(self._h, ctypes.byref(p), ctypes.byref(n)),
                     "gpusched_cluster_journal_view")
-        return ctypes.string_at(p.value, n.value) if n.value else b""
+        return ctypes.string_at(p.value or 0, n.value) if n.value else b""
 
     def journal_clear(self) -> None:
         """Empties the journal buffer (sequence numbers go on)."""
@@ -635,8 +639,8 @@ class Cluster(u.Handle):
     def place(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
               required: Optional[Name] = None, preferred: Optional[Name] = None,
               slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
-              gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
-              avoid_labels: Union[Name, Iterable[Name], None] = (),
+              gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
+              avoid_labels: Union[str, Iterable[Name], None] = (),
               avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
               commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
               cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Placement:
@@ -688,8 +692,8 @@ class Cluster(u.Handle):
     def preempt(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
                 required: Optional[Name] = None, preferred: Optional[Name] = None,
                 slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
-                gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
-                avoid_labels: Union[Name, Iterable[Name], None] = (),
+                gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
+                avoid_labels: Union[str, Iterable[Name], None] = (),
                 avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                 commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
                 cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
@@ -724,8 +728,8 @@ class Cluster(u.Handle):
     def defrag(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
                required: Optional[Name] = None, preferred: Optional[Name] = None,
                slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
-               gpu_class: Optional[Name] = None, labels: Union[Name, Iterable[Name], None] = (),
-               avoid_labels: Union[Name, Iterable[Name], None] = (),
+               gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
+               avoid_labels: Union[str, Iterable[Name], None] = (),
                avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
                cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
@@ -772,18 +776,20 @@ class Cluster(u.Handle):
         return move_one(self, job_id, commit)
 
     def _placer(self) -> int:
-        if self._engine[0] is None:
+        placer = self._engine[0]
+        if placer is None:
             out = ctypes.c_void_p()
             lib.check(lib.placer_new(self._h, None, ctypes.byref(out)),
                       function="gpusched_placer_new")
-            self._engine[0] = out.value
-        return self._engine[0]
+            placer = self._engine[0] = cast(int, out.value)
+        return placer
 
     def _preempt_plan(self) -> int:
-        if self._engine[1] is None:
+        plan = self._engine[1]
+        if plan is None:
             from .preemption import new_plan
-            self._engine[1] = new_plan()
-        return self._engine[1]
+            plan = self._engine[1] = new_plan()
+        return plan
 
     def __repr__(self) -> str:
         if self.closed:

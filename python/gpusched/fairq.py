@@ -227,9 +227,9 @@ class FairQueue(u.Handle):
         """Sets the given score weights (the others keep their values). The
         values are checked first, so a bad one changes none."""
         self._h
-        new = {Param.W_BACKLOG: backlog, Param.W_WAIT: wait, Param.W_VTIME: vtime,
-               Param.W_PRED: pred}
-        new = {p: u.real(p.name.lower(), v) for p, v in new.items() if v is not None}
+        given = {Param.W_BACKLOG: backlog, Param.W_WAIT: wait, Param.W_VTIME: vtime,
+                 Param.W_PRED: pred}
+        new = {p: u.real(p.name.lower(), v) for p, v in given.items() if v is not None}
         for p, v in new.items():
             lo, hi = self.param_bounds(p)
             if not lo <= v <= hi:
@@ -433,6 +433,8 @@ class FairQueue(u.Handle):
 class DecisionLog(u.Handle):
     """A decision log read from a file written by :meth:`FairQueue.save_log`.
     Behaves as a read-only sequence of :class:`Decision`."""
+
+    _records: List[Decision]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use DecisionLog.read(path)")

@@ -6,7 +6,7 @@ import array
 import ctypes
 import enum
 import inspect
-from typing import (TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union)
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
 from . import _util as u
 from ._lib import lib, Job as _CJob, PlaceRequest as _CRequest
@@ -55,8 +55,8 @@ def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
                   preferred: Optional[Name] = None,
                   slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
                   gpu_class: Optional[Name] = None,
-                  labels: Union[Name, Iterable[Name], None] = (),
-                  avoid_labels: Union[Name, Iterable[Name], None] = (),
+                  labels: Union[str, Iterable[Name], None] = (),
+                  avoid_labels: Union[str, Iterable[Name], None] = (),
                   avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                   commit: bool = False, priority: int = 0, tenant: int = 0,
                   start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
@@ -119,7 +119,7 @@ _REQUEST_SIGNATURE = inspect.signature(build_request)
 def new_result() -> int:
     out = ctypes.c_void_p()
     lib.check(lib.place_result_new(None, ctypes.byref(out)), function="gpusched_place_result_new")
-    return out.value
+    return cast(int, out.value)
 
 
 class Placement(u.Handle):

@@ -4,7 +4,7 @@ which movable jobs to move (defragmentation), so that a gang fits, as a
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, NamedTuple, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, NamedTuple, Sequence, Tuple, cast
 
 from . import _util as u
 from ._errors import DoesNotFit
@@ -87,7 +87,7 @@ def new_plan() -> int:
     """A C plan (the cluster keeps one and reuses it from call to call)."""
     out = ctypes.c_void_p()
     lib.check(lib.preempt_plan_new(None, ctypes.byref(out)), function="gpusched_preempt_plan_new")
-    return out.value
+    return cast(int, out.value)
 
 
 def _read_plan(plan: int) -> PreemptPlan:

@@ -50,8 +50,9 @@ def _errbuf() -> Any:
     return ctypes.create_string_buffer(_ERRBUF)
 
 
-def _decode(b: Optional[bytes]) -> Optional[str]:
-    return b.decode("utf-8") if b is not None else None
+def _name(b: Optional[bytes]) -> str:
+    """A name the library gives for an index it has (never NULL then)."""
+    return b.decode("utf-8") if b is not None else ""
 
 
 class Topology(u.Handle):
@@ -69,22 +70,28 @@ class Topology(u.Handle):
     (for example ``"z0/b3/r12"``).
     """
 
+    _nlevels: int
+    _nnodes: int
+    _levels: Tuple[str, ...]
+    _classes: Tuple[str, ...]
+    _labels: Tuple[str, ...]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use Topology.parse(), Topology.preset(), Topology.uniform() "
                         "or TopologyBuilder().freeze()")
 
     @classmethod
-    def _adopt(cls, ptr: int) -> Topology:
+    def _adopt(cls, ptr: Optional[int]) -> Topology:
         """Wraps a C topology whose reference the caller hands over."""
         self = object.__new__(cls)
         self._own(ptr, lib.topo_unref)
         # Immutable: the small tables are read once.
         self._nlevels = lib.topo_level_count(ptr)
         self._nnodes = lib.topo_node_count(ptr)
-        self._levels = tuple(_decode(lib.topo_level_name(ptr, i)) for i in range(self._nlevels))
-        self._classes = tuple(_decode(lib.topo_class_name(ptr, i))
+        self._levels = tuple(_name(lib.topo_level_name(ptr, i)) for i in range(self._nlevels))
+        self._classes = tuple(_name(lib.topo_class_name(ptr, i))
                               for i in range(lib.topo_class_count(ptr)))
-        self._labels = tuple(_decode(lib.topo_label_name(ptr, i))
+        self._labels = tuple(_name(lib.topo_label_name(ptr, i))
                              for i in range(lib.topo_label_count(ptr)))
         return self
 
@@ -107,7 +114,10 @@ class Topology(u.Handle):
             raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
         return cls._construct(lib.topo_parse, text, len(text))
 
-    from_text = parse
+    @classmethod
+    def from_text(cls, text: Union[str, bytes]) -> Topology:
+        """Another name of :meth:`parse`."""
+        return cls.parse(text)
 
     @classmethod
     def preset(cls, name: str) -> Topology:
@@ -118,7 +128,8 @@ class Topology(u.Handle):
     @staticmethod
     def presets() -> List[str]:
         """The names of the built-in presets."""
-        names, i = [], 0
+        names: List[str] = []
+        i = 0
         while True:
             n = lib.topo_preset_name(i)
             if n is None:
@@ -187,7 +198,7 @@ class Topology(u.Handle):
             return self._find(lib.topo_label_find, "label", label)
         return u.u32("label", label, len(self._labels) - 1)
 
-    def label_mask(self, labels: Union[Name, Iterable[Name]]) -> int:
+    def label_mask(self, labels: Union[str, Iterable[Name]]) -> int:
         """The bit mask of an iterable of labels (names or indices)."""
         if isinstance(labels, str):
             labels = [labels]
@@ -372,7 +383,7 @@ class TopologyBuilder(u.Handle):
         lib.check(lib.topo_builder_new(None, ctypes.byref(out)),
                   function="gpusched_topo_builder_new")
         self._own(out.value, lib.topo_builder_free)
-        self._nlevels = None
+        self._nlevels: Optional[int] = None
         if levels is not None:
             self.set_levels(levels)
 

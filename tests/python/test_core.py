@@ -299,6 +299,21 @@ class TestTyping(unittest.TestCase):
             if inspect.isclass(obj) and issubclass(obj, tuple):
                 self.assertEqual(list(getattr(obj, "__annotations__", {})), list(obj._fields), name)
 
+    def test_mypy_finds_no_error_when_installed(self):
+        """The package type-checks as Python 3.9 (mypy is optional: Debian's
+        python3-mypy, for example; the test skips without it)."""
+        import shutil
+        for py in (sys.executable, shutil.which("python3"), "/usr/bin/python3"):
+            if py and subprocess.run([py, "-c", "import mypy"], capture_output=True).returncode == 0:
+                break
+        else:
+            self.skipTest("mypy is not installed")
+        pkg = os.path.dirname(gpusched.__file__)
+        r = subprocess.run([py, "-m", "mypy", "--python-version", "3.9", "--no-incremental",
+                            "--cache-dir", os.devnull, pkg], capture_output=True, text=True,
+                           cwd=os.path.dirname(pkg))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_options_are_keyword_only_parameters(self):
         import inspect
         gates = []
