@@ -62,9 +62,9 @@ extern "C" {
  * doc/topology-format.md, "Limits". Nodes added with
  * gpusched_topo_builder_add_node() count towards it but are not limited by it.
  */
-#define GPUSCHED_TOPO_TEXT_MAX_NODES 16777216u
-/** Most GPUs a builder may hold after a text parse (2^26 = 67,108,864); see #GPUSCHED_TOPO_TEXT_MAX_NODES. */
-#define GPUSCHED_TOPO_TEXT_MAX_GPUS 67108864u
+#define GPUSCHED_MAX_TEXT_NODES 16777216u
+/** Most GPUs a builder may hold after a text parse (2^26 = 67,108,864); see #GPUSCHED_MAX_TEXT_NODES. */
+#define GPUSCHED_MAX_TEXT_GPUS 67108864u
 
 /** An immutable topology. */
 typedef struct gpusched_topo gpusched_topo;
@@ -129,7 +129,7 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
  * Several texts may be parsed into one builder; a `levels` line must then
  * repeat the levels already set. On error the builder is unchanged and its
  * message names line and column. The text may not bring the builder past
- * #GPUSCHED_TOPO_TEXT_MAX_NODES nodes or #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs:
+ * #GPUSCHED_MAX_TEXT_NODES nodes or #GPUSCHED_MAX_TEXT_GPUS GPUs:
  * that is checked before a ranged line allocates anything, so the memory a
  * parse takes is bounded whatever the text.
  * @param b The builder.
@@ -137,7 +137,7 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
  * @param len Its length in bytes.
  * @retval 0 Success.
  * @retval GPUSCHED_EPARSE The text is invalid: syntax, names, duplicates, limits
- *         (including #GPUSCHED_TOPO_TEXT_MAX_NODES and #GPUSCHED_TOPO_TEXT_MAX_GPUS).
+ *         (including #GPUSCHED_MAX_TEXT_NODES and #GPUSCHED_MAX_TEXT_GPUS).
  * @retval GPUSCHED_EINVAL `b` is NULL, or `text` is NULL with `len` > 0.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
@@ -159,8 +159,8 @@ GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const cha
 GPUSCHED_API int gpusched_topo_builder_freeze(gpusched_topo_builder *b, gpusched_topo **out);
 
 /**
- * Parses a topology text in one call. At most #GPUSCHED_TOPO_TEXT_MAX_NODES
- * nodes and #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs (checked before allocating),
+ * Parses a topology text in one call. At most #GPUSCHED_MAX_TEXT_NODES
+ * nodes and #GPUSCHED_MAX_TEXT_GPUS GPUs (checked before allocating),
  * so hostile text costs bounded memory; larger topologies are built with
  * gpusched_topo_builder_add_node() or gpusched_topo_uniform().
  * @param text The text (need not be NUL-terminated).
@@ -238,8 +238,8 @@ GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
 /**
  * Writes the topology in the text format; parsing the output gives an
  * identical topology (same numbering, names, classes, labels) as long as
- * it is within #GPUSCHED_TOPO_TEXT_MAX_NODES nodes and
- * #GPUSCHED_TOPO_TEXT_MAX_GPUS GPUs (a larger one exports, but its text is
+ * it is within #GPUSCHED_MAX_TEXT_NODES nodes and
+ * #GPUSCHED_MAX_TEXT_GPUS GPUs (a larger one exports, but its text is
  * refused by the parser). Uniform and
  * preset topologies are written as one ranged `node` line, others as one
  * line per node. Call with `cap` 0 to learn the size.

@@ -274,12 +274,12 @@ static int gs_node_total(gs_parser *p, const gs_tok *f, const gs_pat *path, cons
         return gs_perr(p, f[2].col, "the name counter passes 2^32-1");
     /* The text limits, checked before a node is added: a ranged line is a
      * few bytes that would otherwise cost memory per node it names. */
-    if (b->nnodes + n > GPUSCHED_TOPO_TEXT_MAX_NODES)
+    if (b->nnodes + n > GPUSCHED_MAX_TEXT_NODES)
         return gs_perr(p, f[1].col, "the line brings the topology to %llu nodes, a text may declare at most %u",
-                       (unsigned long long)(b->nnodes + n), GPUSCHED_TOPO_TEXT_MAX_NODES);
-    if (b->ngpus + n * gpus > GPUSCHED_TOPO_TEXT_MAX_GPUS)
+                       (unsigned long long)(b->nnodes + n), GPUSCHED_MAX_TEXT_NODES);
+    if (b->ngpus + n * gpus > GPUSCHED_MAX_TEXT_GPUS)
         return gs_perr(p, f[1].col, "the line brings the topology to %llu GPUs, a text may declare at most %u",
-                       (unsigned long long)(b->ngpus + n * gpus), GPUSCHED_TOPO_TEXT_MAX_GPUS);
+                       (unsigned long long)(b->ngpus + n * gpus), GPUSCHED_MAX_TEXT_GPUS);
     *total = n;
     return 0;
 }

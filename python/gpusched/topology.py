@@ -10,8 +10,8 @@ from ._errors import OutOfRange
 from ._lib import lib
 
 __all__ = ["Topology", "TopologyBuilder", "NodesInfo", "MAX_LEVELS", "MAX_NODE_GPUS",
-           "MAX_LABELS", "MAX_CLASSES", "MAX_NAME", "NONE", "TOPO_TEXT_MAX_NODES",
-           "TOPO_TEXT_MAX_GPUS", "Name"]
+           "MAX_LABELS", "MAX_CLASSES", "MAX_NAME", "NONE", "MAX_TEXT_NODES",
+           "MAX_TEXT_GPUS", "Name"]
 
 
 class NodesInfo(NamedTuple):
@@ -38,8 +38,8 @@ NONE = 0xffffffff
 #: Most nodes, and GPUs, a topology text may declare (:meth:`Topology.parse`,
 #: :meth:`TopologyBuilder.parse`); larger topologies are built node by node
 #: or with :meth:`Topology.uniform`.
-TOPO_TEXT_MAX_NODES = 1 << 24
-TOPO_TEXT_MAX_GPUS = 1 << 26
+MAX_TEXT_NODES = 1 << 24
+MAX_TEXT_GPUS = 1 << 26
 
 _ERRBUF = 512
 # A full domain path: one component of MAX_NAME bytes per level, separators, NUL.

@@ -36,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!t && err[0], "a failed parse has a message and no topology");
         return 0;
     }
-    FUZZ_CHECK(gpusched_topo_node_count(t) <= GPUSCHED_TOPO_TEXT_MAX_NODES, "node limit");
-    FUZZ_CHECK(gpusched_topo_gpu_count(t) <= GPUSCHED_TOPO_TEXT_MAX_GPUS, "GPU limit");
+    FUZZ_CHECK(gpusched_topo_node_count(t) <= GPUSCHED_MAX_TEXT_NODES, "node limit");
+    FUZZ_CHECK(gpusched_topo_gpu_count(t) <= GPUSCHED_MAX_TEXT_GPUS, "GPU limit");
     size_t len, len2;
     char *text = export_text(t, &len);
     gpusched_topo *back = NULL;

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* An allocator with a budget of live bytes, the caller's own limit on
  * what a load may take: a text may legitimately declare up to
- * GPUSCHED_TOPO_TEXT_MAX_NODES nodes (gigabytes), more than a fuzzer's
+ * GPUSCHED_MAX_TEXT_NODES nodes (gigabytes), more than a fuzzer's
  * -rss_limit_mb, so the harness caps memory the way an embedding
  * application would and accepts ENOMEM when the cap was hit. */
 typedef struct fuzz_budget {
