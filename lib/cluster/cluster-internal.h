@@ -165,6 +165,8 @@ typedef struct gs_op {
     const uint32_t *nodes;  /* borrowed (txn.h) */
     const uint64_t *masks;
     uint32_t slot;          /* validation: the record RELEASE, UPDATE, RELEASE_TO_RESV name */
+    uint32_t own;           /* validation: CLAIM's own reservation slot + 1, 0: none */
+    gs_hold *found;         /* RELEASE: the job the caller already looked up, or NULL */
     void *block;            /* commit: the pair block prepared */
     uint32_t merged;        /* commit: pairs of a reservation after a merge */
 } gs_op;

@@ -50,7 +50,7 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
 /* Applies a validated claim with its prepared pair block (ops.c): consumes
  * the job's reservation, inserts the job, claims its GPUs. */
 void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
-                             const uint32_t *nodes, const uint64_t *masks, void *block);
+                             const uint32_t *nodes, const uint64_t *masks, void *block, gs_hold *own);
 
 void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
 
@@ -120,7 +120,7 @@ int gs_journal_emit(struct gpusched_cluster *c, const gs_op *ops, uint32_t n);
 void gs_journal_free(struct gpusched_cluster *c);
 size_t gs_journal_bytes(const struct gpusched_cluster *c);
 /* Stages one change and commits it: the cluster's own public calls. */
-int gs_txn_commit_one(struct gpusched_cluster *c, const gs_op *op);
+int gs_txn_commit_one(struct gpusched_cluster *c, gs_op *op);
 /* Commits changes without temporaries: the journal's replay. */
 int gs_txn_commit_ops(struct gpusched_cluster *c, gs_op *ops, uint32_t n);
 void gs_txn_free(struct gpusched_cluster *c);

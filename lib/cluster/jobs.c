@@ -148,11 +148,10 @@ static void gs_node_unclaim(gpusched_cluster *c, uint32_t node, uint64_t mask)
 }
 
 void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
-                             const uint32_t *nodes, const uint64_t *masks, void *block)
+                             const uint32_t *nodes, const uint64_t *masks, void *block, gs_hold *own)
 {
-    gs_hold *r = gs_cluster_resv_find(c, job->id);
-    if (r)
-        gs_cluster_resv_drop(c, r);
+    if (own)
+        gs_cluster_resv_drop(c, own);
     gs_hold *h = gs_holdtab_insert(&c->jobs, job->id, nodes[0]);
     h->start_time = job->start_time;
     h->cost_hint = job->cost_hint;
@@ -231,9 +230,10 @@ GPUSCHED_API int gpusched_cluster_release(gpusched_cluster *c, uint64_t job_id)
         return GPUSCHED_EINVAL;
     /* The first node's lines load together with the record's. */
     uint32_t hint = 0;
-    if (gs_holdtab_find_hint(&c->jobs, job_id, &hint))
+    gs_hold *h = gs_holdtab_find_hint(&c->jobs, job_id, &hint);
+    if (h)
         gs_prefetch_node(c, hint);
-    gs_op op = {.kind = GS_OP_RELEASE};
+    gs_op op = {.kind = GS_OP_RELEASE, .found = h};
     op.job.id = job_id;
     return gs_txn_commit_one(c, &op);
 }

@@ -80,7 +80,8 @@ static int validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
                         (unsigned long long)id);
     if (gs_cluster_job_find(c, id) && !(e && (e->a & ID_RELEASED)))
         return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is already running", (unsigned long long)id);
-    const gs_hold *own = gs_cluster_resv_find(c, id);
+    const gs_hold *own = c->resv.count ? gs_cluster_resv_find(c, id) : NULL;
+    op->own = own ? gs_hold_slot(&c->resv, own) + 1 : 0;
     int rc = gs_cluster_check_pairs(c, op->n, op->nodes, op->masks, own, multi ? &c->txn.nodes_ovl : NULL);
     if (rc || !multi)
         return rc;
@@ -101,7 +102,7 @@ static int validate_release(struct gpusched_cluster *c, gs_op *op, bool multi)
 {
     const uint64_t id = op->job.id;
     gs_ovl_ent *e = multi ? ovl_get(&c->txn.ids_ovl, id) : NULL;
-    gs_hold *h = gs_cluster_job_find(c, id);
+    gs_hold *h = op->found ? op->found : gs_cluster_job_find(c, id);
     if (!h || (e && e->a))
         return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)id);
     op->slot = gs_hold_slot(&c->jobs, h);
@@ -165,6 +166,8 @@ static int validate_one(struct gpusched_cluster *c, gs_op *op)
 
 int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
 {
+    if (n == 1 && ops->kind == GS_OP_RELEASE)
+        return validate_release(c, ops, false);
     const bool multi = n > 1;
     if (multi) {
         uint64_t pairs = 0;
@@ -216,6 +219,9 @@ static int block_for(struct gpusched_cluster *c, gs_op *op, uint32_t pairs, cons
 
 int gs_ops_prepare(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
 {
+    /* The common case, one release: nothing to allocate. */
+    if (n == 1 && ops->kind != GS_OP_CLAIM && ops->kind != GS_OP_RESERVE && ops->kind != GS_OP_RELEASE_TO_RESV)
+        return 0;
     uint32_t claims = 0;
     for (uint32_t i = 0; i < n; i++)
         claims += ops[i].kind == GS_OP_CLAIM;
@@ -260,7 +266,8 @@ void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         gs_op *op = &ops[i];
         switch (op->kind) {
         case GS_OP_CLAIM:
-            gs_cluster_commit_apply(c, &op->job, op->n, op->nodes, op->masks, op->block);
+            gs_cluster_commit_apply(c, &op->job, op->n, op->nodes, op->masks, op->block,
+                                    op->own ? &c->resv.rec[op->own - 1] : NULL);
             break;
         case GS_OP_RELEASE:
             gs_cluster_job_drop(c, &c->jobs.rec[op->slot]);

@@ -289,10 +289,9 @@ int gs_txn_commit(struct gpusched_cluster *c)
     return rc;
 }
 
-int gs_txn_commit_one(struct gpusched_cluster *c, const gs_op *op)
+int gs_txn_commit_one(struct gpusched_cluster *c, gs_op *op)
 {
-    gs_op o = *op;
-    return gs_txn_commit_ops(c, &o, 1);
+    return gs_txn_commit_ops(c, op, 1);
 }
 
 int gs_txn_commit_ops(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
