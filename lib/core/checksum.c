@@ -1,4 +1,5 @@
-/* The snapshot checksum: XXH64 (seed 0), eight bytes at a time, so that
+/* The checksum of every binary format (snapshots, topology images, journal
+ * records, decision logs): XXH64 (seed 0), eight bytes at a time, so that
  * checking a large image costs far less than FNV-1a's byte loop. Reads
  * little-endian words whatever the host, so images are portable. */
 #include <string.h>

@@ -9,7 +9,8 @@
 #include "fairq-internal.h"
 
 #define GS_FQ_LOG_MAGIC "GSFQDLOG"
-#define GS_FQ_LOG_VERSION 1u
+/* 2: the checksum is XXH64 (version 1 had FNV-1a 64); layout unchanged. */
+#define GS_FQ_LOG_VERSION 2u
 #define GS_FQ_LOG_HEADER 32u
 #define GS_FQ_LOG_SUM 24u /* offset of the checksum in the header */
 #define GS_FQ_LOG_RECORD 108u
@@ -104,11 +105,12 @@ static void gs_fq_record_decode(const unsigned char *p, gpusched_fairq_decision 
     d->max_wait = gs_rd_f64(&r);
 }
 
-/* Checksum over the first 24 header bytes and every record byte. */
-static uint64_t gs_fq_log_checksum(const unsigned char *buf, size_t len)
+/* The checksum: XXH64 of the whole file with its own eight bytes (at 24)
+ * taken as zero. Clears them in `buf` and returns the sum. */
+static uint64_t gs_fq_log_checksum(unsigned char *buf, size_t len)
 {
-    uint64_t h = gs_hash_bytes(buf, GS_FQ_LOG_SUM, 0);
-    return gs_hash_bytes(buf + GS_FQ_LOG_HEADER, len - GS_FQ_LOG_HEADER, h);
+    memset(buf + GS_FQ_LOG_SUM, 0, 8);
+    return gs_checksum64(buf, len);
 }
 
 GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path)
@@ -163,7 +165,8 @@ static int gs_fq_log_header(const unsigned char *head, size_t got, uint64_t size
         return gs_error(e, GPUSCHED_EVERSION, "format version %u, this library reads %u", version,
                         GS_FQ_LOG_VERSION);
     if (rec != GS_FQ_LOG_RECORD)
-        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version 1 has %u", rec, GS_FQ_LOG_RECORD);
+        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version %u has %u", rec, GS_FQ_LOG_VERSION,
+                        GS_FQ_LOG_RECORD);
     if (size < GS_FQ_LOG_HEADER || n > (size - GS_FQ_LOG_HEADER) / GS_FQ_LOG_RECORD ||
         GS_FQ_LOG_HEADER + n * GS_FQ_LOG_RECORD != size)
         return gs_error(e, GPUSCHED_ECORRUPT, "header says %llu records, file has %llu bytes",
@@ -222,8 +225,8 @@ static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **
 }
 
 /* The whole file: the header again (the file may have changed between the
- * two reads) and the checksum. */
-static int gs_fq_log_validate(const unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
+ * two reads) and the checksum (which clears the stored sum in `buf`). */
+static int gs_fq_log_validate(unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
 {
     int rc = gs_fq_log_header(buf, len, len, count, e);
     if (rc)

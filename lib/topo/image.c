@@ -123,7 +123,7 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
         gs_write_stored(&w, t);
     }
     gs_wr sum = {buf + 24};
-    gs_wr_u64(&sum, gs_hash_bytes(buf + GS_IMG_BODY, size - GS_IMG_BODY, 0));
+    gs_wr_u64(&sum, gs_checksum64(buf + GS_IMG_BODY, size - GS_IMG_BODY));
     return 0;
 }
 
@@ -215,7 +215,7 @@ static int gs_read_meta(gs_ird *r, gs_imeta *m, uint32_t max_nodes, size_t *leng
         return gs_corrupt(r, "unknown kind");
     if (total < GS_IMG_HEADER || total > gs_rd_left(&r->in))
         return gs_corrupt(r, total < GS_IMG_HEADER ? "bad length" : "truncated");
-    if (gs_le64(p + 24) != gs_hash_bytes(p + GS_IMG_BODY, (size_t)total - GS_IMG_BODY, 0))
+    if (gs_le64(p + 24) != gs_checksum64(p + GS_IMG_BODY, (size_t)total - GS_IMG_BODY))
         return gs_corrupt(r, "checksum mismatch");
     /* From here on the image ends where its header says. */
     r->in.end = r->start + total;
