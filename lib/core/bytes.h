@@ -94,6 +94,14 @@ typedef struct gs_rd {
     bool bad;
 } gs_rd;
 
+/* A reader over the n bytes at p; p may be NULL when n is 0 (NULL + 0 is
+ * undefined behaviour in C). */
+static inline gs_rd gs_rd_over(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    return (gs_rd){b, n ? b + n : b, false};
+}
+
 static inline size_t gs_rd_left(const gs_rd *r) { return (size_t)(r->end - r->p); }
 
 /* Whether n more bytes are there; if not, the reader goes bad. */
