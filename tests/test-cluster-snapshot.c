@@ -461,12 +461,14 @@ Test(cluster_snapshot, checksum_is_xxh64)
 /* Issue 12's repro: a 160-byte "tiny" snapshot (16 nodes in its state)
  * whose uniform topology image says 2^31 nodes, fanout {1, 1, 2^31}, both
  * checksums valid. Restore used to build the whole topology (23.9 GB)
- * before comparing node counts. */
+ * before comparing node counts. (Topology image version 2: the bytes of
+ * the original report with the image's version and both checksums
+ * rewritten, XXH64 throughout.) */
 static const char issue12_hex[] =
     "4753434c534e415001000000000000005000000000000000280000000000000067707573746f706f"
-    "0100000002000000500000000000000039eed266602e239c0200000000000080010000000000000005"
+    "020000000200000050000000000000002109c700defbf2820200000000000080010000000000000005"
     "626c6f636b047261636b04683130300100000001000000000000800100000010000000000000000000"
-    "000000000000800000000000000000000000000000000000000000000000bb024393b59f3e52";
+    "000000000000800000000000000000000000000000000000000000000000b008c0604cf7d74c";
 
 static size_t unhex(const char *hex, uint8_t *out)
 {
@@ -510,7 +512,7 @@ Test(cluster_snapshot, issue12_huge_uniform_image_is_refused_before_allocating)
     put32(ti + 36, 65535u * 65535u);
     put32(ti + 48 + 16 + 4, 65535);
     put32(ti + 48 + 16 + 8, 65535);
-    put64(ti + 24, gs_hash_bytes(ti + 32, 80 - 32, 0));
+    put64(ti + 24, gs_checksum64(ti + 32, 80 - 32));
     reseal(img, len);
     cr_assert_eq(budget_restore(img, len, &ba, err, sizeof err), GPUSCHED_ECORRUPT, "%s", err);
     cr_assert_str_eq(err, "topology image: 4294836225 nodes, more than the 16 its container can hold");
@@ -523,7 +525,7 @@ Test(cluster_snapshot, issue12_huge_uniform_image_is_refused_before_allocating)
     put32(ti + 48 + 16 + 4, 2);
     put32(ti + 48 + 16 + 8, 4);
     put32(ti + 48 + 16 + 12, 8);
-    put64(ti + 24, gs_hash_bytes(ti + 32, 80 - 32, 0));
+    put64(ti + 24, gs_checksum64(ti + 32, 80 - 32));
     reseal(img, len);
     cr_assert_eq(budget_restore(img, len, &ba, err, sizeof err), 0, "%s", err);
     cr_assert_gt(ba.peak, 0);
@@ -553,7 +555,7 @@ Test(cluster_snapshot, uniform_claim_is_bounded_by_the_state_bytes)
     put32(ti + 48 + 16, 64);
     put32(ti + 48 + 16 + 4, 128);
     put32(ti + 48 + 16 + 8, 128);
-    put64(ti + 24, gs_hash_bytes(ti + 32, topo_len - 32, 0));
+    put64(ti + 24, gs_checksum64(ti + 32, topo_len - 32));
     uint8_t *st = big + 32 + topo_len;
     put32(st, claimed);
     put64(st + 16, 8ull * claimed + 1);   /* the GPU count does not match */

@@ -10,6 +10,8 @@
 
 #include <gpusched/gpusched.h>
 
+#include "bytes.h"
+#include "core.h"
 #include "failalloc.h"
 
 static char path[64];
@@ -219,4 +221,35 @@ Test(declog, read_survives_every_allocation_failure)
     gpusched_fairq_free(q);
     gpusched_fairq_log *log = NULL;
     cr_assert_geq(failalloc_sweep_retry(read_op, read_undo, &log), 2);
+}
+
+/* The bytes of a saved log of `polls` decisions. */
+static size_t saved_log(int polls, unsigned char **buf)
+{
+    gpusched_fairq *q = logged_queue(polls);
+    cr_assert_eq(gpusched_fairq_log_save(q, path), 0);
+    gpusched_fairq_free(q);
+    return read_bytes(buf);
+}
+
+/* Version 2 (doc/fairq.md): the checksum at 24 is XXH64 (seed 0) of the
+ * whole file with those eight bytes taken as zero, so other tools can
+ * check a log; a version 1 file (FNV-1a) is refused as a version. */
+Test(declog, version_2_checksum_is_xxh64_of_the_file)
+{
+    unsigned char *b;
+    size_t n = saved_log(4, &b);
+    cr_assert_eq(gs_le32(b + 8), 2);
+    uint64_t stored = gs_le64(b + 24);
+    memset(b + 24, 0, 8);
+    cr_assert_eq(stored, gs_checksum64(b, n));
+    put_u64(b + 24, stored);
+    b[8] = 1;
+    write_bytes(b, n);
+    gpusched_fairq_log *log = NULL;
+    char msg[256];
+    cr_assert_eq(gpusched_fairq_log_read(path, NULL, &log, msg, sizeof msg), GPUSCHED_EVERSION);
+    cr_assert_str_eq(msg, "format version 1, this library reads 2");
+    cr_assert_null(log);
+    free(b);
 }

@@ -141,7 +141,7 @@ Test(topo_image, every_truncation_is_corrupt)
 
 static void fix_checksum(uint8_t *img, size_t size)
 {
-    uint64_t h = gs_hash_bytes(img + 32, size - 32, 0);
+    uint64_t h = gs_checksum64(img + 32, size - 32);
     for (int i = 0; i < 8; i++)
         img[24 + i] = (uint8_t)(h >> (8 * i));
 }
@@ -225,10 +225,14 @@ Test(topo_image, hostile_counts_allocate_nothing)
     cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e),
                  GPUSCHED_ECORRUPT);
     cr_assert_eq(fa.count, 0);
-    img[8] = 2;
+    img[8] = 3;
     cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e),
                  GPUSCHED_EVERSION);
-    cr_assert_str_eq(e.msg, "topology image: version 2, this library reads 1");
+    cr_assert_str_eq(e.msg, "topology image: version 3, this library reads 2");
+    img[8] = 1; /* version 1 (FNV-1a checksums) is no longer read */
+    cr_assert_eq(gs_topo_image_read(img, size, GS_TOPO_IMAGE_ANY_NODES, &a, &out, &consumed, &e),
+                 GPUSCHED_EVERSION);
+    cr_assert_str_eq(e.msg, "topology image: version 1, this library reads 2");
     free(img);
     gpusched_topo_unref(t);
 }

@@ -494,3 +494,31 @@ Test(topo_text, pool_compare_stays_inside_the_pool)
     cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), GPUSCHED_EPARSE);
     cr_assert_null(t);
 }
+
+/* Found by fuzzing: labels (or classes) declared over several lines, more
+ * than 15 in all, were exported on one line, past the 16 fields a line
+ * holds, so the export did not parse back. They now go 15 to a line. */
+Test(topo_text, many_classes_and_labels_export_over_several_lines)
+{
+    char text[2048];
+    size_t n = 0;
+    for (int line = 0; line < 3; line++) {
+        n += (size_t)snprintf(text + n, sizeof text - n, "labels");
+        for (int i = 0; i < 10; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, " l%d", line * 10 + i);
+        n += (size_t)snprintf(text + n, sizeof text - n, "\nclasses");
+        for (int i = 0; i < 12; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, " c%d", line * 12 + i);
+        n += (size_t)snprintf(text + n, sizeof text - n, "\n");
+    }
+    snprintf(text + n, sizeof text - n,
+             "levels r\nnode r0 a gpus=2 class=c35 labels=l0,l29\nnode r0 b gpus=1 class=c0 labels=l16\n");
+    gpusched_topo *t = parse_ok(text);
+    cr_assert_eq(gpusched_topo_class_count(t), 36);
+    roundtrip(t, true);
+    size_t len;
+    char *a = topo_export_string(t, &len);
+    cr_assert_not_null(strstr(a, "\nlabels l0 l1 l2 l3 l4 l5 l6 l7 l8 l9 l10 l11 l12 l13 l14\nlabels l15 "), "%s", a);
+    free(a);
+    gpusched_topo_unref(t);
+}

@@ -357,9 +357,7 @@ GPUSCHED_API int gpusched_cluster_journal_apply(gpusched_cluster *c, const void 
         return gs_error(&c->err, GPUSCHED_EINVAL, "journal apply: bytes is NULL");
     if (c->txn.open)
         return gs_error(&c->err, GPUSCHED_ESTATE, "a transaction is open on this cluster");
-    if (len == 0)
-        return gs_ok(&c->err); /* bytes may be NULL: no pointer arithmetic on it */
-    gs_rd r = {bytes, (const unsigned char *)bytes + len, false};
+    gs_rd r = gs_rd_over(bytes, len);
     gs_jr_scratch s = {0};
     int rc = 0;
     uint32_t index = 0;

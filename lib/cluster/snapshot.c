@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "cluster-write.h"
 #include "topo/topo-image.h"
 
@@ -16,31 +17,13 @@
 #define GS_SNAP_RESV_HEAD 16u
 #define GS_SNAP_PAIR 12u
 
-/* ---- little-endian writer ---------------------------------------------- */
-
-typedef struct gs_wr {
-    unsigned char *p;
-} gs_wr;
-
-static inline void wr_u32(gs_wr *w, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        *w->p++ = (unsigned char)(v >> (8 * i));
-}
-
-static inline void wr_u64(gs_wr *w, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        *w->p++ = (unsigned char)(v >> (8 * i));
-}
-
 static void wr_pairs(gs_wr *w, const gs_hold *h)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     for (uint32_t i = 0; i < h->npairs; i++) {
-        wr_u32(w, nodes[i]);
-        wr_u64(w, masks[i]);
+        gs_wr_u32(w, nodes[i]);
+        gs_wr_u64(w, masks[i]);
     }
 }
 
@@ -57,29 +40,28 @@ static size_t gs_state_len(const gpusched_cluster *c)
 static void gs_state_write(const gpusched_cluster *c, gs_wr *w)
 {
     const struct gpusched_topo *t = c->topo;
-    wr_u32(w, t->nnodes);
-    wr_u32(w, c->jobs.count);
-    wr_u32(w, c->resv.count);
-    wr_u32(w, 0);
-    wr_u64(w, t->ngpus);
-    memcpy(w->p, c->node_health, t->nnodes);
-    w->p += t->nnodes;
+    gs_wr_u32(w, t->nnodes);
+    gs_wr_u32(w, c->jobs.count);
+    gs_wr_u32(w, c->resv.count);
+    gs_wr_u32(w, 0);
+    gs_wr_u64(w, t->ngpus);
+    gs_wr_bytes(w, c->node_health, t->nnodes);
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         const gs_hold *h = &c->jobs.rec[c->jobs.live[i]];
-        wr_u64(w, h->id);
-        wr_u64(w, (uint64_t)h->start_time);
-        wr_u64(w, h->cost_hint);
-        wr_u32(w, (uint32_t)h->priority);
-        wr_u32(w, h->tenant);
-        wr_u32(w, h->flags);
-        wr_u32(w, h->npairs);
+        gs_wr_u64(w, h->id);
+        gs_wr_u64(w, (uint64_t)h->start_time);
+        gs_wr_u64(w, h->cost_hint);
+        gs_wr_u32(w, (uint32_t)h->priority);
+        gs_wr_u32(w, h->tenant);
+        gs_wr_u32(w, h->flags);
+        gs_wr_u32(w, h->npairs);
         wr_pairs(w, h);
     }
     for (uint32_t i = 0; i < c->resv.count; i++) {
         const gs_hold *h = &c->resv.rec[c->resv.live[i]];
-        wr_u64(w, h->id);
-        wr_u32(w, h->npairs);
-        wr_u32(w, 0);
+        gs_wr_u64(w, h->id);
+        gs_wr_u32(w, h->npairs);
+        gs_wr_u32(w, 0);
         wr_pairs(w, h);
     }
 }
@@ -104,50 +86,22 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
     if (!buf)
         return gs_error(&c->err, GPUSCHED_EINVAL, "buf is NULL");
     gs_wr w = {buf};
-    memcpy(w.p, GS_SNAP_MAGIC, 8);
-    w.p += 8;
-    wr_u32(&w, GS_SNAP_VERSION);
-    wr_u32(&w, 0);
-    wr_u64(&w, topo_len);
-    wr_u64(&w, state_len);
+    gs_wr_bytes(&w, GS_SNAP_MAGIC, 8);
+    gs_wr_u32(&w, GS_SNAP_VERSION);
+    gs_wr_u32(&w, 0);
+    gs_wr_u64(&w, topo_len);
+    gs_wr_u64(&w, state_len);
     size_t written = 0;
     rc = gs_topo_image_write(c->topo, w.p, topo_len, &written);
     if (rc || written != topo_len)
         return gs_error(&c->err, rc ? rc : GPUSCHED_ECORRUPT, "topology image: %s", gpusched_strerror(rc));
-    w.p += topo_len;
+    w.p += topo_len; /* written in place by the topology's writer */
     gs_state_write(c, &w);
-    wr_u64(&w, gs_checksum64(buf, total - 8));
+    gs_wr_u64(&w, gs_checksum64(buf, total - 8));
     return gs_ok(&c->err);
 }
 
 /* ---- reader ------------------------------------------------------------- */
-
-typedef struct gs_rd {
-    const unsigned char *p, *end;
-} gs_rd;
-
-static inline int rd_need(const gs_rd *r, size_t n)
-{
-    return (size_t)(r->end - r->p) >= n;
-}
-
-static inline uint32_t rd_u32(gs_rd *r)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | r->p[i];
-    r->p += 4;
-    return v;
-}
-
-static inline uint64_t rd_u64(gs_rd *r)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | r->p[i];
-    r->p += 8;
-    return v;
-}
 
 typedef struct gs_restore {
     gpusched_cluster *c;
@@ -161,7 +115,7 @@ static int gs_read_pairs(gs_restore *s, gs_rd *r, uint32_t n, const char *what, 
 {
     if (n == 0 || n > s->c->topo->nnodes)
         return gs_error(s->err, GPUSCHED_ECORRUPT, "%s %u: %u pairs", what, index, n);
-    if (!rd_need(r, (size_t)n * GS_SNAP_PAIR))
+    if (gs_rd_left(r) < (size_t)n * GS_SNAP_PAIR)
         return gs_error(s->err, GPUSCHED_ECORRUPT, "%s %u: %u pairs run past the state", what, index, n);
     if (n > s->scratch_cap) {
         const gs_alloc *a = &s->c->alloc;
@@ -175,8 +129,8 @@ static int gs_read_pairs(gs_restore *s, gs_rd *r, uint32_t n, const char *what, 
         s->scratch_cap = n;
     }
     for (uint32_t i = 0; i < n; i++) {
-        s->nodes[i] = rd_u32(r);
-        s->masks[i] = rd_u64(r);
+        s->nodes[i] = gs_rd_u32(r);
+        s->masks[i] = gs_rd_u64(r);
     }
     return 0;
 }
@@ -193,16 +147,16 @@ static int gs_restore_fail(gs_restore *s, int rc, const char *what, uint32_t ind
 static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
 {
     for (uint32_t i = 0; i < njobs; i++) {
-        if (!rd_need(r, GS_SNAP_JOB_HEAD))
+        if (gs_rd_left(r) < GS_SNAP_JOB_HEAD)
             return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", i);
         gpusched_job j = GPUSCHED_JOB_INIT;
-        j.id = rd_u64(r);
-        j.start_time = (int64_t)rd_u64(r);
-        j.cost_hint = rd_u64(r);
-        j.priority = (int32_t)rd_u32(r);
-        j.tenant = rd_u32(r);
-        j.flags = rd_u32(r);
-        uint32_t n = rd_u32(r);
+        j.id = gs_rd_u64(r);
+        j.start_time = (int64_t)gs_rd_u64(r);
+        j.cost_hint = gs_rd_u64(r);
+        j.priority = (int32_t)gs_rd_u32(r);
+        j.tenant = gs_rd_u32(r);
+        j.flags = gs_rd_u32(r);
+        uint32_t n = gs_rd_u32(r);
         int rc = gs_read_pairs(s, r, n, "job", i);
         if (rc)
             return rc;
@@ -216,11 +170,11 @@ static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
 static int gs_restore_resv(gs_restore *s, gs_rd *r, uint32_t nresv)
 {
     for (uint32_t i = 0; i < nresv; i++) {
-        if (!rd_need(r, GS_SNAP_RESV_HEAD))
+        if (gs_rd_left(r) < GS_SNAP_RESV_HEAD)
             return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: truncated", i);
-        uint64_t id = rd_u64(r);
-        uint32_t n = rd_u32(r);
-        if (rd_u32(r) != 0)
+        uint64_t id = gs_rd_u64(r);
+        uint32_t n = gs_rd_u32(r);
+        if (gs_rd_u32(r) != 0)
             return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: reserved field is not zero", i);
         if (gs_cluster_resv_find(s->c, id))
             return gs_error(s->err, GPUSCHED_ECORRUPT, "reservation %u: job %llu has two reservations", i,
@@ -238,18 +192,17 @@ static int gs_restore_state(gs_restore *s, gs_rd *r)
 {
     gpusched_cluster *c = s->c;
     const struct gpusched_topo *t = c->topo;
-    if (!rd_need(r, GS_SNAP_STATE_HEAD))
+    if (gs_rd_left(r) < GS_SNAP_STATE_HEAD)
         return gs_error(s->err, GPUSCHED_ECORRUPT, "state section truncated");
-    uint32_t nnodes = rd_u32(r), njobs = rd_u32(r), nresv = rd_u32(r), zero = rd_u32(r);
-    uint64_t ngpus = rd_u64(r);
+    uint32_t nnodes = gs_rd_u32(r), njobs = gs_rd_u32(r), nresv = gs_rd_u32(r), zero = gs_rd_u32(r);
+    uint64_t ngpus = gs_rd_u64(r);
     if (nnodes != t->nnodes || ngpus != t->ngpus || zero)
         return gs_error(s->err, GPUSCHED_ECORRUPT,
                         "state describes %u nodes and %llu GPUs, the topology %u and %llu", nnodes,
                         (unsigned long long)ngpus, t->nnodes, (unsigned long long)t->ngpus);
-    if (!rd_need(r, nnodes))
+    if (gs_rd_left(r) < nnodes)
         return gs_error(s->err, GPUSCHED_ECORRUPT, "node health truncated");
-    const unsigned char *health = r->p;
-    r->p += nnodes;
+    const unsigned char *health = gs_rd_bytes(r, nnodes);
     for (uint32_t n = 0; n < nnodes; n++)
         if (health[n] >= GS_NODE_HEALTHS)
             return gs_error(s->err, GPUSCHED_ECORRUPT, "node %u: health %u", n, health[n]);
@@ -265,9 +218,8 @@ static int gs_restore_state(gs_restore *s, gs_rd *r)
             c->nodes_not_up++;
             gs_cluster_node_changed(c, n, old);
         }
-    if (r->p != r->end)
-        return gs_error(s->err, GPUSCHED_ECORRUPT, "%zu bytes left after the state",
-                        (size_t)(r->end - r->p));
+    if (gs_rd_left(r))
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "%zu bytes left after the state", gs_rd_left(r));
     return 0;
 }
 
@@ -278,9 +230,9 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
         return gs_error(e, GPUSCHED_ECORRUPT, "image of %zu bytes is shorter than a header", len);
     if (memcmp(b, GS_SNAP_MAGIC, 8))
         return gs_error(e, GPUSCHED_ECORRUPT, "not a cluster snapshot (bad magic)");
-    gs_rd r = {b + 8, b + len};
-    uint32_t version = rd_u32(&r), flags = rd_u32(&r);
-    uint64_t topo_len = rd_u64(&r), state_len = rd_u64(&r);
+    gs_rd r = {b + 8, b + len, false};
+    uint32_t version = gs_rd_u32(&r), flags = gs_rd_u32(&r);
+    uint64_t topo_len = gs_rd_u64(&r), state_len = gs_rd_u64(&r);
     if (version != GS_SNAP_VERSION)
         return gs_error(e, GPUSCHED_EVERSION, "snapshot version %u, this library reads %u", version,
                         GS_SNAP_VERSION);
@@ -292,10 +244,7 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
                         "section lengths %llu + %llu do not match the image's %llu body bytes",
                         (unsigned long long)topo_len, (unsigned long long)state_len,
                         (unsigned long long)body);
-    uint64_t sum = 0;
-    for (int i = 7; i >= 0; i--)
-        sum = (sum << 8) | b[len - 8 + (size_t)i];
-    if (sum != gs_checksum64(b, len - 8))
+    if (gs_le64(b + len - 8) != gs_checksum64(b, len - 8))
         return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
 
     /* The state holds one health byte per node: a topology with more nodes
@@ -319,7 +268,7 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
     gpusched_topo_unref(topo); /* the cluster holds its own reference */
     if (rc)
         return gs_error(e, rc, "out of memory creating the cluster");
-    gs_rd st = {b + GS_SNAP_HEADER + topo_len, b + len - 8};
+    gs_rd st = {b + GS_SNAP_HEADER + topo_len, b + len - 8, false};
     rc = gs_restore_state(&s, &st);
     gs_free(a, s.nodes);
     gs_free(a, s.masks);

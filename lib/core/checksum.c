@@ -1,8 +1,10 @@
-/* The snapshot checksum: XXH64 (seed 0), eight bytes at a time, so that
+/* The checksum of every binary format (snapshots, topology images, journal
+ * records, decision logs): XXH64 (seed 0), eight bytes at a time, so that
  * checking a large image costs far less than FNV-1a's byte loop. Reads
  * little-endian words whatever the host, so images are portable. */
 #include <string.h>
 
+#include "bytes.h"
 #include "core.h"
 
 #define P1 0x9E3779B185EBCA87ull
@@ -12,19 +14,6 @@
 #define P5 0x27D4EB2F165667C5ull
 
 static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-static inline uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static inline uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static inline uint64_t round64(uint64_t acc, uint64_t in)
 {
@@ -47,10 +36,10 @@ uint64_t gs_checksum64(const void *data, size_t len)
         uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = (uint64_t)0 - P1;
         const unsigned char *limit = end - 32;
         do {
-            v1 = round64(v1, rd64(p));
-            v2 = round64(v2, rd64(p + 8));
-            v3 = round64(v3, rd64(p + 16));
-            v4 = round64(v4, rd64(p + 24));
+            v1 = round64(v1, gs_le64(p));
+            v2 = round64(v2, gs_le64(p + 8));
+            v3 = round64(v3, gs_le64(p + 16));
+            v4 = round64(v4, gs_le64(p + 24));
             p += 32;
         } while (p <= limit);
         h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
@@ -63,11 +52,11 @@ uint64_t gs_checksum64(const void *data, size_t len)
     }
     h += (uint64_t)len;
     for (; p + 8 <= end; p += 8) {
-        h ^= round64(0, rd64(p));
+        h ^= round64(0, gs_le64(p));
         h = rotl(h, 27) * P1 + P4;
     }
     if (p + 4 <= end) {
-        h ^= (uint64_t)rd32(p) * P1;
+        h ^= (uint64_t)gs_le32(p) * P1;
         h = rotl(h, 23) * P2 + P3;
         p += 4;
     }

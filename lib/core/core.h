@@ -126,10 +126,11 @@ static inline uint32_t gs_popcount64(uint64_t x)
 static inline uint32_t gs_ctz64(uint64_t x) { return (uint32_t)__builtin_ctzll(x); }
 
 /* XXH64 with seed 0 of `len` bytes: the checksum of every binary format
- * the library writes (snapshots, journal records). */
+ * the library writes (snapshots, topology images, journal records,
+ * decision logs). */
 uint64_t gs_checksum64(const void *data, size_t len);
 
-/* FNV-1a 64-bit, used for name hashing and image checksums. */
+/* FNV-1a 64-bit, used for name hashing (not for checksums). */
 uint64_t gs_hash_bytes(const void *data, size_t len, uint64_t seed);
 
 #endif

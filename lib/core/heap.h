@@ -21,8 +21,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A queue uses only the sift, a sort both: neither may warn when unused. */
+#if defined(__GNUC__) || defined(__clang__)
+#define GS_HEAP_UNUSED __attribute__((unused))
+#else
+#define GS_HEAP_UNUSED
+#endif
+
 #define GS_HEAP_DEFINE(name, T, ctx_t, before)                                         \
-    static inline void name##_sift(T *a, uint32_t n, uint32_t i, ctx_t ctx)            \
+    static inline GS_HEAP_UNUSED void name##_sift(T *a, uint32_t n, uint32_t i, ctx_t ctx) \
     {                                                                                   \
         for (uint32_t m; (m = 2 * i + 1) < n; i = m) {                                  \
             if (m + 1 < n && before(&a[m], &a[m + 1], ctx))                             \
@@ -34,7 +41,7 @@
             a[m] = t_;                                                                  \
         }                                                                               \
     }                                                                                   \
-    static inline void name##_sort(T *a, uint32_t n, ctx_t ctx)                         \
+    static inline GS_HEAP_UNUSED void name##_sort(T *a, uint32_t n, ctx_t ctx)          \
     {                                                                                   \
         for (uint32_t i = n / 2; i-- > 0;)                                              \
             name##_sift(a, n, i, ctx);                                                  \

@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "fairq-internal.h"
 
 #define GS_FQ_LOG_MAGIC "GSFQDLOG"
-#define GS_FQ_LOG_VERSION 1u
+/* 2: the checksum is XXH64 (version 1 had FNV-1a 64); layout unchanged. */
+#define GS_FQ_LOG_VERSION 2u
 #define GS_FQ_LOG_HEADER 32u
+#define GS_FQ_LOG_SUM 24u /* offset of the checksum in the header */
 #define GS_FQ_LOG_RECORD 108u
 
 struct gpusched_fairq_log {
@@ -64,94 +67,50 @@ GPUSCHED_API int gpusched_fairq_log_clear(gpusched_fairq *q)
 
 /* ---- encoding: fixed little-endian fields, independent of the struct --- */
 
-static unsigned char *gs_put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-    return p + 4;
-}
-
-static unsigned char *gs_put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-    return p + 8;
-}
-
-static unsigned char *gs_put_f64(unsigned char *p, double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    return gs_put_u64(p, u);
-}
-
-static uint32_t gs_get_u32(const unsigned char **p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)(*p)[i] << (8 * i);
-    *p += 4;
-    return v;
-}
-
-static uint64_t gs_get_u64(const unsigned char **p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += 8;
-    return v;
-}
-
-static double gs_get_f64(const unsigned char **p)
-{
-    uint64_t u = gs_get_u64(p);
-    double v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
 static void gs_fq_record_encode(unsigned char *p, const gpusched_fairq_decision *d)
 {
-    p = gs_put_u32(p, d->tenant);
-    p = gs_put_u64(p, d->task_id);
-    p = gs_put_f64(p, d->time);
-    p = gs_put_u32(p, d->type);
-    p = gs_put_u32(p, d->tenants_backlogged);
+    gs_wr w = {p};
+    gs_wr_u32(&w, d->tenant);
+    gs_wr_u64(&w, d->task_id);
+    gs_wr_f64(&w, d->time);
+    gs_wr_u32(&w, d->type);
+    gs_wr_u32(&w, d->tenants_backlogged);
     const double f[] = {d->score, d->term_backlog, d->term_wait, d->term_vtime,
                         d->term_pred, d->predicted, d->probability};
     for (size_t i = 0; i < GS_ARRAY_LEN(f); i++)
-        p = gs_put_f64(p, f[i]);
-    p = gs_put_u64(p, d->candidates);
-    p = gs_put_u64(p, d->queued);
-    gs_put_f64(p, d->max_wait);
+        gs_wr_f64(&w, f[i]);
+    gs_wr_u64(&w, d->candidates);
+    gs_wr_u64(&w, d->queued);
+    gs_wr_f64(&w, d->max_wait);
 }
 
 static void gs_fq_record_decode(const unsigned char *p, gpusched_fairq_decision *d)
 {
+    gs_rd r = {p, p + GS_FQ_LOG_RECORD, false};
     *d = (gpusched_fairq_decision)GPUSCHED_FAIRQ_DECISION_INIT;
-    d->tenant = gs_get_u32(&p);
-    d->task_id = gs_get_u64(&p);
-    d->time = gs_get_f64(&p);
-    d->type = gs_get_u32(&p);
-    d->tenants_backlogged = gs_get_u32(&p);
-    d->score = gs_get_f64(&p);
-    d->term_backlog = gs_get_f64(&p);
-    d->term_wait = gs_get_f64(&p);
-    d->term_vtime = gs_get_f64(&p);
-    d->term_pred = gs_get_f64(&p);
-    d->predicted = gs_get_f64(&p);
-    d->probability = gs_get_f64(&p);
-    d->candidates = gs_get_u64(&p);
-    d->queued = gs_get_u64(&p);
-    d->max_wait = gs_get_f64(&p);
+    d->tenant = gs_rd_u32(&r);
+    d->task_id = gs_rd_u64(&r);
+    d->time = gs_rd_f64(&r);
+    d->type = gs_rd_u32(&r);
+    d->tenants_backlogged = gs_rd_u32(&r);
+    d->score = gs_rd_f64(&r);
+    d->term_backlog = gs_rd_f64(&r);
+    d->term_wait = gs_rd_f64(&r);
+    d->term_vtime = gs_rd_f64(&r);
+    d->term_pred = gs_rd_f64(&r);
+    d->predicted = gs_rd_f64(&r);
+    d->probability = gs_rd_f64(&r);
+    d->candidates = gs_rd_u64(&r);
+    d->queued = gs_rd_u64(&r);
+    d->max_wait = gs_rd_f64(&r);
 }
 
-/* Checksum over the first 24 header bytes and every record byte. */
-static uint64_t gs_fq_log_checksum(const unsigned char *buf, size_t len)
+/* The checksum: XXH64 of the whole file with its own eight bytes (at 24)
+ * taken as zero. Clears them in `buf` and returns the sum. */
+static uint64_t gs_fq_log_checksum(unsigned char *buf, size_t len)
 {
-    uint64_t h = gs_hash_bytes(buf, 24, 0);
-    return gs_hash_bytes(buf + GS_FQ_LOG_HEADER, len - GS_FQ_LOG_HEADER, h);
+    memset(buf + GS_FQ_LOG_SUM, 0, 8);
+    return gs_checksum64(buf, len);
 }
 
 GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path)
@@ -162,13 +121,16 @@ GPUSCHED_API int gpusched_fairq_log_save(gpusched_fairq *q, const char *path)
     unsigned char *buf = gs_malloc(&q->alloc, len);
     if (!buf)
         return gs_error(&q->err, GPUSCHED_ENOMEM, "log_save: out of memory for %zu bytes", len);
-    memcpy(buf, GS_FQ_LOG_MAGIC, 8);
-    unsigned char *p = gs_put_u32(buf + 8, GS_FQ_LOG_VERSION);
-    p = gs_put_u32(p, GS_FQ_LOG_RECORD);
-    gs_put_u64(p, q->nlog);
+    gs_wr w = {buf};
+    gs_wr_bytes(&w, GS_FQ_LOG_MAGIC, 8);
+    gs_wr_u32(&w, GS_FQ_LOG_VERSION);
+    gs_wr_u32(&w, GS_FQ_LOG_RECORD);
+    gs_wr_u64(&w, q->nlog);
     for (uint64_t i = 0; i < q->nlog; i++)
         gs_fq_record_encode(buf + GS_FQ_LOG_HEADER + i * GS_FQ_LOG_RECORD, &q->log[i]);
-    gs_put_u64(buf + 24, gs_fq_log_checksum(buf, len));
+    uint64_t sum = gs_fq_log_checksum(buf, len);
+    w.p = buf + GS_FQ_LOG_SUM;
+    gs_wr_u64(&w, sum);
     FILE *f = fopen(path, "wb");
     int rc = 0;
     if (!f)
@@ -195,15 +157,16 @@ static int gs_fq_log_header(const unsigned char *head, size_t got, uint64_t size
         return gs_error(e, GPUSCHED_ECORRUPT, "truncated header: %zu of %u bytes", got, GS_FQ_LOG_HEADER);
     if (memcmp(head, GS_FQ_LOG_MAGIC, 8) != 0)
         return gs_error(e, GPUSCHED_ECORRUPT, "bad magic: not a fairq decision log");
-    const unsigned char *p = head + 8;
-    uint32_t version = gs_get_u32(&p);
-    uint32_t rec = gs_get_u32(&p);
-    uint64_t n = gs_get_u64(&p);
+    gs_rd r = {head + 8, head + GS_FQ_LOG_SUM, false};
+    uint32_t version = gs_rd_u32(&r);
+    uint32_t rec = gs_rd_u32(&r);
+    uint64_t n = gs_rd_u64(&r);
     if (version != GS_FQ_LOG_VERSION)
         return gs_error(e, GPUSCHED_EVERSION, "format version %u, this library reads %u", version,
                         GS_FQ_LOG_VERSION);
     if (rec != GS_FQ_LOG_RECORD)
-        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version 1 has %u", rec, GS_FQ_LOG_RECORD);
+        return gs_error(e, GPUSCHED_ECORRUPT, "record size %u, version %u has %u", rec, GS_FQ_LOG_VERSION,
+                        GS_FQ_LOG_RECORD);
     if (size < GS_FQ_LOG_HEADER || n > (size - GS_FQ_LOG_HEADER) / GS_FQ_LOG_RECORD ||
         GS_FQ_LOG_HEADER + n * GS_FQ_LOG_RECORD != size)
         return gs_error(e, GPUSCHED_ECORRUPT, "header says %llu records, file has %llu bytes",
@@ -262,15 +225,13 @@ static int gs_fq_read_file(const gs_alloc *a, const char *path, unsigned char **
 }
 
 /* The whole file: the header again (the file may have changed between the
- * two reads) and the checksum. */
-static int gs_fq_log_validate(const unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
+ * two reads) and the checksum (which clears the stored sum in `buf`). */
+static int gs_fq_log_validate(unsigned char *buf, size_t len, uint64_t *count, gs_err *e)
 {
     int rc = gs_fq_log_header(buf, len, len, count, e);
     if (rc)
         return rc;
-    uint64_t sum = 0;
-    for (int i = 7; i >= 0; i--)
-        sum = (sum << 8) | buf[24 + i];
+    uint64_t sum = gs_le64(buf + GS_FQ_LOG_SUM);
     if (gs_fq_log_checksum(buf, len) != sum)
         return gs_error(e, GPUSCHED_ECORRUPT, "checksum mismatch");
     return 0;

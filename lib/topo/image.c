@@ -5,6 +5,7 @@
  * that breaks the invariants other modules rely on. */
 #include <string.h>
 
+#include "bytes.h"
 #include "topo-construct.h"
 #include "topo-builder.h"
 #include "topo-image.h"
@@ -15,36 +16,12 @@
 
 /* ---- writing ----------------------------------------------------------- */
 
-typedef struct gs_wr {
-    uint8_t *p;
-    size_t n;
-} gs_wr;
-
-static void gs_w8(gs_wr *w, uint8_t v) { w->p[w->n++] = v; }
-
-static void gs_w32(gs_wr *w, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        w->p[w->n++] = (uint8_t)(v >> (8 * i));
-}
-
-static void gs_w64(gs_wr *w, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        w->p[w->n++] = (uint8_t)(v >> (8 * i));
-}
-
-static void gs_wbytes(gs_wr *w, const void *s, size_t n)
-{
-    memcpy(w->p + w->n, s, n);
-    w->n += n;
-}
-
+/* A level, class or label name: its length in one byte, then its bytes. */
 static void gs_wname(gs_wr *w, const char *s)
 {
     size_t n = strlen(s);
-    gs_w8(w, (uint8_t)n);
-    gs_wbytes(w, s, n);
+    gs_wr_u8(w, (uint8_t)n);
+    gs_wr_bytes(w, s, n);
 }
 
 static bool gs_is_uniform(const gpusched_topo *t) { return t->names->kind == GS_NAMES_UNIFORM; }
@@ -93,24 +70,24 @@ static void gs_write_stored(gs_wr *w, const gpusched_topo *t)
     const gs_names *nm = t->names;
     uint32_t L = t->nlevels;
     for (uint32_t l = 0; l < L; l++)
-        gs_w32(w, t->ndom[l]);
-    gs_w32(w, nm->pool.len);
+        gs_wr_u32(w, t->ndom[l]);
+    gs_wr_u32(w, nm->pool.len);
     for (uint32_t l = 1; l < L; l++)
         for (uint32_t d = 0; d < t->ndom[l]; d++)
-            gs_w32(w, t->dom_parent[l][d]);
+            gs_wr_u32(w, t->dom_parent[l][d]);
     for (uint32_t d = 0; d < t->ndom[L - 1]; d++)
-        gs_w32(w, gs_topo_dom_nodes(t, L - 1, d));
-    gs_wbytes(w, t->node_gpus, t->nnodes);
-    gs_wbytes(w, t->node_class, t->nnodes);
+        gs_wr_u32(w, gs_topo_dom_nodes(t, L - 1, d));
+    gs_wr_bytes(w, t->node_gpus, t->nnodes);
+    gs_wr_bytes(w, t->node_class, t->nnodes);
     if (t->nlabels)
         for (uint32_t n = 0; n < t->nnodes; n++)
-            gs_w64(w, t->node_labels[n]);
+            gs_wr_u64(w, t->node_labels[n]);
     for (uint32_t n = 0; n < t->nnodes; n++)
-        gs_w32(w, nm->node_name[n]);
+        gs_wr_u32(w, nm->node_name[n]);
     for (uint32_t l = 0; l < L; l++)
         for (uint32_t d = 0; d < t->ndom[l]; d++)
-            gs_w32(w, nm->dom_name[l][d]);
-    gs_wbytes(w, nm->pool.buf, nm->pool.len);
+            gs_wr_u32(w, nm->dom_name[l][d]);
+    gs_wr_bytes(w, nm->pool.buf, nm->pool.len);
 }
 
 int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t *written)
@@ -122,16 +99,16 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
     *written = size;
     if (!buf || cap < size)
         return GPUSCHED_ERANGE;
-    gs_wr w = {buf, 0};
-    gs_wbytes(&w, GS_IMG_MAGIC, 8);
-    gs_w32(&w, GS_TOPO_IMAGE_VERSION);
-    gs_w32(&w, gs_is_uniform(t) ? GS_NAMES_UNIFORM : GS_NAMES_STORED);
-    gs_w64(&w, size);
-    gs_w64(&w, 0); /* checksum, filled last */
-    gs_w32(&w, t->nlevels);
-    gs_w32(&w, t->nnodes);
-    gs_w32(&w, t->nclasses);
-    gs_w32(&w, t->nlabels);
+    gs_wr w = {buf};
+    gs_wr_bytes(&w, GS_IMG_MAGIC, 8);
+    gs_wr_u32(&w, GS_TOPO_IMAGE_VERSION);
+    gs_wr_u32(&w, gs_is_uniform(t) ? GS_NAMES_UNIFORM : GS_NAMES_STORED);
+    gs_wr_u64(&w, size);
+    gs_wr_u64(&w, 0); /* checksum, filled last */
+    gs_wr_u32(&w, t->nlevels);
+    gs_wr_u32(&w, t->nnodes);
+    gs_wr_u32(&w, t->nclasses);
+    gs_wr_u32(&w, t->nlabels);
     for (uint32_t l = 0; l < t->nlevels; l++)
         gs_wname(&w, t->level_names[l]);
     for (uint32_t c = 0; c < t->nclasses; c++)
@@ -140,65 +117,64 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
         gs_wname(&w, t->label_names[i]);
     if (gs_is_uniform(t)) {
         for (uint32_t l = 0; l <= t->nlevels; l++)
-            gs_w32(&w, t->names->fanout[l]);
-        gs_w32(&w, t->node_gpus[0]);
+            gs_wr_u32(&w, t->names->fanout[l]);
+        gs_wr_u32(&w, t->node_gpus[0]);
     } else {
         gs_write_stored(&w, t);
     }
-    gs_wr sum = {buf + 24, 0};
-    gs_w64(&sum, gs_hash_bytes(buf + GS_IMG_BODY, size - GS_IMG_BODY, 0));
+    gs_wr sum = {buf + 24};
+    gs_wr_u64(&sum, gs_checksum64(buf + GS_IMG_BODY, size - GS_IMG_BODY));
     return 0;
 }
 
 /* ---- reading ----------------------------------------------------------- */
 
-typedef struct gs_rd {
-    const uint8_t *p;
-    size_t n, len;  /* position, end */
+/* The image's bytes, from its start to its end (the end of the buffer
+ * until the header says where the image ends); positions in messages
+ * count from the start. Every section is bounded (gs_need) before it is
+ * read, so the reader never goes bad and a short read is reported where
+ * it was found. */
+typedef struct gs_ird {
+    gs_rd in;
+    const uint8_t *start;
     gs_err *e;
-} gs_rd;
+} gs_ird;
 
-static uint32_t gs_r32at(const uint8_t *p)
+static size_t gs_pos(const gs_ird *r) { return (size_t)(r->in.p - r->start); }
+
+static int gs_corrupt_at(gs_ird *r, const char *what, size_t at)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return gs_error(r->e, GPUSCHED_ECORRUPT, "topology image: %s (at byte %zu)", what, at);
 }
 
-static uint64_t gs_r64at(const uint8_t *p) { return gs_r32at(p) | (uint64_t)gs_r32at(p + 4) << 32; }
+static int gs_corrupt(gs_ird *r, const char *what) { return gs_corrupt_at(r, what, gs_pos(r)); }
 
-static int gs_corrupt(gs_rd *r, const char *what)
+static int gs_need(gs_ird *r, uint64_t bytes)
 {
-    return gs_error(r->e, GPUSCHED_ECORRUPT, "topology image: %s (at byte %zu)", what, r->n);
+    return bytes <= gs_rd_left(&r->in) ? 0 : gs_corrupt(r, "truncated");
 }
 
-static int gs_need(gs_rd *r, uint64_t bytes)
-{
-    return bytes <= r->len - r->n ? 0 : gs_corrupt(r, "truncated");
-}
-
-static int gs_r32(gs_rd *r, uint32_t *v)
+static int gs_r32(gs_ird *r, uint32_t *v)
 {
     int rc = gs_need(r, 4);
-    if (!rc) {
-        *v = gs_r32at(r->p + r->n);
-        r->n += 4;
-    }
+    if (!rc)
+        *v = gs_rd_u32(&r->in);
     return rc;
 }
 
 /* A level, class or label name into `dst` (64 bytes, NUL-terminated). */
-static int gs_rname(gs_rd *r, char *dst)
+static int gs_rname(gs_ird *r, char *dst)
 {
     int rc = gs_need(r, 1);
     if (rc)
         return rc;
-    uint8_t n = r->p[r->n++];
+    uint8_t n = gs_rd_u8(&r->in);
     if ((rc = gs_need(r, n)))
         return rc;
-    if (gs_name_check((const char *)r->p + r->n, n))
+    if (gs_name_check((const char *)r->in.p, n))
         return gs_corrupt(r, "invalid name");
-    memcpy(dst, r->p + r->n, n);
+    memcpy(dst, gs_rd_bytes(&r->in, n), n);
     dst[n] = '\0';
-    r->n += n;
     return 0;
 }
 
@@ -209,7 +185,7 @@ typedef struct gs_imeta {
     char labels[GPUSCHED_MAX_LABELS][GPUSCHED_MAX_NAME + 1];
 } gs_imeta;
 
-static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t n)
+static int gs_rdistinct(gs_ird *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         int rc = gs_rname(r, names[i]);
@@ -222,33 +198,33 @@ static int gs_rdistinct(gs_rd *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t
     return 0;
 }
 
-static int gs_read_meta(gs_rd *r, gs_imeta *m, uint32_t max_nodes, size_t *length)
+static int gs_read_meta(gs_ird *r, gs_imeta *m, uint32_t max_nodes, size_t *length)
 {
     int rc = gs_need(r, GS_IMG_HEADER);
     if (rc)
         return rc;
-    const uint8_t *p = r->p;
+    const uint8_t *p = r->in.p; /* the header, read in place; the position stays 0 */
     if (memcmp(p, GS_IMG_MAGIC, 8))
         return gs_corrupt(r, "bad magic");
-    if (gs_r32at(p + 8) != GS_TOPO_IMAGE_VERSION)
+    if (gs_le32(p + 8) != GS_TOPO_IMAGE_VERSION)
         return gs_error(r->e, GPUSCHED_EVERSION, "topology image: version %u, this library reads %u",
-                        gs_r32at(p + 8), GS_TOPO_IMAGE_VERSION);
-    m->kind = gs_r32at(p + 12);
-    uint64_t total = gs_r64at(p + 16);
+                        gs_le32(p + 8), GS_TOPO_IMAGE_VERSION);
+    m->kind = gs_le32(p + 12);
+    uint64_t total = gs_le64(p + 16);
     if (m->kind != GS_NAMES_STORED && m->kind != GS_NAMES_UNIFORM)
         return gs_corrupt(r, "unknown kind");
-    if (total < GS_IMG_HEADER || total > r->len)
+    if (total < GS_IMG_HEADER || total > gs_rd_left(&r->in))
         return gs_corrupt(r, total < GS_IMG_HEADER ? "bad length" : "truncated");
-    if (gs_r64at(p + 24) != gs_hash_bytes(p + GS_IMG_BODY, (size_t)total - GS_IMG_BODY, 0))
+    if (gs_le64(p + 24) != gs_checksum64(p + GS_IMG_BODY, (size_t)total - GS_IMG_BODY))
         return gs_corrupt(r, "checksum mismatch");
     /* From here on the image ends where its header says. */
-    r->len = (size_t)total;
+    r->in.end = r->start + total;
     *length = (size_t)total;
-    m->nlevels = gs_r32at(p + 32);
-    m->nnodes = gs_r32at(p + 36);
-    m->nclasses = gs_r32at(p + 40);
-    m->nlabels = gs_r32at(p + 44);
-    r->n = GS_IMG_HEADER;
+    m->nlevels = gs_le32(p + 32);
+    m->nnodes = gs_le32(p + 36);
+    m->nclasses = gs_le32(p + 40);
+    m->nlabels = gs_le32(p + 44);
+    gs_rd_skip(&r->in, GS_IMG_HEADER);
     if (m->nlevels < 1 || m->nlevels > GS_MAX_LEVELS || m->nnodes < 1 || m->nnodes == UINT32_MAX ||
         m->nclasses < 1 || m->nclasses > GPUSCHED_MAX_CLASSES || m->nlabels > GPUSCHED_MAX_LABELS)
         return gs_corrupt(r, "count out of range");
@@ -272,7 +248,7 @@ static int gs_set_meta(gpusched_topo *t, const gs_imeta *m)
     return gs_topo_set_meta(t, lv, m->nclasses, cls, m->nlabels, lab);
 }
 
-static int gs_read_uniform(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
+static int gs_read_uniform(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
 {
     uint32_t fan[GS_MAX_LEVELS + 1], gpus;
     int rc = 0;
@@ -280,7 +256,7 @@ static int gs_read_uniform(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusc
         rc = gs_r32(r, &fan[l]);
     if (rc || (rc = gs_r32(r, &gpus)))
         return rc;
-    if (r->n != r->len)
+    if (gs_rd_left(&r->in))
         return gs_corrupt(r, "trailing bytes");
     const char *lv[GS_MAX_LEVELS];
     for (uint32_t l = 0; l < m->nlevels; l++)
@@ -300,7 +276,7 @@ static int gs_read_uniform(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusc
 
 /* The shape arrays: parents must make every domain's children one
  * non-empty contiguous run, and leaf sizes must be non-empty and add up. */
-static int gs_read_shape(gs_rd *r, gpusched_topo *t)
+static int gs_read_shape(gs_ird *r, gpusched_topo *t)
 {
     uint32_t L = t->nlevels;
     for (uint32_t l = 1; l < L; l++) {
@@ -308,8 +284,7 @@ static int gs_read_shape(gs_rd *r, gpusched_topo *t)
         uint32_t prev = 0;
         cs[0] = 0;
         for (uint32_t d = 0; d < t->ndom[l]; d++) {
-            uint32_t p = gs_r32at(r->p + r->n);
-            r->n += 4;
+            uint32_t p = gs_rd_u32(&r->in);
             if (d == 0 ? p != 0 : (p != prev && p != prev + 1))
                 return gs_corrupt(r, "domain parents are not contiguous");
             if (p >= t->ndom[l - 1])
@@ -325,8 +300,7 @@ static int gs_read_shape(gs_rd *r, gpusched_topo *t)
     uint32_t *ds = t->dom_start[L - 1];
     uint64_t node = 0;
     for (uint32_t d = 0; d < t->ndom[L - 1]; d++) {
-        uint32_t n = gs_r32at(r->p + r->n);
-        r->n += 4;
+        uint32_t n = gs_rd_u32(&r->in);
         if (n == 0 || n > t->nnodes - node)
             return gs_corrupt(r, "bad node count of a lowest domain");
         ds[d] = (uint32_t)node;
@@ -341,12 +315,10 @@ static int gs_read_shape(gs_rd *r, gpusched_topo *t)
     return 0;
 }
 
-static int gs_read_nodes(gs_rd *r, gpusched_topo *t)
+static int gs_read_nodes(gs_ird *r, gpusched_topo *t)
 {
-    memcpy(t->node_gpus, r->p + r->n, t->nnodes);
-    r->n += t->nnodes;
-    memcpy(t->node_class, r->p + r->n, t->nnodes);
-    r->n += t->nnodes;
+    memcpy(t->node_gpus, gs_rd_bytes(&r->in, t->nnodes), t->nnodes);
+    memcpy(t->node_class, gs_rd_bytes(&r->in, t->nnodes), t->nnodes);
     for (uint32_t n = 0; n < t->nnodes; n++) {
         if (t->node_gpus[n] < 1 || t->node_gpus[n] > GPUSCHED_MAX_NODE_GPUS)
             return gs_corrupt(r, "node GPU count out of range");
@@ -356,8 +328,7 @@ static int gs_read_nodes(gs_rd *r, gpusched_topo *t)
     if (t->nlabels) {
         uint64_t bad = t->nlabels == 64 ? 0 : ~0ull << t->nlabels;
         for (uint32_t n = 0; n < t->nnodes; n++) {
-            t->node_labels[n] = gs_r64at(r->p + r->n);
-            r->n += 8;
+            t->node_labels[n] = gs_rd_u64(&r->in);
             if (t->node_labels[n] & bad)
                 return gs_corrupt(r, "node label out of range");
         }
@@ -378,27 +349,33 @@ static bool gs_pool_name_ok(const gs_pool *pool, uint32_t off)
     return nul && !gs_name_check(s, (size_t)(nul - s));
 }
 
-static int gs_read_names(gs_rd *r, gpusched_topo *t)
+static int gs_read_names(gs_ird *r, gpusched_topo *t)
 {
     gs_names *nm = t->names;
-    size_t pool_at = r->n + 4ull * t->nnodes;
+    /* The pool follows the offsets: copied first, so they can be checked. */
+    size_t pool_at = 4ull * t->nnodes;
     for (uint32_t l = 0; l < t->nlevels; l++)
         pool_at += 4ull * t->ndom[l];
-    memcpy(nm->pool.buf, r->p + pool_at, nm->pool.len);
-    for (uint32_t n = 0; n < t->nnodes; n++, r->n += 4)
-        if (!gs_pool_name_ok(&nm->pool, nm->node_name[n] = gs_r32at(r->p + r->n)))
-            return gs_corrupt(r, "bad node name");
+    memcpy(nm->pool.buf, r->in.p + pool_at, nm->pool.len);
+    /* A bad offset is reported at its own position. */
+    for (uint32_t n = 0; n < t->nnodes; n++) {
+        size_t at = gs_pos(r);
+        if (!gs_pool_name_ok(&nm->pool, nm->node_name[n] = gs_rd_u32(&r->in)))
+            return gs_corrupt_at(r, "bad node name", at);
+    }
     for (uint32_t l = 0; l < t->nlevels; l++)
-        for (uint32_t d = 0; d < t->ndom[l]; d++, r->n += 4)
-            if (!gs_pool_name_ok(&nm->pool, nm->dom_name[l][d] = gs_r32at(r->p + r->n)))
-                return gs_corrupt(r, "bad domain name");
-    r->n += nm->pool.len;
+        for (uint32_t d = 0; d < t->ndom[l]; d++) {
+            size_t at = gs_pos(r);
+            if (!gs_pool_name_ok(&nm->pool, nm->dom_name[l][d] = gs_rd_u32(&r->in)))
+                return gs_corrupt_at(r, "bad domain name", at);
+        }
+    gs_rd_skip(&r->in, nm->pool.len);
     if (gs_names_index(t, true))
         return gs_corrupt(r, "duplicate node name or domain name under one parent");
     return 0;
 }
 
-static int gs_read_stored(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
+static int gs_read_stored(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
 {
     uint32_t ndom[GS_MAX_LEVELS], pool_len;
     int rc = 0;
@@ -410,8 +387,8 @@ static int gs_read_stored(gs_rd *r, const gs_imeta *m, const gs_alloc *a, gpusch
     if (rc || (rc = gs_r32(r, &pool_len)))
         return rc;
     uint64_t need = gs_stored_arrays(m->nlevels, ndom, m->nnodes, m->nlabels, pool_len);
-    if (need != r->len - r->n)
-        return gs_corrupt(r, need > r->len - r->n ? "truncated" : "trailing bytes");
+    if (need != gs_rd_left(&r->in))
+        return gs_corrupt(r, need > gs_rd_left(&r->in) ? "truncated" : "trailing bytes");
     gpusched_topo *t = NULL;
     rc = gs_topo_alloc(a, m->nlevels, ndom, m->nnodes, &t);
     if (!rc)
@@ -437,7 +414,7 @@ int gs_topo_image_read(const uint8_t *buf, size_t len, uint32_t max_nodes, const
         return gs_error(e, GPUSCHED_EINVAL, "topology image: NULL argument");
     char classes[GPUSCHED_MAX_CLASSES][GPUSCHED_MAX_NAME + 1];
     gs_imeta m = {.classes = classes};
-    gs_rd r = {buf, 0, len, e};
+    gs_ird r = {{buf, buf + len, false}, buf, e};
     size_t length = 0;
     int rc = gs_read_meta(&r, &m, max_nodes, &length);
     if (rc)

@@ -1,19 +1,20 @@
 /* The binary image of a topology, embedded in cluster snapshots.
  *
  * Little-endian, versioned (GS_TOPO_IMAGE_VERSION), self-delimiting (the
- * header holds the total length) and checksummed (FNV-1a 64 over the body).
- * Uniform and preset topologies are written as their parameters (a few
- * dozen bytes); others as their arrays and name pool. Reading validates
- * every field, so a truncated, corrupted or hostile image yields
- * GPUSCHED_ECORRUPT (GPUSCHED_EVERSION for an unknown version) and creates
- * nothing. Reading then writing gives the same bytes. Layout:
+ * header holds the total length) and checksummed (XXH64, gs_checksum64,
+ * over the body). Uniform and preset topologies are written as their
+ * parameters (a few dozen bytes); others as their arrays and name pool.
+ * Reading validates every field, so a truncated, corrupted or hostile
+ * image yields GPUSCHED_ECORRUPT (GPUSCHED_EVERSION for an unknown version)
+ * and creates nothing. Reading then writing gives the same bytes. Layout:
  * doc/topology-format.md, "Binary image". */
 #ifndef GS_TOPO_IMAGE_H
 #define GS_TOPO_IMAGE_H
 
 #include "topo-internal.h"
 
-#define GS_TOPO_IMAGE_VERSION 1u
+/* 2: the checksum is XXH64 (version 1 had FNV-1a 64); layout unchanged. */
+#define GS_TOPO_IMAGE_VERSION 2u
 
 /* Exact size of the image of `t`. */
 int gs_topo_image_size(const gpusched_topo *t, size_t *size);

@@ -309,7 +309,9 @@ class TestQueue(unittest.TestCase):
             self.assertTrue(cm.exception.message)
             with open(p, "r+b") as f:  # format version (offset 8, doc/fairq.md)
                 f.seek(8)
-                f.write((2).to_bytes(4, "little"))
+                version = int.from_bytes(f.read(4), "little")
+                f.seek(8)
+                f.write((version + 1).to_bytes(4, "little"))
             with self.assertRaises(gpusched.UnsupportedVersion) as cm:
                 DecisionLog.read(p)
             self.assertIn("version", cm.exception.message)
