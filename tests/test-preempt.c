@@ -331,7 +331,8 @@ struct oom_ctx {
     gpusched_placer *p;
     gpusched_place_result *res;
     gpusched_preempt_plan *plan;
-    uint64_t before;
+    uint8_t *before;            /* snapshot bytes before the call */
+    size_t before_len;
     bool commit;
 };
 
@@ -348,7 +349,9 @@ static int oom_op(failalloc *fa, void *ctx)
     fa->fail_at = -1;
     cr_assert_eq(gpusched_cluster_new(o->t, &fa->a, &o->c), 0);
     o->fill(o->c);
-    o->before = ct_fingerprint(o->c);
+    fa->fail_at = -1;
+    free(o->before);
+    o->before = ct_snapshot(o->c, &o->before_len);
     fa->fail_at = fa->count + k;
     int rc = gpusched_placer_new(o->c, &fa->a, &o->p);
     if (!rc)
@@ -359,7 +362,7 @@ static int oom_op(failalloc *fa, void *ctx)
         rc = o->act(o);
         fa->fail_at = -1; /* the checks below allocate */
         if (rc || !o->commit)
-            cr_assert_eq(ct_fingerprint(o->c), o->before, "a failed or plan-only call changed the state");
+            ct_assert_snapshot(o->c, o->before, o->before_len, "a failed or plan-only call");
         cr_assert_eq(gpusched_cluster_check(o->c), 0);
     }
     if (rc)
@@ -374,6 +377,7 @@ static void oom_sweep(void (*fill)(gpusched_cluster *c), int (*act)(oom_ctx *o),
     cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), min_allocs);
     o.commit = true;
     cr_assert_gt(failalloc_sweep(oom_op, oom_undo, &o), min_allocs);
+    free(o.before);
     gpusched_topo_unref(o.t);
 }
 
@@ -420,6 +424,57 @@ static void oom_undo(void *ctx)
 Test(preempt, out_of_memory_changes_nothing)
 {
     oom_sweep(fill_preemptible, preempt_slices, 3);
+}
+
+/* The same with the rest of the state transactions must restore: movable
+ * and preemptible jobs, the preemptor's own reservation, a down node. */
+static void fill_mixed(gpusched_cluster *c)
+{
+    for (uint32_t n = 0; n < 22; n++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 100 + n;
+        j.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE | (n % 2 ? GPUSCHED_JOB_FLAG_MOVABLE : 0);
+        uint64_t m = n % 3 ? 0xf : 0x3;
+        cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0);
+    }
+    uint32_t r = 22, down = 23;
+    cr_assert_eq(gpusched_cluster_reserve(c, 1, 1, &r, &(uint64_t){0xf}), 0);
+    cr_assert_eq(gpusched_cluster_node_health_set(c, down, GPUSCHED_NODE_DOWN, NULL, 0, NULL), 0);
+}
+
+static int preempt_mixed(oom_ctx *o)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1)->priority = 1;
+    q.gpus = 28; /* 16 free, 4 reserved for it: victims needed */
+    q.flags = o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+    int rc = gpusched_placer_preempt(o->p, &q, o->res, o->plan);
+    if (!rc) {
+        const uint64_t *ids;
+        uint32_t n;
+        cr_assert_eq(gpusched_preempt_plan_victims(o->plan, &ids, &n), 0);
+        cr_assert_gt(n, 0, "the plan evicts");
+    }
+    return rc;
+}
+
+static int defrag_mixed(oom_ctx *o)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    gpusched_job job;
+    pt_req_job(&q, &job, 1)->priority = 1;
+    q.gpus = 12;
+    q.required_level = 1;
+    q.flags = o->commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+    int rc = gpusched_placer_defrag(o->p, &q, o->res, o->plan);
+    return rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
+Test(preempt, out_of_memory_with_reservations_and_down_nodes_changes_nothing)
+{
+    oom_sweep(fill_mixed, preempt_mixed, 3);
+    oom_sweep(fill_mixed, defrag_mixed, 3);
 }
 
 /* ---- moving a running job ------------------------------------------------ */
