@@ -30,6 +30,20 @@ static void gs_putu(gs_out *o, uint64_t v)
     gs_put(o, tmp + n, sizeof tmp - n);
 }
 
+/* A `classes` or `labels` list, as many lines as the parser's field limit
+ * needs (255 classes, 64 labels): the order, and so the indexes, survive. */
+static void gs_name_lines(gs_out *o, const char *directive, char *const *names, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (i % (GS_TEXT_MAX_FIELDS - 1) == 0)
+            gs_puts(o, directive);
+        gs_put(o, " ", 1);
+        gs_puts(o, names[i]);
+        if (i % (GS_TEXT_MAX_FIELDS - 1) == GS_TEXT_MAX_FIELDS - 2 || i == n - 1)
+            gs_put(o, "\n", 1);
+    }
+}
+
 static void gs_header(gs_out *o, const gpusched_topo *t)
 {
     gs_puts(o, "# libgpusched topology: ");
@@ -41,20 +55,9 @@ static void gs_header(gs_out *o, const gpusched_topo *t)
         gs_put(o, " ", 1);
         gs_puts(o, t->level_names[l]);
     }
-    gs_puts(o, "\nclasses");
-    for (uint32_t c = 0; c < t->nclasses; c++) {
-        gs_put(o, " ", 1);
-        gs_puts(o, t->class_names[c]);
-    }
     gs_put(o, "\n", 1);
-    if (t->nlabels) {
-        gs_puts(o, "labels");
-        for (uint32_t i = 0; i < t->nlabels; i++) {
-            gs_put(o, " ", 1);
-            gs_puts(o, t->label_names[i]);
-        }
-        gs_put(o, "\n", 1);
-    }
+    gs_name_lines(o, "classes", t->class_names, t->nclasses);
+    gs_name_lines(o, "labels", t->label_names, t->nlabels);
 }
 
 static void gs_props(gs_out *o, const gpusched_topo *t, uint32_t node)
