@@ -522,3 +522,38 @@ Test(topo_text, many_classes_and_labels_export_over_several_lines)
     free(a);
     gpusched_topo_unref(t);
 }
+
+/* Found by fuzzing: the export wrote all classes (up to 255) and all labels
+ * (up to 64) on one line each, which the parser refuses past 16 fields, so
+ * a topology with 16 or more classes or labels did not parse back. */
+Test(topo_text, export_of_many_classes_and_labels_parses_back)
+{
+    char text[8192];
+    size_t n = (size_t)snprintf(text, sizeof text, "levels rack\n");
+    for (int c = 0; c < 255; c++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "classes c%d\n", c);
+    n += (size_t)snprintf(text + n, sizeof text - n, "labels");
+    for (int l = 0; l < 15; l++)
+        n += (size_t)snprintf(text + n, sizeof text - n, " l%d", l);
+    for (int l = 15; l < 64; l++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "\nlabels l%d", l);
+    n += (size_t)snprintf(text + n, sizeof text - n, "\nnode r0 a gpus=1 class=c254 labels=l0,l63\n");
+    cr_assert_lt(n, sizeof text);
+    gpusched_topo *t = parse_ok(text);
+    cr_assert_eq(gpusched_topo_class_count(t), 255);
+    cr_assert_eq(gpusched_topo_label_count(t), 64);
+    size_t len;
+    cr_assert_eq(gpusched_topo_export(t, NULL, 0, &len), GPUSCHED_ERANGE);
+    char *out = malloc(len + 1);
+    cr_assert_eq(gpusched_topo_export(t, out, len + 1, &len), 0);
+    cr_assert_not_null(strstr(out, "\nclasses c0 c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 c12 c13 c14\nclasses c15 "),
+                       "%s", out);
+    cr_assert_not_null(strstr(out, " l59\nlabels l60 l61 l62 l63\n"), "%s", out);
+    gpusched_topo *back = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(out, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    topo_assert_equal(t, back);
+    free(out);
+    gpusched_topo_unref(back);
+    gpusched_topo_unref(t);
+}

@@ -30,22 +30,18 @@ static void gs_putu(gs_out *o, uint64_t v)
     gs_put(o, tmp + n, sizeof tmp - n);
 }
 
-/* A directive and its names, at most 15 to a line: a line holds 16 fields
- * (doc/topology-format.md), and names declared over several lines keep
- * their order, so the indexes and bits survive. Nothing for no names. */
-static void gs_names_lines(gs_out *o, const char *directive, char *const *names, uint32_t n)
+/* A `classes` or `labels` list, as many lines as the parser's field limit
+ * needs (255 classes, 64 labels): the order, and so the indexes, survive. */
+static void gs_name_lines(gs_out *o, const char *directive, char *const *names, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (i % 15 == 0) {
-            if (i)
-                gs_put(o, "\n", 1);
+        if (i % (GS_TEXT_MAX_FIELDS - 1) == 0)
             gs_puts(o, directive);
-        }
         gs_put(o, " ", 1);
         gs_puts(o, names[i]);
+        if (i % (GS_TEXT_MAX_FIELDS - 1) == GS_TEXT_MAX_FIELDS - 2 || i == n - 1)
+            gs_put(o, "\n", 1);
     }
-    if (n)
-        gs_put(o, "\n", 1);
 }
 
 static void gs_header(gs_out *o, const gpusched_topo *t)
@@ -60,8 +56,8 @@ static void gs_header(gs_out *o, const gpusched_topo *t)
         gs_puts(o, t->level_names[l]);
     }
     gs_put(o, "\n", 1);
-    gs_names_lines(o, "classes", t->class_names, t->nclasses);
-    gs_names_lines(o, "labels", t->label_names, t->nlabels);
+    gs_name_lines(o, "classes", t->class_names, t->nclasses);
+    gs_name_lines(o, "labels", t->label_names, t->nlabels);
 }
 
 static void gs_props(gs_out *o, const gpusched_topo *t, uint32_t node)

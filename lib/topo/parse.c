@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "topo-builder.h"
-
-#define GS_MAX_FIELDS 16
+#include "topo-export.h"
 
 typedef struct gs_tok {
     const char *s;
@@ -401,7 +400,7 @@ static int gs_names_line(gs_parser *p, const gs_tok *f, uint32_t nf, bool classe
 
 static int gs_line(gs_parser *p, const char *s, size_t len)
 {
-    gs_tok f[GS_MAX_FIELDS];
+    gs_tok f[GS_TEXT_MAX_FIELDS];
     uint32_t nf = 0;
     size_t i = 0;
     for (;;) {
@@ -412,7 +411,7 @@ static int gs_line(gs_parser *p, const char *s, size_t len)
         size_t start = i;
         while (i < len && s[i] != ' ' && s[i] != '\t' && s[i] != '#')
             i++;
-        if (nf == GS_MAX_FIELDS)
+        if (nf == GS_TEXT_MAX_FIELDS)
             return gs_perr(p, (uint32_t)start + 1, "more than 16 fields on a line");
         f[nf++] = (gs_tok){s + start, i - start, (uint32_t)start + 1};
     }
