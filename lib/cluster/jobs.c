@@ -188,7 +188,8 @@ GPUSCHED_API int gpusched_cluster_allocate(gpusched_cluster *c, const gpusched_j
         return GPUSCHED_EINVAL;
     if (n && nodes) {
         gs_prefetch_node(c, nodes[0]);
-        if (n == 1)
+        /* Unchecked yet: the second round only for a node that exists. */
+        if (n == 1 && nodes[0] < c->topo->nnodes)
             gs_prefetch_node_deps(c, nodes[0]);
     }
     gs_op op = {.kind = GS_OP_CLAIM, .n = n, .nodes = nodes, .masks = masks};
