@@ -143,6 +143,10 @@ int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 #define GS_PL_HOLD 1u
 #define GS_PL_CHECK_RUNNING 2u
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags);
+/* Ends the cluster's open transaction of a call that produced `rc`:
+ * committed when rc is 0 and `commit` (res then says so), else rolled
+ * back. Returns rc, or the commit's error. */
+int gs_pl_txn_end(gpusched_placer *p, int rc, bool commit, gpusched_place_result *res);
 /* The descriptor of the job a committed request becomes. */
 void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job);
 /* Whether the request fits as the cluster is now: the search alone, no

@@ -186,6 +186,17 @@ int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_re
     return rc;
 }
 
+int gs_pl_txn_end(gpusched_placer *p, int rc, bool commit, gpusched_place_result *res)
+{
+    if (rc == 0 && commit) {
+        if ((rc = gs_txn_commit(p->c)) == 0)
+            res->committed = 1;
+        return rc;
+    }
+    gs_txn_rollback(p->c);
+    return rc;
+}
+
 /* Commits the open transaction when `commit`, else rolls it back; the
  * results of `n` requests say whether they were committed. */
 static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const *results,

@@ -189,12 +189,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     plan->nlent = 0;
     rc = defrag_and_place(&x, res);
     plan->nlent = 0;
-    if (rc == 0 && (r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
-        if ((rc = gs_txn_commit(p->c)) == 0)
-            res->committed = 1;
-    } else {
-        gs_txn_rollback(p->c);
-    }
+    rc = gs_pl_txn_end(p, rc, r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT, res);
     if (rc) {
         plan->nmoves = plan->move_pairs = 0;
         plan->cost = plan->gpus = 0;

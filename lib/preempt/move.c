@@ -115,12 +115,7 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
         rc = gs_txn_stage_release(p->c, job_id);
     if (!rc)
         rc = gs_pl_place_staged(p, &r, res, 0);
-    if (rc == 0 && (flags & GPUSCHED_PLACE_FLAG_COMMIT)) {
-        if ((rc = gs_txn_commit(p->c)) == 0)
-            res->committed = 1;
-    } else {
-        gs_txn_rollback(p->c);
-    }
+    rc = gs_pl_txn_end(p, rc, flags & GPUSCHED_PLACE_FLAG_COMMIT, res);
     if (rc && rc != GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "move: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
