@@ -237,6 +237,39 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
     x->hi = 0;
 }
 
+/* A walk over ascending nodes that gathers their changes per lowest
+ * domain and applies each domain's once, when the walk leaves it. */
+typedef struct gs_leaf_walk {
+    gs_leaf_delta x;
+    uint32_t leaf, start, end;
+    bool started;
+} gs_leaf_walk;
+
+static void gs_walk_begin(gs_leaf_walk *w)
+{
+    memset(w, 0, sizeof *w);
+    w->x.lo = UINT32_MAX;
+}
+
+static inline void gs_walk_enter(struct gpusched_cluster *c, gs_leaf_walk *w, uint32_t node)
+{
+    if (w->started && node >= w->start && node < w->end)
+        return;
+    if (w->started)
+        gs_delta_apply(c, w->leaf, &w->x);
+    const uint32_t *start = c->topo->dom_start[c->nlevels - 1];
+    w->leaf = gs_cl_node_leaf(c, node);
+    w->start = start[w->leaf];
+    w->end = start[w->leaf + 1];
+    w->started = true;
+}
+
+static void gs_walk_end(struct gpusched_cluster *c, gs_leaf_walk *w)
+{
+    if (w->started)
+        gs_delta_apply(c, w->leaf, &w->x);
+}
+
 /* A large allocation or release touches thousands of nodes that share
  * lowest domains (nodes are ascending and domains contiguous), so the
  * aggregates are updated once per lowest domain instead of once per node:
@@ -245,38 +278,27 @@ static void gs_delta_apply(struct gpusched_cluster *c, uint32_t leaf, gs_leaf_de
 uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
                               const uint64_t *masks, int claim, uint32_t holder)
 {
-    const struct gpusched_topo *t = c->topo;
-    const uint32_t leaf_level = c->nlevels - 1;
-    gs_leaf_delta x;
-    memset(&x, 0, sizeof x);
-    x.lo = UINT32_MAX;
-    uint32_t leaf = 0, leaf_end = 0, total = 0;
+    gs_leaf_walk w;
+    gs_walk_begin(&w);
+    uint32_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t node = nodes[i];
         const uint64_t mask = masks[i];
-        /* Ascending nodes: the lowest domain changes only past its end. */
-        if (i == 0 || node >= leaf_end) {
-            if (i)
-                gs_delta_apply(c, leaf, &x);
-            leaf = gs_cl_node_leaf(c, node);
-            leaf_end = t->dom_start[leaf_level][leaf + 1];
-        }
+        gs_walk_enter(c, &w, node);
         const uint32_t gpus = gs_cl_node_gpus(c, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
-        if (holder != GS_HOLDER_KEEP)
-            gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
-        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gpus);
+        gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
+        gs_delta_node(&w.x, old, gs_cluster_node_avail(c, node), gpus);
         total += gs_count_node(mask, gs_node_all_mask(gpus), gpus);
     }
-    if (n)
-        gs_delta_apply(c, leaf, &x);
+    gs_walk_end(c, &w);
     return total;
 }
 
 void gs_cluster_flips_apply(struct gpusched_cluster *c, const gs_flip *f, uint32_t n)
 {
-    if (n <= 4) {
+    if (n <= GS_BATCH_MIN_PAIRS) {
         for (uint32_t i = 0; i < n; i++) {
             const uint32_t node = f[i].node;
             const uint64_t old = gs_cluster_node_avail(c, node);
@@ -286,27 +308,17 @@ void gs_cluster_flips_apply(struct gpusched_cluster *c, const gs_flip *f, uint32
         }
         return;
     }
-    const struct gpusched_topo *t = c->topo;
-    const uint32_t leaf_level = c->nlevels - 1;
-    gs_leaf_delta x;
-    memset(&x, 0, sizeof x);
-    x.lo = UINT32_MAX;
-    uint32_t leaf = 0, leaf_start = 0, leaf_end = 0;
+    gs_leaf_walk w;
+    gs_walk_begin(&w);
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t node = f[i].node;
-        if (i == 0 || node >= leaf_end || node < leaf_start) {
-            if (i)
-                gs_delta_apply(c, leaf, &x);
-            leaf = gs_cl_node_leaf(c, node);
-            leaf_start = t->dom_start[leaf_level][leaf];
-            leaf_end = t->dom_start[leaf_level][leaf + 1];
-        }
+        gs_walk_enter(c, &w, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] ^= f[i].fx;
         c->node_resv[node] ^= f[i].rx;
-        gs_delta_node(&x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
+        gs_delta_node(&w.x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
     }
-    gs_delta_apply(c, leaf, &x);
+    gs_walk_end(c, &w);
 }
 
 uint32_t gs_cluster_hist_at_least(const struct gpusched_cluster *c, uint32_t l, uint32_t d, uint32_t g)

@@ -21,12 +21,14 @@ size_t gs_aggs_bytes(const struct gpusched_cluster *c);
  * O(levels). */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail);
 
+/* Up to this many pairs, updating the aggregates node by node is cheaper
+ * than gathering per-domain deltas. */
+#define GS_BATCH_MIN_PAIRS 4
+
 /* Claims (GPUs free -> allocated to `holder`) or releases (allocated ->
  * free, `holder` 0) the GPUs of n pairs, nodes ascending; aggregates are
- * updated once per lowest domain touched. Never touches node_resv; with
- * `holder` GS_HOLDER_KEEP, not the GPU holders either (lending a job).
+ * updated once per lowest domain touched. Never touches node_resv.
  * Returns the GPUs of the masks. */
-#define GS_HOLDER_KEEP UINT32_MAX
 uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes,
                               const uint64_t *masks, int claim, uint32_t holder);
 

@@ -5,9 +5,6 @@
 #include "cluster-write.h"
 
 #define GS_JOB_KNOWN_FLAGS GPUSCHED_JOB_FLAG_ALL
-/* Up to this many pairs, updating the aggregates node by node is cheaper
- * than gathering per-domain deltas. */
-#define GS_BATCH_MIN_PAIRS 4
 
 static const char *gs_holder_desc(const gpusched_cluster *c, uint32_t h, char *buf, size_t cap)
 {

@@ -17,7 +17,7 @@
 
 /* ---- encoding -------------------------------------------------------------- */
 
-static size_t op_size(const struct gpusched_cluster *c, const gs_op *op)
+static size_t op_size(const gs_op *op)
 {
     switch (op->kind) {
     case GS_OP_CLAIM:
@@ -31,7 +31,6 @@ static size_t op_size(const struct gpusched_cluster *c, const gs_op *op)
     case GS_OP_UPDATE:
         return 1 + 8 + 4 + 4 + 4 + 8 + 8;
     default: /* RELEASE, UNRESERVE */
-        (void)c;
         return 1 + 8;
     }
 }
@@ -84,11 +83,11 @@ static void put_op(gs_wr *w, const gs_op *op)
     }
 }
 
-static size_t record_size(const struct gpusched_cluster *c, const gs_op *ops, uint32_t n)
+static size_t record_size(const gs_op *ops, uint32_t n)
 {
     size_t len = GS_JR_HEAD + GS_JR_TAIL;
     for (uint32_t i = 0; i < n; i++)
-        len += op_size(c, &ops[i]);
+        len += op_size(&ops[i]);
     return len;
 }
 
@@ -124,7 +123,7 @@ static int reserve_bytes(const gs_alloc *a, unsigned char **buf, size_t *cap, si
 int gs_journal_emit(struct gpusched_cluster *c, const gs_op *ops, uint32_t n)
 {
     gs_journal *j = &c->journal;
-    const size_t len = record_size(c, ops, n);
+    const size_t len = record_size(ops, n);
     if (len - GS_JR_HEAD - GS_JR_TAIL > UINT32_MAX)
         return gs_error(&c->err, GPUSCHED_ELIMIT, "journal record of %zu bytes is too large", len);
     const uint64_t seq = j->seq + 1;

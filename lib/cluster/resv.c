@@ -111,8 +111,6 @@ void gs_cluster_resv_drop(gpusched_cluster *c, gs_hold *r)
     const uint64_t *masks = gs_hold_masks(r);
     for (uint32_t i = 0; i < r->npairs; i++)
         gs_cluster_node_move(c, nodes[i], masks[i], ~(uint64_t)0, 0, 0);
-    if (r->lent)
-        c->nlent--;
     gs_holdtab_remove(&c->resv, &c->alloc, r);
 }
 

@@ -13,11 +13,6 @@ int gs_txn_begin(struct gpusched_cluster *c)
     return 0;
 }
 
-uint32_t gs_txn_staged(const struct gpusched_cluster *c)
-{
-    return c->txn.nops;
-}
-
 /* ---- temporaries --------------------------------------------------------- */
 
 /* Room for one more group of `nflips` flips. */

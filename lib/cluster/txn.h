@@ -67,8 +67,6 @@ int gs_txn_stage_claim(struct gpusched_cluster *c, const gpusched_job *job, uint
                        const uint64_t *masks);
 /* Release running job `id` at commit. */
 int gs_txn_stage_release(struct gpusched_cluster *c, uint64_t id);
-/* Staged changes so far. */
-uint32_t gs_txn_staged(const struct gpusched_cluster *c);
 
 /* ---- the end --------------------------------------------------------------- */
 
