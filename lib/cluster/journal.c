@@ -219,47 +219,38 @@ static void get_job(gs_rd *r, gpusched_job *j)
     j->cost_hint = gs_rd_u64(r);
 }
 
-/* Reads n pairs into the scratch at *used. The record's length bounds n
- * (12 bytes a pair) before anything is allocated for them. */
-static int get_pairs(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used, const gs_alloc *a)
+/* Reads n pairs into the scratch at *used. The record's length bounds
+ * them (12 bytes a pair): the scratch was sized for all a record can hold
+ * before its changes were read, so the arrays never move meanwhile. */
+static int get_pairs(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
 {
     uint32_t n = gs_rd_u32(r);
     if (r->bad || (uint64_t)n * GS_JR_PAIR > gs_rd_left(r))
         return GPUSCHED_ECORRUPT;
-    if (n > UINT32_MAX - *used)
-        return GPUSCHED_ECORRUPT;
-    uint32_t cap = s->pairs_cap;
-    if (gs_grow(a, (void **)&s->nodes, &cap, *used + n, sizeof *s->nodes))
-        return GPUSCHED_ENOMEM;
-    cap = s->pairs_cap;
-    if (gs_grow(a, (void **)&s->masks, &cap, *used + n, sizeof *s->masks))
-        return GPUSCHED_ENOMEM;
-    s->pairs_cap = cap;
     for (uint32_t i = 0; i < n; i++) {
         s->nodes[*used + i] = gs_rd_u32(r);
         s->masks[*used + i] = gs_rd_u64(r);
     }
     op->n = n;
-    /* Offsets for now: the arrays may still move while later ops grow them. */
-    op->nodes = (const uint32_t *)(uintptr_t)*used;
+    op->nodes = n ? s->nodes + *used : NULL;
+    op->masks = n ? s->masks + *used : NULL;
     *used += n;
     return 0;
 }
 
-static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used, const gs_alloc *a)
+static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
 {
     memset(op, 0, sizeof *op);
     op->kind = gs_rd_u8(r);
-    op->nodes = (const uint32_t *)(uintptr_t)UINT32_MAX;
     int rc = 0;
     switch (op->kind) {
     case GS_OP_CLAIM:
         get_job(r, &op->job);
-        rc = get_pairs(r, op, s, used, a);
+        rc = get_pairs(r, op, s, used);
         break;
     case GS_OP_RESERVE:
         op->job.id = gs_rd_u64(r);
-        rc = get_pairs(r, op, s, used, a);
+        rc = get_pairs(r, op, s, used);
         break;
     case GS_OP_RELEASE:
     case GS_OP_UNRESERVE:
@@ -309,12 +300,16 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
     if (n == 0 || (uint64_t)n * GS_JR_MIN_OP > payload)
         return gs_error(&c->err, GPUSCHED_ECORRUPT, "journal record %u: %u changes cannot fit in %u bytes", index,
                         n, payload);
-    if (gs_grow(&c->alloc, (void **)&s->ops, &s->ops_cap, n, sizeof *s->ops))
+    const uint32_t max_pairs = payload / GS_JR_PAIR;
+    uint32_t cap = s->pairs_cap;
+    if (gs_grow(&c->alloc, (void **)&s->ops, &s->ops_cap, n, sizeof *s->ops) ||
+        (max_pairs && (gs_grow(&c->alloc, (void **)&s->nodes, &cap, max_pairs, sizeof *s->nodes) ||
+                       gs_grow(&c->alloc, (void **)&s->masks, &s->pairs_cap, max_pairs, sizeof *s->masks))))
         return gs_error(&c->err, GPUSCHED_ENOMEM, "journal record %u: out of memory", index);
     gs_rd body = {r->p, r->p + payload, false};
     uint32_t used = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int rc = get_op(&body, &s->ops[i], s, &used, &c->alloc);
+        int rc = get_op(&body, &s->ops[i], s, &used);
         if (rc == GPUSCHED_ENOMEM)
             return gs_error(&c->err, rc, "journal record %u: out of memory", index);
         if (rc)
@@ -323,12 +318,6 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
     if (gs_rd_left(&body))
         return gs_error(&c->err, GPUSCHED_ECORRUPT, "journal record %u: %zu bytes after its changes", index,
                         gs_rd_left(&body));
-    for (uint32_t i = 0; i < n; i++) {
-        gs_op *op = &s->ops[i];
-        uintptr_t off = (uintptr_t)op->nodes;
-        op->nodes = off == UINT32_MAX ? NULL : s->nodes + off;
-        op->masks = off == UINT32_MAX ? NULL : s->masks + off;
-    }
     r->p = start + len;
     *nops = n;
     return 0;
