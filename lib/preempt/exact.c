@@ -131,6 +131,24 @@ static int branch(gs_bb *b, uint32_t i, gs_pp_cost s, uint64_t freed)
     return branch(b, i + 1, s, freed);
 }
 
+/* A bound for a domain too large to sort: `need` GPUs at the least cost
+ * per GPU among its candidates v[a, a + n), rounded down; UINT64_MAX when
+ * they cannot free that many. */
+static uint64_t cheap_bound(const gs_victim *v, uint32_t n, uint64_t need)
+{
+    double per_gpu = -1;
+    uint64_t gpus = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double r = (double)v[i].cost / v[i].gpus;
+        per_gpu = per_gpu < 0 || r < per_gpu ? r : per_gpu;
+        gpus += v[i].gpus;
+    }
+    if (gpus < need)
+        return UINT64_MAX;
+    double lb = per_gpu * (double)need;
+    return lb >= 18446744073709549568.0 ? UINT64_MAX - 1 : (uint64_t)lb;
+}
+
 /* One domain's candidates v[a, b), sorted into the plan's order scratch. */
 static int take_candidates(gs_pp *x, uint32_t a, uint32_t n)
 {
@@ -145,8 +163,10 @@ static int take_candidates(gs_pp *x, uint32_t a, uint32_t n)
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
 {
     gpusched_preempt_plan *plan = x->plan;
+    /* Any order of the scope's candidates will do (each domain's are sorted
+     * here): the heuristic's collection is reused when it has this scope. */
     int rc = gs_pp_unlend_to(x, 0);
-    if (rc || (rc = gs_pp_collect_as(x, scope, false)))
+    if (rc || (!gs_pp_collected_scope(x, scope) && (rc = gs_pp_collect_as(x, scope, false))))
         return rc;
     const gs_hold *own = gs_cluster_resv_find(x->c, x->r->job.id);
     const uint64_t G = x->r->gpus;
@@ -161,15 +181,24 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
         uint64_t have = gs_pp_own_in(x->c->topo, own, scope, dom, &own_i) +
                         (scope < 0 ? x->c->root_free_gpus : x->c->agg[scope].free_gpus[dom]);
         a = e;
+        const uint64_t need = have >= G ? 0 : G - have;
+        if (n > GPUSCHED_PREEMPT_EXACT_MAX) {
+            uint64_t cb = cheap_bound(plan->v + a - n, n, need);
+            if (cb != UINT64_MAX && (!*found || cb < best->cost)) {
+                exact = false;
+                lb = cb < lb ? cb : lb;
+            }
+            continue;
+        }
         if ((rc = take_candidates(x, a - n, n)))
             break;
-        gs_bb b = {x, plan->order, n, have >= G ? 0 : G - have, best, found, 0, false};
+        gs_bb b = {x, plan->order, n, need, best, found, 0, false};
         gs_pp_cost root = bound_of(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
         if (root.cost == UINT64_MAX)
             continue; /* the domain cannot free enough GPUs */
         if (*found && !gs_pp_cost_less(root, *best))
             continue; /* nothing here beats the best plan */
-        if (n > GPUSCHED_PREEMPT_EXACT_MAX || calls >= GS_PP_EXACT_BUDGET) {
+        if (calls >= GS_PP_EXACT_BUDGET) {
             exact = false;
             lb = root.cost < lb ? root.cost : lb;
             continue;

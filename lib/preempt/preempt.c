@@ -101,6 +101,18 @@ static int choose_tier(gs_pp *x)
 {
     gpusched_preempt_plan *plan = x->plan;
     plan->prio_cap = INT32_MAX;
+    /* Usually the victims share one priority: one pass over the jobs tells,
+     * without collecting or sorting them. */
+    int32_t lo_prio = INT32_MAX, hi_prio = INT32_MIN;
+    for (uint32_t i = 0; i < x->c->jobs.count; i++) {
+        const gs_hold *h = &x->c->jobs.rec[x->c->jobs.live[i]];
+        if ((h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < x->r->job.priority) {
+            lo_prio = h->priority < lo_prio ? h->priority : lo_prio;
+            hi_prio = h->priority > hi_prio ? h->priority : hi_prio;
+        }
+    }
+    if (lo_prio >= hi_prio)
+        return 0;
     int rc = gs_pp_collect_as(x, -1, false);
     if (rc || !plan->nv)
         return rc;

@@ -182,6 +182,11 @@ static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
 /* A scope and an order, as one number (for `collected`). */
 static int32_t variant(int32_t scope, bool by_rack) { return scope * 2 + by_rack; }
 
+bool gs_pp_collected_scope(const gs_pp *x, int32_t scope)
+{
+    return x->collected == variant(scope, false) || x->collected == variant(scope, true);
+}
+
 int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack)
 {
     if (x->collected == variant(scope, by_rack))
