@@ -179,8 +179,9 @@ uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t
 
 /* exact.c: branch and bound over the victim subsets of each domain of
  * `scope` with few candidates, from the best plan so far (*best, *found;
- * its victims in plan->best). Improves them in place; sets plan->exact
- * and plan->lower_bound. Leaves nothing lent. */
+ * its victims in plan->best, and lent). Improves them in place; sets
+ * plan->exact and plan->lower_bound. Leaves the best plan lent
+ * (x->best_lent) when it searched no domain, else nothing. */
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found);
 
 /* defrag.c: with the movers lent, the gang held and every mover placed
