@@ -188,9 +188,12 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
                         (scope < 0 ? x->c->root_free_gpus : x->c->agg[scope].free_gpus[dom]);
         a = e;
         const uint64_t need = have >= G ? 0 : G - have;
+        /* The one-pass bound first: most domains end here, unsorted. */
+        uint64_t cb = cheap_bound(plan->v + a - n, n, need);
+        if (cb == UINT64_MAX || (*found && cb > best->cost))
+            continue;
         if (n > GPUSCHED_PREEMPT_EXACT_MAX) {
-            uint64_t cb = cheap_bound(plan->v + a - n, n, need);
-            if (cb != UINT64_MAX && (!*found || cb < best->cost)) {
+            if (!*found || cb < best->cost) {
                 exact = false;
                 lb = cb < lb ? cb : lb;
             }
