@@ -34,7 +34,8 @@
  * - **Least cost when the choice is small (the exact mode).** When every
  *   domain of the required level (the whole cluster for a gang without
  *   one) that can hold the gang has at most #GPUSCHED_PREEMPT_EXACT_MAX
- *   candidate victims, the plan is optimal for the policy's order: a branch
+ *   candidate victims, the plan is optimal for the policy's order (within
+ *   a budget of 4,096 what-if placements per plan): a branch
  *   and bound over victim subsets, each checked by the placement engine,
  *   bounded below by the cheapest GPUs by cost per GPU (a fractional
  *   knapsack). gpusched_preempt_plan_optimality() says whether a plan is
@@ -172,7 +173,8 @@ GPUSCHED_API int gpusched_preempt_plan_optimality(const gpusched_preempt_plan *p
  * before it), so that a caller can tell a gang that waits because of
  * protection from one that waits for want of victims.
  * @param plan The plan (of the last gpusched_placer_preempt() call, also
- *        when it returned #GPUSCHED_ENOSPC).
+ *        when it returned #GPUSCHED_ENOSPC; nothing is counted when the
+ *        gang fits without victims).
  * @param[out] jobs Protected jobs; may be NULL.
  * @param[out] gpus Their GPUs; may be NULL.
  * @param[out] until The earliest time one of them stops being protected
@@ -188,12 +190,13 @@ GPUSCHED_API int gpusched_preempt_plan_protected(const gpusched_preempt_plan *pl
  * #GPUSCHED_PLACE_FLAG_COMMIT carries them out: defragmentation.
  *
  * The jobs that may move are the running jobs flagged #GPUSCHED_JOB_FLAG_MOVABLE
- * whose priority is not above the request's (never the request's own job).
- * A move keeps the job's shape, as gpusched_placer_move() does. Movers are
+ * whose priority is not above the request's and that are not protected
+ * (never the request's own job). A move keeps the job's shape, as gpusched_placer_move() does. Movers are
  * chosen as a preemption chooses victims (the same domains, order and
  * pruning), then checked: with the gang's GPUs taken, every mover, largest
- * first, must find a place for its shape; the first domain, cheapest
- * first, whose movers all find one is the plan. Unlike preemption this is
+ * first, must find a place for its shape; of the domains whose movers all
+ * find one, the cheapest (least total cost hint, then GPUs, then movers)
+ * is the plan. The exact mode does not apply to moves. Unlike preemption this is
  * not complete: a gang that only a chain of moves would make room for may
  * get #GPUSCHED_ENOSPC.
  *
