@@ -50,7 +50,9 @@ Test(layout, place_request)
     PIN(gpusched_place_request, labels_forbidden, 56 + P, 8);
     PIN(gpusched_place_request, avoid_nodes, 64 + P, P);
     PIN(gpusched_place_request, avoid_count, 64 + 2 * P, 4);
-    cr_assert_eq(sizeof(gpusched_place_request), P == 8 ? 88 : 76); /* 4 bytes of tail padding on LP64 */
+    PIN(gpusched_place_request, preempt_policy, 68 + 2 * P, 4);
+    PIN(gpusched_place_request, now, 72 + 2 * P, 8);
+    cr_assert_eq(sizeof(gpusched_place_request), 80 + 2 * P);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     cr_assert_eq(q.size, sizeof q);
     cr_assert_eq(q.required_level, GPUSCHED_NONE);
@@ -86,9 +88,11 @@ Test(layout, cluster_job)
     PIN(gpusched_job, tenant, 20, 4);
     PIN(gpusched_job, start_time, 24, 8);
     PIN(gpusched_job, cost_hint, 32, 8);
-    cr_assert_eq(sizeof(gpusched_job), 40);
+    PIN(gpusched_job, protected_until, 40, 8);
+    cr_assert_eq(sizeof(gpusched_job), 48);
     gpusched_job j = GPUSCHED_JOB_INIT;
-    cr_assert_eq(j.size, 40);
+    cr_assert_eq(j.size, 48);
+    cr_assert_eq(j.protected_until, 0);
     cr_assert_eq(sizeof(gpusched_node_health), sizeof(int));
     cr_assert_eq(GPUSCHED_NODE_DOWN, 3);
     cr_assert_eq(GPUSCHED_GPU_ALLOCATED, 2);

@@ -278,9 +278,11 @@ static void expect_hostile(image *im, int code, const char *msg)
 Test(cluster_snapshot, hostile_header)
 {
     image im = small_image();
+    put32(im.b + 8, 3);
+    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 3, this library reads 1 to 2");
+    put32(im.b + 8, 0);
+    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 0, this library reads 1 to 2");
     put32(im.b + 8, 2);
-    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 2, this library reads 1");
-    put32(im.b + 8, 1);
     put32(im.b + 12, 4);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "unknown flags 0x4");
     put32(im.b + 12, 0);
@@ -297,8 +299,8 @@ Test(cluster_snapshot, hostile_header)
 Test(cluster_snapshot, hostile_state)
 {
     image im = small_image();
-    uint8_t *st = im.b + im.state, *job1 = im.b + im.jobs, *job2 = job1 + 40 + 12;
-    uint8_t *resv = job2 + 40 + 24;
+    uint8_t *st = im.b + im.state, *job1 = im.b + im.jobs, *job2 = job1 + 48 + 12;
+    uint8_t *resv = job2 + 48 + 24;
     put32(st, 23);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "state describes 23 nodes and 96 GPUs, the topology 24 and 96");
     put32(st, 24);
@@ -315,27 +317,27 @@ Test(cluster_snapshot, hostile_state)
     put64(job2, 1); /* duplicate id */
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: job 1 is already running");
     put64(job2, 2);
-    put32(job2 + 36, 100000);
+    put32(job2 + 44, 100000);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: 100000 pairs");
-    put32(job2 + 36, 20);
+    put32(job2 + 44, 20);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: 20 pairs run past the state");
-    put32(job2 + 36, 2);
-    put32(job2 + 32, 0x10); /* flags */
+    put32(job2 + 44, 2);
+    put32(job2 + 40, 0x10); /* flags */
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: job 2: unknown flags 0x10");
-    put32(job2 + 32, 0);
-    put32(job2 + 40, 0); /* overlaps job 1 on node 0 */
+    put32(job2 + 40, 0);
+    put32(job2 + 48, 0); /* overlaps job 1 on node 0 */
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 0: node 0 GPU 0 is allocated to job 1");
-    put32(job2 + 40, 1);
-    put32(job2 + 52, 1);
+    put32(job2 + 48, 1);
+    put32(job2 + 60, 1);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 1 follows node 1 (nodes must be strictly ascending)");
-    put32(job2 + 52, 99);
+    put32(job2 + 60, 99);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 99 out of range (the topology has 24)");
-    put32(job2 + 52, 2);
-    put64(job2 + 56, 0x30);
+    put32(job2 + 60, 2);
+    put64(job2 + 64, 0x30);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 2 has 4 GPUs, mask 0x30 names GPU 4");
-    put64(job2 + 56, 0);
+    put64(job2 + 64, 0);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "job 1: pair 1: node 2 has an empty GPU mask");
-    put64(job2 + 56, 1);
+    put64(job2 + 64, 1);
 
     put32(resv + 12, 1);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "reservation 0: reserved field is not zero");

@@ -254,9 +254,29 @@ Test(cluster, alloc_rejects_bad_input_atomically)
     } big = {ct_job(2), 1};
     big.j.size = sizeof big;
     REJECT(c, gpusched_cluster_allocate(c, &big.j, 2, nodes, free2), GPUSCHED_E2BIG,
-           "job: byte 40 is non-zero but this library knows only 40 bytes");
+           "job: byte 48 is non-zero but this library knows only 48 bytes");
     big.extra = 0;
     OK(c, gpusched_cluster_allocate(c, &big.j, 2, nodes, free2));
+    /* A caller built against 0.2.0's job (40 bytes, before protected_until)
+     * is accepted, and job_find writes only the bytes it knows. */
+    gpusched_job old = ct_job(77);
+    old.size = 40;
+    old.protected_until = 12345; /* past the caller's struct: never read */
+    const uint32_t far_node = 20;
+    const uint64_t one_gpu = 0x1;
+    OK(c, gpusched_cluster_allocate(c, &old, 1, &far_node, &one_gpu));
+    gpusched_job seen = GPUSCHED_JOB_INIT;
+    seen.size = 40;
+    seen.protected_until = -7; /* the caller's own bytes past its struct */
+    OK(c, gpusched_cluster_job_find(c, 77, &seen));
+    cr_assert_eq(seen.id, 77);
+    cr_assert_eq(seen.size, 40);
+    cr_assert_eq(seen.protected_until, -7);
+    seen.size = sizeof seen;
+    OK(c, gpusched_cluster_job_find(c, 77, &seen));
+    cr_assert_eq(seen.protected_until, 0);
+    OK(c, gpusched_cluster_release(c, 77));
+
     cr_assert_eq(gpusched_cluster_allocate(NULL, &j, 2, nodes, masks), GPUSCHED_EINVAL);
     gpusched_cluster_unref(c);
 }

@@ -93,6 +93,7 @@ Test(enums, bounds_match_the_headers)
         {GPUSCHED_ENUM_FAIRQ_PARAM, GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GPUSCHED_FAIRQ_PARAM_SEED},
         {GPUSCHED_ENUM_FAIRQ_POLICY, GPUSCHED_FAIRQ_POLICY_DES, GPUSCHED_FAIRQ_POLICY_STATEFUL},
         {GPUSCHED_ENUM_FAIRQ_TENANT, GPUSCHED_FAIRQ_TENANT_WEIGHT, GPUSCHED_FAIRQ_TENANT_SERVICE},
+        {GPUSCHED_ENUM_PREEMPT_POLICY, GPUSCHED_PREEMPT_PRIORITY_FIRST, GPUSCHED_PREEMPT_COST_FIRST},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         uint32_t first = 99, last = 99;
@@ -102,7 +103,7 @@ Test(enums, bounds_match_the_headers)
     }
     cr_assert_eq(gpusched_enum_bounds(GPUSCHED_ENUM_REASON, NULL, NULL), 0);
     cr_assert_eq(gpusched_enum_bounds(0, NULL, NULL), GPUSCHED_EINVAL);
-    cr_assert_eq(gpusched_enum_bounds(GPUSCHED_ENUM_FAIRQ_TENANT + 1, NULL, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_enum_bounds(GPUSCHED_ENUM_PREEMPT_POLICY + 1, NULL, NULL), GPUSCHED_EINVAL);
 }
 
 /* Every error code's value is part of the ABI: pinned here. */

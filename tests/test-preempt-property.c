@@ -4,8 +4,11 @@
  * the gang fit), sound (without its victims the gang gets exactly the
  * placement reported), no victim without need, every victim needed, only
  * eligible victims, plan only changes nothing, commit does what the plan
- * says. How often its cost is the optimum is logged, not asserted: the
- * planner is a heuristic there (include/gpusched/preempt.h). Moving a job
+ * says. Both policies: priority first always has the least highest victim
+ * priority; a plan the library calls exact is optimal for its policy's
+ * order, and its lower bound never exceeds the optimum. How often the
+ * cost is the optimum is logged here and asserted in
+ * test-preempt-optimal.c. Moving a job
  * gives what placing its shape gives on the cluster without it. */
 #include "cluster-test.h"
 #include "place-test.h"
@@ -164,16 +167,23 @@ static void same_placement(gpusched_place_result *a, gpusched_place_result *b)
 }
 
 typedef struct pp_stats {
-    uint32_t cases, planned, with_victims, optimal, no_plan;
+    uint32_t cases, planned, with_victims, optimal, no_plan, exact;
 } pp_stats;
 
+/* A plan's key: its highest victim priority (INT32_MIN without victims;
+ * compared only under priority first), cost, GPUs, victims. */
 typedef struct pp_cost {
+    int32_t top;
     uint64_t cost, gpus;
     uint32_t n;
 } pp_cost;
 
+static bool by_priority;    /* the policy of the case being checked */
+
 static bool cost_less(pp_cost a, pp_cost b)
 {
+    if (by_priority && a.top != b.top)
+        return a.top < b.top;
     if (a.cost != b.cost)
         return a.cost < b.cost;
     if (a.gpus != b.gpus)
@@ -183,9 +193,10 @@ static bool cost_less(pp_cost a, pp_cost b)
 
 static pp_cost cost_of(const pp_state *s, uint32_t set)
 {
-    pp_cost c = {0, 0, 0};
+    pp_cost c = {INT32_MIN, 0, 0, 0};
     for (uint32_t i = 0; i < s->njobs; i++)
         if (set >> i & 1) {
+            c.top = s->jobs[i].j.priority > c.top ? s->jobs[i].j.priority : c.top;
             c.cost += s->jobs[i].j.cost_hint;
             for (uint32_t k = 0; k < s->jobs[i].n; k++)
                 c.gpus += (uint64_t)__builtin_popcountll(s->jobs[i].masks[k]);
@@ -203,6 +214,8 @@ static void one_case(pt_rng *r, pp_stats *st)
     uint32_t avoid[4];
     pt_random_request(r, s.t, &q, &qjob, PREEMPTOR, avoid);
     qjob.priority = (int32_t)pt_below(r, 5);
+    q.preempt_policy = pt_below(r, 2) ? GPUSCHED_PREEMPT_COST_FIRST : GPUSCHED_PREEMPT_PRIORITY_FIRST;
+    by_priority = q.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST;
 
     pp_run run = pp_open(&s);
     gpusched_cluster *c = run.c;
@@ -267,7 +280,7 @@ static void one_case(pt_rng *r, pp_stats *st)
             cr_assert(!fits_without(&s, set & ~(1u << i), &q, ref), "victim %u is not needed", 100 + i);
 
     /* The optimum over every subset, for the log. */
-    pp_cost best = {UINT64_MAX, 0, 0};
+    pp_cost best = {INT32_MAX, UINT64_MAX, 0, 0};
     for (uint32_t sub = elig;; sub = (sub - 1) & elig) {
         pp_cost cs = cost_of(&s, sub);
         if (cost_less(cs, best) && fits_without(&s, sub, &q, ref))
@@ -278,6 +291,18 @@ static void one_case(pt_rng *r, pp_stats *st)
     cr_assert(!cost_less(mine, best), "cheaper than the optimum: the exhaustive search is wrong");
     st->with_victims += n > 0;
     st->optimal += n > 0 && !cost_less(best, mine);
+    if (by_priority)
+        cr_assert_eq(mine.top, best.top, "highest victim priority %d, %d would do", mine.top, best.top);
+    uint32_t exact = 0;
+    uint64_t lb = 0;
+    cr_assert_eq(gpusched_preempt_plan_optimality(plan, &exact, &lb), 0);
+    cr_assert_leq(lb, best.cost, "lower bound %llu above the optimum %llu", (unsigned long long)lb,
+                  (unsigned long long)best.cost);
+    if (exact) {
+        st->exact += n > 0;
+        cr_assert(!cost_less(best, mine), "called exact, yet cost %llu where %llu would do",
+                  (unsigned long long)mine.cost, (unsigned long long)best.cost);
+    }
 
     /* Commit: the victims go, the gang runs where the plan said. */
     cr_assert(fits_without(&s, set, &q, ref));
@@ -301,8 +326,9 @@ Test(preempt_property, against_exhaustive_search, .timeout = 240)
     pp_stats st = {0};
     for (uint32_t i = 0; i < 20000; i++)
         one_case(&r, &st);
-    cr_log_info("%u valid cases: %u planned (%u with victims, of which %u at the optimum cost), %u without a plan",
-                st.cases, st.planned, st.with_victims, st.optimal, st.no_plan);
+    cr_log_info("%u valid cases: %u planned (%u with victims, of which %u at the optimum, %u proven exact), "
+                "%u without a plan",
+                st.cases, st.planned, st.with_victims, st.optimal, st.exact, st.no_plan);
     /* The generator must exercise both outcomes and real preemptions. */
     cr_assert_gt(st.with_victims, 1500);
     cr_assert_gt(st.no_plan, 500);

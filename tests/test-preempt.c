@@ -221,6 +221,116 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     env_free(&x);
 }
 
+/* The issue's case: one 5-GPU node, job 1 of priority 2 on GPUs 0-1, job
+ * 2 of priority 1 on GPUs 2-3, both preemptible at cost 0; 2 GPUs at
+ * priority 3. Priority first evicts the lower priority; cost first ties on
+ * cost and GPUs and takes the lower id. */
+Test(preempt, priority_first_evicts_the_lowest_priority)
+{
+    static const char text[] = "levels rack\nnode r0 n0 gpus=5\n";
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    env x = {pt_env_on(t), NULL};
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    add_job(&x, 1, 0, 0x3, 2, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 2, 0, 0xc, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 3, 0, 0x10, 0, 0, 0);
+    gpusched_job job;
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(&q, &job, 9)->priority = 3;
+    q.gpus = 2;
+    PLAN_OK(&x, &q);
+    const uint64_t low[] = {2};
+    victims_are(&x, low, 1);
+    uint32_t exact = 0;
+    uint64_t lb = 99;
+    cr_assert_eq(gpusched_preempt_plan_optimality(x.plan, &exact, &lb), 0);
+    cr_assert_eq(exact, 1);
+    cr_assert_eq(lb, 0);
+    q.preempt_policy = GPUSCHED_PREEMPT_COST_FIRST;
+    PLAN_OK(&x, &q);
+    const uint64_t first[] = {1};
+    victims_are(&x, first, 1);
+    /* A cost hint decides under cost first, never under priority first. */
+    gpusched_job j2 = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 2, &j2), 0);
+    j2.cost_hint = 50;
+    cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j2), 0);
+    PLAN_OK(&x, &q);
+    victims_are(&x, first, 1);
+    q.preempt_policy = GPUSCHED_PREEMPT_PRIORITY_FIRST;
+    PLAN_OK(&x, &q);
+    victims_are(&x, low, 1);
+    uint64_t cost = 0;
+    cr_assert_eq(gpusched_preempt_plan_totals(x.plan, &cost, NULL), 0);
+    cr_assert_eq(cost, 50);
+    /* 4 GPUs need both: the highest priority evicted is then 2. */
+    q.gpus = 4;
+    PLAN_OK(&x, &q);
+    const uint64_t both[] = {1, 2};
+    victims_are(&x, both, 2);
+    q.preempt_policy = 2;
+    REJECT(&x, &q, GPUSCHED_EINVAL, "place request: preempt_policy 2 unknown (0 to 1)");
+    env_free(&x);
+}
+
+/* A job protected until a time is not a victim before it; the plan says
+ * what protection kept out. */
+Test(preempt, protected_jobs_are_not_victims_until_their_time)
+{
+    env x = env_full();
+    /* Rack 0 (nodes 0-3) is the cheapest; protect two of its jobs. */
+    for (uint32_t n = 0; n < 4; n++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_find(x.e.c, 100 + n, &j), 0);
+        j.cost_hint = 1;
+        j.protected_until = n < 2 ? 1000 : 0;
+        cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j), 0);
+    }
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
+    q.now = 999;
+    PLAN_OK(&x, &q);
+    const uint64_t unprotected[] = {102, 103};
+    victims_are(&x, unprotected, 2);
+    uint32_t pj = 0;
+    uint64_t pg = 0;
+    int64_t until = 0;
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, &pg, &until), 0);
+    cr_assert_eq(pj, 2);
+    cr_assert_eq(pg, 8);
+    cr_assert_eq(until, 1000);
+    /* 16 GPUs in a rack: rack 0 cannot, protected; another rack, at cost 40. */
+    q.gpus = 16;
+    PLAN_OK(&x, &q);
+    const uint64_t rack1[] = {104, 105, 106, 107};
+    victims_are(&x, rack1, 4);
+    q.now = 1000;
+    PLAN_OK(&x, &q);
+    const uint64_t rack0[] = {100, 101, 102, 103};
+    victims_are(&x, rack0, 4);
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, NULL, &until), 0);
+    cr_assert_eq(pj, 0);
+    cr_assert_eq(until, 0);
+    cr_assert_eq(gpusched_preempt_plan_protected(NULL, &pj, NULL, NULL), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_preempt_plan_optimality(NULL, NULL, NULL), GPUSCHED_EINVAL);
+    /* The descriptor keeps its protection through snapshot and restore. */
+    size_t len = 0;
+    cr_assert_eq(gpusched_cluster_snapshot(x.e.c, NULL, 0, &len), GPUSCHED_ERANGE);
+    void *buf = malloc(len);
+    cr_assert_eq(gpusched_cluster_snapshot(x.e.c, buf, len, &len), 0);
+    gpusched_cluster *back;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(buf, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(back, 100, &j), 0);
+    cr_assert_eq(j.protected_until, 1000);
+    gpusched_cluster_unref(back);
+    free(buf);
+    env_free(&x);
+}
+
 Test(preempt, victims_the_gang_does_not_need_are_spared)
 {
     env x = env_full();

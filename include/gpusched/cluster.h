@@ -85,10 +85,16 @@ typedef struct gpusched_job {
     int64_t start_time;   /**< Start time on the caller's clock, in the caller's unit. */
     uint64_t cost_hint;   /**< Cost of preempting the job, in the caller's unit
                                (for example GPU-seconds lost since the last checkpoint). */
+    int64_t protected_until; /**< Not a preemption victim while the request's `now` is
+                               before this time (caller's clock; for example its start
+                               plus a minimum runtime), so that a job that just started
+                               is not evicted again at once. 0: never protected (for
+                               any `now` >= 0). Added in 0.2.1; a caller built against
+                               the shorter struct gets 0 here. */
 } gpusched_job;
 
 /** Initializer for #gpusched_job: sets size, zeroes the rest. */
-#define GPUSCHED_JOB_INIT { sizeof(gpusched_job), 0, 0, 0, 0, 0, 0 }
+#define GPUSCHED_JOB_INIT { sizeof(gpusched_job), 0, 0, 0, 0, 0, 0, 0 }
 
 /* ---- lifetime ---------------------------------------------------------- */
 

@@ -162,6 +162,7 @@ typedef enum gpusched_enum {
     GPUSCHED_ENUM_FAIRQ_PARAM = 6,  /**< gpusched_fairq_param (fairq.h) */
     GPUSCHED_ENUM_FAIRQ_POLICY = 7, /**< gpusched_fairq_policy (fairq.h) */
     GPUSCHED_ENUM_FAIRQ_TENANT = 8, /**< gpusched_fairq_tenant_value (fairq.h) */
+    GPUSCHED_ENUM_PREEMPT_POLICY = 9, /**< gpusched_preempt_policy (preempt.h) */
 } gpusched_enum;
 
 /**

@@ -100,13 +100,18 @@ typedef struct gpusched_place_request {
     uint64_t labels_forbidden;  /**< Label bits no node used may have. */
     const uint32_t *avoid_nodes;/**< Nodes not to use (any order, duplicates allowed). */
     uint32_t avoid_count;       /**< Entries in `avoid_nodes`. */
+    uint32_t preempt_policy;    /**< Preemption only: a #gpusched_preempt_policy value
+                                     (0: #GPUSCHED_PREEMPT_PRIORITY_FIRST). Placement
+                                     ignores it. Added in 0.2.1. */
+    int64_t now;                /**< Preemption only: the caller's clock now, compared with
+                                     each job's `protected_until`. Added in 0.2.1. */
 } gpusched_place_request;
 
 /** Initializer for #gpusched_place_request: sets size, every level and the
  *  class to #GPUSCHED_NONE, zeroes the rest. */
 #define GPUSCHED_PLACE_REQUEST_INIT                                                     \
     { sizeof(gpusched_place_request), 0, NULL, 0, 0, 0, GPUSCHED_NONE, GPUSCHED_NONE, \
-      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0 }
+      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0, 0, 0 }
 
 /** Why a placement did not fit. Explicitly numbered, never renumbered. */
 typedef enum gpusched_place_reason {

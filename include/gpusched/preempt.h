@@ -8,31 +8,44 @@
  *        checked by the placement engine itself.
  *
  * A preemption is asked with an ordinary placement request
- * (#gpusched_place_request): the gang, its constraints and its `priority`.
- * The *eligible victims* are the running jobs flagged
- * #GPUSCHED_JOB_FLAG_PREEMPTIBLE whose priority is strictly lower than the
- * request's (never the request's own job). Evicting a victim frees all of
- * its GPUs.
+ * (#gpusched_place_request): the gang, its constraints, its `priority`, the
+ * request's `preempt_policy` and `now`. The *eligible victims* are the
+ * running jobs flagged #GPUSCHED_JOB_FLAG_PREEMPTIBLE whose priority is
+ * strictly lower than the request's and that are not protected (`now` is
+ * not before their `protected_until`); never the request's own job.
+ * Evicting a victim frees all of its GPUs.
  *
  * The planner answers with a set of victims and the placement the gang gets
  * once they are gone (exactly what gpusched_placer_place() returns on the
- * cluster without them). What it guarantees (doc/preempt.md):
+ * cluster without them). Plans are ranked by the request's policy
+ * (#gpusched_preempt_policy): by default the highest priority evicted as
+ * low as possible, then the least total `cost_hint`, then the fewest GPUs
+ * evicted, then the fewest victims. What it guarantees (doc/preempt.md):
  * - **Complete.** If evicting every eligible victim would let the gang fit,
  *   a plan is found; otherwise the call says so (#GPUSCHED_ENOSPC) and the
  *   result explains why the gang does not fit even then.
+ * - **Priority first** (the default policy): no plan evicts a job of
+ *   priority p when the eligible jobs of priorities below p alone can make
+ *   room. This holds always, not only in the exact mode.
  * - **No eviction without need.** If the gang fits as the cluster is, the
  *   plan has no victim. Every victim of a plan is needed: without any one
  *   of them the gang does not fit (checked by the engine for plans of up to
  *   #GPUSCHED_MAX_PRUNE victims).
- * - **Cheap victims.** Plans are compared by the least total `cost_hint`,
- *   then the fewest GPUs evicted, then the fewest victims. Victims are tried
- *   per domain of the required level (the whole cluster, and each
- *   lowest-level domain, for a gang without one), taken rack by rack with
- *   the racks cheapest to clear first, or cheapest job first for a gang a
- *   rack can hold, until the gang fits; the cheapest domain wins. This is
- *   a heuristic (choosing victims of least total cost is NP-hard in
- *   general): on random small clusters it finds the least cost in about
- *   19 cases out of 20 (doc/preempt.md).
+ * - **Least cost when the choice is small (the exact mode).** When every
+ *   domain of the required level (the whole cluster for a gang without
+ *   one) that can hold the gang has at most #GPUSCHED_PREEMPT_EXACT_MAX
+ *   candidate victims, the plan is optimal for the policy's order: a branch
+ *   and bound over victim subsets, each checked by the placement engine,
+ *   bounded below by the cheapest GPUs by cost per GPU (a fractional
+ *   knapsack). gpusched_preempt_plan_optimality() says whether a plan is
+ *   proven optimal.
+ * - **A stated bound beyond it.** Otherwise the plan comes from a
+ *   heuristic (per domain, victims rack by rack and by cost, the cheapest
+ *   domain winning, then victims swapped for cheaper ones while the gang
+ *   still fits), and gpusched_preempt_plan_optimality() gives a lower bound
+ *   of the least cost any plan of the same highest priority can have, so
+ *   the caller knows how far from optimal it can be. Choosing victims of
+ *   least total cost is NP-hard in general (it contains knapsack).
  * - **Deterministic.** The same cluster and request give the same plan.
  *
  * With #GPUSCHED_PLACE_FLAG_COMMIT in the request's flags the plan is carried out
@@ -64,6 +77,23 @@ typedef struct gpusched_preempt_plan gpusched_preempt_plan;
 
 /** Plans of up to this many victims are pruned to the victims needed. */
 #define GPUSCHED_MAX_PRUNE 64u
+
+/** Domains with at most this many candidate victims are searched exactly. */
+#define GPUSCHED_PREEMPT_EXACT_MAX 24u
+
+/** How plans are ranked (the request's `preempt_policy`). Explicitly
+ *  numbered, never renumbered. */
+typedef enum gpusched_preempt_policy {
+    /** The default: the highest priority among the victims as low as
+     *  possible (never evict priority p when jobs below p can make room, as
+     *  Kubernetes, Kueue, Volcano and Slurm do), then the least total
+     *  `cost_hint`, the fewest GPUs evicted, the fewest victims. */
+    GPUSCHED_PREEMPT_PRIORITY_FIRST = 0,
+    /** The least total `cost_hint` whatever the priorities (priority only
+     *  decides eligibility), then the fewest GPUs, the fewest victims:
+     *  for callers whose cost hints already weigh priority in. */
+    GPUSCHED_PREEMPT_COST_FIRST = 1,
+} gpusched_preempt_policy;
 
 /**
  * Creates an empty plan (no victims).
@@ -119,6 +149,39 @@ GPUSCHED_API int gpusched_preempt_plan_victims(const gpusched_preempt_plan *plan
  * @retval GPUSCHED_EINVAL `plan` is NULL.
  */
 GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan, uint64_t *cost, uint64_t *gpus);
+
+/**
+ * How good a plan is known to be.
+ * @param plan The plan.
+ * @param[out] exact 1 when the plan is proven optimal for the request's
+ *        policy (the exact mode covered every domain that could hold the
+ *        gang, or the plan has no victim), 0 when it comes from the
+ *        heuristic; may be NULL.
+ * @param[out] cost_lower_bound No plan with the same highest victim
+ *        priority (any plan, under #GPUSCHED_PREEMPT_COST_FIRST) costs less
+ *        than this; equal to the plan's cost when exact; may be NULL.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `plan` is NULL.
+ */
+GPUSCHED_API int gpusched_preempt_plan_optimality(const gpusched_preempt_plan *plan, uint32_t *exact,
+                                                  uint64_t *cost_lower_bound);
+
+/**
+ * What protection kept out of a plan: the jobs that would have been
+ * eligible victims but for their `protected_until` (the request's `now` is
+ * before it), so that a caller can tell a gang that waits because of
+ * protection from one that waits for want of victims.
+ * @param plan The plan (of the last gpusched_placer_preempt() call, also
+ *        when it returned #GPUSCHED_ENOSPC).
+ * @param[out] jobs Protected jobs; may be NULL.
+ * @param[out] gpus Their GPUs; may be NULL.
+ * @param[out] until The earliest time one of them stops being protected
+ *        (0 when there is none); may be NULL.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `plan` is NULL.
+ */
+GPUSCHED_API int gpusched_preempt_plan_protected(const gpusched_preempt_plan *plan, uint32_t *jobs,
+                                                 uint64_t *gpus, int64_t *until);
 
 /**
  * Plans the moves that let a gang fit without evicting anyone, and with

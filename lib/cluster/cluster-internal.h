@@ -95,7 +95,25 @@ typedef struct gs_hold {
     uint64_t cost_hint;
     int32_t priority;
     uint32_t tenant;
+    int64_t protected_until;
 } gs_hold;
+
+/* The smallest job descriptor accepted: 0.2.0's, before protected_until. */
+#define GS_JOB_MIN_SIZE offsetof(gpusched_job, protected_until)
+
+/* The descriptor a running job was committed with. */
+static inline gpusched_job gs_hold_job(const gs_hold *h)
+{
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.flags = h->flags;
+    j.id = h->id;
+    j.priority = h->priority;
+    j.tenant = h->tenant;
+    j.start_time = h->start_time;
+    j.cost_hint = h->cost_hint;
+    j.protected_until = h->protected_until;
+    return j;
+}
 
 /* One hash entry: key and slot share a line, so a lookup misses once.
  * The record's first node rides along, so that a release can start

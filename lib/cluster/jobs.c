@@ -152,6 +152,7 @@ void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job
     gs_hold *h = gs_holdtab_insert(&c->jobs, job->id, nodes[0]);
     h->start_time = job->start_time;
     h->cost_hint = job->cost_hint;
+    h->protected_until = job->protected_until;
     h->priority = job->priority;
     h->tenant = job->tenant;
     h->flags = job->flags;
@@ -169,7 +170,7 @@ void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job
 
 int gs_cluster_job_copy_in(gpusched_cluster *c, gpusched_job *dst, const gpusched_job *src)
 {
-    int rc = gs_struct_copy_in(dst, sizeof *dst, src, sizeof *dst, &c->err, "job");
+    int rc = gs_struct_copy_in(dst, sizeof *dst, src, GS_JOB_MIN_SIZE, &c->err, "job");
     if (rc)
         return rc;
     if (dst->flags & ~(uint32_t)GS_JOB_KNOWN_FLAGS)
@@ -274,25 +275,20 @@ GPUSCHED_API int gpusched_cluster_job_find(gpusched_cluster *c, uint64_t job_id,
     if (job) {
         uint32_t size;
         memcpy(&size, &job->size, sizeof size);
-        if (size < sizeof(gpusched_job))
+        if (size < GS_JOB_MIN_SIZE)
             return gs_error(&c->err, GPUSCHED_EINVAL,
                             "job: size field is %u, at least %zu expected (use GPUSCHED_JOB_INIT)", size,
-                            sizeof(gpusched_job));
+                            GS_JOB_MIN_SIZE);
     }
     gs_hold *h = gs_job_arg(c, job_id);
     if (!h)
         return GPUSCHED_ENOENT;
     if (job) {
-        gpusched_job j = GPUSCHED_JOB_INIT;
-        j.flags = h->flags;
-        j.id = h->id;
-        j.priority = h->priority;
-        j.tenant = h->tenant;
-        j.start_time = h->start_time;
-        j.cost_hint = h->cost_hint;
-        /* Fields past the ones this library knows are the caller's to keep. */
+        gpusched_job j = gs_hold_job(h);
+        /* A caller built against a shorter struct gets the fields it knows;
+         * fields past the ones this library knows are the caller's to keep. */
         uint32_t size = job->size;
-        memcpy(job, &j, sizeof j);
+        memcpy(job, &j, size < sizeof j ? size : sizeof j);
         job->size = size;
     }
     return gs_ok(&c->err);

@@ -8,7 +8,10 @@
 #include "cluster-write.h"
 
 #define GS_JR_MAGIC 0x524a5347u /* "GSJR" */
-#define GS_JR_VERSION 1u
+/* Version 2 appended protected_until to a job; version 1 records still
+ * replay (their jobs are never protected). */
+#define GS_JR_VERSION 2u
+#define GS_JR_VERSION_MIN 1u
 #define GS_JR_HEAD 24u
 #define GS_JR_TAIL 8u
 #define GS_JR_PAIR 12u
@@ -21,7 +24,7 @@ static size_t op_size(const gs_op *op)
 {
     switch (op->kind) {
     case GS_OP_CLAIM:
-        return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
+        return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
     case GS_OP_RESERVE:
         return 1 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
     case GS_OP_RELEASE_TO_RESV:
@@ -29,7 +32,7 @@ static size_t op_size(const gs_op *op)
     case GS_OP_HEALTH:
         return GS_JR_MIN_OP;
     case GS_OP_UPDATE:
-        return 1 + 8 + 4 + 4 + 4 + 8 + 8;
+        return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 8;
     default: /* RELEASE, UNRESERVE */
         return 1 + 8;
     }
@@ -43,6 +46,7 @@ static void put_job(gs_wr *w, const gpusched_job *j)
     gs_wr_u32(w, j->tenant);
     gs_wr_u64(w, (uint64_t)j->start_time);
     gs_wr_u64(w, j->cost_hint);
+    gs_wr_u64(w, (uint64_t)j->protected_until);
 }
 
 static void put_pairs(gs_wr *w, uint32_t n, const uint32_t *nodes, const uint64_t *masks)
@@ -208,7 +212,7 @@ typedef struct gs_jr_scratch {
     uint32_t pairs_cap;
 } gs_jr_scratch;
 
-static void get_job(gs_rd *r, gpusched_job *j)
+static void get_job(gs_rd *r, gpusched_job *j, uint32_t version)
 {
     *j = (gpusched_job)GPUSCHED_JOB_INIT;
     j->id = gs_rd_u64(r);
@@ -217,6 +221,8 @@ static void get_job(gs_rd *r, gpusched_job *j)
     j->tenant = gs_rd_u32(r);
     j->start_time = (int64_t)gs_rd_u64(r);
     j->cost_hint = gs_rd_u64(r);
+    if (version >= 2)
+        j->protected_until = (int64_t)gs_rd_u64(r);
 }
 
 /* Reads n pairs into the scratch at *used. The record's length bounds
@@ -238,14 +244,14 @@ static int get_pairs(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
     return 0;
 }
 
-static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
+static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used, uint32_t version)
 {
     memset(op, 0, sizeof *op);
     op->kind = gs_rd_u8(r);
     int rc = 0;
     switch (op->kind) {
     case GS_OP_CLAIM:
-        get_job(r, &op->job);
+        get_job(r, &op->job, version);
         rc = get_pairs(r, op, s, used);
         break;
     case GS_OP_RESERVE:
@@ -265,7 +271,7 @@ static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
         op->health = gs_rd_u8(r);
         break;
     case GS_OP_UPDATE:
-        get_job(r, &op->job);
+        get_job(r, &op->job, version);
         break;
     default:
         return GPUSCHED_ECORRUPT;
@@ -287,9 +293,10 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
     *seq = gs_rd_u64(r);
     if (magic != GS_JR_MAGIC)
         return gs_error(&c->err, GPUSCHED_ECORRUPT, "journal record %u: bad magic 0x%08x", index, magic);
-    if (version != GS_JR_VERSION)
-        return gs_error(&c->err, GPUSCHED_EVERSION, "journal record %u: format version %u (this library reads %u)",
-                        index, version, GS_JR_VERSION);
+    if (version < GS_JR_VERSION_MIN || version > GS_JR_VERSION)
+        return gs_error(&c->err, GPUSCHED_EVERSION,
+                        "journal record %u: format version %u (this library reads %u to %u)", index, version,
+                        GS_JR_VERSION_MIN, GS_JR_VERSION);
     if (payload > gs_rd_left(r) || gs_rd_left(r) - payload < GS_JR_TAIL)
         return gs_error(&c->err, GPUSCHED_ECORRUPT, "journal record %u: truncated (%u bytes of changes announced)",
                         index, payload);
@@ -309,7 +316,7 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
     gs_rd body = {r->p, r->p + payload, false};
     uint32_t used = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int rc = get_op(&body, &s->ops[i], s, &used);
+        int rc = get_op(&body, &s->ops[i], s, &used, version);
         if (rc == GPUSCHED_ENOMEM)
             return gs_error(&c->err, rc, "journal record %u: out of memory", index);
         if (rc)

@@ -255,6 +255,7 @@ static void apply_update(struct gpusched_cluster *c, gs_hold *h, const gpusched_
 {
     h->start_time = j->start_time;
     h->cost_hint = j->cost_hint;
+    h->protected_until = j->protected_until;
     h->priority = j->priority;
     h->tenant = j->tenant;
     h->flags = j->flags;

@@ -10,10 +10,14 @@
 #include "topo/topo-image.h"
 
 #define GS_SNAP_MAGIC "GSCLSNAP"
-#define GS_SNAP_VERSION 1u
+/* Version 2 appended protected_until to a job's head; version 1 images
+ * still load (their jobs are never protected). */
+#define GS_SNAP_VERSION 2u
+#define GS_SNAP_VERSION_MIN 1u
 #define GS_SNAP_HEADER 32u
 #define GS_SNAP_STATE_HEAD 24u
-#define GS_SNAP_JOB_HEAD 40u
+#define GS_SNAP_JOB_HEAD 48u
+#define GS_SNAP_JOB_HEAD_V1 40u
 #define GS_SNAP_RESV_HEAD 16u
 #define GS_SNAP_PAIR 12u
 
@@ -51,6 +55,7 @@ static void gs_state_write(const gpusched_cluster *c, gs_wr *w)
         gs_wr_u64(w, h->id);
         gs_wr_u64(w, (uint64_t)h->start_time);
         gs_wr_u64(w, h->cost_hint);
+        gs_wr_u64(w, (uint64_t)h->protected_until);
         gs_wr_u32(w, (uint32_t)h->priority);
         gs_wr_u32(w, h->tenant);
         gs_wr_u32(w, h->flags);
@@ -109,6 +114,7 @@ typedef struct gs_restore {
     uint32_t *nodes;        /* scratch for one record's pairs */
     uint64_t *masks;
     uint32_t scratch_cap;
+    uint32_t version;       /* the image's format version */
 } gs_restore;
 
 static int gs_read_pairs(gs_restore *s, gs_rd *r, uint32_t n, const char *what, uint32_t index)
@@ -147,12 +153,14 @@ static int gs_restore_fail(gs_restore *s, int rc, const char *what, uint32_t ind
 static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
 {
     for (uint32_t i = 0; i < njobs; i++) {
-        if (gs_rd_left(r) < GS_SNAP_JOB_HEAD)
+        if (gs_rd_left(r) < (s->version >= 2 ? GS_SNAP_JOB_HEAD : GS_SNAP_JOB_HEAD_V1))
             return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", i);
         gpusched_job j = GPUSCHED_JOB_INIT;
         j.id = gs_rd_u64(r);
         j.start_time = (int64_t)gs_rd_u64(r);
         j.cost_hint = gs_rd_u64(r);
+        if (s->version >= 2)
+            j.protected_until = (int64_t)gs_rd_u64(r);
         j.priority = (int32_t)gs_rd_u32(r);
         j.tenant = gs_rd_u32(r);
         j.flags = gs_rd_u32(r);
@@ -233,9 +241,9 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
     gs_rd r = {b + 8, b + len, false};
     uint32_t version = gs_rd_u32(&r), flags = gs_rd_u32(&r);
     uint64_t topo_len = gs_rd_u64(&r), state_len = gs_rd_u64(&r);
-    if (version != GS_SNAP_VERSION)
-        return gs_error(e, GPUSCHED_EVERSION, "snapshot version %u, this library reads %u", version,
-                        GS_SNAP_VERSION);
+    if (version < GS_SNAP_VERSION_MIN || version > GS_SNAP_VERSION)
+        return gs_error(e, GPUSCHED_EVERSION, "snapshot version %u, this library reads %u to %u", version,
+                        GS_SNAP_VERSION_MIN, GS_SNAP_VERSION);
     if (flags)
         return gs_error(e, GPUSCHED_ECORRUPT, "unknown flags 0x%x", flags);
     uint64_t body = len - GS_SNAP_HEADER - 8;
@@ -263,7 +271,7 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
         return gs_error(e, GPUSCHED_ECORRUPT, "topology image takes %zu bytes, its section %llu", consumed,
                         (unsigned long long)topo_len);
     }
-    gs_restore s = {.err = e};
+    gs_restore s = {.err = e, .version = version};
     rc = gs_cluster_create(topo, a, &s.c);
     gpusched_topo_unref(topo); /* the cluster holds its own reference */
     if (rc)

@@ -2,6 +2,7 @@
  * nested units (doc/placement.md, "Units"). */
 #include <string.h>
 
+#include "gpusched/preempt.h"
 #include "place-internal.h"
 
 #define REQ_MIN_SIZE (offsetof(gpusched_place_request, avoid_count) + sizeof(uint32_t))
@@ -188,7 +189,7 @@ static int load_job(gpusched_placer *p, gs_pl_req *r)
     r->in.job = NULL;
     r->job = (gpusched_job)GPUSCHED_JOB_INIT;
     if (src) {
-        int rc = gs_struct_copy_in(&r->job, sizeof r->job, src, sizeof r->job, &p->err, "place request: job");
+        int rc = gs_struct_copy_in(&r->job, sizeof r->job, src, GS_JOB_MIN_SIZE, &p->err, "place request: job");
         if (rc)
             return rc;
     }
@@ -215,6 +216,9 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_FLAG_COMMIT);
     if (!q->gpus)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is 0");
+    if (q->preempt_policy > GPUSCHED_PREEMPT_COST_FIRST)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: preempt_policy %u unknown (0 to %u)",
+                        q->preempt_policy, (unsigned)GPUSCHED_PREEMPT_COST_FIRST);
     r->gpus = q->gpus;
     r->split = q->split;
     if ((rc = load_split(p, r)) || (rc = check_level(p, q->required_level, "required_level", false)) ||

@@ -128,8 +128,7 @@ static int stage_moves(gs_pp *x, gpusched_place_result *res)
         rc = gs_txn_stage_claim(x->c, &job, res->n, res->nodes, res->masks);
     for (uint32_t i = 0; !rc && i < plan->nmoves; i++) {
         const gs_hold *h = gs_cluster_job_find(x->c, plan->move_ids[i]);
-        job = (gpusched_job){sizeof(gpusched_job), h->flags, h->id, h->priority, h->tenant, h->start_time,
-                             h->cost_hint};
+        job = gs_hold_job(h);
         uint32_t a = plan->move_off[i];
         rc = gs_txn_stage_claim(x->c, &job, plan->move_off[i + 1] - a, plan->move_nodes + a, plan->move_masks + a);
     }
@@ -184,6 +183,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "defrag: %s", p->c->err.msg);
     gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, false, 0};
+    plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;

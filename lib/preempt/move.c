@@ -53,8 +53,7 @@ void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_pl
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
-    *job = (gpusched_job){sizeof(gpusched_job), h->flags, h->id, h->priority, h->tenant, h->start_time,
-                          h->cost_hint};
+    *job = gs_hold_job(h);
     q->job = job;
     q->gpus = h->ngpus;
     const uint32_t w = t->node_gpus[nodes[0]];

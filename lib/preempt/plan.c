@@ -43,6 +43,9 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->move_blocks);
     gs_free(&a, plan->leaf_cost);
     gs_free(&a, plan->leaf_gpus);
+    gs_free(&a, plan->prios);
+    gs_free(&a, plan->best);
+    gs_free(&a, plan->order);
     gpusched_place_result_free(plan->probe);
     gs_free(&a, plan);
 }

@@ -74,6 +74,22 @@ struct gpusched_preempt_plan {
     double *leaf_cost, *leaf_gpus;  /* per lowest-level domain */
     uint32_t nleaf;
     gpusched_place_result *probe;   /* the what-if searches' nodes */
+    /* The priority tier searched: victims of priority <= prio_cap only. */
+    int32_t prio_cap;
+    int32_t *prios;             /* scratch: the victims' distinct priorities */
+    uint32_t prios_cap;
+    /* What protection kept out (gpusched_preempt_plan_protected). */
+    uint32_t protected_jobs;
+    uint64_t protected_gpus;
+    int64_t protected_until;
+    /* How good the plan is known to be (gpusched_preempt_plan_optimality). */
+    uint32_t exact;
+    uint64_t lower_bound;
+    /* The best plan's victims (job slots) while other domains are searched. */
+    uint32_t *best;
+    uint32_t nbest, best_cap;
+    gs_victim *order;           /* exact search: one domain's candidates */
+    uint32_t order_cap;
 };
 
 /* victims.c: every eligible victim's (or, with `movers`, every job a
@@ -146,6 +162,8 @@ int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k);
 /* 1 if the gang fits with what is lent now (its nodes in plan->probe), 0
  * if not, or an error. */
 int gs_pp_fits(gs_pp *x);
+/* Whether plan->v holds the entries of this scope, in either order. */
+bool gs_pp_collected_scope(const gs_pp *x, int32_t scope);
 /* The entries of one variant (scope, order) in plan->v, unless there. */
 int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack);
 /* Branch and bound over one variant's domains; for defragmentation the
@@ -155,6 +173,15 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best);
 int gs_pp_search_all(gs_pp *x, gs_pp_best *best);
 /* Drops the lent entries the gang does not need. */
 int gs_pp_prune(gs_pp *x);
+/* The GPUs of the job's own reservation `own` inside scope domain `dom`,
+ * walking its pairs from *i on (domains visited in ascending order). */
+uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i);
+
+/* exact.c: branch and bound over the victim subsets of each domain of
+ * `scope` with few candidates, from the best plan so far (*best, *found;
+ * its victims in plan->best). Improves them in place; sets plan->exact
+ * and plan->lower_bound. Leaves nothing lent. */
+int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found);
 
 /* defrag.c: with the movers lent, the gang held and every mover placed
  * and held: 1, or 0 (nothing held), or an error. */

@@ -71,30 +71,141 @@ static int explain_failure(gs_pp *x, gpusched_place_result *res)
     return rc == 0 ? GPUSCHED_ENOSPC : rc;
 }
 
-static int plan_and_place(gs_pp *x, gpusched_place_result *res)
+/* 1 if the gang fits with every eligible victim of the current tier gone,
+ * 0 if not, or an error; nothing stays lent. */
+static int tier_fits(gs_pp *x, int32_t cap)
 {
-    int rc = gs_pp_fits(x);
-    if (rc < 0)
+    x->plan->prio_cap = cap;
+    x->collected = INT32_MIN;
+    int rc = lend_all_eligible(x);
+    if (!rc)
+        rc = gs_pp_fits(x);
+    int rc2 = gs_pp_unlend_to(x, 0);
+    return rc < 0 ? rc : rc2 ? rc2 : rc;
+}
+
+static bool prio_less(const int32_t *a, const int32_t *b, void *unused)
+{
+    (void)unused;
+    return *a < *b;
+}
+
+GS_HEAP_DEFINE(prios, int32_t, void *, prio_less)
+
+/* Priority first: the lowest tier (victims of priority <= p) whose
+ * victims, all gone, let the gang fit, found by bisection over the
+ * victims' distinct priorities (lending more never fits less). Plans of
+ * that tier all have p as their highest priority. With one priority, or
+ * when no tier fits, every eligible victim stays a candidate. */
+static int choose_tier(gs_pp *x)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    plan->prio_cap = INT32_MAX;
+    /* Usually the victims share one priority: one pass over the jobs tells,
+     * without collecting or sorting them. */
+    int32_t lo_prio = INT32_MAX, hi_prio = INT32_MIN;
+    for (uint32_t i = 0; i < x->c->jobs.count; i++) {
+        const gs_hold *h = &x->c->jobs.rec[x->c->jobs.live[i]];
+        if ((h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < x->r->job.priority) {
+            lo_prio = h->priority < lo_prio ? h->priority : lo_prio;
+            hi_prio = h->priority > hi_prio ? h->priority : hi_prio;
+        }
+    }
+    if (lo_prio >= hi_prio)
+        return 0;
+    int rc = gs_pp_collect_as(x, -1, false);
+    if (rc || !plan->nv)
         return rc;
-    if (rc)
-        return place_final(x, res); /* no victim needed */
+    if (gs_grow(&plan->alloc, (void **)&plan->prios, &plan->prios_cap, plan->nv, sizeof *plan->prios))
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < plan->nv; i++)
+        plan->prios[i] = gs_pp_job(x, plan->v[i].slot)->priority;
+    prios_sort(plan->prios, plan->nv, NULL);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < plan->nv; i++)
+        if (!n || plan->prios[n - 1] != plan->prios[i])
+            plan->prios[n++] = plan->prios[i];
+    /* prios[hi] fits or is the top tier; prios[lo - 1] does not. */
+    uint32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((rc = tier_fits(x, plan->prios[mid])) < 0)
+            return rc;
+        if (rc)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    plan->prio_cap = hi == n - 1 ? INT32_MAX : plan->prios[hi];
+    x->collected = INT32_MIN;
+    return 0;
+}
+
+/* The heuristic's plan, pruned, as the best so far (plan->best). */
+static int heuristic(gs_pp *x, gs_pp_cost *cost, bool *found)
+{
     gs_pp_best best = {0};
-    rc = gs_pp_search_all(x, &best);
-    if (rc)
+    int rc = gs_pp_search_all(x, &best);
+    if (rc || !best.found)
         return rc;
-    if (best.found && x->best_lent) {
-        rc = 0; /* the search left the best prefix lent */
-    } else if (best.found) {
+    if (!x->best_lent) {
         if ((rc = gs_pp_collect_as(x, best.scope, best.by_rack)))
             return rc;
         uint32_t i = 0;
         while (x->plan->v[i].dom != best.dom)
             i++;
         gs_pp_dom d = {best.dom, i, i, 0, {0, 0, 0}};
-        rc = gs_pp_set_prefix(x, &d, best.k);
+        if ((rc = gs_pp_set_prefix(x, &d, best.k)))
+            return rc;
+    }
+    if ((rc = gs_pp_prune(x)))
+        return rc;
+    gpusched_preempt_plan *plan = x->plan;
+    if (gs_grow(&plan->alloc, (void **)&plan->best, &plan->best_cap, plan->nlent, sizeof *plan->best))
+        return GPUSCHED_ENOMEM;
+    memcpy(plan->best, plan->lent, plan->nlent * sizeof *plan->best);
+    plan->nbest = plan->nlent;
+    *cost = (gs_pp_cost){0, 0, 0};
+    for (uint32_t i = 0; i < plan->nbest; i++) {
+        const gs_hold *h = gs_pp_job(x, plan->best[i]);
+        gs_pp_cost_add(cost, h->cost_hint, h->ngpus);
+    }
+    *found = true;
+    return 0;
+}
+
+static int lend_best(gs_pp *x)
+{
+    int rc = gs_pp_unlend_to(x, 0);
+    for (uint32_t i = 0; !rc && i < x->plan->nbest; i++)
+        rc = gs_pp_lend(x, x->plan->best[i]);
+    return rc;
+}
+
+static int plan_and_place(gs_pp *x, gpusched_place_result *res)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    plan->exact = 1;
+    plan->lower_bound = 0;
+    int rc = gs_pp_fits(x);
+    if (rc < 0)
+        return rc;
+    if (rc)
+        return place_final(x, res); /* no victim needed */
+    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
+        return rc;
+    gs_pp_cost cost = {0, 0, 0};
+    bool found = false;
+    const int32_t scope = x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
+    if ((rc = heuristic(x, &cost, &found)) || (rc = gs_pp_exact(x, scope, &cost, &found)))
+        return rc;
+    if (found) {
+        rc = lend_best(x);
     } else {
         /* The domain search is complete by construction; this is the
          * guarantee that stays true whatever the order above. */
+        plan->exact = 0;
+        plan->lower_bound = 0;
         rc = lend_all_eligible(x);
         if (!rc && (rc = gs_pp_fits(x)) == 0)
             return explain_failure(x, res);
@@ -102,6 +213,8 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
     }
     if (rc || (rc = gs_pp_prune(x)) || (rc = record_victims(x)))
         return rc;
+    if (plan->lower_bound > plan->cost)
+        plan->lower_bound = plan->cost;
     return place_final(x, res);
 }
 
@@ -120,6 +233,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
     gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, false, 0};
+    plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;
@@ -129,10 +243,38 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
     if (rc) {
         plan->n = 0;
         plan->cost = plan->gpus = 0;
+        plan->exact = 0;
+        plan->lower_bound = 0;
         if (rc == GPUSCHED_ENOSPC)
             return rc;
         gs_pl_result_reset(res, p->nlevels);
         return gs_error(&p->err, rc, "preempt: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
     }
     return gs_ok(&p->err);
+}
+
+GPUSCHED_API int gpusched_preempt_plan_optimality(const gpusched_preempt_plan *plan, uint32_t *exact,
+                                                  uint64_t *cost_lower_bound)
+{
+    if (!plan)
+        return GPUSCHED_EINVAL;
+    if (exact)
+        *exact = plan->exact;
+    if (cost_lower_bound)
+        *cost_lower_bound = plan->lower_bound;
+    return 0;
+}
+
+GPUSCHED_API int gpusched_preempt_plan_protected(const gpusched_preempt_plan *plan, uint32_t *jobs,
+                                                 uint64_t *gpus, int64_t *until)
+{
+    if (!plan)
+        return GPUSCHED_EINVAL;
+    if (jobs)
+        *jobs = plan->protected_jobs;
+    if (gpus)
+        *gpus = plan->protected_gpus;
+    if (until)
+        *until = plan->protected_jobs ? plan->protected_until : 0;
+    return 0;
 }

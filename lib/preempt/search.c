@@ -98,7 +98,7 @@ static gs_pp_dom heap_pop(gs_pp_dom *h, uint32_t *n)
 
 /* The GPUs of the job's own reservation inside domain `dom`, walking its
  * pairs (ascending, as the domains are visited) from *i on. */
-static uint64_t own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i)
+uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i)
 {
     if (!own)
         return 0;
@@ -127,7 +127,7 @@ static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
         while (b < plan->nv && plan->v[b].dom == plan->v[a].dom)
             b++;
         uint32_t dom = plan->v[a].dom;
-        uint64_t have = own_in(c->topo, own, scope, dom, &own_i) +
+        uint64_t have = gs_pp_own_in(c->topo, own, scope, dom, &own_i) +
                         (scope < 0 ? c->root_free_gpus : c->agg[scope].free_gpus[dom]);
         uint32_t k0 = 0;
         while (have < G && a + k0 < b)
@@ -181,6 +181,11 @@ static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
 
 /* A scope and an order, as one number (for `collected`). */
 static int32_t variant(int32_t scope, bool by_rack) { return scope * 2 + by_rack; }
+
+bool gs_pp_collected_scope(const gs_pp *x, int32_t scope)
+{
+    return x->collected == variant(scope, false) || x->collected == variant(scope, true);
+}
 
 int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack)
 {

@@ -4,15 +4,29 @@
 
 #include "preempt-internal.h"
 
-/* Victims of a preemption: preemptible, of lower priority. Movers of a
- * defragmentation: movable, of a priority not above the gang's. */
-static bool eligible(const gs_hold *h, const gs_pl_req *r, bool movers)
+/* Victims of a preemption: preemptible, of lower priority, up to the
+ * priority tier being searched. Movers of a defragmentation: movable, of a
+ * priority not above the gang's. Neither while protected. */
+static bool eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers)
 {
-    if (h->id == r->job.id)
+    if (h->id == r->job.id || r->in.now < h->protected_until)
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
-    return (h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority;
+    return (h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority && h->priority <= prio_cap;
+}
+
+/* A job that would be a victim but for its protection: counted so that a
+ * plan can say what protection kept out of it. */
+static void count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r)
+{
+    if (h->id == r->job.id || r->in.now >= h->protected_until || !(h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) ||
+        h->priority >= r->job.priority)
+        return;
+    if (!plan->protected_jobs || h->protected_until < plan->protected_until)
+        plan->protected_until = h->protected_until;
+    plan->protected_jobs++;
+    plan->protected_gpus += h->ngpus;
 }
 
 /* The domain of level `scope` (-1: the whole cluster, domain 0) holding
@@ -200,11 +214,17 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
                   int32_t scope, bool by_rack, bool movers)
 {
     plan->nv = 0;
+    plan->protected_jobs = 0;
+    plan->protected_gpus = 0;
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t slot = c->jobs.live[i];
         const gs_hold *h = &c->jobs.rec[slot];
-        if (eligible(h, r, movers) && add_job(plan, c, h, slot, scope, by_rack))
-            return GPUSCHED_ENOMEM;
+        if (eligible(h, r, plan->prio_cap, movers)) {
+            if (add_job(plan, c, h, slot, scope, by_rack))
+                return GPUSCHED_ENOMEM;
+        } else if (!movers) {
+            count_protected(plan, h, r);
+        }
     }
     int rc = by_rack ? rank_homes(plan, c) : 0;
     if (rc)
