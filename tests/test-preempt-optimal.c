@@ -12,7 +12,10 @@
  *
  * Asserted on every case: the planner is complete (a plan exists exactly
  * when the reference finds one), sound (without its victims the gang gets
- * the reported placement), every victim is eligible and needed. Asserted
+ * the reported placement), every victim is eligible (protection included)
+ * and needed, and what gpusched_preempt_plan_optimality() says holds (a
+ * plan called exact is at the least cost; no plan of the same highest
+ * priority costs less than the lower bound). Asserted
  * over all cases, after the figures are logged: the plan is at the least
  * cost of the policy's order in at least 99% of the cases that need
  * victims, the worst cost ratio is at most 1.2, and with priority first the
@@ -25,7 +28,10 @@
  * highest priority is the reference's.
  *
  * Issue 13's two concrete cases are tests of their own, and the
- * reference's pruning is checked against trying every subset.
+ * reference's pruning is checked against trying every subset. With at most
+ * MAX_ELIG eligible victims every domain is within the planner's exact mode
+ * (GPUSCHED_PREEMPT_EXACT_MAX candidates): the sweep measures that mode, not
+ * the heuristic beyond it.
  *
  * The reference uses nothing of the planner: a subset is feasible when
  * gpusched_placer_place() (plan only) places the gang on a cluster built
@@ -43,22 +49,12 @@
 #define MAX_ELIG 14     /* the reference enumerates subsets of these */
 #define MAX_PAIRS 4
 
-/* The request's preempt_policy values (GPUSCHED_PREEMPT_*_FIRST). */
-enum { POLICY_PRIORITY_FIRST = 0, POLICY_COST_FIRST = 1, NPOLICIES = 2 };
-static const char *const policy_name[NPOLICIES] = {"priority first", "cost first"};
-
-/* Sets the request's preempt_policy, the field appended after avoid_count.
- * Written through its offset so that this file builds against a library
- * that does not have the field yet (one that ignores the bytes: the
- * initializer's size already covers them as padding). */
-static void set_policy(gpusched_place_request *q, uint32_t policy)
-{
-    const size_t at = offsetof(gpusched_place_request, avoid_count) + sizeof q->avoid_count;
-    _Static_assert(offsetof(gpusched_place_request, avoid_count) + 2 * sizeof(uint32_t) <=
-                       sizeof(gpusched_place_request),
-                   "preempt_policy lies inside the request");
-    memcpy((unsigned char *)q + at, &policy, sizeof policy);
-}
+/* The policies, as indices too. */
+enum { NPOLICIES = 2 };
+static const char *const policy_name[NPOLICIES] = {
+    [GPUSCHED_PREEMPT_PRIORITY_FIRST] = "priority first",
+    [GPUSCHED_PREEMPT_COST_FIRST] = "cost first",
+};
 
 /* ---- random full clusters ------------------------------------------------ */
 
@@ -219,7 +215,8 @@ static void random_fill(pt_rng *r, po_state *s)
 }
 
 /* Priorities 0 to 3, most jobs preemptible, some movable; costs all 0, or
- * small, or spread, or about proportional to the GPUs, by case. */
+ * small, or spread, or about proportional to the GPUs, by case; a node
+ * cordoned, draining or down now and then. */
 static void random_jobs(pt_rng *r, po_state *s)
 {
     uint32_t cost_mode = pt_below(r, 10);
@@ -271,6 +268,19 @@ static void random_request(pt_rng *r, const po_state *s, gpusched_place_request 
     max = zk < 2 ? 8 : zk < 4 ? s->total_gpus / s->nblocks : s->total_gpus * 3 / 4;
     uint32_t want = 1 + pt_below(r, max);
     q->gpus = (want + unit - 1) / unit * unit;
+}
+
+/* A quarter of the cases run at time 100 with a quarter of the jobs
+ * protected until 50, 100 (both over by then) or 150 (protected). Drawn
+ * last, so that case i is otherwise what it was before protection. */
+static void random_protection(pt_rng *r, po_state *s, gpusched_place_request *q)
+{
+    if (pt_below(r, 4))
+        return;
+    q->now = 100;
+    for (uint32_t i = 0; i < s->njobs; i++)
+        if (pt_below(r, 4) == 0)
+            s->jobs[i].j.protected_until = 50 * (1 + pt_below(r, 3));
 }
 
 /* ---- the cluster without a set of jobs, and the oracle ------------------- */
@@ -346,7 +356,7 @@ static po_key key_of(const po_state *s, uint32_t set)
 /* <0, 0, >0 as plan a is better than, as good as, worse than plan b. */
 static int key_cmp(po_key a, po_key b, uint32_t policy)
 {
-    if (policy == POLICY_PRIORITY_FIRST && a.top != b.top)
+    if (policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && a.top != b.top)
         return CMP(a.top, b.top);
     if (a.cost != b.cost)
         return CMP(a.cost, b.cost);
@@ -373,10 +383,12 @@ typedef struct po_search {
     po_ref *ref;
 } po_search;
 
+/* Preemptible, of a lower priority, not protected (`now` not before its
+ * protected_until), not the gang's own job. */
 static bool eligible(const po_job *jb, const gpusched_place_request *q)
 {
     return (jb->j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && jb->j.priority < q->job->priority &&
-           jb->j.id != q->job->id;
+           q->now >= jb->j.protected_until && jb->j.id != q->job->id;
 }
 
 static void consider(po_search *x, uint32_t set)
@@ -477,6 +489,7 @@ typedef struct po_ratio {
 typedef struct po_stats {
     uint32_t cases, no_plan, fits_now, need, optimal, same_top;
     uint32_t least_cost;  /* the least total cost_hint (of the same highest priority, priority first) */
+    uint32_t exact;       /* plans with victims the planner says are optimal */
     po_ratio cost;  /* plan cost / least cost, where the least cost is not 0 */
     po_ratio gpus;  /* GPUs evicted / the least cost's, where both cost 0 */
     uint32_t unbounded; /* the plan costs something, the least cost is 0 */
@@ -504,8 +517,8 @@ static const char *set_str(const po_state *s, uint32_t set, char *buf, size_t ca
 }
 
 /* One line per case: the racks' node sizes, the jobs (id@nodes:GPUs
- * pPriority cCost, x: not preemptible), reservations, the sick node, the
- * gang. */
+ * pPriority cCost, x: not preemptible, uT: protected until T),
+ * reservations, the sick node, the gang. */
 static void describe(const po_state *s, const gpusched_place_request *q, char *buf, size_t cap)
 {
     size_t at = 0;
@@ -520,6 +533,8 @@ static void describe(const po_state *s, const gpusched_place_request *q, char *b
             PUT("%sn%u", k ? "+" : "", jb->nodes[k]);
         PUT(":%u p%d c%llu%s", jb->gpus, jb->j.priority, (unsigned long long)jb->j.cost_hint,
             jb->j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE ? "" : "x");
+        if (jb->j.protected_until)
+            PUT(" u%lld", (long long)jb->j.protected_until);
     }
     for (uint32_t k = 0; k < 2; k++)
         if (s->resv_node[k] != UINT32_MAX)
@@ -533,6 +548,8 @@ static void describe(const po_state *s, const gpusched_place_request *q, char *b
     if (q->required_level != GPUSCHED_NONE)
         PUT(" in one %s", q->required_level ? "rack" : "block");
     PUT(" p%d", q->job->priority);
+    if (q->now)
+        PUT(" now %lld", (long long)q->now);
     if (q->job->id != PREEMPTOR)
         PUT(" id %llu", (unsigned long long)q->job->id);
 #undef PUT
@@ -544,7 +561,7 @@ static void describe(const po_state *s, const gpusched_place_request *q, char *b
 static uint32_t check_policy(const po_state *s, gpusched_place_request q, uint32_t policy, const po_ref *ref,
                              po_stats *st, uint32_t case_no)
 {
-    set_policy(&q, policy);
+    q.preempt_policy = policy;
     gpusched_cluster *c = build(s, 0);
     gpusched_placer *p;
     gpusched_place_result *res, *ref_res;
@@ -595,8 +612,14 @@ static uint32_t check_policy(const po_state *s, gpusched_place_request q, uint32
     cr_assert_eq(ka, kb, "case %u: %u nodes, placing gives %u", case_no, ka, kb);
     for (uint32_t i = 0; i < ka; i++)
         cr_assert(na[i] == nb[i] && ma[i] == mb[i], "case %u: not the placement placing gives", case_no);
+    uint32_t exact;
+    uint64_t lower_bound;
+    cr_assert_eq(gpusched_preempt_plan_optimality(plan, &exact, &lower_bound), 0);
+    cr_assert_leq(lower_bound, mine.cost, "case %u: lower bound %llu above the plan's cost", case_no,
+                  (unsigned long long)lower_bound);
     if (ref->best[policy].n == 0) {
         cr_assert_eq(n, 0, "case %u: the gang fits as it is, yet %u victims", case_no, n);
+        cr_assert_eq(exact, 1, "case %u: a plan without victims is not called exact", case_no);
         st->fits_now++;
         goto out;
     }
@@ -608,10 +631,21 @@ static uint32_t check_policy(const po_state *s, gpusched_place_request q, uint32
     const po_key best = ref->best[policy];
     int cmp = key_cmp(mine, best, policy);
     cr_assert_geq(cmp, 0, "case %u: the plan beats the reference: the reference is wrong", case_no);
+    /* What the planner says of its plan holds: exact means optimal; no
+     * plan of the same highest priority costs less than the lower bound. */
+    if (exact) {
+        cr_assert_eq(cmp, 0, "case %u: %s: a plan called exact is not at the least cost", case_no,
+                     policy_name[policy]);
+        cr_assert_eq(lower_bound, mine.cost, "case %u: exact, yet the lower bound is not the cost", case_no);
+    }
+    if (policy == GPUSCHED_PREEMPT_COST_FIRST || mine.top == best.top)
+        cr_assert_leq(lower_bound, best.cost, "case %u: %s: lower bound %llu above the least cost %llu", case_no,
+                      policy_name[policy], (unsigned long long)lower_bound, (unsigned long long)best.cost);
+    st->exact += exact;
     st->need++;
     st->optimal += cmp == 0;
     st->same_top += mine.top == best.top;
-    if (policy == POLICY_COST_FIRST || mine.top == best.top) {
+    if (policy == GPUSCHED_PREEMPT_COST_FIRST || mine.top == best.top) {
         st->least_cost += mine.cost == best.cost;
         if (best.cost)
             ratio_add(&st->cost, (double)mine.cost / (double)best.cost);
@@ -658,8 +692,10 @@ static void random_case(uint32_t i, po_state *s, gpusched_place_request *q, gpus
         uint32_t ne = 0;
         for (uint32_t k = 0; k < s->njobs; k++)
             ne += eligible(&s->jobs[k], q);
-        if (ne <= MAX_ELIG)
+        if (ne <= MAX_ELIG) {
+            random_protection(&r, s, q); /* only ever fewer eligible */
             return;
+        }
         gpusched_topo_unref(s->t);
     }
 }
@@ -715,14 +751,16 @@ static void sweep(uint32_t policy)
             "%s: %u cases, %u without a plan, %u fit as they are, %u need victims: %u at the least cost (%.1f%%), "
             "%u with the least highest priority (%.1f%%), %u at the least total cost_hint (%.1f%%); "
             "cost ratio mean %.3f worst %.3f over %u, %u costing something where nothing was needed; "
-            "GPUs ratio where the least cost is 0: mean %.3f worst %.3f over %u; %llu placements in the reference\n",
+            "GPUs ratio where the least cost is 0: mean %.3f worst %.3f over %u; %u plans called exact; "
+            "%llu placements in the reference\n",
             policy_name[policy], st.cases, st.no_plan, st.fits_now, st.need, st.optimal,
             st.need ? 100.0 * st.optimal / st.need : 0, st.same_top, st.need ? 100.0 * st.same_top / st.need : 0,
             st.least_cost, st.need ? 100.0 * st.least_cost / st.need : 0, ratio_mean(&st.cost), st.cost.worst,
-            st.cost.n, st.unbounded, ratio_mean(&st.gpus), st.gpus.worst, st.gpus.n, (unsigned long long)calls);
+            st.cost.n, st.unbounded, ratio_mean(&st.gpus), st.gpus.worst, st.gpus.n, st.exact,
+            (unsigned long long)calls);
     /* Enough real preemptions to measure: 1,000 at the full count. */
     cr_assert_geq(st.need, count >= 4000 ? 1000 : count / 2, "only %u cases need victims", st.need);
-    if (policy == POLICY_PRIORITY_FIRST)
+    if (policy == GPUSCHED_PREEMPT_PRIORITY_FIRST)
         cr_assert_eq(st.same_top, st.need, "%u plans evict a higher priority than needed", st.need - st.same_top);
     cr_assert_geq(100.0 * st.optimal, 99.0 * st.need, "%.1f%% of the plans at the least cost",
                   100.0 * st.optimal / st.need);
@@ -733,12 +771,12 @@ static void sweep(uint32_t policy)
 
 Test(preempt_optimal, cost_first, .timeout = 600)
 {
-    sweep(POLICY_COST_FIRST);
+    sweep(GPUSCHED_PREEMPT_COST_FIRST);
 }
 
 Test(preempt_optimal, priority_first, .timeout = 600)
 {
-    sweep(POLICY_PRIORITY_FIRST);
+    sweep(GPUSCHED_PREEMPT_PRIORITY_FIRST);
 }
 
 /* The reference's bounds lose nothing: on the sweep's cases with up to 10
@@ -901,14 +939,14 @@ Test(preempt_optimal, issue_lower_priority_first)
     reference(&o, &ref);
     gpusched_place_result_free(tmp);
     cr_assert(ref.found);
-    cr_assert_eq(ref.set[POLICY_PRIORITY_FIRST], 1u << 1);
+    cr_assert_eq(ref.set[GPUSCHED_PREEMPT_PRIORITY_FIRST], 1u << 1);
 
     /* Priority first, the default (0). */
     po_stats st = {0};
     char a[64];
-    uint32_t set = check_policy(&s, q, POLICY_PRIORITY_FIRST, &ref, &st, 0);
+    uint32_t set = check_policy(&s, q, GPUSCHED_PREEMPT_PRIORITY_FIRST, &ref, &st, 0);
     cr_expect_eq(set, 1u << 1, "priority first evicts {%s}, not job 2 (priority 1)", set_str(&s, set, a, sizeof a));
-    set = check_policy(&s, q, POLICY_COST_FIRST, &ref, &st, 1);
+    set = check_policy(&s, q, GPUSCHED_PREEMPT_COST_FIRST, &ref, &st, 1);
     cr_assert(set == 1u << 0 || set == 1u << 1, "cost first evicts {%s}", set_str(&s, set, a, sizeof a));
     fprintf(stderr, "cost first evicts job %u\n", set == 1u ? 1 : 2);
     gpusched_topo_unref(s.t);
