@@ -754,6 +754,46 @@ Test(preempt_move, out_of_memory_changes_nothing)
 
 /* ---- defragmentation ------------------------------------------------------ */
 
+/* The cheapest domain wins, not the first that works: rack 0 has 8 free
+ * GPUs (its bound is 0) but needs two movers (cost 2) for two whole free
+ * nodes; rack 1 needs one (cost 1). Every other node is held by
+ * unmovable jobs. */
+Test(preempt_defrag, the_cheapest_domain_wins)
+{
+    env x = env_empty();
+    const uint32_t mov = GPUSCHED_JOB_FLAG_MOVABLE;
+    add_job(&x, 21, 0, 0x1, 0, 1, mov);
+    add_job(&x, 22, 1, 0x1, 0, 1, mov);
+    add_job(&x, 10, 2, 0x3, 0, 0, 0);
+    add_job(&x, 11, 3, 0xf, 0, 0, 0);
+    add_job(&x, 23, 4, 0x1, 0, 1, mov);
+    for (uint32_t n = 6; n < 24; n++)
+        add_job(&x, 100 + n, n, 0xf, 0, 0, 0);
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
+    uint64_t before = ct_fingerprint(x.e.c);
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
+    cr_assert_eq(ct_fingerprint(x.e.c), before);
+    cr_assert_eq(gpusched_preempt_plan_move_count(x.plan), 1);
+    uint64_t id, cost;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_move(x.plan, 0, &id, &nodes, &masks, &n), 0);
+    cr_assert_eq(id, 23);
+    cr_assert_eq(gpusched_preempt_plan_totals(x.plan, &cost, NULL), 0);
+    cr_assert_eq(cost, 1);
+    const uint32_t gang_nodes[] = {4, 5};
+    nodes_are(&x, gang_nodes, 2);
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), 0, "%s", gpusched_placer_errmsg(x.e.p));
+    cr_assert_eq(gpusched_cluster_check(x.e.c), 0);
+    gpusched_job moved = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 1, &moved), 0); /* the gang runs */
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 21, &moved), 0); /* rack 0's movers stayed */
+    env_free(&x);
+}
+
 /* Every rack of block 0 holds one movable job of 4 GPUs on its first node;
  * block 1 is empty but for one unmovable job per rack. A gang of a whole
  * rack (16 GPUs, whole nodes, required rack) fits nowhere; moving one job

@@ -1,5 +1,5 @@
-/* Defragmentation: the movers of the first domain, cheapest first, whose
- * movers all find a place for their shape with the gang's GPUs held
+/* Defragmentation: the movers of the cheapest domain whose movers all
+ * find a place for their shape with the gang's GPUs held
  * (claimed without a job), found by the shared search (search.c); the
  * commit releases them, commits the gang and commits them again at their
  * new GPUs. */
@@ -9,7 +9,7 @@
 #include "preempt-internal.h"
 
 /* Gives back every hold: the gang's and the movers'. */
-static void unhold_all(gs_pp *x)
+void gs_pp_unhold_all(gs_pp *x)
 {
     gpusched_preempt_plan *plan = x->plan;
     gs_txn_undo_to(x->c, x->hold_mark);
@@ -78,7 +78,7 @@ int gs_pp_try_moves(gs_pp *x)
     if (rc <= 0)
         return rc;
     if ((rc = keep_probe(x, true, 0))) {
-        unhold_all(x);
+        gs_pp_unhold_all(x);
         return rc;
     }
     movers_sort(x->plan->lent, x->plan->nlent, x);
@@ -94,7 +94,7 @@ int gs_pp_try_moves(gs_pp *x)
         if (!rc)
             rc = keep_probe(x, false, h->id);
         if (rc) {
-            unhold_all(x);
+            gs_pp_unhold_all(x);
             return rc == GPUSCHED_ENOSPC ? 0 : rc;
         }
     }
@@ -103,14 +103,26 @@ int gs_pp_try_moves(gs_pp *x)
 
 static void record_moves(gs_pp *x)
 {
-    gpusched_preempt_plan *plan = x->plan;
-    gs_pp_cost s = {0, 0, 0};
-    for (uint32_t i = 0; i < plan->nlent; i++) {
-        const gs_hold *h = gs_pp_job(x, plan->lent[i]);
-        gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
-    }
-    plan->cost = s.cost;
-    plan->gpus = s.gpus;
+    gs_pp_cost s = gs_pp_lent_cost(x);
+    x->plan->cost = s.cost;
+    x->plan->gpus = s.gpus;
+}
+
+/* The best domain's moves made again (deterministic: as when it was
+ * checked), held: 1, 0 if they no longer work (never expected), or an
+ * error. */
+static int redo_best(gs_pp *x, const gs_pp_best *best)
+{
+    int rc = gs_pp_unlend_to(x, 0);
+    if (rc || (rc = gs_pp_collect_as(x, best->scope, best->by_rack)))
+        return rc;
+    uint32_t i = 0;
+    while (x->plan->v[i].dom != best->dom)
+        i++;
+    gs_pp_dom d = {best->dom, i, i, 0, {0, 0, 0}};
+    if ((rc = gs_pp_set_prefix(x, &d, best->k)) || (rc = gs_pp_prune(x)))
+        return rc == GPUSCHED_ENOSPC ? 0 : rc;
+    return gs_pp_try_moves(x);
 }
 
 /* The movers go, the gang comes and the movers come back at their new
@@ -149,7 +161,9 @@ static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
     rc = gs_pp_search_all(x, &best);
     if (rc)
         return rc;
-    if (!x->done) {
+    if (best.found && (rc = redo_best(x, &best)) < 0)
+        return rc;
+    if (rc != 1) {
         /* Why the gang does not fit as the cluster is. */
         rc = gs_pl_place_staged(x->p, &plan_only, res, 0);
         return rc == 0 ? GPUSCHED_ENOSPC : rc;
@@ -159,7 +173,7 @@ static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
      * movers gone and nothing held, is the one it was checked with. */
     uint32_t nm = x->plan->nmoves;
     uint32_t mp = x->plan->move_pairs;
-    unhold_all(x);
+    gs_pp_unhold_all(x);
     x->plan->nmoves = nm;
     x->plan->move_pairs = mp;
     rc = gs_pl_place_staged(x->p, &plan_only, res, 0);
@@ -182,7 +196,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "defrag: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, false, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, 0};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;

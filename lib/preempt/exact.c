@@ -164,10 +164,16 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
 {
     gpusched_preempt_plan *plan = x->plan;
     /* Any order of the scope's candidates will do (each domain's are sorted
-     * here): the heuristic's collection is reused when it has this scope. */
-    int rc = gs_pp_unlend_to(x, 0);
-    if (rc || (!gs_pp_collected_scope(x, scope) && (rc = gs_pp_collect_as(x, scope, false))))
-        return rc;
+     * here): the heuristic's collection is reused when it has this scope.
+     * What is lent (the heuristic's plan) stays lent until a domain is
+     * searched: usually none is, and the caller keeps it. */
+    int rc = 0;
+    x->best_lent = *found;
+    if (!gs_pp_collected_scope(x, scope)) {
+        if ((rc = gs_pp_unlend_to(x, 0)) || (rc = gs_pp_collect_as(x, scope, false)))
+            return rc;
+        x->best_lent = false;
+    }
     const gs_hold *own = gs_cluster_resv_find(x->c, x->r->job.id);
     const uint64_t G = x->r->gpus;
     bool exact = true;
@@ -182,9 +188,12 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
                         (scope < 0 ? x->c->root_free_gpus : x->c->agg[scope].free_gpus[dom]);
         a = e;
         const uint64_t need = have >= G ? 0 : G - have;
+        /* The one-pass bound first: most domains end here, unsorted. */
+        uint64_t cb = cheap_bound(plan->v + a - n, n, need);
+        if (cb == UINT64_MAX || (*found && cb > best->cost))
+            continue;
         if (n > GPUSCHED_PREEMPT_EXACT_MAX) {
-            uint64_t cb = cheap_bound(plan->v + a - n, n, need);
-            if (cb != UINT64_MAX && (!*found || cb < best->cost)) {
+            if (!*found || cb < best->cost) {
                 exact = false;
                 lb = cb < lb ? cb : lb;
             }
@@ -203,6 +212,9 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
             lb = root.cost < lb ? root.cost : lb;
             continue;
         }
+        if ((rc = gs_pp_unlend_to(x, 0)))
+            break;
+        x->best_lent = false;
         b.fits_calls = calls;
         rc = branch(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
         calls = b.fits_calls;
@@ -215,5 +227,5 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
         return rc;
     plan->exact = exact;
     plan->lower_bound = *found && best->cost < lb ? best->cost : lb;
-    return gs_pp_unlend_to(x, 0);
+    return x->best_lent ? 0 : gs_pp_unlend_to(x, 0);
 }

@@ -135,7 +135,6 @@ typedef struct gs_pp {
     const gs_pl_req *r;
     int32_t collected;          /* variant of the entries in plan->v; INT32_MIN: none */
     bool defrag;                /* movers instead of victims (defrag.c) */
-    bool done;                  /* defrag: a plan is lent and held */
     bool best_lent;             /* what is lent is the best plan's prefix */
     uint32_t hold_mark;         /* defrag: the transaction before the gang's hold */
 } gs_pp;
@@ -166,8 +165,8 @@ int gs_pp_fits(gs_pp *x);
 bool gs_pp_collected_scope(const gs_pp *x, int32_t scope);
 /* The entries of one variant (scope, order) in plan->v, unless there. */
 int gs_pp_collect_as(gs_pp *x, int32_t scope, bool by_rack);
-/* Branch and bound over one variant's domains; for defragmentation the
- * first domain whose movers all find a place ends it (x->done). */
+/* Branch and bound over one variant's domains; for defragmentation a
+ * domain counts when its movers all find a place (nothing stays held). */
 int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best);
 /* Every variant the request calls for, in order (doc/preempt.md). */
 int gs_pp_search_all(gs_pp *x, gs_pp_best *best);
@@ -179,12 +178,17 @@ uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t
 
 /* exact.c: branch and bound over the victim subsets of each domain of
  * `scope` with few candidates, from the best plan so far (*best, *found;
- * its victims in plan->best). Improves them in place; sets plan->exact
- * and plan->lower_bound. Leaves nothing lent. */
+ * its victims in plan->best, and lent). Improves them in place; sets
+ * plan->exact and plan->lower_bound. Leaves the best plan lent
+ * (x->best_lent) when it searched no domain, else nothing. */
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found);
 
 /* defrag.c: with the movers lent, the gang held and every mover placed
  * and held: 1, or 0 (nothing held), or an error. */
 int gs_pp_try_moves(gs_pp *x);
+/* defrag.c: gives back the gang's and the movers' holds. */
+void gs_pp_unhold_all(gs_pp *x);
+/* What the lent jobs cost together. */
+gs_pp_cost gs_pp_lent_cost(const gs_pp *x);
 
 #endif

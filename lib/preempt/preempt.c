@@ -199,9 +199,12 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
     const int32_t scope = x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
     if ((rc = heuristic(x, &cost, &found)) || (rc = gs_pp_exact(x, scope, &cost, &found)))
         return rc;
-    if (found) {
-        rc = lend_best(x);
-    } else {
+    if (found && !x->best_lent) {
+        /* The exact search's plan (an optimum needs every victim, but a
+         * search cut short by its budget may not have reached one). */
+        if ((rc = lend_best(x)) || (rc = gs_pp_prune(x)))
+            return rc;
+    } else if (!found) {
         /* The domain search is complete by construction; this is the
          * guarantee that stays true whatever the order above. */
         plan->exact = 0;
@@ -209,9 +212,10 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         rc = lend_all_eligible(x);
         if (!rc && (rc = gs_pp_fits(x)) == 0)
             return explain_failure(x, res);
-        rc = rc < 0 ? rc : 0;
-    }
-    if (rc || (rc = gs_pp_prune(x)) || (rc = record_victims(x)))
+        if (rc < 0 || (rc = gs_pp_prune(x)))
+            return rc;
+    } /* else the heuristic's plan, pruned already, is still lent */
+    if ((rc = record_victims(x)))
         return rc;
     if (plan->lower_bound > plan->cost)
         plan->lower_bound = plan->cost;
@@ -232,7 +236,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, false, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;

@@ -56,6 +56,16 @@ static int fits_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
 
 /* ---- the domains of a scope ---------------------------------------------- */
 
+gs_pp_cost gs_pp_lent_cost(const gs_pp *x)
+{
+    gs_pp_cost s = {0, 0, 0};
+    for (uint32_t i = 0; i < x->plan->nlent; i++) {
+        const gs_hold *h = gs_pp_job(x, x->plan->lent[i]);
+        gs_pp_cost_add(&s, h->cost_hint, h->ngpus);
+    }
+    return s;
+}
+
 static gs_pp_cost prefix_cost(const gs_pp *x, const gs_pp_dom *d, uint32_t k)
 {
     gs_pp_cost s = {0, 0, 0};
@@ -223,17 +233,20 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
         uint32_t k = 0;
         rc = shortest_prefix(x, &d, &k);
         if (!rc && k && x->defrag) {
-            /* The first domain whose movers can all go elsewhere wins. */
+            /* A domain whose movers can all go elsewhere is a plan; the
+             * cheapest wins, and is made again once all are seen. */
             rc = gs_pp_set_prefix(x, &d, k);
             if (!rc)
                 rc = gs_pp_prune(x);
             if (!rc) {
                 int moved = gs_pp_try_moves(x);
                 if (moved == 1) {
-                    x->done = true;
-                    return 0;
+                    gs_pp_cost cost = gs_pp_lent_cost(x);
+                    if (!best->found || gs_pp_cost_less(cost, best->cost))
+                        *best = (gs_pp_best){true, by_rack, scope, d.dom, k, cost};
+                    gs_pp_unhold_all(x);
                 }
-                rc = moved;
+                rc = moved < 0 ? moved : 0;
             } else if (rc == GPUSCHED_ENOSPC) {
                 rc = 0;
             }
@@ -354,9 +367,9 @@ int gs_pp_search_all(gs_pp *x, gs_pp_best *best)
     int rc = 0;
     if (scope < 0 && small)
         rc = gs_pp_search_scope(x, leaf, false, best);
-    if (!rc && !x->done && scope != leaf)
+    if (!rc && scope != leaf)
         rc = gs_pp_search_scope(x, scope, true, best);
-    if (!rc && !x->done && (small || scope == leaf))
+    if (!rc && (small || scope == leaf))
         rc = gs_pp_search_scope(x, scope, false, best);
     return rc;
 }
