@@ -431,6 +431,12 @@ class TestProtected(OneNodeCase):
             self.assertEqual((plan.protected_jobs, plan.protected_gpus, plan.protected_until),
                              (0, 0, 0))
             self.assertNotIn("protected", repr(plan))
+        # The cluster reuses one C plan: a gang that fits as the cluster is
+        # reports no protection, not that of the call before.
+        c.preempt(2, priority=3, now=0)
+        p, plan = c.preempt(1, priority=3, now=0)
+        self.assertTrue(p.ok)
+        self.assertEqual(plan, PreemptPlan(exact=True))
 
     def test_every_victim_protected(self):
         """With both jobs protected there is no plan; the plan tells that
