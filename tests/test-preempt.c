@@ -331,6 +331,54 @@ Test(preempt, protected_jobs_are_not_victims_until_their_time)
     env_free(&x);
 }
 
+/* The plan is reused from call to call: a gang that fits as the cluster is
+ * (no victims collected) reports no protection, and a defragmentation
+ * neither protection nor the optimality of an earlier preemption. */
+Test(preempt, what_an_earlier_call_reported_is_not_left)
+{
+    env x = env_full();
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 100, &j), 0);
+    j.protected_until = 1000;
+    cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j), 0);
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
+    PLAN_OK(&x, &q);
+    uint32_t pj = 0, exact = 0;
+    uint64_t pg = 0, lb = 0;
+    int64_t until = 0;
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, &pg, &until), 0);
+    cr_assert_eq(pj, 1);
+    cr_assert_eq(gpusched_preempt_plan_optimality(x.plan, &exact, &lb), 0);
+    cr_assert_eq(exact, 1);
+    cr_assert_gt(lb, 0);
+    /* Rack 5 (nodes 20-23) gets 8 free GPUs: the gang fits there as is. */
+    cr_assert_eq(gpusched_cluster_release(x.e.c, 120), 0);
+    cr_assert_eq(gpusched_cluster_release(x.e.c, 121), 0);
+    PLAN_OK(&x, &q);
+    victims_are(&x, NULL, 0);
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, &pg, &until), 0);
+    cr_assert_eq(pj, 0);
+    cr_assert_eq(pg, 0);
+    cr_assert_eq(until, 0);
+    cr_assert_eq(gpusched_preempt_plan_optimality(x.plan, &exact, &lb), 0);
+    cr_assert_eq(exact, 1);
+    cr_assert_eq(lb, 0);
+    /* A preemption with protection again, then a defragmentation. */
+    cr_assert_eq(gpusched_cluster_release(x.e.c, 122), 0);
+    q.gpus = 16;
+    q.required_level = GPUSCHED_NONE;
+    PLAN_OK(&x, &q);
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, NULL, NULL), 0);
+    cr_assert_eq(pj, 1);
+    cr_assert_eq(gpusched_placer_defrag(x.e.p, &q, x.e.res, x.plan), GPUSCHED_ENOSPC);
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, &pg, &until), 0);
+    cr_assert_eq(pj + pg + (uint64_t)until, 0);
+    cr_assert_eq(gpusched_preempt_plan_optimality(x.plan, &exact, &lb), 0);
+    cr_assert_eq(exact + lb, 0);
+    env_free(&x);
+}
+
 Test(preempt, victims_the_gang_does_not_need_are_spared)
 {
     env x = env_full();

@@ -103,8 +103,9 @@ typedef struct gpusched_place_request {
     uint32_t preempt_policy;    /**< Preemption only: a #gpusched_preempt_policy value
                                      (0: #GPUSCHED_PREEMPT_PRIORITY_FIRST). Placement
                                      ignores it. Added in 0.2.1. */
-    int64_t now;                /**< Preemption only: the caller's clock now, compared with
-                                     each job's `protected_until`. Added in 0.2.1. */
+    int64_t now;                /**< Preemption and defragmentation: the caller's clock
+                                     now, compared with each job's `protected_until`.
+                                     Added in 0.2.1. */
 } gpusched_place_request;
 
 /** Initializer for #gpusched_place_request: sets size, every level and the

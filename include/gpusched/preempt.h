@@ -153,7 +153,7 @@ GPUSCHED_API int gpusched_preempt_plan_totals(const gpusched_preempt_plan *plan,
 
 /**
  * How good a plan is known to be.
- * @param plan The plan.
+ * @param plan The plan (after gpusched_placer_defrag(): 0 and 0).
  * @param[out] exact 1 when the plan is proven optimal for the request's
  *        policy (the exact mode covered every domain that could hold the
  *        gang, or the plan has no victim), 0 when it comes from the
@@ -171,10 +171,11 @@ GPUSCHED_API int gpusched_preempt_plan_optimality(const gpusched_preempt_plan *p
  * What protection kept out of a plan: the jobs that would have been
  * eligible victims but for their `protected_until` (the request's `now` is
  * before it), so that a caller can tell a gang that waits because of
- * protection from one that waits for want of victims.
+ * protection from one that waits for want of victims. None when the gang
+ * fits without victims.
  * @param plan The plan (of the last gpusched_placer_preempt() call, also
  *        when it returned #GPUSCHED_ENOSPC; nothing is counted when the
- *        gang fits without victims).
+ *        gang fits without victims, nor after gpusched_placer_defrag()).
  * @param[out] jobs Protected jobs; may be NULL.
  * @param[out] gpus Their GPUs; may be NULL.
  * @param[out] until The earliest time one of them stops being protected

@@ -201,6 +201,13 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;
+    /* What a preemption reports (optimality, protection) is not a
+     * defragmentation's: nothing of an earlier preemption is left. */
+    plan->exact = 0;
+    plan->lower_bound = 0;
+    plan->protected_jobs = 0;
+    plan->protected_gpus = 0;
+    plan->protected_until = 0;
     rc = defrag_and_place(&x, res);
     plan->nlent = 0;
     rc = gs_pl_txn_end(p, rc, r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT, res);

@@ -238,11 +238,14 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
     gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0};
     plan->prio_cap = INT32_MAX;
-    plan->protected_jobs = 0;
-    plan->protected_gpus = 0;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
     plan->nlent = 0;
+    /* Counted only when victims are collected: a gang that fits as the
+     * cluster is must not report the protection of an earlier call. */
+    plan->protected_jobs = 0;
+    plan->protected_gpus = 0;
+    plan->protected_until = 0;
     rc = plan_and_place(&x, res);
     plan->nlent = 0;
     rc = gs_pl_txn_end(p, rc, r.in.flags & GPUSCHED_PLACE_FLAG_COMMIT, res);

@@ -8,8 +8,8 @@ binding.
 
 Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
 :class:`Cluster`, :class:`Placement` (from :meth:`Cluster.place`),
-:class:`PreemptPlan` (from :meth:`Cluster.preempt` and
-:meth:`Cluster.defrag`),
+:class:`PreemptPlan` (from :meth:`Cluster.preempt`, ranked by a
+:class:`PreemptPolicy`, and :meth:`Cluster.defrag`),
 :class:`FairQueue`. Errors of the library are raised as subclasses of
 :class:`Error`.
 
@@ -23,11 +23,11 @@ from ._lib import BINDING_VERSION
 from .core import (version, version_string, library_path, strerror, err_name,
                    cpu_features, simd_compiled, simd_name, enum_bounds, CpuFeature, Simd,
                    ENUM_SIMD, ENUM_NODE_HEALTH, ENUM_GPU_STATE, ENUM_SPLIT, ENUM_REASON,
-                   ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT)
+                   ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT, ENUM_PREEMPT_POLICY)
 from .topology import Topology, TopologyBuilder, NodesInfo, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, NodesState, Frag
 from .placement import Placement, PlaceReason, Split
-from .preemption import PreemptPlan, Move
+from .preemption import PreemptPlan, Move, PreemptPolicy
 from .fairq import FairQueue, Param, Policy, TenantValue, TenantStats, Decision, DecisionLog
 
 __version__: str = ".".join(map(str, BINDING_VERSION))
@@ -36,9 +36,9 @@ __all__ = list(_error_names) + [
     "BINDING_VERSION", "version", "version_string", "library_path", "strerror",
     "err_name", "cpu_features", "simd_compiled", "simd_name", "enum_bounds", "CpuFeature", "Simd",
     "ENUM_SIMD", "ENUM_NODE_HEALTH", "ENUM_GPU_STATE", "ENUM_SPLIT", "ENUM_REASON",
-    "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT",
+    "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT", "ENUM_PREEMPT_POLICY",
     "Topology", "TopologyBuilder", "NodesInfo", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
-    "Placement", "PlaceReason", "Split", "PreemptPlan", "Move",
+    "Placement", "PlaceReason", "Split", "PreemptPlan", "Move", "PreemptPolicy",
     "FairQueue", "Param", "Policy", "TenantValue", "TenantStats", "Decision", "DecisionLog",
 ]

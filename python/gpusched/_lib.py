@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, Un
 from ._errors import LibraryError, error_class
 
 #: The library version this binding was written for (major, minor, micro).
-BINDING_VERSION: Tuple[int, int, int] = (0, 2, 0)
+BINDING_VERSION: Tuple[int, int, int] = (0, 2, 1)
 #: The library file it loads: before 1.0 the SONAME carries the minor
 #: version too (meson.build derives both from the project version; a test
 #: compares them with the build's).
@@ -24,7 +24,7 @@ from ctypes import (POINTER, c_char_p, c_double, c_int, c_int32, c_int64,  # noq
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
 P = POINTER
-_u32p, _u64p, _dblp = P(c_uint32), P(c_uint64), P(c_double)
+_u32p, _u64p, _i64p, _dblp = P(c_uint32), P(c_uint64), P(c_int64), P(c_double)
 _u8p, _sizep = P(c_uint8), P(c_size_t)
 _charpp = P(c_char_p)
 
@@ -33,7 +33,8 @@ class Job(ctypes.Structure):
     """ctypes mirror of gpusched_job (cluster.h)."""
     _fields_ = [("size", c_uint32), ("flags", c_uint32), ("id", c_uint64),
                 ("priority", c_int32), ("tenant", c_uint32),
-                ("start_time", c_int64), ("cost_hint", c_uint64)]
+                ("start_time", c_int64), ("cost_hint", c_uint64),
+                ("protected_until", c_int64)]
 
 
 class FairqTask(ctypes.Structure):
@@ -66,7 +67,8 @@ class PlaceRequest(ctypes.Structure):
                 ("slice_gpus", c_uint32 * 2), ("slice_level", c_uint32 * 2),
                 ("gpu_class", c_uint32), ("labels_required", c_uint64),
                 ("labels_forbidden", c_uint64), ("avoid_nodes", P(c_uint32)),
-                ("avoid_count", c_uint32)]
+                ("avoid_count", c_uint32), ("preempt_policy", c_uint32),
+                ("now", c_int64)]
 
 
 class Allocator(ctypes.Structure):
@@ -207,6 +209,8 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_placer_preempt": (c_int, [_placer, P(PlaceRequest), _result, _plan]),
     "gpusched_preempt_plan_victims": (c_int, [_plan, P(_u64p), _u32p]),
     "gpusched_preempt_plan_totals": (c_int, [_plan, _u64p, _u64p]),
+    "gpusched_preempt_plan_optimality": (c_int, [_plan, _u32p, _u64p]),
+    "gpusched_preempt_plan_protected": (c_int, [_plan, _u32p, _u64p, _i64p]),
     "gpusched_placer_move": (c_int, [_placer, c_uint64, c_uint32, _result]),
     "gpusched_placer_defrag": (c_int, [_placer, P(PlaceRequest), _result, _plan]),
     "gpusched_preempt_plan_move_count": (c_uint32, [_plan]),

@@ -72,8 +72,11 @@ class Frag(NamedTuple):
 
 class Job(NamedTuple):
     """A running job's descriptor as :meth:`Cluster.job` returns it.
-    ``movable`` came last and defaults to False, so positional construction
-    of the older six fields keeps working."""
+    ``movable`` and ``protected_until`` came last and default to False and
+    0, so positional construction of the older fields keeps working.
+    ``protected_until``: the job is not a victim of :meth:`Cluster.preempt`
+    (nor moved by :meth:`Cluster.defrag`) while the request's ``now`` is
+    before it; 0: never protected (for any ``now`` >= 0)."""
     id: int
     priority: int
     tenant: int
@@ -81,6 +84,7 @@ class Job(NamedTuple):
     cost_hint: int
     preemptible: bool
     movable: bool = False
+    protected_until: int = 0
 
 
 def job_flags(preemptible: bool, movable: bool) -> int:
@@ -97,7 +101,8 @@ def job_flags(preemptible: bool, movable: bool) -> int:
 
 
 def job_struct(job_id: int, priority: int = 0, tenant: int = 0, start_time: int = 0,
-               cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> _CJob:
+               cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
+               protected_until: int = 0) -> _CJob:
     """A C gpusched_job from the keyword values, each checked (TypeError or
     ValueError naming the argument)."""
     j = _CJob()
@@ -108,6 +113,7 @@ def job_struct(job_id: int, priority: int = 0, tenant: int = 0, start_time: int 
     j.start_time = u.i64("start_time", start_time)
     j.cost_hint = u.u64("cost_hint", cost_hint)
     j.flags = job_flags(preemptible, movable)
+    j.protected_until = u.i64("protected_until", protected_until)
     return j
 
 
@@ -170,6 +176,12 @@ GpuSpec = Union[int, Iterable[int], str]
 #: alias says Sequence, and Any for the keys, so that type checkers infer
 #: dict and list literals such as ``{0: [0, 1], 5: "all"}`` against it.)
 GpuSet = Union[Allocation, Mapping[Any, GpuSpec], Sequence[Tuple[Name, GpuSpec]]]
+
+
+# preempt.h's policy, the default of Cluster.preempt(). Imported here, not at
+# the top: preemption.py imports placement.py, which imports Allocation and
+# job_struct from this module, so they must exist first.
+from .preemption import PreemptPolicy  # noqa: E402
 
 
 def _free_cluster(ptr: int, engine: List[Optional[int]]) -> None:
@@ -465,16 +477,19 @@ class Cluster(u.Handle):
 
     def allocate(self, job_id: int, gpus: GpuSet, *, priority: int = 0, tenant: int = 0,
                  start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
-                 movable: bool = False) -> None:
+                 movable: bool = False, protected_until: int = 0) -> None:
         """Allocates GPUs to a new job, all or nothing. Every GPU must be
         free (or reserved for this job id) and every node up.
         ``preemptible=True`` lets :meth:`preempt` evict it, ``movable=True``
-        lets :meth:`defrag` move it.
+        lets :meth:`defrag` move it; neither does while the request's
+        ``now`` is before ``protected_until`` (a time on the caller's
+        clock, for example ``start_time`` plus a minimum runtime; 0: never
+        protected).
 
         Raises AlreadyExists, Busy, WrongState (node not up) and others;
         nothing changes then."""
         j = self._job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible,
-                             movable)
+                             movable, protected_until)
         n, nodes, masks = self._gpu_set("gpus", gpus)
         self._check(lib.cluster_allocate(self._h, ctypes.byref(j), n, nodes, masks),
                     "gpusched_cluster_allocate")
@@ -491,7 +506,8 @@ class Cluster(u.Handle):
         self._check(lib.cluster_job_find(self._h, u.u64("job_id", job_id), ctypes.byref(j)),
                     "gpusched_cluster_job_find")
         return Job(j.id, j.priority, j.tenant, j.start_time, j.cost_hint,
-                   bool(j.flags & JOB_FLAG_PREEMPTIBLE), bool(j.flags & JOB_FLAG_MOVABLE))
+                   bool(j.flags & JOB_FLAG_PREEMPTIBLE), bool(j.flags & JOB_FLAG_MOVABLE),
+                   j.protected_until)
 
     def __contains__(self, job_id: object) -> bool:
         """True if a job with this id is running."""
@@ -504,7 +520,7 @@ class Cluster(u.Handle):
     def update_job(self, job_id: int, *, priority: Optional[int] = None,
                    tenant: Optional[int] = None, start_time: Optional[int] = None,
                    cost_hint: Optional[int] = None, preemptible: Optional[bool] = None,
-                   movable: Optional[bool] = None) -> None:
+                   movable: Optional[bool] = None, protected_until: Optional[int] = None) -> None:
         """Changes fields of a running job's descriptor; a field left out (or
         None) keeps its value. Its GPUs are not changed. Raises NotFound."""
         cur = self.job(job_id)
@@ -514,7 +530,8 @@ class Cluster(u.Handle):
             cur.start_time if start_time is None else start_time,
             cur.cost_hint if cost_hint is None else cost_hint,
             cur.preemptible if preemptible is None else preemptible,
-            cur.movable if movable is None else movable)
+            cur.movable if movable is None else movable,
+            cur.protected_until if protected_until is None else protected_until)
         self._check(lib.cluster_job_update(self._h, ctypes.byref(j)),
                     "gpusched_cluster_job_update")
 
@@ -643,7 +660,8 @@ class Cluster(u.Handle):
               avoid_labels: Union[str, Iterable[Name], None] = (),
               avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
               commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
-              cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Placement:
+              cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
+              protected_until: int = 0) -> Placement:
         """Places an all-or-nothing gang of `gpus` GPUs and returns a
         :class:`~gpusched.Placement`; with ``commit=True`` it also becomes
         a running job. A gang that does not fit is not an exception: the
@@ -666,8 +684,9 @@ class Cluster(u.Handle):
             job_id: the job (its id when committed; its reservation may be
                 used). Default 0.
             commit: make the placement a running job (default: plan only).
-            priority, tenant, start_time, cost_hint, preemptible, movable:
-                the job's descriptor when committed.
+            priority, tenant, start_time, cost_hint, preemptible, movable,
+            protected_until: the job's descriptor when committed (see
+                :meth:`allocate`).
         """
         from .placement import place_one
         return place_one(
@@ -675,7 +694,7 @@ class Cluster(u.Handle):
             preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
-            preemptible=preemptible, movable=movable)
+            preemptible=preemptible, movable=movable, protected_until=protected_until)
 
     def place_many(self, requests: Iterable[Mapping[str, Any]]) -> List[Placement]:
         """Places gangs in order, in one call, each seeing the ones before
@@ -696,34 +715,54 @@ class Cluster(u.Handle):
                 avoid_labels: Union[str, Iterable[Name], None] = (),
                 avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                 commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
-                cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
+                cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
+                protected_until: int = 0,
+                policy: Union[PreemptPolicy, int, str] = PreemptPolicy.PRIORITY_FIRST,
+                now: int = 0) -> Tuple[Placement, PreemptPlan]:
         """Plans the preemption that lets a gang of `gpus` GPUs fit: which
         running jobs to evict, and where the gang then goes. Returns
         ``(placement, plan)``: the :class:`~gpusched.Placement` the gang
         gets once the victims are gone and a :class:`~gpusched.PreemptPlan`
-        (victims, their total cost and GPUs). With ``commit=True`` the plan
-        is carried out at once: the victims are released and the gang
-        becomes running job ``job_id``, all or nothing.
+        (victims, their total cost and GPUs, whether the plan is proven
+        optimal and a lower bound of the cost, what protection kept out).
+        With ``commit=True`` the plan is carried out at once: the victims
+        are released and the gang becomes running job ``job_id``, all or
+        nothing.
 
         Eligible victims are the running jobs allocated with
         ``preemptible=True`` whose priority is strictly lower than the
-        request's ``priority`` (never the job ``job_id`` itself). A gang
-        that fits as the cluster is gets a plan without victims. As for
-        :meth:`place`, a gang that does not fit even with every eligible
-        victim gone is not an exception: the placement's ``ok`` is False,
-        its ``message`` says why, and the plan is empty
-        (``raise_if_failed()`` raises DoesNotFit).
+        request's ``priority`` and that are not protected (``now`` is not
+        before their ``protected_until``); never the job ``job_id`` itself.
+        A gang that fits as the cluster is gets a plan without victims. As
+        for :meth:`place`, a gang that does not fit even with every
+        eligible victim gone is not an exception: the placement's ``ok`` is
+        False, its ``message`` says why, and the plan has no victims
+        (``raise_if_failed()`` raises DoesNotFit); its ``protected_jobs``
+        then tell whether protection is why.
 
-        Takes the keyword arguments of :meth:`place`. Raises
-        AlreadyExists when committing a job id that is running, and the
-        argument errors of :meth:`place`; nothing changes then."""
+        Takes the keyword arguments of :meth:`place`, and:
+            policy: how plans are ranked, a :class:`~gpusched.PreemptPolicy`
+                (or its int or name). PRIORITY_FIRST, the default: never
+                evict a job of priority p when the eligible jobs below p
+                can make room, then the least total ``cost_hint``.
+                COST_FIRST: the least total ``cost_hint`` whatever the
+                priorities. Either way then the fewest GPUs evicted, the
+                fewest victims.
+            now: the caller's clock now, compared with each job's
+                ``protected_until`` (same unit). Default 0.
+
+        Raises AlreadyExists when committing a job id that is running, and
+        the argument errors of :meth:`place` (ValueError for an unknown
+        ``policy``, ValueError or TypeError for a ``now`` that is not a
+        64-bit integer); nothing changes then."""
         from .preemption import preempt_one
         return preempt_one(
             self, gpus, pod_gpus=pod_gpus, whole_nodes=whole_nodes, required=required,
             preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
-            preemptible=preemptible, movable=movable)
+            preemptible=preemptible, movable=movable, protected_until=protected_until,
+            policy=policy, now=now)
 
     def defrag(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
                required: Optional[Name] = None, preferred: Optional[Name] = None,
@@ -732,7 +771,8 @@ class Cluster(u.Handle):
                avoid_labels: Union[str, Iterable[Name], None] = (),
                avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
-               cost_hint: int = 0, preemptible: bool = False, movable: bool = False) -> Tuple[Placement, PreemptPlan]:
+               cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
+               protected_until: int = 0, now: int = 0) -> Tuple[Placement, PreemptPlan]:
         """Plans the moves that let a gang of `gpus` GPUs fit without
         evicting anyone (defragmentation). Returns ``(placement, plan)`` as
         :meth:`preempt` does: the :class:`~gpusched.Placement` the gang gets
@@ -745,23 +785,28 @@ class Cluster(u.Handle):
 
         The jobs that may move are the running jobs allocated with
         ``movable=True`` whose priority is not above the request's
-        ``priority`` (never the job ``job_id`` itself); a move keeps the
-        job's shape, as :meth:`move` does. A gang that fits as the cluster
+        ``priority`` and that are not protected (``now``, the caller's
+        clock, default 0, is not before their ``protected_until``), never
+        the job ``job_id`` itself; a move keeps the job's shape, as
+        :meth:`move` does. A gang that fits as the cluster
         is gets a plan without moves. When no plan is found the placement's
         ``ok`` is False, its ``message`` says why the gang does not fit as
         the cluster is, and the plan is empty; nothing changes. Unlike
         :meth:`preempt` this is a heuristic that is not complete: a gang
         only a chain of moves would make room for may get no plan.
 
-        Takes the keyword arguments of :meth:`place`; raises as
-        :meth:`preempt` does."""
+        Takes the keyword arguments of :meth:`place` and ``now``; raises
+        as :meth:`preempt` does. The plan's ``exact``,
+        ``cost_lower_bound`` and ``protected_*`` are those of an empty
+        plan (False and 0): they describe preemptions only."""
         from .preemption import defrag_one
         return defrag_one(
             self, gpus, pod_gpus=pod_gpus, whole_nodes=whole_nodes, required=required,
             preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
-            preemptible=preemptible, movable=movable)
+            preemptible=preemptible, movable=movable, protected_until=protected_until,
+            now=now)
 
     def move(self, job_id: int, *, commit: bool = False) -> Placement:
         """Plans moving running job `job_id` to the best GPUs for its shape

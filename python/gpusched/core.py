@@ -11,7 +11,8 @@ from ._lib import lib
 __all__ = ["version", "version_string", "library_path", "strerror", "err_name",
            "cpu_features", "simd_compiled", "simd_name", "enum_bounds", "CpuFeature", "Simd",
            "SIMD_PATHS", "ENUM_SIMD", "ENUM_NODE_HEALTH", "ENUM_GPU_STATE", "ENUM_SPLIT",
-           "ENUM_REASON", "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT"]
+           "ENUM_REASON", "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT",
+           "ENUM_PREEMPT_POLICY"]
 
 
 class CpuFeature(enum.IntFlag):
@@ -87,9 +88,10 @@ def simd_name(simd: int) -> str:
 #: :class:`~gpusched.NodeHealth`, :class:`~gpusched.GpuState`,
 #: :class:`~gpusched.Split`, :class:`~gpusched.PlaceReason`,
 #: :class:`~gpusched.Param`, :class:`~gpusched.Policy`,
-#: :class:`~gpusched.TenantValue`.
+#: :class:`~gpusched.TenantValue`, :class:`~gpusched.PreemptPolicy`.
 ENUM_SIMD, ENUM_NODE_HEALTH, ENUM_GPU_STATE, ENUM_SPLIT, ENUM_REASON = 1, 2, 3, 4, 5
 ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT = 6, 7, 8
+ENUM_PREEMPT_POLICY = 9
 
 
 def enum_bounds(which: int) -> Tuple[int, int]:

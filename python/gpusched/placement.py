@@ -60,13 +60,15 @@ def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
                   avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                   commit: bool = False, priority: int = 0, tenant: int = 0,
                   start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
-                  movable: bool = False) -> Tuple[_CRequest, Tuple[_CJob, Any]]:
+                  movable: bool = False,
+                  protected_until: int = 0) -> Tuple[_CRequest, Tuple[_CJob, Any]]:
     """Checks the keyword arguments of place(), preempt() and defrag() (the
-    same keyword-only parameters, tests/python/test_place.py compares them)
-    and fills a C request, which points to a C job descriptor built from the
-    job keywords. Returns the request and the objects it points into (the
-    job and the avoided nodes), which the caller keeps alive until the call
-    that reads the request has returned."""
+    same keyword-only parameters, tests/python/test_place.py compares them;
+    preempt() adds ``policy`` and ``now``, defrag() ``now``, which the
+    caller sets in the request) and fills a C request, which points to a C
+    job descriptor built from the job keywords. Returns the request and the
+    objects it points into (the job and the avoided nodes), which the caller
+    keeps alive until the call that reads the request has returned."""
     r = _CRequest()
     r.size = ctypes.sizeof(_CRequest)
     r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
@@ -107,7 +109,8 @@ def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
     if avoid:
         r.avoid_nodes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint32))
         r.avoid_count = len(avoid)
-    job = job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible, movable)
+    job = job_struct(job_id, priority, tenant, start_time, cost_hint, preemptible, movable,
+                     protected_until)
     r.job = ctypes.pointer(job)
     r.flags = PLACE_FLAG_COMMIT if _flag("commit", commit) else 0
     return r, (job, arr)

@@ -46,6 +46,7 @@ static int print_layout(void)
     FIELD(gpusched_job, tenant);
     FIELD(gpusched_job, start_time);
     FIELD(gpusched_job, cost_hint);
+    FIELD(gpusched_job, protected_until);
 
     STRUCT(gpusched_fairq_task);
     FIELD(gpusched_fairq_task, size);
@@ -91,6 +92,8 @@ static int print_layout(void)
     FIELD(gpusched_place_request, labels_forbidden);
     FIELD(gpusched_place_request, avoid_nodes);
     FIELD(gpusched_place_request, avoid_count);
+    FIELD(gpusched_place_request, preempt_policy);
+    FIELD(gpusched_place_request, now);
     return 0;
 }
 

@@ -49,6 +49,7 @@ PREFIXES = {
     "GPUSCHED_FAIRQ_PARAM_": gpusched.Param,
     "GPUSCHED_FAIRQ_POLICY_": gpusched.Policy,
     "GPUSCHED_FAIRQ_TENANT_": gpusched.TenantValue,
+    "GPUSCHED_PREEMPT_": gpusched.PreemptPolicy,
     "GPUSCHED_CPU_": gpusched.CpuFeature,
     "GPUSCHED_SIMD_": gpusched.Simd,
     "GPUSCHED_ENUM_": core,
@@ -93,6 +94,7 @@ DEFINES = {
     "GPUSCHED_MAX_TASK_TYPES": (fairq, "MAX_TASK_TYPES"),
     "GPUSCHED_MAX_TENANTS": (fairq, "MAX_TENANTS"),
     "GPUSCHED_FAIRQ_ALL_TYPES": (fairq, "ALL_TYPES"),
+    "GPUSCHED_PREEMPT_EXACT_MAX": (preemption, "EXACT_MAX"),
 }
 
 #: Older names the binding keeps as aliases -> the header constant.
@@ -125,6 +127,7 @@ ENUM_BOUNDS = {
     "GPUSCHED_ENUM_FAIRQ_PARAM": gpusched.Param,
     "GPUSCHED_ENUM_FAIRQ_POLICY": gpusched.Policy,
     "GPUSCHED_ENUM_FAIRQ_TENANT": gpusched.TenantValue,
+    "GPUSCHED_ENUM_PREEMPT_POLICY": gpusched.PreemptPolicy,
 }
 
 # ---- reading the headers ------------------------------------------------------

@@ -137,6 +137,34 @@ class TestPlan(FragmentedCase):
         self.assertEqual((plan.moves, plan.cost, plan.gpus), ((), 0, 0))
         self.assertEqual(p.nodes, self.c.place(24, **GANG).nodes)
 
+    def test_protected_jobs_stay_until_their_time(self):
+        """Job 101, the cheapest mover, protected until 50: while the
+        request's now is before it, the next cheapest (102) moves instead."""
+        c = self.c
+        c.update_job(101, protected_until=50)
+        self.assertEqual(c.job(101).protected_until, 50)
+        for now in (0, 49):
+            p, plan = c.defrag(32, priority=7, now=now, **GANG)
+            self.assertTrue(p.ok, p.message)
+            self.assertEqual([m.job_id for m in plan.moves], [102], now)
+            self.assert_moves_consistent(p, plan)
+        _, plan = c.defrag(32, priority=7, now=50, **GANG)
+        self.assertEqual([m.job_id for m in plan.moves], [101])
+        # A defragmentation reports no optimality nor protection: those
+        # are a preemption's.
+        self.assertEqual((plan.exact, plan.cost_lower_bound, plan.protected_jobs,
+                          plan.protected_gpus, plan.protected_until), (False, 0, 0, 0, 0))
+        # Every mover protected: no plan, nothing changes.
+        for j in MOVERS:
+            c.update_job(j, protected_until=50)
+        before = self.state()
+        p, plan = c.defrag(32, priority=9, job_id=1, commit=True, now=10, **GANG)
+        self.assertFalse(p.ok)
+        self.assertEqual(plan, PreemptPlan())
+        self.assertEqual(self.state(), before)
+        p, plan = c.defrag(32, priority=9, job_id=1, commit=True, now=50, **GANG)
+        self.assertTrue(p.committed, p.message)
+
     def test_unmovable_jobs_never_move(self):
         """Required in zone 1, whose jobs are preemptible but not movable:
         no plan, while a preemption finds one."""
@@ -252,9 +280,11 @@ class TestMovableFlag(unittest.TestCase):
         p = c.place(8, job_id=9, commit=True, movable=True)
         self.assertTrue(p.committed)
         self.assertTrue(c.job(9).movable)
-        # The field is last and defaults to False: six positional fields still work.
-        self.assertEqual(gpusched.Job(1, 0, 0, 0, 0, False), gpusched.Job(1, 0, 0, 0, 0, False, False))
-        self.assertEqual(gpusched.Job._fields[-1], "movable")
+        # The field comes after the six older ones and defaults to False
+        # (protected_until, after it, to 0): six positional fields still work.
+        self.assertEqual(gpusched.Job(1, 0, 0, 0, 0, False),
+                         gpusched.Job(1, 0, 0, 0, 0, False, False, 0))
+        self.assertEqual(gpusched.Job._fields[-2:], ("movable", "protected_until"))
         snap = Cluster.restore(c.snapshot())
         self.assertTrue(snap.job(1).movable and snap.job(4).movable)
         snap.close()
@@ -277,6 +307,15 @@ class TestMovableFlag(unittest.TestCase):
         with self.assertRaises(TypeError) as cm:
             c.defrag(8, movers=[1])
         self.assertIn("defrag()", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            c.defrag(8, policy=gpusched.PreemptPolicy.COST_FIRST)  # preempt() only
+        self.assertIn("defrag()", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            c.defrag(8, now=1.5)
+        self.assertIn("now", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            c.defrag(8, now=2**63)
+        self.assertIn("now", str(cm.exception))
         with self.assertRaises(ValueError):
             c.defrag(0)
         with self.assertRaises(TypeError):

@@ -203,9 +203,11 @@ class TestPlace(gstest.TinyClusterCase):
         self.assertEqual(c.place(8, whole_nodes=True, avoid_nodes=()).nodes, (0,))
 
     def test_options_are_keyword_only(self):
-        """place, preempt, defrag and the request builder spell out the same
-        keyword-only options (names, defaults, annotations): a misspelled
-        option is Python's own TypeError, and help() lists them."""
+        """place and the request builder spell out the same keyword-only
+        options (names, defaults, annotations), and preempt and defrag
+        exactly those followed by their own (preempt: the policy and the
+        clock; defrag: the clock): a misspelled option is Python's own
+        TypeError, and help() lists them."""
         import inspect
         from gpusched import placement
 
@@ -218,9 +220,16 @@ class TestPlace(gstest.TinyClusterCase):
 
         want = options(placement.build_request)
         self.assertEqual([n for n, _, _ in want][:3], ["pod_gpus", "whole_nodes", "required"])
-        self.assertEqual(len(want), 17)
-        for fn in (Cluster.place, Cluster.preempt, Cluster.defrag):
-            self.assertEqual(options(fn), want, fn.__qualname__)
+        self.assertEqual(len(want), 18)
+        self.assertEqual(want[-1], ("protected_until", 0, "int"))
+        self.assertEqual(options(Cluster.place), want)
+        now = ("now", 0, "int")
+        policy = ("policy", gpusched.PreemptPolicy.PRIORITY_FIRST,
+                  "Union[PreemptPolicy, int, str]")
+        self.assertEqual(options(Cluster.preempt), want + [policy, now])
+        self.assertIs(inspect.signature(Cluster.preempt).parameters["policy"].default,
+                      gpusched.PreemptPolicy.PRIORITY_FIRST)
+        self.assertEqual(options(Cluster.defrag), want + [now])
         self.assertEqual(options(Cluster.move), [("commit", False, "bool")])
         c = self.c
         for call in (lambda: c.place(8, colour="red"), lambda: c.place(8, jobid=1),

@@ -1,15 +1,19 @@
 """Cluster.preempt and PreemptPlan: victims, their eligibility and totals,
 carrying a plan out, the gang that does not fit even with every eligible
-victim gone, and bad input."""
+victim gone, the ranking policies, optimality and its lower bound, jobs
+protected until a time, and bad input."""
+import os
 import random
+import tempfile
 import unittest
 
 from gstest import needs
 import gpusched
-from gpusched import Cluster, PlaceReason, PreemptPlan, Topology
+from gpusched import Cluster, Job, PlaceReason, PreemptPlan, PreemptPolicy, Topology
 
 _FUNCTIONS = ("gpusched_placer_preempt", "gpusched_preempt_plan_new", "gpusched_preempt_plan_free",
-              "gpusched_preempt_plan_victims", "gpusched_preempt_plan_totals")
+              "gpusched_preempt_plan_victims", "gpusched_preempt_plan_totals",
+              "gpusched_preempt_plan_optimality", "gpusched_preempt_plan_protected")
 
 NODES, GPUS = 32, 8
 
@@ -69,8 +73,10 @@ class TestWithoutVictims(ClusterCase):
         self.assertTrue(p.ok)
         self.assertFalse(p.committed)
         self.assertEqual(p.gpus, 16)
-        self.assertEqual(plan, PreemptPlan())
+        # No victim needed: trivially optimal.
+        self.assertEqual(plan, PreemptPlan(exact=True))
         self.assertEqual((plan.victims, plan.cost, plan.gpus, len(plan)), ((), 0, 0, 0))
+        self.assertEqual((plan.cost_lower_bound, plan.protected_jobs), (0, 0))
         self.assertFalse(plan)
         self.assertEqual(p.nodes, self.c.place(16, pod_gpus=8).nodes)
         self.assertEqual(self.c.free_gpus(), NODES * GPUS)
@@ -245,9 +251,14 @@ class TestGuarantees(ClusterCase):
             self.assertEqual(p.ok, all_gone.place(gpus, **req).ok, "completeness")
         if not p.ok:
             self.assertEqual(len(plan), 0)
+            self.assertEqual((plan.exact, plan.cost_lower_bound), (False, 0))
             return
         self.assert_eligible(plan, req["priority"], 1)
         self.assert_totals(plan)
+        self.assertLessEqual(plan.cost_lower_bound, plan.cost, "the lower bound")
+        if plan.exact:
+            self.assertEqual(plan.cost_lower_bound, plan.cost)
+        self.assertEqual(plan.protected_jobs, 0)
         with self.twin_without(plan) as gone:
             q = gone.place(gpus, **req)
             self.assertEqual((q.nodes, q.masks), (p.nodes, p.masks),
@@ -295,6 +306,260 @@ class TestDoesNotFit(ClusterCase):
         self.assertEqual((p.reason, len(plan)), (PlaceReason.REQUIRED, 0))
         self.assertIn("rack", p.message)
         self.assertEqual(self.state(), before)
+
+
+#: The issue's cluster: one node of 5 GPUs.
+ONE_NODE = "levels rack\nnode r0 n0 gpus=5\n"
+
+
+class OneNodeCase(unittest.TestCase):
+    """The issue's case: job 1 of priority 2 on GPUs 0-1, job 2 of priority
+    1 on GPUs 2-3, both preemptible at cost 0, GPU 4 free. A gang of 2 GPUs
+    at priority 3 needs one victim, either job."""
+
+    def setUp(self):
+        self.t = Topology.parse(ONE_NODE)
+        self.c = Cluster(self.t)
+        self.c.allocate(1, {"n0": [0, 1]}, priority=2, preemptible=True)
+        self.c.allocate(2, {"n0": [2, 3]}, priority=1, preemptible=True)
+
+    def tearDown(self):
+        self.c.close()
+        self.t.close()
+
+    def state(self):
+        c = self.c
+        return sorted(c.jobs()), {j: (c.job(j), c.allocation(j)) for j in c.jobs()}
+
+    def assert_evicts(self, plan, placement, victim):
+        """`victim` alone is evicted and the gang takes GPUs among its own
+        and the free GPU 4; the plan is proven optimal."""
+        self.assertTrue(placement.ok, placement.message)
+        self.assertEqual(plan.victims, (victim,))
+        self.assertEqual(plan.gpus, 2)
+        room = self.c.allocation(victim).masks[0] | 1 << 4
+        self.assertEqual(placement.gpus, 2)
+        self.assertEqual(placement.masks[0] & ~room, 0)
+        self.assertTrue(plan.exact)
+        self.assertEqual(plan.cost_lower_bound, plan.cost)
+
+
+@needs(*_FUNCTIONS)
+class TestPolicy(OneNodeCase):
+    def test_priority_first_is_the_default(self):
+        p, plan = self.c.preempt(2, priority=3)
+        self.assert_evicts(plan, p, 2)
+        for policy in (PreemptPolicy.PRIORITY_FIRST, 0, "priority_first", "PRIORITY_FIRST"):
+            q, same = self.c.preempt(2, priority=3, policy=policy)
+            self.assertEqual((same, q.masks), (plan, p.masks), repr(policy))
+
+    def test_cost_first_evicts_the_other(self):
+        """Equal costs and GPUs: cost first takes the lower id, job 1,
+        whatever its higher priority."""
+        for policy in (PreemptPolicy.COST_FIRST, 1, "cost_first"):
+            p, plan = self.c.preempt(2, priority=3, policy=policy)
+            self.assert_evicts(plan, p, 1)
+
+    def test_cost_decides_only_under_cost_first(self):
+        c = self.c
+        c.update_job(2, cost_hint=50)
+        p, plan = c.preempt(2, priority=3)
+        self.assert_evicts(plan, p, 2)
+        self.assertEqual(plan.cost, 50)
+        p, plan = c.preempt(2, priority=3, policy=PreemptPolicy.COST_FIRST)
+        self.assert_evicts(plan, p, 1)
+        self.assertEqual(plan.cost, 0)
+        # Four GPUs need both, under either policy.
+        for policy in PreemptPolicy:
+            p, plan = c.preempt(4, priority=3, policy=policy)
+            self.assertEqual((plan.victims, plan.cost, plan.gpus), ((1, 2), 50, 4), policy)
+            self.assertTrue(plan.exact)
+            self.assertEqual(plan.cost_lower_bound, 50)
+
+    def test_commit_carries_out_the_policys_plan(self):
+        c = self.c
+        p, plan = c.preempt(2, priority=3, job_id=9, commit=True, policy="cost_first")
+        self.assertTrue(p.committed)
+        self.assertEqual(plan.victims, (1,))
+        self.assertEqual(sorted(c.jobs()), [2, 9])
+        self.assertEqual(c.allocation(9), p.allocation)
+        c.check()
+
+    def test_no_plan_and_no_victim_needed(self):
+        c = self.c
+        # Priority 1: neither job is below it.
+        p, plan = c.preempt(2, priority=1)
+        self.assertFalse(p.ok)
+        self.assertEqual(plan, PreemptPlan())
+        self.assertFalse(plan.exact)
+        # One GPU is free: no victim, trivially optimal.
+        p, plan = c.preempt(1, priority=3)
+        self.assertTrue(p.ok)
+        self.assertEqual(plan, PreemptPlan(exact=True))
+
+    def test_bad_policy(self):
+        c = self.c
+        before = self.state()
+        for bad in (2, -1, 2**32, "cheapest", ""):
+            with self.subTest(policy=bad), self.assertRaises(ValueError) as cm:
+                c.preempt(2, priority=3, policy=bad, job_id=9, commit=True)
+            self.assertIn("polic", str(cm.exception))
+        for bad in (True, 1.0, None, [0]):
+            with self.subTest(policy=bad), self.assertRaises(TypeError) as cm:
+                c.preempt(2, priority=3, policy=bad, job_id=9, commit=True)
+            self.assertIn("policy", str(cm.exception))
+        self.assertEqual(self.state(), before)
+
+
+@needs(*_FUNCTIONS)
+class TestProtected(OneNodeCase):
+    def test_skipped_until_now_reaches_it(self):
+        """Job 2, the default policy's victim, protected until 100: job 1
+        is evicted instead while now < 100, and the plan says what
+        protection kept out."""
+        c = self.c
+        c.update_job(2, protected_until=100)
+        for now in (0, 99):
+            p, plan = c.preempt(2, priority=3, now=now)
+            self.assert_evicts(plan, p, 1)
+            self.assertEqual((plan.protected_jobs, plan.protected_gpus, plan.protected_until),
+                             (1, 2, 100), now)
+            self.assertIn("1 protected (2 GPUs) until 100", repr(plan))
+        for now in (100, 2**63 - 1):
+            p, plan = c.preempt(2, priority=3, now=now)
+            self.assert_evicts(plan, p, 2)
+            self.assertEqual((plan.protected_jobs, plan.protected_gpus, plan.protected_until),
+                             (0, 0, 0))
+            self.assertNotIn("protected", repr(plan))
+        # The cluster reuses one C plan: a gang that fits as the cluster is
+        # reports no protection, not that of the call before.
+        c.preempt(2, priority=3, now=0)
+        p, plan = c.preempt(1, priority=3, now=0)
+        self.assertTrue(p.ok)
+        self.assertEqual(plan, PreemptPlan(exact=True))
+
+    def test_every_victim_protected(self):
+        """With both jobs protected there is no plan; the plan tells that
+        protection is why, and the earliest time to ask again."""
+        c = self.c
+        c.update_job(1, protected_until=70)
+        c.update_job(2, protected_until=100)
+        before = self.state()
+        p, plan = c.preempt(2, priority=3, now=50, job_id=9, commit=True)
+        self.assertFalse(p.ok)
+        self.assertEqual(p.reason, PlaceReason.NO_GPUS)
+        self.assertEqual(plan.victims, ())
+        self.assertEqual((plan.protected_jobs, plan.protected_gpus, plan.protected_until),
+                         (2, 4, 70))
+        self.assertEqual(plan, PreemptPlan(protected_jobs=2, protected_gpus=4,
+                                           protected_until=70))
+        self.assertEqual(self.state(), before)
+        p, plan = c.preempt(2, priority=3, now=70, job_id=9, commit=True)
+        self.assertTrue(p.committed)
+        self.assertEqual(plan.victims, (1,))
+        self.assertEqual((plan.protected_jobs, plan.protected_until), (1, 100))
+        self.assertEqual(sorted(c.jobs()), [2, 9])
+
+    def test_only_would_be_victims_count(self):
+        """Protection is reported for jobs that would otherwise be eligible:
+        not for a job of too high a priority, nor a job that is not
+        preemptible, nor the request's own job."""
+        c = self.c
+        c.update_job(1, protected_until=100)   # priority 2: not below 2
+        c.update_job(2, protected_until=100)
+        c.allocate(3, {"n0": [4]}, protected_until=100)  # not preemptible
+        p, plan = c.preempt(2, priority=2)
+        self.assertFalse(p.ok)
+        self.assertEqual((plan.protected_jobs, plan.protected_gpus), (1, 2))
+        p, plan = c.preempt(2, priority=2, job_id=2)
+        self.assertEqual(plan.protected_jobs, 0)
+
+    def test_round_trip(self):
+        """protected_until goes in through allocate, place and update_job,
+        comes back from job(), and survives snapshot, save and load, and a
+        journal's replay."""
+        c = self.c
+        self.assertEqual(c.job(1).protected_until, 0)
+        c.update_job(1, protected_until=-7)
+        c.update_job(1, priority=2)  # left out: kept
+        self.assertEqual(c.job(1), Job(1, 2, 0, 0, 0, True, False, -7))
+        snap = c.snapshot()
+        c.journal_start()
+        c.update_job(2, protected_until=2**63 - 1)
+        p = c.place(1, job_id=3, commit=True, start_time=40, protected_until=45)
+        self.assertTrue(p.committed)
+        self.assertEqual(c.job(3), Job(3, 0, 0, 40, 0, False, False, 45))
+        want = {j: c.job(j) for j in c.jobs()}
+        self.assertEqual(want[2].protected_until, 2**63 - 1)
+        with Cluster.restore(c.snapshot()) as back:
+            self.assertEqual({j: back.job(j) for j in back.jobs()}, want)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cluster.snap")
+            c.save(path)
+            with Cluster.load(path) as back:
+                self.assertEqual({j: back.job(j) for j in back.jobs()}, want)
+        with Cluster.replay(snap, c.journal()) as back:
+            self.assertEqual({j: back.job(j) for j in back.jobs()}, want)
+        # Positional construction of the older fields keeps working.
+        self.assertEqual(Job(1, 2, 0, 0, 0, True), Job(1, 2, 0, 0, 0, True, False, 0))
+
+    def test_bad_values_change_nothing(self):
+        c = self.c
+        before = self.state()
+        for call in (lambda v: c.allocate(3, {"n0": [4]}, protected_until=v),
+                     lambda v: c.update_job(1, protected_until=v),
+                     lambda v: c.place(1, job_id=3, commit=True, protected_until=v),
+                     lambda v: c.preempt(1, job_id=3, commit=True, protected_until=v),
+                     lambda v: c.preempt(1, job_id=3, commit=True, now=v),
+                     lambda v: c.defrag(1, job_id=3, commit=True, now=v)):
+            with self.assertRaises(ValueError) as cm:
+                call(2**63)
+            self.assertRegex(str(cm.exception), r"^(protected_until|now) = ")
+            with self.assertRaises(TypeError) as cm:
+                call("10")
+            self.assertRegex(str(cm.exception), r"^(protected_until|now) must be")
+        with self.assertRaises(TypeError) as cm:
+            c.place_many([dict(gpus=1, job_id=3, commit=True, protected_until=1.5)])
+        self.assertIn("protected_until", str(cm.exception))
+        self.assertEqual(self.state(), before)
+        c.place_many([dict(gpus=1, job_id=3, commit=True, protected_until=8)])
+        self.assertEqual(c.job(3).protected_until, 8)
+
+
+@needs(*_FUNCTIONS)
+class TestOptimality(ClusterCase):
+    def test_heuristic_plans_state_a_bound(self):
+        """Cost first at priority 4 on the full cluster: 25 candidate
+        victims in the one domain, more than the exact search takes, so a
+        big gang's plan comes from the heuristic, with a lower bound."""
+        self.fill()
+        self.assertEqual(gpusched.preemption.EXACT_MAX, 24)
+        p, plan = self.c.preempt(64, priority=4, policy=PreemptPolicy.COST_FIRST)
+        self.assertTrue(p.ok, p.message)
+        self.assert_totals(plan)
+        self.assertFalse(plan.exact)
+        self.assertLessEqual(plan.cost_lower_bound, plan.cost)
+        self.assertGreater(plan.cost_lower_bound, 0)
+        self.assertIn(f"at least {plan.cost_lower_bound}", repr(plan))
+        # Priority first searches the lowest tier that makes room, fewer
+        # candidates: proven optimal.
+        p, plan = self.c.preempt(64, priority=4)
+        self.assertTrue(p.ok, p.message)
+        self.assertTrue(plan.exact)
+        self.assertEqual(plan.cost_lower_bound, plan.cost)
+        self.assertIn("optimal", repr(plan))
+        self.assertEqual(max(self.c.job(v).priority for v in plan), 1)
+
+    def test_values(self):
+        a = PreemptPlan([3], 5, 8, exact=True, cost_lower_bound=5)
+        self.assertEqual(a, PreemptPlan((3,), 5, 8, exact=True, cost_lower_bound=5))
+        self.assertNotEqual(a, PreemptPlan([3], 5, 8))
+        self.assertNotEqual(PreemptPlan(protected_jobs=1, protected_gpus=2, protected_until=3),
+                            PreemptPlan())
+        self.assertEqual(len({a, PreemptPlan([3], 5, 8, exact=True, cost_lower_bound=5),
+                              PreemptPlan()}), 2)
+        with self.assertRaises(TypeError):
+            PreemptPlan([3], 5, 8, (), True)  # the new fields are keywords
 
 
 @needs(*_FUNCTIONS)
