@@ -186,6 +186,11 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
         const uint32_t dom = plan->v[a].dom, n = e - a;
         uint64_t have = gs_pp_own_in(x->c->topo, own, scope, dom, &own_i) +
                         (scope < 0 ? x->c->root_free_gpus : x->c->agg[scope].free_gpus[dom]);
+        /* The heuristic's plan may still be lent: its GPUs count as free
+         * in the aggregates, not in the domain as it is. */
+        for (uint32_t i = a; i < e; i++)
+            if (gs_pp_job(x, plan->v[i].slot)->lent)
+                have -= plan->v[i].gpus;
         a = e;
         const uint64_t need = have >= G ? 0 : G - have;
         /* The one-pass bound first: most domains end here, unsorted. */
