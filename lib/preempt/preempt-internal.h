@@ -137,7 +137,14 @@ typedef struct gs_pp {
     bool defrag;                /* movers instead of victims (defrag.c) */
     bool best_lent;             /* what is lent is the best plan's prefix */
     uint32_t hold_mark;         /* defrag: the transaction before the gang's hold */
+    uint32_t checked;           /* defrag: domains checked since the first plan */
 } gs_pp;
+
+/* Defragmentation checks at most this many more domains, in order of
+ * bound, once one works: checking one places every mover, and on a
+ * cluster where every rack has a mover the bounds rarely end the search
+ * (doc/preempt.md). */
+#define GS_PP_DEFRAG_MORE 8u
 
 
 

@@ -236,7 +236,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0, 0};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;

@@ -224,6 +224,8 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
         const gs_pp_dom d = heap_pop(x->plan->doms, &ndoms);
         if (best->found && !gs_pp_cost_less(d.lb, best->cost))
             break;
+        if (x->defrag && best->found && x->checked++ >= GS_PP_DEFRAG_MORE)
+            break;
         /* The best so far stays lent until another domain is searched:
          * usually none is, and the caller then has its plan lent already
          * (for a large gang that is two passes over tens of thousands of
