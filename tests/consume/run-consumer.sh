@@ -1,0 +1,114 @@
+#!/bin/sh
+# Builds tests/consume/consumer.c the way a project outside libgpusched
+# would, and runs it. TAP output, one line per check.
+#
+#   run-consumer.sh WAY BUILD_ROOT SOURCE_ROOT PREFIX LIBDIR
+#
+# WAY is pkg-config or cmake: the build tree is installed with DESTDIR into
+# BUILD_ROOT/tests/consume/WAY/root, and the consumer is compiled against
+# that tree and run with its library. WAY subproject builds the consumer's
+# own Meson project with the source tree as subprojects/gpusched.
+# Environment: MESON, CMAKE, PKG_CONFIG, CC (programs); GPUSCHED_SANITIZE
+# (the build's b_sanitize: the consumer is compiled with the same runtime).
+set -eu
+way=$1 build=$2 src=$3 prefix=$4 libdir=$5
+work=$build/tests/consume/$way
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+failed=0
+check() { # check DESCRIPTION COMMAND...: runs it, its output as TAP comments
+    desc=$1
+    shift
+    if out=$("$@" 2>&1); then
+        ok "$desc"
+    else
+        fail "$desc"
+        echo "$out" | sed 's/^/# /'
+    fi
+}
+refused() { # refused DESCRIPTION COMMAND...: passes when the command fails
+    desc=$1
+    shift
+    if "$@" >/dev/null 2>&1; then fail "$desc"; else ok "$desc"; fi
+}
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+
+rm -rf "$work"
+mkdir -p "$work"
+case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
+root=$work/root
+tree=$root$prefix
+
+sanflags=""
+if [ -n "${GPUSCHED_SANITIZE:-}" ] && [ "$GPUSCHED_SANITIZE" != none ]; then
+    sanflags="-fsanitize=$GPUSCHED_SANITIZE"
+fi
+
+install_tree() {
+    check "meson install --destdir into $root" "$MESON" install -C "$build" --no-rebuild --quiet --destdir "$root"
+    check "the installed tree has the library, headers, pkg-config and CMake files" \
+        test -f "$root$libdir/pkgconfig/gpusched.pc" -a -f "$root$libdir/cmake/gpusched/gpuschedConfig.cmake" \
+        -a -f "$root$libdir/cmake/gpusched/gpuschedConfigVersion.cmake" -a -f "$tree/include/gpusched/gpusched.h"
+}
+
+# Runs the consumer with only the installed tree's library to be found.
+run_installed() {
+    LD_LIBRARY_PATH="$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
+
+case $way in
+pkg-config)
+    [ -n "${PKG_CONFIG:-}" ] || skip_all "pkg-config not found (tools/deps installs it)"
+    install_tree
+    # PKG_CONFIG_SYSROOT_DIR: the .pc file names the real prefix; the
+    # sysroot puts the DESTDIR in front of its -I and -L paths.
+    export PKG_CONFIG_PATH="$root$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+    version=$("$PKG_CONFIG" --modversion gpusched)
+    check "pkg-config --modversion gpusched is $GPUSCHED_VERSION ($version)" test "$version" = "$GPUSCHED_VERSION"
+    check "pkg-config --atleast-version $GPUSCHED_VERSION gpusched" "$PKG_CONFIG" --atleast-version "$GPUSCHED_VERSION" gpusched
+    # shellcheck disable=SC2046,SC2086
+    check "cc consumer.c \$(pkg-config --cflags --libs gpusched)" \
+        "$CC" -std=c99 -pedantic -Wall -Wextra -Werror $sanflags -o "$work/consumer" "$src/tests/consume/consumer.c" \
+        $("$PKG_CONFIG" --cflags --libs gpusched)
+    check "the consumer runs against the installed library" run_installed "$work/consumer"
+    check "it loaded the installed library" sh -c "LD_LIBRARY_PATH='$root$libdir' ldd '$work/consumer' | grep -q '$root$libdir/libgpusched.so'"
+    ;;
+cmake)
+    [ -n "${CMAKE:-}" ] || skip_all "cmake not found (tools/deps installs it)"
+    install_tree
+    cm() { # cm NAME VERSION: configures the consumer asking for VERSION
+        "$CMAKE" -S "$src/tests/consume/cmake" -B "$work/$1" -DCMAKE_PREFIX_PATH="$tree" \
+            -DGPUSCHED_WANT="$2" -DCMAKE_C_COMPILER="$CC" -DCMAKE_C_FLAGS="$sanflags" \
+            -DCMAKE_EXE_LINKER_FLAGS="$sanflags" -DCMAKE_BUILD_TYPE=Release
+    }
+    check "cmake configure: find_package(gpusched 0.2 REQUIRED)" cm build 0.2
+    check "cmake --build: target_link_libraries(consumer gpusched::gpusched)" "$CMAKE" --build "$work/build" -j 1
+    check "the consumer runs (with CMake's build RPATH to the installed library)" "$work/build/consumer"
+    check "find_package(gpusched $GPUSCHED_VERSION EXACT)" cm exact "$GPUSCHED_VERSION EXACT"
+    check "find_package(gpusched 0.2...0.3) (a range)" cm range "0.2...0.3"
+    # The ABI series (doc/abi.md): before 1.0 each minor version is its own.
+    refused "find_package(gpusched 0.1) is refused (another ABI series)" cm older 0.1
+    refused "find_package(gpusched 0.3) is refused (newer than installed)" cm newer 0.3
+    refused "find_package(gpusched 1.0) is refused" cm major 1.0
+    ;;
+subproject)
+    [ -z "$sanflags" ] || skip_all "the subproject build is checked in the plain build only"
+    mkdir -p "$work/src/subprojects"
+    cp "$src/tests/consume/subproject/meson.build" "$src/tests/consume/consumer.c" "$work/src/"
+    ln -s "$src" "$work/src/subprojects/gpusched"
+    # -O0 and no tests, bench or docs: the point is that the subproject
+    # builds and links, and the whole library is compiled again for it.
+    check "meson setup with libgpusched as a subproject (forced fallback)" "$MESON" setup "$work/build" "$work/src" \
+        --force-fallback-for=gpusched -Dbuildtype=plain -Dgpusched:tests=false -Dgpusched:bench=false \
+        -Dgpusched:docs=disabled
+    check "ninja: the consumer and the library it takes from the subproject" ninja -C "$work/build" -j 1
+    check "meson test in the consumer project" "$MESON" test -C "$work/build" --print-errorlogs
+    ;;
+*)
+    echo "run-consumer.sh: unknown way '$way'" >&2
+    exit 2
+    ;;
+esac
+echo "1..$n"
+exit $failed
