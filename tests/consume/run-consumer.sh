@@ -7,8 +7,11 @@
 # WAY is pkg-config or cmake: the build tree is installed with DESTDIR into
 # BUILD_ROOT/tests/consume/WAY/root, and the consumer is compiled against
 # that tree and run with its library. WAY subproject builds the consumer's
-# own Meson project with the source tree as subprojects/gpusched.
-# Environment: MESON, CMAKE, PKG_CONFIG, CC (programs); GPUSCHED_SANITIZE
+# own Meson project with the source tree as subprojects/gpusched. WAY pip
+# installs the Python package with pip into a new virtual environment
+# (offline) and runs the binding's test suite against it.
+# Environment: MESON, CMAKE, PKG_CONFIG, CC, GPUSCHED_PIP_PYTHON (programs);
+# GPUSCHED_VERSION, GPUSCHED_SONAME, GPUSCHED_PYHELPER; GPUSCHED_SANITIZE
 # (the build's b_sanitize: the consumer is compiled with the same runtime).
 set -eu
 way=$1 build=$2 src=$3 prefix=$4 libdir=$5
@@ -34,6 +37,9 @@ refused() { # refused DESCRIPTION COMMAND...: passes when the command fails
 }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 
+# meson test points LD_LIBRARY_PATH at the build's library: a consumer
+# must find the installed one by its own means.
+unset LD_LIBRARY_PATH
 rm -rf "$work"
 mkdir -p "$work"
 case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
@@ -54,7 +60,7 @@ install_tree() {
 
 # Runs the consumer with only the installed tree's library to be found.
 run_installed() {
-    LD_LIBRARY_PATH="$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+    LD_LIBRARY_PATH="$root$libdir" "$@"
 }
 
 case $way in
@@ -85,6 +91,7 @@ cmake)
     check "cmake configure: find_package(gpusched 0.2 REQUIRED)" cm build 0.2
     check "cmake --build: target_link_libraries(consumer gpusched::gpusched)" "$CMAKE" --build "$work/build" -j 1
     check "the consumer runs (with CMake's build RPATH to the installed library)" "$work/build/consumer"
+    check "it loaded the installed library" sh -c "ldd '$work/build/consumer' | grep -q '$root$libdir/libgpusched.so'"
     check "find_package(gpusched $GPUSCHED_VERSION EXACT)" cm exact "$GPUSCHED_VERSION EXACT"
     check "find_package(gpusched 0.2...0.3) (a range)" cm range "0.2...0.3"
     # The ABI series (doc/abi.md): before 1.0 each minor version is its own.
@@ -104,6 +111,44 @@ subproject)
         -Dgpusched:docs=disabled
     check "ninja: the consumer and the library it takes from the subproject" ninja -C "$work/build" -j 1
     check "meson test in the consumer project" "$MESON" test -C "$work/build" --print-errorlogs
+    ;;
+pip)
+    [ -z "$sanflags" ] || skip_all "pip builds its own library: checked in the plain build only"
+    py=${GPUSCHED_PIP_PYTHON:-/usr/bin/python3}
+    "$py" -c "import mesonpy, venv, ensurepip" >/dev/null 2>&1 ||
+        skip_all "$py lacks meson-python or venv (tools/deps installs python3-mesonpy and python3-venv)"
+    # Nothing of the build tree or the caller's environment may leak in:
+    # the package must work from the virtual environment alone.
+    unset GPUSCHED_LIBRARY PYTHONPATH PYTHONHOME
+    check "python3 -m venv --system-site-packages" "$py" -m venv --system-site-packages "$work/venv"
+    vpy=$work/venv/bin/python
+    # Offline: no index, and meson-python from Debian instead of an
+    # isolated build environment fetched from PyPI. -j1: a shared machine.
+    check "pip install --no-build-isolation --no-index . (meson-python builds the library)" \
+        "$vpy" -m pip install --no-build-isolation --no-index --no-cache-dir \
+        --config-settings=builddir="$work/build" --config-settings=compile-args=-j1 "$src"
+    site=$("$vpy" -c "import sysconfig; print(sysconfig.get_path('platlib'))")
+    check "the package holds the library: gpusched/$GPUSCHED_SONAME in $site" test -f "$site/gpusched/$GPUSCHED_SONAME"
+    check "pip show gpusched: version $GPUSCHED_VERSION" sh -c "'$vpy' -m pip show gpusched | grep -qx 'Version: $GPUSCHED_VERSION'"
+    loaded=$(cd "$work" && "$vpy" -c "import gpusched; print(gpusched.__file__, gpusched.library_path())" 2>&1) || true
+    check "import gpusched loads the bundled library ($loaded)" test "$loaded" = "$site/gpusched/__init__.py $site/gpusched/$GPUSCHED_SONAME"
+    # The bundled library comes before GPUSCHED_LIBRARY (doc/python.md).
+    check "the bundled library wins over GPUSCHED_LIBRARY" sh -c "cd '$work' && GPUSCHED_LIBRARY=/nonexistent '$vpy' -c 'import gpusched'"
+    # The binding's suite against the installed package, from outside the
+    # source tree (tap.py puts only tests/python on the path).
+    for t in "$src"/tests/python/test_*.py; do
+        name=$(basename "$t")
+        if out=$(cd "$work" && GPUSCHED_SOURCE_ROOT="$src" GPUSCHED_DATA_DIR="$src/tests/data" \
+                 GPUSCHED_PYHELPER="${GPUSCHED_PYHELPER:-}" GPUSCHED_SONAME="$GPUSCHED_SONAME" \
+                 PYTHONDONTWRITEBYTECODE=1 "$vpy" "$src/tests/python/tap.py" "$t" 2>&1) &&
+           ! echo "$out" | grep -q "^not ok"; then
+            ok "python suite, installed package: $name ($(echo "$out" | grep -c '^ok') cases)"
+        else
+            fail "python suite, installed package: $name"
+            echo "$out" | grep -v "^ok" | sed 's/^/# /'
+        fi
+    done
+    check "examples/python/quickstart.py with the installed package" sh -c "cd '$work' && '$vpy' '$src/examples/python/quickstart.py'"
     ;;
 *)
     echo "run-consumer.sh: unknown way '$way'" >&2
