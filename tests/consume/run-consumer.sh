@@ -9,8 +9,9 @@
 # that tree and run with its library. WAY subproject builds the consumer's
 # own Meson project with the source tree as subprojects/gpusched. WAY pip
 # installs the Python package with pip into a new virtual environment
-# (offline) and runs the binding's test suite against it.
-# Environment: MESON, CMAKE, PKG_CONFIG, CC, GPUSCHED_PIP_PYTHON (programs);
+# (offline) and runs the binding's test suite against it. WAY go runs the
+# Go binding's vet, tests and example against the installed tree.
+# Environment: MESON, CMAKE, PKG_CONFIG, CC, GO, GPUSCHED_PIP_PYTHON (programs);
 # GPUSCHED_VERSION, GPUSCHED_SONAME, GPUSCHED_PYHELPER; GPUSCHED_SANITIZE
 # (the build's b_sanitize: the consumer is compiled with the same runtime).
 set -eu
@@ -149,6 +150,46 @@ pip)
         fi
     done
     check "examples/python/quickstart.py with the installed package" sh -c "cd '$work' && '$vpy' '$src/examples/python/quickstart.py'"
+    ;;
+go)
+    [ -z "$sanflags" ] || skip_all "the Go binding is checked in the plain build only (cgo links no sanitizer runtime)"
+    [ -n "${GO:-}" ] || skip_all "go not found (tools/deps installs golang-go)"
+    [ -n "${PKG_CONFIG:-}" ] || skip_all "pkg-config not found (tools/deps installs it)"
+    install_tree
+    # cgo finds the installed library through pkg-config; offline: no
+    # module proxy, no toolchain download, caches under the build dir
+    # (kept between runs, outside this way's work directory).
+    export PKG_CONFIG_PATH="$root$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+    export LD_LIBRARY_PATH="$root$libdir"
+    export GOCACHE="$build/tests/consume/go-cache" GOPATH="$build/tests/consume/go-path"
+    export GOPROXY=off GOTOOLCHAIN=local GOFLAGS="-p=1" GOTELEMETRY=off CGO_ENABLED=1
+    cd "$src/bindings/go"
+    check "gofmt -l finds nothing to reformat" sh -c 'test -z "$("$(dirname "$GO")/gofmt" -l .)"'
+    check "go vet ./..." "$GO" vet ./...
+    # Every test case of go test -v as a TAP line of its own.
+    if out=$("$GO" test -v -count=1 ./... 2>&1); then rc=0; else rc=$?; fi
+    cases=$(echo "$out" | grep -E '^ *--- (PASS|FAIL|SKIP): ' || true)
+    if [ -z "$cases" ]; then
+        fail "go test ./... ran no test"
+    fi
+    echo "$cases" | awk -v n="$n" '
+        NF >= 3 {
+            n++
+            if ($2 == "PASS:") printf "ok %d - go test %s\n", n, $3
+            else if ($2 == "SKIP:") printf "ok %d - go test %s # SKIP\n", n, $3
+            else printf "not ok %d - go test %s\n", n, $3
+        }' > "$work/cases.tap"
+    grep -q "^not ok" "$work/cases.tap" && failed=1
+    n=$((n + $(wc -l < "$work/cases.tap")))
+    cat "$work/cases.tap"
+    if [ "$rc" -ne 0 ]; then
+        fail "go test ./... exited $rc"
+        echo "$out" | grep -v -E '^(=== RUN|    --- PASS|--- PASS)' | sed 's/^/# /'
+    else
+        ok "go test ./... passed"
+    fi
+    check "the Kubernetes Filter/Score example runs and preempts for the big gang" \
+        sh -c '"$GO" run ./examples/k8s-filter-score | tee /dev/stderr | grep -q "PostFilter nominates"'
     ;;
 *)
     echo "run-consumer.sh: unknown way '$way'" >&2
