@@ -239,7 +239,7 @@ static layout panels(drawing *d, FILE *f, int y0)
     return lay;
 }
 
-static int legend(drawing *d, FILE *f, int x, int y)
+static int legend(drawing *d, FILE *f, int x, int y, int width)
 {
     char fill[16];
     if (!d->by_job) {
@@ -267,7 +267,7 @@ static int legend(drawing *d, FILE *f, int x, int y)
                        "stroke-width=\"0.5\"/><text x=\"%d\" y=\"%d\" class=\"small\">%s</text>\n",
                     sx, y, CELL, CELL, fixed[i][0], sx + CELL + 4, y + 11, fixed[i][1]);
         for (uint32_t i = 0; i < d->njobs && i <= NJOB_COLORS; i++) {
-            if (sx > 1000) {
+            if (sx + 110 > width - MARGIN) {
                 sx = x + 100;
                 y += CELL + 6;
             }
@@ -429,7 +429,7 @@ int cmd_draw(int argc, char **argv)
     }
     fprintf(m, "</text>\n");
     panels(&d, m, TITLE_H);
-    int y = legend(&d, m, MARGIN, lay.grid_bottom + 20);
+    int y = legend(&d, m, MARGIN, lay.grid_bottom + 20, width);
     int height = frag_bars(&d, m, MARGIN, y + 6, width) + MARGIN;
     if (fclose(m) != 0 || !body) {
         free(body);
