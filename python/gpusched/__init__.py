@@ -1,8 +1,9 @@
 """Python binding of libgpusched, the GPU cluster scheduling core.
 
 Pure Python over ctypes, standard library only. The shared library is found
-through the environment variable ``GPUSCHED_LIBRARY``, then next to this
-package, then on the system's search path; importing fails with
+inside this package (where ``pip install .`` puts it), then through the
+environment variable ``GPUSCHED_LIBRARY``, then next to the package's folder
+and on the system's search path; importing fails with
 :class:`LibraryError` when it is missing or its version does not suit this
 binding.
 

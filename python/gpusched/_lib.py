@@ -260,13 +260,21 @@ class _Missing:
 
 
 def _candidates() -> List[str]:
+    """Where the library is looked for, in order (doc/python.md, "Loading")."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # 1. Bundled: pip install . puts the library inside the package, built
+    #    from the same sources as these modules; nothing else matches it as
+    #    surely.
+    bundled = os.path.join(here, SONAME)
+    if os.path.exists(bundled):
+        return [bundled]
+    # 2. GPUSCHED_LIBRARY: an explicit choice is not second-guessed, no
+    #    silent fallback.
     env = os.environ.get("GPUSCHED_LIBRARY")
     if env:
-        # An explicit choice is not second-guessed: no silent fallback.
         return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(d, SONAME) for d in (here, os.path.dirname(here))]
-    paths = [p for p in paths if os.path.exists(p)]
+    # 3. Beside the package's folder (python/ of a build), then the system.
+    paths = [p for p in [os.path.join(os.path.dirname(here), SONAME)] if os.path.exists(p)]
     paths.append(SONAME)
     found = ctypes.util.find_library("gpusched")
     if found:

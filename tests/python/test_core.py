@@ -78,13 +78,45 @@ class TestVersion(unittest.TestCase):
 
     def test_library_path_is_the_one_asked_for(self):
         want = os.environ.get("GPUSCHED_LIBRARY")
-        if want:
+        if bundled():
+            self.assertEqual(gpusched.library_path(), bundled())
+        elif want:
             self.assertEqual(gpusched.library_path(), want)
 
 
+def bundled():
+    """The library inside the package (pip install .), or None."""
+    p = os.path.join(os.path.dirname(gpusched.__file__), _lib.SONAME)
+    return p if os.path.exists(p) else None
+
+
+def package_copy(d, with_library):
+    """A copy of the package under d, with or without the library inside."""
+    import shutil
+    pkg = os.path.join(d, "gpusched")
+    shutil.copytree(os.path.dirname(gpusched.__file__), pkg,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
+    if with_library:
+        shutil.copy(gpusched.library_path(), os.path.join(pkg, _lib.SONAME))
+    return pkg
+
+
 class TestLoading(unittest.TestCase):
+    def setUp(self):
+        # The checks of GPUSCHED_LIBRARY run on a copy of the package
+        # without a bundled library: a bundled one would come first.
+        import tempfile
+        self._tmp = tempfile.TemporaryDirectory()
+        package_copy(self._tmp.name, with_library=False)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def run_copy(self, code, **env):
+        return run_python(code, PYTHONPATH=self._tmp.name, **env)
+
     def test_missing_library_fails_clearly(self):
-        r = run_python("import gpusched", GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.0.2")
+        r = self.run_copy("import gpusched", GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.0.2")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("LibraryError", r.stderr)
         self.assertIn("cannot load libgpusched", r.stderr)
@@ -95,23 +127,29 @@ class TestLoading(unittest.TestCase):
         libc = ctypes.util.find_library("c")
         if not libc:
             self.skipTest("no libc to load")
-        r = run_python("import gpusched", GPUSCHED_LIBRARY=libc)
+        r = self.run_copy("import gpusched", GPUSCHED_LIBRARY=libc)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("is not libgpusched", r.stderr)
 
     def test_library_is_found_next_to_the_package(self):
-        import shutil
         import tempfile
         with tempfile.TemporaryDirectory() as d:
-            pkg = os.path.join(d, "gpusched")
-            shutil.copytree(os.path.dirname(gpusched.__file__), pkg,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.so*"))
-            shutil.copy(gpusched.library_path(), os.path.join(pkg, _lib.SONAME))
+            pkg = package_copy(d, with_library=True)
             env = {k: v for k, v in os.environ.items() if k != "GPUSCHED_LIBRARY"}
             env["PYTHONPATH"] = d
             r = subprocess.run([sys.executable, "-c",
                                 "import gpusched; print(gpusched.library_path())"],
                                capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), os.path.join(pkg, _lib.SONAME))
+
+    def test_bundled_library_comes_before_gpusched_library(self):
+        """pip install . bundles the library; it wins over the variable."""
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            pkg = package_copy(d, with_library=True)
+            r = run_python("import gpusched; print(gpusched.library_path())", PYTHONPATH=d,
+                           GPUSCHED_LIBRARY="/nonexistent/libgpusched.so.0.2")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(r.stdout.strip(), os.path.join(pkg, _lib.SONAME))
 
