@@ -228,6 +228,32 @@ typedef struct gs_journal {
     uint64_t seq;                   /* sequence number of the last record */
 } gs_journal;
 
+/* ---- the preemption index (pindex.c) ---------------------------------------- */
+
+/* Points of a domain's cost curve: 1, 2, 4, ... 128 GPUs. */
+#define GS_PSUM_POINTS 8
+
+/* What a domain's preemptible jobs (of any priority, protected or not)
+ * could free: cost_at[i] is the least total cost_hint of freeing 2^i of
+ * their GPUs inside the domain, fractions of jobs allowed (INFINITY when
+ * they hold fewer); their least and greatest priority (INT32_MAX and
+ * INT32_MIN when there is none). A lower bound for every plan in the
+ * domain: see gs_psum_bound(). */
+typedef struct gs_psum {
+    double cost_at[GS_PSUM_POINTS];
+    int32_t min_prio, max_prio;
+} gs_psum;
+
+typedef struct gs_pindex {
+    bool built;
+    gs_psum *sum[GS_MAX_LEVELS];    /* per level, per domain */
+    gs_psum root;
+    uint8_t *marked;                /* per lowest-level domain: in `dirty` */
+    uint32_t *dirty;                /* lowest-level domains whose jobs changed */
+    uint32_t ndirty;
+    void *jobs;                     /* scratch: one domain's jobs */
+} gs_pindex;
+
 struct gpusched_cluster {
     gs_alloc alloc;
     uint32_t refs;                  /* gpusched_cluster_ref/unref; one thread */
@@ -263,6 +289,8 @@ struct gpusched_cluster {
     /* Sequence number of the last journal record applied to this cluster
      * (gpusched_cluster_journal_apply), 0: none yet. */
     uint64_t applied_seq;
+    /* Derived, kept lazily for preemption (pindex.c). */
+    gs_pindex pindex;
 
     /* Regular shapes (every preset): the per-node and per-domain topology
      * lookups of the update paths become arithmetic instead of a cache
@@ -430,5 +458,11 @@ static inline gs_hold *gs_cluster_holder_job(const struct gpusched_cluster *c, u
 {
     return holder == 0 || (holder & GS_HOLDER_RESV) ? NULL : &c->jobs.rec[holder - 1];
 }
+
+/* The preemption index, brought up to date (built on first use): a cache
+ * derived from the jobs, not state; valid until the next change. */
+int gs_cluster_pindex(struct gpusched_cluster *c, const gs_pindex **out);
+/* A lower bound of the cost of freeing `need` GPUs from a domain's jobs. */
+double gs_psum_bound(const gs_psum *s, uint64_t need);
 
 #endif

@@ -56,6 +56,11 @@ void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job
 
 void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
 
+/* The preemption index (pindex.c): the lowest-level domains of `nodes`
+ * hold changed jobs; the index's memory. */
+void gs_pindex_mark(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes);
+void gs_pindex_free(struct gpusched_cluster *c);
+
 /* ---- helpers shared by the module's files -------------------------------- */
 
 /* Frees a cluster whatever its reference count (its creators' failure paths). */

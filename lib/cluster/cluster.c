@@ -92,6 +92,7 @@ void gs_cluster_destroy(gpusched_cluster *c)
     gs_alloc a = c->alloc;
     gs_txn_free(c);
     gs_journal_free(c);
+    gs_pindex_free(c);
     gs_holdtab_free(&c->jobs, &a);
     gs_holdtab_free(&c->resv, &a);
     gs_aggs_free(c, &a);

@@ -261,6 +261,12 @@ static void apply_update(struct gpusched_cluster *c, gs_hold *h, const gpusched_
     h->flags = j->flags;
 }
 
+/* The preemption index learns which domains' jobs change. */
+static void mark_job(struct gpusched_cluster *c, const gs_hold *h)
+{
+    gs_pindex_mark(c, h->npairs, gs_hold_nodes(h));
+}
+
 void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -269,8 +275,10 @@ void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         case GS_OP_CLAIM:
             gs_cluster_commit_apply(c, &op->job, op->n, op->nodes, op->masks, op->block,
                                     op->own ? &c->resv.rec[op->own - 1] : NULL);
+            gs_pindex_mark(c, op->n, op->nodes);
             break;
         case GS_OP_RELEASE:
+            mark_job(c, &c->jobs.rec[op->slot]);
             gs_cluster_job_drop(c, &c->jobs.rec[op->slot]);
             break;
         case GS_OP_RESERVE:
@@ -280,12 +288,14 @@ void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
             gs_cluster_resv_drop(c, gs_cluster_resv_find(c, op->job.id));
             break;
         case GS_OP_RELEASE_TO_RESV:
+            mark_job(c, &c->jobs.rec[op->slot]);
             gs_resv_take_job(c, &c->jobs.rec[op->slot], op->id2, op->merged, op->block);
             break;
         case GS_OP_HEALTH:
             apply_health(c, op->node, op->health);
             break;
         case GS_OP_UPDATE:
+            mark_job(c, &c->jobs.rec[op->slot]);
             apply_update(c, &c->jobs.rec[op->slot], &op->job);
             break;
         }

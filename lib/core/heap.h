@@ -10,6 +10,7 @@
  *   name##_sift(a, n, i, ctx)  sift element i down a heap of n elements
  *                              whose root is the element every other one
  *                              is `before` (the last in the order);
+ *   name##_up(a, i, ctx)       sift element i up (after appending it at i);
  *   name##_sort(a, n, ctx)     sort so that earlier elements are `before`
  *                              later ones. O(n log n), no allocation.
  *
@@ -39,6 +40,15 @@
             T t_ = a[i];                                                                \
             a[i] = a[m];                                                                \
             a[m] = t_;                                                                  \
+        }                                                                               \
+    }                                                                                   \
+    static inline GS_HEAP_UNUSED void name##_up(T *a, uint32_t i, ctx_t ctx)            \
+    {                                                                                   \
+        while (i > 0 && before(&a[(i - 1) / 2], &a[i], ctx)) {                          \
+            T t_ = a[i];                                                                \
+            a[i] = a[(i - 1) / 2];                                                      \
+            a[(i - 1) / 2] = t_;                                                        \
+            i = (i - 1) / 2;                                                            \
         }                                                                               \
     }                                                                                   \
     static inline GS_HEAP_UNUSED void name##_sort(T *a, uint32_t n, ctx_t ctx)          \

@@ -149,15 +149,31 @@ static uint64_t cheap_bound(const gs_victim *v, uint32_t n, uint64_t need)
     return lb >= 18446744073709549568.0 ? UINT64_MAX - 1 : (uint64_t)lb;
 }
 
-/* One domain's candidates v[a, b), sorted into the plan's order scratch. */
-static int take_candidates(gs_pp *x, uint32_t a, uint32_t n)
+int gs_pp_exact_domain(gs_pp *x, const gs_victim *cands, uint32_t n, uint64_t need, gs_pp_cost *best,
+                       bool *found, uint32_t *calls, bool *complete, uint64_t *lb)
 {
     gpusched_preempt_plan *plan = x->plan;
     if (gs_grow(&plan->alloc, (void **)&plan->order, &plan->order_cap, n, sizeof *plan->order))
         return GPUSCHED_ENOMEM;
-    memcpy(plan->order, plan->v + a, n * sizeof *plan->order);
+    memcpy(plan->order, cands, n * sizeof *plan->order);
     sort_per_gpu(plan->order, n);
-    return 0;
+    gs_bb b = {x, plan->order, n, need, best, found, *calls, false};
+    gs_pp_cost root = bound_of(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
+    *lb = root.cost;
+    if (root.cost == UINT64_MAX || (*found && !gs_pp_cost_less(root, *best)))
+        return 0; /* the domain cannot free enough GPUs, or cannot beat the best plan */
+    if (*calls >= GS_PP_EXACT_BUDGET) {
+        *complete = false;
+        return 0;
+    }
+    int rc = gs_pp_unlend_to(x, 0);
+    if (rc)
+        return rc;
+    x->best_lent = false;
+    rc = branch(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
+    *calls = b.fits_calls;
+    *complete = !b.aborted;
+    return rc;
 }
 
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
@@ -204,28 +220,12 @@ int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found)
             }
             continue;
         }
-        if ((rc = take_candidates(x, a - n, n)))
-            break;
-        gs_bb b = {x, plan->order, n, need, best, found, 0, false};
-        gs_pp_cost root = bound_of(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
-        if (root.cost == UINT64_MAX)
-            continue; /* the domain cannot free enough GPUs */
-        if (*found && !gs_pp_cost_less(root, *best))
-            continue; /* nothing here beats the best plan */
-        if (calls >= GS_PP_EXACT_BUDGET) {
+        uint64_t dom_lb = 0;
+        bool complete = true;
+        rc = gs_pp_exact_domain(x, plan->v + a - n, n, need, best, found, &calls, &complete, &dom_lb);
+        if (!complete) {
             exact = false;
-            lb = root.cost < lb ? root.cost : lb;
-            continue;
-        }
-        if ((rc = gs_pp_unlend_to(x, 0)))
-            break;
-        x->best_lent = false;
-        b.fits_calls = calls;
-        rc = branch(&b, 0, (gs_pp_cost){0, 0, 0}, 0);
-        calls = b.fits_calls;
-        if (b.aborted) {
-            exact = false;
-            lb = root.cost < lb ? root.cost : lb;
+            lb = dom_lb < lb ? dom_lb : lb;
         }
     }
     if (rc)

@@ -90,6 +90,8 @@ struct gpusched_preempt_plan {
     uint32_t nbest, best_cap;
     gs_victim *order;           /* exact search: one domain's candidates */
     uint32_t order_cap;
+    struct gs_pp_open *opens;   /* indexed search: domains waiting */
+    uint32_t opens_cap;
 };
 
 /* victims.c: every eligible victim's (or, with `movers`, every job a
@@ -189,6 +191,24 @@ uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t
  * plan->exact and plan->lower_bound. Leaves the best plan lent
  * (x->best_lent) when it searched no domain, else nothing. */
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found);
+/* exact.c: the same over one domain's n candidates, `need` GPUs short by
+ * count; *calls counts the what-ifs spent (a budget shared across
+ * domains), *complete turns false when the budget cut it short, *lb is
+ * the domain's root bound (UINT64_MAX: it cannot free enough). */
+int gs_pp_exact_domain(gs_pp *x, const gs_victim *cands, uint32_t n, uint64_t need, gs_pp_cost *best,
+                       bool *found, uint32_t *calls, bool *complete, uint64_t *lb);
+/* indexed.c: a gang required inside one lowest-level domain, searched
+ * best first over the cluster's preemption index (gs_cluster_pindex) so
+ * that only the domains whose bound can beat the best plan are visited.
+ * 1 when it decided (*found, *best and plan->best set; plan->exact and
+ * plan->lower_bound too), 0 when the request is not one it handles or it
+ * found no plan (the caller then takes the collecting path), or an
+ * error. Leaves nothing lent. */
+int gs_pp_indexed(gs_pp *x, gs_pp_cost *best, bool *found);
+/* victims.c: whether job h is a candidate (see gs_pp_collect), and the
+ * protection count of one job that is not. */
+bool gs_pp_eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers);
+void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r);
 
 /* defrag.c: with the movers lent, the gang held and every mover placed
  * and held: 1, or 0 (nothing held), or an error. */

@@ -192,13 +192,23 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         return rc;
     if (rc)
         return place_final(x, res); /* no victim needed */
-    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
-        return rc;
     gs_pp_cost cost = {0, 0, 0};
     bool found = false;
-    const int32_t scope = x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
-    if ((rc = heuristic(x, &cost, &found)) || (rc = gs_pp_exact(x, scope, &cost, &found)))
+    if ((rc = gs_pp_indexed(x, &cost, &found)) < 0)
         return rc;
+    if (rc == 0) {
+        /* The collecting path: the priority tier, the heuristic over the
+         * scope's domains, then the exact pass. */
+        found = false;
+        cost = (gs_pp_cost){0, 0, 0};
+        plan->exact = 1;
+        if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
+            return rc;
+        const int32_t scope =
+            x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
+        if ((rc = heuristic(x, &cost, &found)) || (rc = gs_pp_exact(x, scope, &cost, &found)))
+            return rc;
+    }
     if (found && !x->best_lent) {
         /* The exact search's plan (an optimum needs every victim, but a
          * search cut short by its budget may not have reached one). */

@@ -7,7 +7,7 @@
 /* Victims of a preemption: preemptible, of lower priority, up to the
  * priority tier being searched. Movers of a defragmentation: movable, of a
  * priority not above the gang's. Neither while protected. */
-static bool eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers)
+bool gs_pp_eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers)
 {
     if (h->id == r->job.id || r->in.now < h->protected_until)
         return false;
@@ -18,7 +18,7 @@ static bool eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, boo
 
 /* A job that would be a victim but for its protection: counted so that a
  * plan can say what protection kept out of it. */
-static void count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r)
+void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r)
 {
     if (h->id == r->job.id || r->in.now >= h->protected_until || !(h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) ||
         h->priority >= r->job.priority)
@@ -219,11 +219,11 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t slot = c->jobs.live[i];
         const gs_hold *h = &c->jobs.rec[slot];
-        if (eligible(h, r, plan->prio_cap, movers)) {
+        if (gs_pp_eligible(h, r, plan->prio_cap, movers)) {
             if (add_job(plan, c, h, slot, scope, by_rack))
                 return GPUSCHED_ENOMEM;
         } else if (!movers) {
-            count_protected(plan, h, r);
+            gs_pp_count_protected(plan, h, r);
         }
     }
     int rc = by_rack ? rank_homes(plan, c) : 0;
