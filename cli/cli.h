@@ -1,5 +1,5 @@
-/* The gpusched command-line tool: shared declarations (cli/README in
- * doc/cli.md). The tool uses the library's public API only. */
+/* The gpusched command-line tool: shared declarations (doc/cli.md). The
+ * tool uses the library's public API only. */
 #ifndef GPUSCHED_CLI_H
 #define GPUSCHED_CLI_H
 

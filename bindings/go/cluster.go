@@ -183,7 +183,7 @@ func (cl *Cluster) do(op string, f func(c *C.gpusched_cluster) C.int) error {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.c == nil {
-		return &Error{Op: op, Code: ErrState, Message: ErrClosed.Error()}
+		return closedError(op)
 	}
 	rc := f(cl.c)
 	if rc != 0 {

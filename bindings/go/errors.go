@@ -51,7 +51,16 @@ type Error struct {
 	Op      string // the Go method, for example "Cluster.Allocate"
 	Code    Code
 	Message string // the handle's message; may be empty
+	closed  bool   // the handle was closed: errors.Is(err, ErrClosed)
 }
+
+func closedError(op string) *Error {
+	return &Error{Op: op, Code: ErrState, Message: ErrClosed.Error(), closed: true}
+}
+
+// Is reports whether the error is ErrClosed (the Code is matched through
+// Unwrap).
+func (e *Error) Is(target error) bool { return e.closed && target == ErrClosed }
 
 func (e *Error) Error() string {
 	msg := e.Message

@@ -115,7 +115,7 @@ func (fq *FairQueue) do(op string, f func(q *C.gpusched_fairq) C.int) error {
 	fq.mu.Lock()
 	defer fq.mu.Unlock()
 	if fq.q == nil {
-		return &Error{Op: op, Code: ErrState, Message: ErrClosed.Error()}
+		return closedError(op)
 	}
 	if rc := f(fq.q); rc != 0 {
 		return newError(op, rc, C.GoString(C.gpusched_fairq_errmsg(fq.q)))

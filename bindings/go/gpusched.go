@@ -8,8 +8,10 @@
 // or PKG_CONFIG_PATH must name its .pc file. Standard library only.
 //
 // Handles (Topology, Cluster, FairQueue) own C memory. Close releases it
-// at once; a finalizer releases it if Close is never called. Every method
-// of a closed handle returns an error wrapping ErrClosed. A Topology is
+// at once; a finalizer releases it if Close is never called. A method of a
+// closed handle that can fail returns an error for which both
+// errors.Is(err, ErrClosed) and errors.Is(err, ErrState) hold; accessors
+// that cannot fail return zero values. A Topology is
 // immutable and safe for concurrent use; a Cluster and a FairQueue
 // serialize their calls with a mutex, so they too may be shared between
 // goroutines (one call at a time runs).

@@ -201,7 +201,7 @@ func (cl *Cluster) place(op int, name string, req PlaceRequest) (*Placement, *Pr
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.c == nil {
-		return nil, nil, &Error{Op: name, Code: ErrState, Message: ErrClosed.Error()}
+		return nil, nil, closedError(name)
 	}
 	t := C.gpusched_cluster_topo(cl.c)
 	required, err := levelIndex(t, req.Required, "Required")
@@ -362,7 +362,7 @@ func (cl *Cluster) Move(jobID uint64, commit bool) (*Placement, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.c == nil {
-		return nil, &Error{Op: "Cluster.Move", Code: ErrState, Message: ErrClosed.Error()}
+		return nil, closedError("Cluster.Move")
 	}
 	if rc := cl.ensurePlacer(); rc != 0 {
 		return nil, newError("Cluster.Move", rc, "")

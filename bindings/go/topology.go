@@ -146,7 +146,7 @@ func (t *Topology) use(op string, f func(*C.gpusched_topo) error) error {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.t == nil {
-		return &Error{Op: op, Code: ErrState, Message: ErrClosed.Error()}
+		return closedError(op)
 	}
 	return f(t.t)
 }

@@ -1,6 +1,7 @@
 package gpusched
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -127,6 +128,9 @@ func TestTopologyClosed(t *testing.T) {
 	must(t, topo.Close())
 	_, err = topo.NodeName(0)
 	wantCode(t, err, ErrState, "closed")
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("%v is not ErrClosed", err)
+	}
 	equal(t, topo.NodeCount(), 0)
 	_, err = NewCluster(topo)
 	wantCode(t, err, ErrState, "closed")

@@ -123,6 +123,13 @@ pip)
     unset GPUSCHED_LIBRARY PYTHONPATH PYTHONHOME
     check "python3 -m venv --system-site-packages" "$py" -m venv --system-site-packages "$work/venv"
     vpy=$work/venv/bin/python
+    # meson-python 0.12 leaves .mesonpy-native-file.ini in the source tree
+    # and, when it finds it unchanged and a build directory is given, runs
+    # meson setup --reconfigure, which fails on the new, empty build
+    # directory (its fallback to a plain setup catches the wrong
+    # exception). The build directory is new each run, so the stale file
+    # goes first.
+    rm -f "$src/.mesonpy-native-file.ini"
     # Offline: no index, and meson-python from Debian instead of an
     # isolated build environment fetched from PyPI. -j1: a shared machine.
     check "pip install --no-build-isolation --no-index . (meson-python builds the library)" \

@@ -248,8 +248,8 @@ func scheduleOne(ctx context.Context, g *GangPlugin, nodes []NodeInfo, pod Pod) 
 		fmt.Printf("%s: Reserve %s\n", pod.Name, s)
 		return
 	}
-	fmt.Printf("%s: %d nodes feasible, %d filtered out; scores %v; bound to %s\n", pod.Name, len(feasible),
-		rejected, ranked, best)
+	fmt.Printf("%s: %d of %d nodes feasible; scores %v; bound to %s\n", pod.Name, len(feasible),
+		len(feasible)+rejected, ranked, best)
 }
 
 func main() {
