@@ -102,6 +102,9 @@ static void step(seq *s, uint32_t kind)
     }
     case 5:
         random_request(s, &q, &job, s->next_id, commit);
+        /* Cost first takes the indexed path for rack-bound gangs, whose
+         * index the invariant checker then compares with the jobs. */
+        q.preempt_policy = pt_below(&s->r, 2) ? GPUSCHED_PREEMPT_COST_FIRST : GPUSCHED_PREEMPT_PRIORITY_FIRST;
         rc = gpusched_placer_preempt(s->p, &q, s->res, s->plan);
         break;
     case 6: {

@@ -146,7 +146,9 @@ static int gs_check_all(gpusched_cluster *c, uint32_t *expect, gpusched_cluster 
     if ((rc = gs_check_nodes(c, expect)))
         return rc;
     gs_aggs_compute(scratch, c);
-    return gs_check_aggs(c, scratch);
+    if ((rc = gs_check_aggs(c, scratch)))
+        return rc;
+    return gs_pindex_check(c);
 }
 
 GPUSCHED_API int gpusched_cluster_check(gpusched_cluster *c)

@@ -209,3 +209,42 @@ double gs_psum_bound(const gs_psum *s, uint64_t need)
      * f(need) >= need * f(2^i) / 2^i. */
     return s->cost_at[i] * ((double)need / (double)((uint64_t)1 << i));
 }
+
+static bool psum_equal(const gs_psum *a, const gs_psum *b)
+{
+    for (uint32_t i = 0; i < GS_PSUM_POINTS; i++)
+        if (a->cost_at[i] != b->cost_at[i])
+            return false;
+    return a->min_prio == b->min_prio && a->max_prio == b->max_prio;
+}
+
+int gs_pindex_check(struct gpusched_cluster *c)
+{
+    const gs_pindex *x = &c->pindex;
+    if (!x->built)
+        return 0;
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaf = t->nlevels - 1;
+    /* Every leaf not marked agrees with its jobs (the marked ones are
+     * recomputed before the next use). */
+    for (uint32_t d = 0; d < t->ndom[leaf]; d++) {
+        if (x->marked[d])
+            continue;
+        gs_psum s;
+        leaf_summary(c, d, x->jobs, &s);
+        if (!psum_equal(&s, &x->sum[leaf][d]))
+            return gs_error(&c->err, GPUSCHED_ECORRUPT, "preemption index: domain %u is stale", d);
+    }
+    /* Above, only with nothing marked: a mark makes its ancestors stale. */
+    for (uint32_t l = leaf; !x->ndirty && l-- > 0;)
+        for (uint32_t d = 0; d < t->ndom[l]; d++) {
+            gs_psum s;
+            psum_empty(&s);
+            for (uint32_t k = t->child_start[l][d]; k < t->child_start[l][d + 1]; k++)
+                psum_merge(&s, &x->sum[l + 1][k]);
+            if (!psum_equal(&s, &x->sum[l][d]))
+                return gs_error(&c->err, GPUSCHED_ECORRUPT, "preemption index: level %u domain %u is stale", l,
+                                d);
+        }
+    return 0;
+}
