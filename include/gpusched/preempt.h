@@ -172,7 +172,10 @@ GPUSCHED_API int gpusched_preempt_plan_optimality(const gpusched_preempt_plan *p
  * eligible victims but for their `protected_until` (the request's `now` is
  * before it), so that a caller can tell a gang that waits because of
  * protection from one that waits for want of victims. None when the gang
- * fits without victims.
+ * fits without victims. Counted over the jobs the planner looked at: every
+ * job, except for a gang required inside one lowest-level domain, whose
+ * plan looks only at the domains that can beat it (doc/preempt.md, "the
+ * preemption index").
  * @param plan The plan (of the last gpusched_placer_preempt() call, also
  *        when it returned #GPUSCHED_ENOSPC; nothing is counted when the
  *        gang fits without victims, nor after gpusched_placer_defrag()).
