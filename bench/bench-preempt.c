@@ -234,13 +234,19 @@ static void bpr_preempt(gsb_ctx *b)
     gpusched_place_request s;
     gpusched_job s_job;
     bpr_small8_request(&s, &s_job);
+    /* The first rack-bound plan builds the cluster's preemption index:
+     * its memory is what the state grows by. */
+    size_t state0 = gpusched_cluster_memory_bytes(e.c);
     bpr_figures g = bpr_time_plan(&e, b, &s);
+    double index_bytes = (double)(gpusched_cluster_memory_bytes(e.c) - state0);
+    uint32_t exact = 0;
+    gpusched_preempt_plan_optimality(e.plan, &exact, NULL);
     snprintf(params, sizeof params,
              "\"cluster_gpus\": %llu, \"jobs\": %u, \"request\": \"2 pods of 4, required rack\", \"victims\": %u, "
-             "\"victim_gpus\": %llu, \"cost\": %llu, \"fit\": %d, \"empty_place_us\": %.2f, \"vs_empty_place\": %.0f, "
-             "\"what\": \"plan only\"",
-             cluster_gpus, jobs, g.victims, (unsigned long long)g.gpus, (unsigned long long)g.cost, g.fit,
-             empty8_ms * 1e3, empty8_ms > 0 ? g.median_ns / 1e6 / empty8_ms : 0.0);
+             "\"victim_gpus\": %llu, \"cost\": %llu, \"exact\": %u, \"fit\": %d, \"empty_place_us\": %.2f, "
+             "\"vs_empty_place\": %.0f, \"index_bytes_per_gpu\": %.2f, \"what\": \"plan only\"",
+             cluster_gpus, jobs, g.victims, (unsigned long long)g.gpus, (unsigned long long)g.cost, exact, g.fit,
+             empty8_ms * 1e3, empty8_ms > 0 ? g.median_ns / 1e6 / empty8_ms : 0.0, index_bytes / (double)cluster_gpus);
     gsb_report(b, "preempt.small8.full.us", g.median_ns / 1e3, "us", params);
 
     bpr_env_free(&e);

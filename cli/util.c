@@ -209,8 +209,10 @@ int find_level(gpusched_topo *t, const char *s, bool nodes_ok, uint32_t *level)
         return 0;
     }
     fprintf(stderr, "gpusched: no level '%s'; the levels are", s);
-    for (uint32_t l = 0; l < nl; l++)
-        fprintf(stderr, " %s", gpusched_topo_level_name(t, l));
+    for (uint32_t l = 0; l < nl; l++) {
+        const char *name = gpusched_topo_level_name(t, l);
+        fprintf(stderr, " %s", name ? name : "?");
+    }
     fprintf(stderr, "%s (or their indexes 0-%u)\n", nodes_ok ? " node" : "", nodes_ok ? nl : nl - 1);
     return -1;
 }

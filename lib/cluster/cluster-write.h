@@ -60,6 +60,8 @@ void gs_cluster_job_unlend(struct gpusched_cluster *c, gs_hold *h);
  * hold changed jobs; the index's memory. */
 void gs_pindex_mark(struct gpusched_cluster *c, uint32_t n, const uint32_t *nodes);
 void gs_pindex_free(struct gpusched_cluster *c);
+/* Its memory, 0 until built. */
+size_t gs_pindex_bytes(const struct gpusched_cluster *c);
 /* The invariant checker's part: the index agrees with the jobs. */
 int gs_pindex_check(struct gpusched_cluster *c);
 

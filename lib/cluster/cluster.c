@@ -127,7 +127,7 @@ GPUSCHED_API size_t gpusched_cluster_memory_bytes(const gpusched_cluster *c)
     const struct gpusched_topo *t = c->topo;
     return sizeof *c + (size_t)t->nnodes * (2 * sizeof(uint64_t) + sizeof(uint8_t)) +
            (size_t)t->ngpus * sizeof(uint32_t) + gs_aggs_bytes(c) + gs_holdtab_bytes(&c->jobs) +
-           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c);
+           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c) + gs_pindex_bytes(c);
 }
 
 int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node)

@@ -95,6 +95,17 @@ static void leaf_summary(const struct gpusched_cluster *c, uint32_t leaf, gs_pj 
     }
 }
 
+/* GPUs of the largest lowest-level domain: the room for one domain's jobs. */
+static uint64_t largest_leaf_gpus(const struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t l = t->nlevels - 1;
+    uint64_t most = 1;
+    for (uint32_t d = 0; d < t->ndom[l]; d++)
+        most = c->agg[l].dom_gpus[d] > most ? c->agg[l].dom_gpus[d] : most;
+    return most;
+}
+
 static int pindex_build(struct gpusched_cluster *c)
 {
     const struct gpusched_topo *t = c->topo;
@@ -105,11 +116,7 @@ static int pindex_build(struct gpusched_cluster *c)
             return GPUSCHED_ENOMEM;
     x->marked = gs_calloc(&c->alloc, leaves, 1);
     x->dirty = gs_malloc(&c->alloc, (size_t)leaves * sizeof *x->dirty);
-    uint64_t most = 1; /* GPUs of the largest lowest-level domain */
-    for (uint32_t d = 0; d < leaves; d++)
-        if (c->agg[t->nlevels - 1].dom_gpus[d] > most)
-            most = c->agg[t->nlevels - 1].dom_gpus[d];
-    x->jobs = gs_malloc(&c->alloc, (size_t)most * sizeof(gs_pj));
+    x->jobs = gs_malloc(&c->alloc, (size_t)largest_leaf_gpus(c) * sizeof(gs_pj));
     if (!x->marked || !x->dirty || !x->jobs)
         return GPUSCHED_ENOMEM;
     for (uint32_t d = 0; d < leaves; d++)
@@ -185,6 +192,19 @@ void gs_pindex_mark(struct gpusched_cluster *c, uint32_t n, const uint32_t *node
             x->dirty[x->ndirty++] = d;
         }
     }
+}
+
+size_t gs_pindex_bytes(const struct gpusched_cluster *c)
+{
+    const gs_pindex *x = &c->pindex;
+    if (!x->built)
+        return 0;
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t leaves = t->ndom[t->nlevels - 1];
+    size_t b = (size_t)leaves * (sizeof *x->marked + sizeof *x->dirty);
+    for (uint32_t l = 0; l < t->nlevels; l++)
+        b += (size_t)t->ndom[l] * sizeof *x->sum[l];
+    return b + (size_t)largest_leaf_gpus(c) * sizeof(gs_pj);
 }
 
 void gs_pindex_free(struct gpusched_cluster *c)
