@@ -196,6 +196,8 @@ int parse_i64(const char *s, int64_t *out)
 
 int find_level(gpusched_topo *t, const char *s, bool nodes_ok, uint32_t *level)
 {
+    if (!s)
+        return -1;
     uint32_t nl = gpusched_topo_level_count(t);
     if (gpusched_topo_level_find(t, s, level) == 0)
         return 0;
