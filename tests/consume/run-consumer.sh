@@ -84,8 +84,10 @@ pkg-config)
 cmake)
     [ -n "${CMAKE:-}" ] || skip_all "cmake not found (tools/deps installs it)"
     install_tree
+    # Ninja, not CMake's default Makefiles: tools/deps installs ninja, and a
+    # fresh machine has no make (the fresh-root check found it).
     cm() { # cm NAME VERSION: configures the consumer asking for VERSION
-        "$CMAKE" -S "$src/tests/consume/cmake" -B "$work/$1" -DCMAKE_PREFIX_PATH="$tree" \
+        "$CMAKE" -G Ninja -S "$src/tests/consume/cmake" -B "$work/$1" -DCMAKE_PREFIX_PATH="$tree" \
             -DGPUSCHED_WANT="$2" -DCMAKE_C_COMPILER="$CC" -DCMAKE_C_FLAGS="$sanflags" \
             -DCMAKE_EXE_LINKER_FLAGS="$sanflags" -DCMAKE_BUILD_TYPE=Release
     }
