@@ -229,6 +229,12 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if ((rc = gather_constraints(p, r, all, &n)) || (rc = chain_constraints(p, r, all, n)))
         return rc;
     r->pref = q->preferred_level == GPUSCHED_NONE ? (int32_t)p->nlevels : (int32_t)q->preferred_level;
+    /* A node that holds at most one unit (whole nodes, pods of more than
+     * half the largest node) makes every placement use as many nodes as
+     * units: counting nodes orders nothing, so the search stops at the
+     * lowest domain level (doc/placement.md, "Counted levels"). */
+    if (r->pref == (int32_t)p->nlevels && (r->whole_w || p->t->max_node_gpus < 2 * r->u0))
+        r->pref = (int32_t)p->nlevels - 1;
     r->filtered = q->gpu_class != GPUSCHED_NONE || q->labels_required || q->labels_forbidden || q->avoid_count;
     /* Whole nodes on a topology with other node sizes: the fully-free-node
      * aggregate also counts nodes of other sizes, so it is only a bound. */
