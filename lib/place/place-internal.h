@@ -125,6 +125,12 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    /* subsets.c: the last best subset (valid while sub_gen == gen), which
+     * a search's key and then its assignment both ask for. */
+    uint32_t sub_gen, sub_dom, sub_y, sub_m, sub_cap;
+    int32_t sub_level;
+    gs_key sub_key;
+    uint32_t *sub_best;         /* the children chosen, ascending */
 };
 
 /* request.c: gs_pl_req_load validates and normalizes a request;

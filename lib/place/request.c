@@ -232,8 +232,10 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     /* A node that holds at most one unit (whole nodes, pods of more than
      * half the largest node) makes every placement use as many nodes as
      * units: counting nodes orders nothing, so the search stops at the
-     * lowest domain level (doc/placement.md, "Counted levels"). */
-    if (r->pref == (int32_t)p->nlevels && (r->whole_w || p->t->max_node_gpus < 2 * r->u0))
+     * lowest domain level (doc/placement.md, "Counted levels"). A pod
+     * that fits on one node still looks for the tightest node. */
+    if (r->pref == (int32_t)p->nlevels &&
+        (r->whole_w || (p->t->max_node_gpus < 2 * r->u0 && r->gpus > r->u0)))
         r->pref = (int32_t)p->nlevels - 1;
     r->filtered = q->gpu_class != GPUSCHED_NONE || q->labels_required || q->labels_forbidden || q->avoid_count;
     /* Whole nodes on a topology with other node sizes: the fully-free-node
