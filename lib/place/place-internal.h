@@ -139,6 +139,12 @@ struct gpusched_placer {
  * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
+/* The request counted down to the lowest domain level instead of nodes,
+ * for a first try whose node count the search then checks against the
+ * fewest nodes anywhere (search.c). False when that try does not apply:
+ * not counted down to nodes, filtered, or a gang one node may hold (its
+ * tightest node is part of the objective). */
+bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out);
 
 /* placer.c: the request's placement into `res` in the cluster's open
  * transaction (doc/transactions.md): with GPUSCHED_PLACE_FLAG_COMMIT its claim

@@ -204,7 +204,26 @@ static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
     return gs_pl_assign(p, l, d, demand);
 }
 
-int gs_pl_search(gpusched_placer *p)
+/* Fewest nodes holding the gang anywhere in the cluster: the greedy over
+ * the cluster's histogram of nodes by free GPUs (only when the aggregates
+ * count the request's units exactly). */
+static uint64_t fewest_nodes(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    uint64_t need = r->gpus / r->u0, used = 0;
+    for (uint32_t k = c->hist_width; k-- > r->u0 && need;) {
+        uint32_t v = gs_pl_div_u0(r, k);
+        uint64_t take = (need + v - 1) / v;
+        if (take > c->root_hist[k])
+            take = c->root_hist[k];
+        used += take;
+        need -= take * v < need ? take * v : need;
+    }
+    return used;
+}
+
+static int search_with(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
     int32_t L = (int32_t)p->nlevels;
@@ -232,4 +251,24 @@ int gs_pl_search(gpusched_placer *p)
             return assign_in(p, l, s.best, s.demand);
     }
     return GPUSCHED_ENOSPC;
+}
+
+/* Locality counted down to nodes: the search counted down to the lowest
+ * domain level first, whose answer is optimal when it uses no more nodes
+ * than the fewest nodes anywhere (its locality down to the lowest domain
+ * level is optimal, and no placement uses fewer nodes). Otherwise the
+ * full search. doc/placement.md, "Counted levels". */
+int gs_pl_search(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    gs_pl_req coarse;
+    if (!gs_pl_req_coarse(p, r, &coarse))
+        return search_with(p);
+    p->req = &coarse;
+    int rc = search_with(p);
+    p->req = r;
+    if (rc || p->nout <= fewest_nodes(p))
+        return rc;
+    p->sub_gen = 0; /* the subset memo was the coarse request's */
+    return search_with(p);
 }
