@@ -223,6 +223,48 @@ static uint64_t fewest_nodes(const gpusched_placer *p)
     return used;
 }
 
+/* Whether the placement made uses, at every counted level, no more
+ * domains than any placement must: the gang over the most units one
+ * domain of the level can hold (a static figure), and for nodes the
+ * fewest nodes anywhere. Such a placement is optimal. */
+static bool meets_bounds(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t L = (int32_t)p->nlevels;
+    const uint64_t units = r->gpus / r->u0;
+    for (int32_t j = 0; j <= r->pref && j < L; j++) {
+        uint64_t most = p->max_dom_gpus[LV(j)] / r->u0;
+        if (!most || p->ndoms[j] > ceil_div(units, most))
+            return false;
+    }
+    if (r->pref < L)
+        return true;
+    if (r->agg_exact_nodes)
+        return p->nout <= fewest_nodes(p);
+    uint64_t most = r->whole_w ? 1 : p->max_dom_gpus[LV(L)] / r->u0;
+    return most && p->nout <= ceil_div(units, most);
+}
+
+/* A gang spilling over the top level: first the shares handed down
+ * greedily (no knapsack: the work budget set to 0), kept when they meet
+ * the lower bounds of every counted level, as on an empty or evenly used
+ * cluster; otherwise the exact assignment. Only the root: below a single
+ * chosen domain the choice among candidates is part of the objective. */
+static int assign_root(gpusched_placer *p, uint32_t n)
+{
+    const uint64_t budget = p->dp_budget;
+    p->dp_budget = 0;
+    int rc = gs_pl_assign(p, -1, 0, n);
+    p->dp_budget = budget;
+    if (rc || meets_bounds(p))
+        return rc;
+    p->nout = 0;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
+    p->sub_gen = 0;
+    return gs_pl_assign(p, -1, 0, n);
+}
+
 static int search_with(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
@@ -239,7 +281,7 @@ static int search_with(gpusched_placer *p)
             uint32_t n = r->gpus / r->unit[LV(-1)];
             if (gs_pl_cap(p, -1, 0) < n)
                 return GPUSCHED_ENOSPC;
-            return gs_pl_assign(p, -1, 0, n);
+            return assign_root(p, n);
         }
         if (r->gpus > p->max_dom_gpus[LV(l)])
             continue;
