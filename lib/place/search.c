@@ -64,8 +64,15 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
         s->best = d;
         return 0;
     }
+    /* The greedy fill's key is one a placement has: when it meets the
+     * lower bound it is the exact key, and the knapsack is not needed. */
     gs_key key;
+    const uint64_t budget = p->dp_budget;
+    p->dp_budget = 0;
     int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
+    p->dp_budget = budget;
+    if (!rc && key > s->lb_key)
+        rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
     if (rc)
         return rc;
     if (key < s->best_key) {
@@ -192,7 +199,49 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
 }
 
 /* The chosen domain's ancestors are used too, one per level. */
-static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
+/* The key of what the placement holds below level l. */
+static gs_key key_below(const gpusched_placer *p, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t L = (int32_t)p->nlevels;
+    gs_key key = 0;
+    for (int32_t j = l + 1; j <= r->pref && j < L; j++)
+        key += (gs_key)p->ndoms[j] * r->weight[LV(j)];
+    if (r->pref == L)
+        key += (gs_key)p->nout * r->weight[LV(L)];
+    return key;
+}
+
+static void forget_output(gpusched_placer *p, int32_t l)
+{
+    p->nout = 0;
+    for (int32_t j = l + 1; j < (int32_t)p->nlevels; j++)
+        p->ndoms[j] = 0;
+}
+
+/* Hands `y` units of domain d down: the greedy shares first (no
+ * knapsack), kept when their key reaches `target` (the exact best key,
+ * or GS_KEY_INF when unknown), else the exact assignment. The level
+ * itself and those above are recorded once, before. */
+static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key target)
+{
+    if (target == GS_KEY_INF || l + 1 >= p->req->pref)
+        return gs_pl_assign(p, l, d, y);
+    const uint64_t budget = p->dp_budget;
+    const uint32_t mark = l >= 0 ? p->ndoms[l] : 0;
+    p->dp_budget = 0;
+    int rc = gs_pl_assign(p, l, d, y);
+    p->dp_budget = budget;
+    if (rc || key_below(p, l) <= target)
+        return rc;
+    forget_output(p, l);
+    if (l >= 0)
+        p->ndoms[l] = mark;
+    p->sub_gen = 0;
+    return gs_pl_assign(p, l, d, y);
+}
+
+static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand, gs_key target)
 {
     uint32_t up[GS_MAX_LEVELS];
     uint32_t x = d;
@@ -201,7 +250,7 @@ static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
     for (int32_t k = 0; k < l && k < (int32_t)p->nlevels; k++)
         if (gs_pl_use_domain(p, (uint32_t)k, up[k]))
             return GPUSCHED_ENOMEM;
-    return gs_pl_assign(p, l, d, demand);
+    return assign_checked(p, l, d, demand, target);
 }
 
 /* Fewest nodes holding the gang anywhere in the cluster: the greedy over
@@ -290,7 +339,7 @@ static int search_with(gpusched_placer *p)
         if (rc)
             return rc;
         if (s.found)
-            return assign_in(p, l, s.best, s.demand);
+            return assign_in(p, l, s.best, s.demand, s.first_wins ? GS_KEY_INF : s.best_key);
     }
     return GPUSCHED_ENOSPC;
 }
