@@ -137,21 +137,34 @@ static uint64_t best_content(gpusched_placer *p, int32_t l)
     return best;
 }
 
+static void say_required(gpusched_placer *p, gpusched_place_result *res, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const char *lname = p->t->level_names[l];
+    char below[48];
+    unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
+    uint64_t want = r->gpus / r->unit[LV(l + 1)];
+    say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
+        num(best_content(p, l)).s, num(want).s, below);
+}
+
 static bool explain_constraints(gpusched_placer *p, gpusched_place_result *res)
 {
     const gs_pl_req *r = p->req;
+    /* A gang larger than every domain of its required level never fits
+     * there, whatever the slices: said first, without a census. */
+    if (r->stop >= 0 && r->gpus > p->max_dom_gpus[LV(r->stop)]) {
+        say_required(p, res, r->stop);
+        return true;
+    }
     for (uint32_t i = r->ncons; i-- > 0;) {
         const gs_pl_cons *c = &r->cons[i];
         int32_t l = (int32_t)c->level;
         const char *lname = p->t->level_names[l];
-        char below[48];
-        unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
         if (c->size == r->gpus) {
             if (some_domain_holds(p, l))
                 continue;
-            uint64_t want = r->gpus / r->unit[LV(l + 1)];
-            say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
-                num(best_content(p, l)).s, num(want).s, below);
+            say_required(p, res, l);
             return true;
         }
         uint32_t holding;
