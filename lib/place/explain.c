@@ -121,13 +121,59 @@ static bool some_domain_holds(gpusched_placer *p, int32_t l)
     return false;
 }
 
+/* The largest of a level's counts (free nodes, free GPUs), a chunk at a
+ * time so that the loop vectorizes, stopping after a chunk that reaches
+ * `most`. */
+static uint64_t max_count(const uint32_t *v, uint32_t n, uint64_t most)
+{
+    uint32_t best = 0;
+    for (uint32_t a = 0; a < n && best < most; a += 256) {
+        uint32_t b = n - a < 256 ? n : a + 256;
+        for (uint32_t d = a; d < b; d++)
+            best = v[d] > best ? v[d] : best;
+    }
+    return best;
+}
+
+/* The same for pods: each domain's histogram weighed by the pods each
+ * node size holds. */
+static uint64_t max_pods(const gpusched_placer *p, int32_t l, uint64_t most)
+{
+    const struct gpusched_cluster *c = p->c;
+    const uint32_t w = c->hist_width, n = p->t->ndom[l];
+    uint32_t per[GPUSCHED_MAX_NODE_GPUS + 1];
+    for (uint32_t k = 0; k < w; k++)
+        per[k] = k >= p->req->u0 ? gs_pl_div_u0(p->req, k) : 0;
+    const uint32_t *h = c->agg[l].hist;
+    uint32_t best = 0;
+    for (uint32_t a = 0; a < n && best < most; a += 64) {
+        uint32_t b = n - a < 64 ? n : a + 64;
+        for (uint32_t d = a; d < b; d++) {
+            const uint32_t *hd = h + (size_t)d * w;
+            uint32_t units = 0;
+            for (uint32_t k = 0; k < w; k++)
+                units += hd[k] * per[k];
+            best = units > best ? units : best;
+        }
+    }
+    return best;
+}
+
 /* The best domain's content in units of the level below; the scan stops
  * at a domain as full as the largest domain can be (an empty cluster's
- * first domain). */
+ * first domain). Where the aggregates count the units, one pass over
+ * them. */
 static uint64_t best_content(gpusched_placer *p, int32_t l)
 {
     const gs_pl_req *r = p->req;
     const uint64_t most = p->max_dom_gpus[LV(l)] / r->unit[LV(l + 1)];
+    if (r->agg_exact_nodes && r->deepest_cons <= l) {
+        if (r->whole_w)
+            return max_count(p->c->agg[l].free_nodes, p->t->ndom[l], most);
+        if (r->u0 == 1)
+            return max_count(p->c->agg[l].free_gpus, p->t->ndom[l], most);
+        return max_pods(p, l, most);
+    }
     uint64_t best = 0;
     for (uint32_t d = 0; d < p->t->ndom[l] && best < most; d++) {
         uint64_t below = content_below(p, l, d);
