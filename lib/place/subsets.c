@@ -9,9 +9,10 @@
  * The enumeration stops at the first subset that meets two lower bounds:
  * the fewest grandchildren holding the demand anywhere in the domain, and
  * the least capacity m children can have. On an empty or evenly used
- * domain the first subset meets both. When there are more than SUBSETS_MAX
- * subsets, it tries SUBSETS_TRY of them and without that proof leaves the
- * domain to the knapsack
+ * domain the first subset meets both. More than SUBSETS_MAX subsets are
+ * all tried only when they cost less than the knapsack would and fit in
+ * the placement's work budget (which they then use); otherwise the first
+ * SUBSETS_TRY are, and without that proof the domain goes to the knapsack
  * (doc/placement.md, "Cost"). */
 
 #include "place-internal.h"
@@ -32,13 +33,14 @@ typedef struct gs_run {
     uint32_t count;     /* grandchildren of the kid with that capacity */
 } gs_run;
 
-static uint64_t choose(uint32_t n, uint32_t k)
+/* n choose k, or limit + 1 when larger. */
+static uint64_t choose(uint32_t n, uint32_t k, uint64_t limit)
 {
     uint64_t c = 1;
     for (uint32_t i = 0; i < k; i++) {
         c = c * (n - i) / (i + 1);
-        if (c > SUBSETS_MAX)
-            return SUBSETS_MAX + 1;
+        if (c > limit)
+            return limit + 1;
     }
     return c;
 }
@@ -61,7 +63,7 @@ static void sort_desc(uint32_t *v, uint32_t n)
  * first and run-length coded: an empty or evenly used domain has one run
  * per kid, so a merge costs the runs, not the grandchildren. */
 static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, gs_run **runs, uint32_t *n,
-                  uint32_t *nruns)
+                  uint32_t *nruns, uint64_t *grand)
 {
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
@@ -74,6 +76,7 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
     if (!k || !g || !rn)
         return GPUSCHED_ENOMEM;
     uint32_t m = 0, o = 0;
+    *grand = 0;
     for (uint32_t ch = a; ch < b; ch++) {
         uint32_t cap = gs_pl_cap(p, l + 1, ch);
         if (!cap)
@@ -86,6 +89,7 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
                 g[cnt++] = c;
         }
         sort_desc(g, cnt);
+        *grand += cnt;
         k[m] = (gs_sub_kid){ch, cap, o, 0};
         for (uint32_t i = 0; i < cnt; i++) {
             if (i && g[i] == g[i - 1]) {
@@ -220,11 +224,11 @@ static int memo_put(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_ke
 
 /* Every m-subset in lexicographic order, the best kept (ties: least
  * capacity, then the first); it stops at a subset that meets both lower
- * bounds, which no later one can beat. Past SUBSETS_MAX subsets without
- * that proof it gives up (*given_up) and the caller takes the knapsack. */
+ * bounds, which no later one can beat. Unless `all`, it gives up after
+ * SUBSETS_TRY subsets without that proof (*given_up). */
 static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn, uint32_t n,
-                      uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb, uint32_t *scratch, gs_key *key,
-                      bool *given_up)
+                      uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb, bool all, uint32_t *scratch,
+                      gs_key *key, bool *given_up)
 {
     const gs_pl_req *r = p->req;
     uint32_t *set = scratch, *heads = scratch + n, *best = scratch + 2 * n, *left = scratch + 3 * n;
@@ -249,7 +253,7 @@ static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, 
                     return;
             }
         }
-        if (++tried == SUBSETS_TRY && choose(n, m) > SUBSETS_MAX) {
+        if (++tried == SUBSETS_TRY && !all) {
             *given_up = true;
             return;
         }
@@ -275,7 +279,8 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
     gs_sub_kid *k;
     gs_run *rn;
     uint32_t n, nruns;
-    int rc = gather(p, l, d, &k, &rn, &n, &nruns);
+    uint64_t grand;
+    int rc = gather(p, l, d, &k, &rn, &n, &nruns, &grand);
     if (rc)
         return rc;
     uint64_t Y = (uint64_t)y * r->ratio[LV(l)];
@@ -306,7 +311,17 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
         if (!ok)
             return GPUSCHED_ENOMEM;
         gs_key key_lb = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)g_lb * r->weight[LV(l + 2)];
-        enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, scratch, key, &given_up);
+        /* Every subset when there are few, or when they cost less than
+         * the knapsack would (about Y steps per grandchild) and fit in
+         * the placement's work budget. */
+        const uint64_t per = (uint64_t)m * (nruns / n + 2);
+        uint64_t dp_work = (Y + 1) * grand, allowed = dp_work < p->dp_budget ? dp_work : p->dp_budget;
+        uint64_t limit = allowed / per > SUBSETS_MAX ? allowed / per : SUBSETS_MAX;
+        uint64_t subsets = choose(n, m, limit);
+        bool all = subsets <= limit;
+        if (all && subsets > SUBSETS_MAX)
+            p->dp_budget -= subsets * per;
+        enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, all, scratch, key, &given_up);
         if (given_up) {
             *key = GS_KEY_INF;
             return 0;
