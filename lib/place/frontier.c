@@ -107,10 +107,15 @@ static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n
     uint32_t ratio = r->ratio[LV(l)];
     if ((rc = front_alloc(p, f, n)))
         return rc;
+    /* Most children will be taken: one sort, not a selection each. */
+    bool sorted = n > 16 && (uint64_t)need * ratio > total / 4;
+    if (sorted)
+        gs_pl_sort_kids(k, n, true);
     uint64_t sum = 0;
     uint32_t last = 0;
     for (uint32_t i = 0; i < n && last < need; i++) {
-        gs_pl_kid_select(k, i, n);
+        if (!sorted)
+            gs_pl_kid_select(k, i, n);
         sum += k[i].cap;
         uint64_t units = sum / ratio;
         if (units > need)
