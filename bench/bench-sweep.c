@@ -199,6 +199,16 @@ static void sw_case(gsb_ctx *b, sw_env *e, sw_stats *st, const char *prefix, con
                     const char *size_name)
 {
     static const char *const splits[] = {"any", "pods", "whole"};
+    char name[160], sl[48], params[256];
+    if (q->slice_gpus[0])
+        snprintf(sl, sizeof sl, "%u@%.16s", q->slice_gpus[0], sw_level_name(e, q->slice_level[0]));
+    else
+        snprintf(sl, sizeof sl, "-");
+    snprintf(name, sizeof name, "place.sweep.%.32s.%s.%.12s.req-%.16s.pref-%.16s.sl-%s.us", prefix, splits[q->split],
+             size_name, sw_level_name(e, q->required_level), sw_level_name(e, q->preferred_level), sl);
+    const char *only = getenv("GSB_SWEEP_CASE");
+    if (only && *only && !strstr(name, only))
+        return;
     int rc;
     double us = sw_time(e, q, &rc);
     uint32_t nodes = 0;
@@ -212,13 +222,6 @@ static void sw_case(gsb_ctx *b, sw_env *e, sw_stats *st, const char *prefix, con
     }
     double budget = 20 + 0.02 * nodes;
     double ratio = us / budget;
-    char name[160], sl[48], params[256];
-    if (q->slice_gpus[0])
-        snprintf(sl, sizeof sl, "%u@%.16s", q->slice_gpus[0], sw_level_name(e, q->slice_level[0]));
-    else
-        snprintf(sl, sizeof sl, "-");
-    snprintf(name, sizeof name, "place.sweep.%.32s.%s.%.12s.req-%.16s.pref-%.16s.sl-%s.us", prefix, splits[q->split], size_name,
-             sw_level_name(e, q->required_level), sw_level_name(e, q->preferred_level), sl);
     snprintf(params, sizeof params, "\"gpus\": %u, \"nodes\": %u, \"fit\": %d, \"budget_us\": %.1f, \"ratio\": %.3f",
              q->gpus, nodes, rc == 0, budget, ratio);
     gsb_report(b, name, us, "us", params);

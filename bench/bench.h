@@ -57,7 +57,8 @@ static inline void gsb_consume(uint64_t v)
 }
 
 /* place.sweep (bench-sweep.c): every gang shape against its budget.
- * GSB_SWEEP_SHAPE=name runs one cluster shape only. */
+ * GSB_SWEEP_SHAPE=name runs one cluster shape only; GSB_SWEEP_CASE=substr
+ * times only the cases whose name contains substr. */
 void gsb_place_sweep(gsb_ctx *b);
 
 /* Harness entry points (bench/harness.c). */

@@ -197,11 +197,13 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
 }
 
 /* Past the work budget: children filled whole, largest first, each at
- * the key of its full capacity, and between two such fills the next
- * child's own entries (a part of it at its key for that part). Every
- * entry is a placement's, so still complete, but not proven optimal
- * (doc/placement.md, "Cost"); an estimate the greedy shares can meet, so
- * that a search may check it against the lower bound (search.c). */
+ * the key of its full capacity. Every entry is a placement's, so still
+ * complete, but not proven optimal (doc/placement.md, "Cost"). For the
+ * greedy try (p->estimating) also, between two such fills, the next
+ * child's own entries (a part of it at its key for that part): an
+ * estimate the greedy shares can meet, checked against the lower bound
+ * (search.c). Not past the budget proper, where more entries would only
+ * make the knapsacks above cost more. */
 static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o, uint32_t need, gs_front *f)
 {
     const gs_pl_req *r = p->req;
@@ -215,6 +217,8 @@ static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o,
             k[n++] = (gs_kid){i, o->fronts[i].units[o->fronts[i].n - 1]};
             entries += o->fronts[i].n;
         }
+    if (!p->estimating)
+        entries = n;
     int rc = front_alloc(p, f, (uint32_t)(entries < need ? entries : need));
     if (rc)
         return rc;
@@ -226,7 +230,7 @@ static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o,
     for (uint32_t i = 0; i < n && last < need; i++) {
         gs_pl_kid_select(k, i, n);
         const gs_front *c = &o->fronts[k[i].idx];
-        for (uint32_t e = 0; e < c->n && last < need; e++) {
+        for (uint32_t e = p->estimating ? 0 : c->n - 1; e < c->n && last < need; e++) {
             uint64_t y = (sum + c->units[e]) / ratio;
             if (y > need)
                 y = need;

@@ -125,6 +125,7 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    bool estimating;            /* the greedy try before the exact search (search.c) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */
     uint32_t sub_gen, sub_dom, sub_y, sub_m, sub_cap;

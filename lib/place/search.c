@@ -69,8 +69,10 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
     gs_key key;
     const uint64_t budget = p->dp_budget;
     p->dp_budget = 0;
+    p->estimating = true;
     int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
     p->dp_budget = budget;
+    p->estimating = false;
     if (!rc && key > s->lb_key)
         rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
     if (rc)
@@ -230,8 +232,10 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     const uint64_t budget = p->dp_budget;
     const uint32_t mark = l >= 0 ? p->ndoms[l] : 0;
     p->dp_budget = 0;
+    p->estimating = true;
     int rc = gs_pl_assign(p, l, d, y);
     p->dp_budget = budget;
+    p->estimating = false;
     if (rc || key_below(p, l) <= target)
         return rc;
     forget_output(p, l);
@@ -301,10 +305,14 @@ static bool meets_bounds(const gpusched_placer *p)
  * chosen domain the choice among candidates is part of the objective. */
 static int assign_root(gpusched_placer *p, uint32_t n)
 {
+    if (p->req->pref <= 0) /* the top level is the last counted: greedy is exact */
+        return gs_pl_assign(p, -1, 0, n);
     const uint64_t budget = p->dp_budget;
     p->dp_budget = 0;
+    p->estimating = true;
     int rc = gs_pl_assign(p, -1, 0, n);
     p->dp_budget = budget;
+    p->estimating = false;
     if (rc || meets_bounds(p))
         return rc;
     p->nout = 0;
