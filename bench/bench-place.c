@@ -497,5 +497,6 @@ const gsb_scenario gsb_place_scenarios[] = {
     {"place.gang200k", bp_gang200k},
     {"place.small8", bp_small8},
     {"place.openb", bp_openb},
+    {"place.sweep", gsb_place_sweep},
     {NULL, NULL},
 };

@@ -56,6 +56,11 @@ static inline void gsb_consume(uint64_t v)
     __asm__ volatile("" : : "r"(v) : "memory");
 }
 
+/* place.sweep (bench-sweep.c): every gang shape against its budget.
+ * GSB_SWEEP_SHAPE=name runs one cluster shape only; GSB_SWEEP_CASE=substr
+ * times only the cases whose name contains substr. */
+void gsb_place_sweep(gsb_ctx *b);
+
 /* Harness entry points (bench/harness.c). */
 gsb_ctx *gsb_ctx_new(bool quick, bool json, const char *filter);
 void gsb_ctx_free(gsb_ctx *b);

@@ -22,6 +22,19 @@
  *    free capacity that still give the optimal locality;
  * 3. the lowest index.
  *
+ * Cost: a placement reads the aggregates of the domains it considers and
+ * the nodes it returns. Finding the exact locality optimum is in general a
+ * knapsack (pseudo-polynomial in the units held); the search proves the
+ * greedy answer optimal against lower bounds wherever it can (an empty or
+ * evenly used cluster always), and otherwise spends at most 2^24 knapsack
+ * steps per placement (tens of milliseconds at 258k nodes). Past that
+ * bound the placement is still found whenever one exists, but locality
+ * below the levels already decided is not proven optimal. The cases that
+ * can reach it: locality counted over three or more levels, or down to
+ * nodes with any split or pods, for a gang spanning several domains of a
+ * fragmented cluster. A failure reads the aggregates of the levels its
+ * constraints name (doc/placement.md, "Cost").
+ *
  * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
  * memory of the search so that placements allocate nothing in steady state.
  * A result (#gpusched_place_result) is reusable from call to call.

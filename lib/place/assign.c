@@ -233,6 +233,8 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
         return rc;
     if (direct)
         return key == GS_KEY_INF ? GPUSCHED_ENOSPC : descend(p, l, a, share, b - a);
+    if (!p->dp_budget) /* no knapsack step left: the children's frontiers are not needed */
+        return assign_greedy(p, l, d, y);
     uint32_t Y = y * p->req->ratio[LV(l)];
     gs_pl_dp_out o = {.want_choices = true};
     rc = gs_pl_dp(p, l, d, Y, &o);

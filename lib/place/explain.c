@@ -1,6 +1,8 @@
 /* Saying why a gang does not fit, in numbers: the first hard constraint,
  * from the loosest to the tightest, that leaves too little. Runs only on
- * failure, so it may visit every domain of a level. */
+ * failure; it reads the aggregates where they count the request exactly,
+ * and may read every domain of a constraint's level (doc/placement.md,
+ * "Failure"). */
 #include <stdio.h>
 
 #include "place-internal.h"
@@ -70,53 +72,152 @@ static uint64_t eligible_free_gpus(const gpusched_placer *p)
 
 static uint64_t node_units_total(gpusched_placer *p)
 {
+    if (p->req->agg_exact_nodes)
+        return gs_pl_ub_units(p, -1, 0);
     uint64_t sum = 0;
     for (uint32_t n = 0; n < p->t->nnodes; n++)
         sum += gs_pl_node_units(p, n);
     return sum;
 }
 
-/* Domains of a level holding at least one unit, the units in all, and the
- * best domain's content in units of the level below. */
-static void level_census(gpusched_placer *p, int32_t l, uint32_t *holding, uint64_t *units, uint64_t *best_below)
+/* What domain d of level l holds in units of the level below: from the
+ * aggregates when no constraint is deeper than l (then the units below
+ * are the request's node-level units and the aggregates count them),
+ * else from the children's capacities. */
+static uint64_t content_below(gpusched_placer *p, int32_t l, uint32_t d)
+{
+    const gs_pl_req *r = p->req;
+    if (r->agg_exact_nodes && r->deepest_cons <= l)
+        return gs_pl_ub_units(p, l, d);
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint64_t below = 0;
+    for (uint32_t ch = a; ch < b; ch++)
+        below += gs_pl_cap(p, l + 1, ch);
+    return below;
+}
+
+/* Domains of a level holding at least one unit and the units in all. */
+static void level_census(gpusched_placer *p, int32_t l, uint32_t *holding, uint64_t *units)
 {
     *holding = 0;
     *units = 0;
-    *best_below = 0;
     for (uint32_t d = 0; d < p->t->ndom[l]; d++) {
         uint32_t c = gs_pl_cap(p, l, d);
         *holding += c > 0;
         *units += c;
-        uint32_t a, b;
-        gs_pl_children(p, l, d, &a, &b);
-        uint64_t below = 0;
-        for (uint32_t ch = a; ch < b; ch++)
-            below += gs_pl_cap(p, l + 1, ch);
-        if (below > *best_below)
-            *best_below = below;
     }
+}
+
+/* Whether some domain of the level holds the whole gang: none can when
+ * the gang is larger than the level's largest domain. */
+static bool some_domain_holds(gpusched_placer *p, int32_t l)
+{
+    if (p->req->gpus > p->max_dom_gpus[LV(l)])
+        return false;
+    for (uint32_t d = 0; d < p->t->ndom[l]; d++)
+        if (gs_pl_cap(p, l, d))
+            return true;
+    return false;
+}
+
+/* The largest of a level's counts (free nodes, free GPUs), a chunk at a
+ * time so that the loop vectorizes, stopping after a chunk that reaches
+ * `most`. */
+static uint64_t max_count(const uint32_t *v, uint32_t n, uint64_t most)
+{
+    uint32_t best = 0;
+    for (uint32_t a = 0; a < n && best < most; a += 256) {
+        uint32_t b = n - a < 256 ? n : a + 256;
+        for (uint32_t d = a; d < b; d++)
+            best = v[d] > best ? v[d] : best;
+    }
+    return best;
+}
+
+/* The same for pods: each domain's histogram weighed by the pods each
+ * node size holds. */
+static uint64_t max_pods(const gpusched_placer *p, int32_t l, uint64_t most)
+{
+    const struct gpusched_cluster *c = p->c;
+    const uint32_t w = c->hist_width, n = p->t->ndom[l];
+    uint32_t per[GPUSCHED_MAX_NODE_GPUS + 1];
+    for (uint32_t k = 0; k < w; k++)
+        per[k] = k >= p->req->u0 ? gs_pl_div_u0(p->req, k) : 0;
+    const uint32_t *h = c->agg[l].hist;
+    uint32_t best = 0;
+    for (uint32_t a = 0; a < n && best < most; a += 64) {
+        uint32_t b = n - a < 64 ? n : a + 64;
+        for (uint32_t d = a; d < b; d++) {
+            const uint32_t *hd = h + (size_t)d * w;
+            uint32_t units = 0;
+            for (uint32_t k = 0; k < w; k++)
+                units += hd[k] * per[k];
+            best = units > best ? units : best;
+        }
+    }
+    return best;
+}
+
+/* The best domain's content in units of the level below; the scan stops
+ * at a domain as full as the largest domain can be (an empty cluster's
+ * first domain). Where the aggregates count the units, one pass over
+ * them. */
+static uint64_t best_content(gpusched_placer *p, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const uint64_t most = p->max_dom_gpus[LV(l)] / r->unit[LV(l + 1)];
+    if (r->agg_exact_nodes && r->deepest_cons <= l) {
+        if (r->whole_w)
+            return max_count(p->c->agg[l].free_nodes, p->t->ndom[l], most);
+        if (r->u0 == 1)
+            return max_count(p->c->agg[l].free_gpus, p->t->ndom[l], most);
+        return max_pods(p, l, most);
+    }
+    uint64_t best = 0;
+    for (uint32_t d = 0; d < p->t->ndom[l] && best < most; d++) {
+        uint64_t below = content_below(p, l, d);
+        if (below > best)
+            best = below;
+    }
+    return best;
+}
+
+static void say_required(gpusched_placer *p, gpusched_place_result *res, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const char *lname = p->t->level_names[l];
+    char below[48];
+    unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
+    uint64_t want = r->gpus / r->unit[LV(l + 1)];
+    say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
+        num(best_content(p, l)).s, num(want).s, below);
 }
 
 static bool explain_constraints(gpusched_placer *p, gpusched_place_result *res)
 {
     const gs_pl_req *r = p->req;
+    /* A gang larger than every domain of its required level never fits
+     * there, whatever the slices: said first, without a census. */
+    if (r->stop >= 0 && r->gpus > p->max_dom_gpus[LV(r->stop)]) {
+        say_required(p, res, r->stop);
+        return true;
+    }
     for (uint32_t i = r->ncons; i-- > 0;) {
         const gs_pl_cons *c = &r->cons[i];
         int32_t l = (int32_t)c->level;
         const char *lname = p->t->level_names[l];
-        uint32_t holding;
-        uint64_t units, best_below;
-        level_census(p, l, &holding, &units, &best_below);
-        uint64_t need = r->gpus / c->size;
-        char below[48];
-        unit_name(p, r->unit[LV(l + 1)], below, sizeof below);
-        if (c->size == r->gpus && units == 0) {
-            uint64_t want = r->gpus / r->unit[LV(l + 1)];
-            say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s holds %s of %s %s", lname, lname,
-                num(best_below).s, num(want).s, below);
+        if (c->size == r->gpus) {
+            if (some_domain_holds(p, l))
+                continue;
+            say_required(p, res, l);
             return true;
         }
-        if (c->size != r->gpus && units < need) {
+        uint32_t holding;
+        uint64_t units;
+        level_census(p, l, &holding, &units);
+        uint64_t need = r->gpus / c->size;
+        if (units < need) {
             say(res, GPUSCHED_REASON_SLICES, "slices of %u GPUs at %s: %s %ss can hold a slice (%s slices in all), %s needed",
                 c->size, lname, num(holding).s, lname, num(units).s, num(need).s);
             return true;

@@ -107,10 +107,15 @@ static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n
     uint32_t ratio = r->ratio[LV(l)];
     if ((rc = front_alloc(p, f, n)))
         return rc;
+    /* Most children will be taken: one sort, not a selection each. */
+    bool sorted = n > 16 && (uint64_t)need * ratio > total / 4;
+    if (sorted)
+        gs_pl_sort_kids(k, n, true);
     uint64_t sum = 0;
     uint32_t last = 0;
     for (uint32_t i = 0; i < n && last < need; i++) {
-        gs_pl_kid_select(k, i, n);
+        if (!sorted)
+            gs_pl_kid_select(k, i, n);
         sum += k[i].cap;
         uint64_t units = sum / ratio;
         if (units > need)
@@ -192,8 +197,13 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
 }
 
 /* Past the work budget: children filled whole, largest first, each at
- * the key of its full capacity. Achievable, so still complete, but not
- * proven optimal (doc/placement.md, "Cost"). */
+ * the key of its full capacity. Every entry is a placement's, so still
+ * complete, but not proven optimal (doc/placement.md, "Cost"). For the
+ * greedy try (p->estimating) also, between two such fills, the next
+ * child's own entries (a part of it at its key for that part): an
+ * estimate the greedy shares can meet, checked against the lower bound
+ * (search.c). Not past the budget proper, where more entries would only
+ * make the knapsacks above cost more. */
 static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o, uint32_t need, gs_front *f)
 {
     const gs_pl_req *r = p->req;
@@ -201,28 +211,37 @@ static int frontier_filled(gpusched_placer *p, int32_t l, const gs_pl_dp_out *o,
     if (!k)
         return GPUSCHED_ENOMEM;
     uint32_t n = 0;
+    uint64_t entries = 0;
     for (uint32_t i = 0; i < o->nkids; i++)
-        if (o->fronts[i].n)
+        if (o->fronts[i].n) {
             k[n++] = (gs_kid){i, o->fronts[i].units[o->fronts[i].n - 1]};
-    int rc = front_alloc(p, f, n);
+            entries += o->fronts[i].n;
+        }
+    if (!p->estimating)
+        entries = n;
+    int rc = front_alloc(p, f, (uint32_t)(entries < need ? entries : need));
     if (rc)
         return rc;
+    const gs_key w = r->weight[LV(l + 1)];
+    const uint32_t ratio = r->ratio[LV(l)];
     uint64_t sum = 0;
     uint32_t last = 0;
     gs_key key = 0;
     for (uint32_t i = 0; i < n && last < need; i++) {
         gs_pl_kid_select(k, i, n);
         const gs_front *c = &o->fronts[k[i].idx];
-        key += r->weight[LV(l + 1)] + c->key[c->n - 1];
-        sum += k[i].cap;
-        uint64_t y = sum / r->ratio[LV(l)];
-        if (y > need)
-            y = need;
-        if (y > last) {
-            f->key[f->n] = key;
-            f->units[f->n++] = (uint32_t)y;
-            last = (uint32_t)y;
+        for (uint32_t e = p->estimating ? 0 : c->n - 1; e < c->n && last < need; e++) {
+            uint64_t y = (sum + c->units[e]) / ratio;
+            if (y > need)
+                y = need;
+            if (y > last) {
+                f->key[f->n] = key + w + c->key[e];
+                f->units[f->n++] = (uint32_t)y;
+                last = (uint32_t)y;
+            }
         }
+        key += w + c->key[c->n - 1];
+        sum += k[i].cap;
     }
     return 0;
 }

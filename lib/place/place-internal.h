@@ -125,6 +125,13 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    bool estimating;            /* the greedy try before the exact search (search.c) */
+    /* subsets.c: the last best subset (valid while sub_gen == gen), which
+     * a search's key and then its assignment both ask for. */
+    uint32_t sub_gen, sub_dom, sub_y, sub_m, sub_cap;
+    int32_t sub_level;
+    gs_key sub_key;
+    uint32_t *sub_best;         /* the children chosen, ascending */
 };
 
 /* request.c: gs_pl_req_load validates and normalizes a request;
@@ -133,6 +140,12 @@ struct gpusched_placer {
  * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
+/* The request counted down to the lowest domain level instead of nodes,
+ * for a first try whose node count the search then checks against the
+ * fewest nodes anywhere (search.c). False when that try does not apply:
+ * not counted down to nodes, filtered, or a gang one node may hold (its
+ * tightest node is part of the objective). */
+bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out);
 
 /* placer.c: the request's placement into `res` in the cluster's open
  * transaction (doc/transactions.md): with GPUSCHED_PLACE_FLAG_COMMIT its claim

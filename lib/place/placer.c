@@ -37,6 +37,7 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
         gs_free(&a, p->cap_gen[l]);
     }
     gs_free(&a, p->avoid_gen);
+    gs_free(&a, p->sub_best);
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);

@@ -150,6 +150,8 @@ static int chain_constraints(gpusched_placer *p, gs_pl_req *r, const gs_pl_cons 
     return 0;
 }
 
+static int derive_weights(gpusched_placer *p, gs_pl_req *r);
+
 /* unit[l]: the size of the shallowest constraint at level l or below it. */
 static int derive_units(gpusched_placer *p, gs_pl_req *r)
 {
@@ -165,7 +167,13 @@ static int derive_units(gpusched_placer *p, gs_pl_req *r)
     }
     for (int32_t l = -1; l < L; l++)
         r->ratio[LV(l)] = r->unit[LV(l)] / r->unit[LV(l + 1)];
-    /* Key weights, deepest counted level first. */
+    return derive_weights(p, r);
+}
+
+/* Key weights, deepest counted level first. */
+static int derive_weights(gpusched_placer *p, gs_pl_req *r)
+{
+    int32_t L = (int32_t)p->nlevels;
     gs_key w = 1;
     memset(r->weight, 0, sizeof r->weight);
     for (int32_t l = r->pref; l >= 0; l--) {
@@ -229,12 +237,30 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     if ((rc = gather_constraints(p, r, all, &n)) || (rc = chain_constraints(p, r, all, n)))
         return rc;
     r->pref = q->preferred_level == GPUSCHED_NONE ? (int32_t)p->nlevels : (int32_t)q->preferred_level;
+    /* A node that holds at most one unit (whole nodes, pods of more than
+     * half the largest node) makes every placement use as many nodes as
+     * units: counting nodes orders nothing, so the search stops at the
+     * lowest domain level (doc/placement.md, "Counted levels"). A pod
+     * that fits on one node still looks for the tightest node. */
+    if (r->pref == (int32_t)p->nlevels &&
+        (r->whole_w || (p->t->max_node_gpus < 2 * r->u0 && r->gpus > r->u0)))
+        r->pref = (int32_t)p->nlevels - 1;
     r->filtered = q->gpu_class != GPUSCHED_NONE || q->labels_required || q->labels_forbidden || q->avoid_count;
     /* Whole nodes on a topology with other node sizes: the fully-free-node
      * aggregate also counts nodes of other sizes, so it is only a bound. */
     r->agg_exact_nodes = !r->filtered &&
                          (!r->whole_w || (p->min_node_gpus == r->whole_w && p->t->max_node_gpus == r->whole_w));
     return derive_units(p, r);
+}
+
+bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out)
+{
+    const int32_t L = (int32_t)p->nlevels;
+    if (r->pref != L || L == 0 || !r->agg_exact_nodes || r->gpus <= p->t->max_node_gpus)
+        return false;
+    *out = *r;
+    out->pref = L - 1;
+    return derive_weights(p, out) == 0;
 }
 
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r)

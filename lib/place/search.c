@@ -64,8 +64,17 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
         s->best = d;
         return 0;
     }
+    /* The greedy fill's key is one a placement has: when it meets the
+     * lower bound it is the exact key, and the knapsack is not needed. */
     gs_key key;
+    const uint64_t budget = p->dp_budget;
+    p->dp_budget = 0;
+    p->estimating = true;
     int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
+    p->dp_budget = budget;
+    p->estimating = false;
+    if (!rc && key > s->lb_key)
+        rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
     if (rc)
         return rc;
     if (key < s->best_key) {
@@ -192,7 +201,51 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
 }
 
 /* The chosen domain's ancestors are used too, one per level. */
-static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
+/* The key of what the placement holds below level l. */
+static gs_key key_below(const gpusched_placer *p, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t L = (int32_t)p->nlevels;
+    gs_key key = 0;
+    for (int32_t j = l + 1; j <= r->pref && j < L; j++)
+        key += (gs_key)p->ndoms[j] * r->weight[LV(j)];
+    if (r->pref == L)
+        key += (gs_key)p->nout * r->weight[LV(L)];
+    return key;
+}
+
+static void forget_output(gpusched_placer *p, int32_t l)
+{
+    p->nout = 0;
+    for (int32_t j = l + 1; j < (int32_t)p->nlevels; j++)
+        p->ndoms[j] = 0;
+}
+
+/* Hands `y` units of domain d down: the greedy shares first (no
+ * knapsack), kept when their key reaches `target` (the exact best key,
+ * or GS_KEY_INF when unknown), else the exact assignment. The level
+ * itself and those above are recorded once, before. */
+static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key target)
+{
+    if (target == GS_KEY_INF || l + 1 >= p->req->pref)
+        return gs_pl_assign(p, l, d, y);
+    const uint64_t budget = p->dp_budget;
+    const uint32_t mark = l >= 0 ? p->ndoms[l] : 0;
+    p->dp_budget = 0;
+    p->estimating = true;
+    int rc = gs_pl_assign(p, l, d, y);
+    p->dp_budget = budget;
+    p->estimating = false;
+    if (rc || key_below(p, l) <= target)
+        return rc;
+    forget_output(p, l);
+    if (l >= 0)
+        p->ndoms[l] = mark;
+    p->sub_gen = 0;
+    return gs_pl_assign(p, l, d, y);
+}
+
+static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand, gs_key target)
 {
     uint32_t up[GS_MAX_LEVELS];
     uint32_t x = d;
@@ -201,10 +254,75 @@ static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand)
     for (int32_t k = 0; k < l && k < (int32_t)p->nlevels; k++)
         if (gs_pl_use_domain(p, (uint32_t)k, up[k]))
             return GPUSCHED_ENOMEM;
-    return gs_pl_assign(p, l, d, demand);
+    return assign_checked(p, l, d, demand, target);
 }
 
-int gs_pl_search(gpusched_placer *p)
+/* Fewest nodes holding the gang anywhere in the cluster: the greedy over
+ * the cluster's histogram of nodes by free GPUs (only when the aggregates
+ * count the request's units exactly). */
+static uint64_t fewest_nodes(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    uint64_t need = r->gpus / r->u0, used = 0;
+    for (uint32_t k = c->hist_width; k-- > r->u0 && need;) {
+        uint32_t v = gs_pl_div_u0(r, k);
+        uint64_t take = (need + v - 1) / v;
+        if (take > c->root_hist[k])
+            take = c->root_hist[k];
+        used += take;
+        need -= take * v < need ? take * v : need;
+    }
+    return used;
+}
+
+/* Whether the placement made uses, at every counted level, no more
+ * domains than any placement must: the gang over the most units one
+ * domain of the level can hold (a static figure), and for nodes the
+ * fewest nodes anywhere. Such a placement is optimal. */
+static bool meets_bounds(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t L = (int32_t)p->nlevels;
+    const uint64_t units = r->gpus / r->u0;
+    for (int32_t j = 0; j <= r->pref && j < L; j++) {
+        uint64_t most = p->max_dom_gpus[LV(j)] / r->u0;
+        if (!most || p->ndoms[j] > ceil_div(units, most))
+            return false;
+    }
+    if (r->pref < L)
+        return true;
+    if (r->agg_exact_nodes)
+        return p->nout <= fewest_nodes(p);
+    uint64_t most = r->whole_w ? 1 : p->max_dom_gpus[LV(L)] / r->u0;
+    return most && p->nout <= ceil_div(units, most);
+}
+
+/* A gang spilling over the top level: first the shares handed down
+ * greedily (no knapsack: the work budget set to 0), kept when they meet
+ * the lower bounds of every counted level, as on an empty or evenly used
+ * cluster; otherwise the exact assignment. Only the root: below a single
+ * chosen domain the choice among candidates is part of the objective. */
+static int assign_root(gpusched_placer *p, uint32_t n)
+{
+    if (p->req->pref <= 0) /* the top level is the last counted: greedy is exact */
+        return gs_pl_assign(p, -1, 0, n);
+    const uint64_t budget = p->dp_budget;
+    p->dp_budget = 0;
+    p->estimating = true;
+    int rc = gs_pl_assign(p, -1, 0, n);
+    p->dp_budget = budget;
+    p->estimating = false;
+    if (rc || meets_bounds(p))
+        return rc;
+    p->nout = 0;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
+    p->sub_gen = 0;
+    return gs_pl_assign(p, -1, 0, n);
+}
+
+static int search_with(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
     int32_t L = (int32_t)p->nlevels;
@@ -220,7 +338,7 @@ int gs_pl_search(gpusched_placer *p)
             uint32_t n = r->gpus / r->unit[LV(-1)];
             if (gs_pl_cap(p, -1, 0) < n)
                 return GPUSCHED_ENOSPC;
-            return gs_pl_assign(p, -1, 0, n);
+            return assign_root(p, n);
         }
         if (r->gpus > p->max_dom_gpus[LV(l)])
             continue;
@@ -229,7 +347,27 @@ int gs_pl_search(gpusched_placer *p)
         if (rc)
             return rc;
         if (s.found)
-            return assign_in(p, l, s.best, s.demand);
+            return assign_in(p, l, s.best, s.demand, s.first_wins ? GS_KEY_INF : s.best_key);
     }
     return GPUSCHED_ENOSPC;
+}
+
+/* Locality counted down to nodes: the search counted down to the lowest
+ * domain level first, whose answer is optimal when it uses no more nodes
+ * than the fewest nodes anywhere (its locality down to the lowest domain
+ * level is optimal, and no placement uses fewer nodes). Otherwise the
+ * full search. doc/placement.md, "Counted levels". */
+int gs_pl_search(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    gs_pl_req coarse;
+    if (!gs_pl_req_coarse(p, r, &coarse))
+        return search_with(p);
+    p->req = &coarse;
+    int rc = search_with(p);
+    p->req = r;
+    if (rc || p->nout <= fewest_nodes(p))
+        return rc;
+    p->sub_gen = 0; /* the subset memo was the coarse request's */
+    return search_with(p);
 }

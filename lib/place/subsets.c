@@ -4,25 +4,43 @@
  * grandchildren (they pool freely when the children's level has no slice).
  * So trying every m-subset of the children is exact, and far cheaper than
  * the knapsack when the children are few (the zones of a 200k-GPU gang).
- * Among equal keys the subset with the least capacity wins (best fit). */
+ * Among equal keys the subset with the least capacity wins (best fit).
+ *
+ * The enumeration stops at the first subset that meets two lower bounds:
+ * the fewest grandchildren holding the demand anywhere in the domain, and
+ * the least capacity m children can have. On an empty or evenly used
+ * domain the first subset meets both. More than SUBSETS_MAX subsets are
+ * all tried only when they cost less than the knapsack would and fit in
+ * the placement's work budget (which they then use); otherwise the first
+ * SUBSETS_TRY are, and without that proof the domain goes to the knapsack
+ * (doc/placement.md, "Cost"). */
 
 #include "place-internal.h"
 
 #define SUBSETS_MAX 4096
+/* More subsets than SUBSETS_MAX: the first ones are tried, in case one
+ * meets the bounds. */
+#define SUBSETS_TRY 64
 
 typedef struct gs_sub_kid {
     uint32_t idx;       /* child index */
     uint32_t cap;
-    uint32_t first, n;  /* its grandchildren's capacities, largest first */
+    uint32_t first, n;  /* its runs of grandchildren's capacities, largest first */
 } gs_sub_kid;
 
-static uint64_t choose(uint32_t n, uint32_t k)
+typedef struct gs_run {
+    uint32_t value;     /* a grandchild's capacity */
+    uint32_t count;     /* grandchildren of the kid with that capacity */
+} gs_run;
+
+/* n choose k, or limit + 1 when larger. */
+static uint64_t choose(uint32_t n, uint32_t k, uint64_t limit)
 {
     uint64_t c = 1;
     for (uint32_t i = 0; i < k; i++) {
         c = c * (n - i) / (i + 1);
-        if (c > SUBSETS_MAX)
-            return SUBSETS_MAX + 1;
+        if (c > limit)
+            return limit + 1;
     }
     return c;
 }
@@ -41,8 +59,11 @@ static void sort_desc(uint32_t *v, uint32_t n)
     }
 }
 
-/* The kids with capacity and their grandchildren's capacities. */
-static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, uint32_t **gcaps, uint32_t *n)
+/* The kids with capacity and their grandchildren's capacities, largest
+ * first and run-length coded: an empty or evenly used domain has one run
+ * per kid, so a merge costs the runs, not the grandchildren. */
+static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, gs_run **runs, uint32_t *n,
+                  uint32_t *nruns, uint64_t *grand)
 {
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
@@ -51,27 +72,39 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, u
     gs_pl_children(p, l + 1, a, &gfirst, &gb);
     gs_pl_children(p, l + 1, b - 1, &ga, &gb);
     uint32_t *g = gs_arena_get(&p->arena, (size_t)(gb - gfirst) * sizeof *g);
-    if (!k || !g)
+    gs_run *rn = gs_arena_get(&p->arena, (size_t)(gb - gfirst) * sizeof *rn);
+    if (!k || !g || !rn)
         return GPUSCHED_ENOMEM;
     uint32_t m = 0, o = 0;
+    *grand = 0;
     for (uint32_t ch = a; ch < b; ch++) {
         uint32_t cap = gs_pl_cap(p, l + 1, ch);
         if (!cap)
             continue;
         gs_pl_children(p, l + 1, ch, &ga, &gb);
-        k[m] = (gs_sub_kid){ch, cap, o, 0};
+        uint32_t cnt = 0;
         for (uint32_t gc = ga; gc < gb; gc++) {
             uint32_t c = gs_pl_cap(p, l + 2, gc);
             if (c)
-                g[o + k[m].n++] = c;
+                g[cnt++] = c;
         }
-        sort_desc(g + o, k[m].n);
-        o += k[m].n;
+        sort_desc(g, cnt);
+        *grand += cnt;
+        k[m] = (gs_sub_kid){ch, cap, o, 0};
+        for (uint32_t i = 0; i < cnt; i++) {
+            if (i && g[i] == g[i - 1]) {
+                rn[o - 1].count++;
+                continue;
+            }
+            rn[o++] = (gs_run){g[i], 1};
+            k[m].n++;
+        }
         m++;
     }
     *out = k;
-    *gcaps = g;
+    *runs = rn;
     *n = m;
+    *nruns = o;
     return 0;
 }
 
@@ -88,36 +121,152 @@ static uint32_t fewest(const gs_sub_kid *k, uint32_t n, uint64_t Y, uint32_t *sc
     return 0;
 }
 
-/* Greedy over the merged grandchildren of the subset: how many it takes
- * and, if `amount` is given, what each child holds. */
-static uint32_t merge(const gs_sub_kid *k, const uint32_t *g, const uint32_t *set, uint32_t m, uint64_t Y,
-                      uint32_t *heads, uint32_t *amount)
+/* Least capacity an m-subset holding Y can have: Y, or the m smallest
+ * children (scratch holds the capacities largest first). */
+static uint64_t least_cap(const uint32_t *sorted_desc, uint32_t n, uint32_t m, uint64_t Y)
 {
-    for (uint32_t i = 0; i < m; i++)
+    uint64_t sum = 0;
+    for (uint32_t i = n - m; i < n; i++)
+        sum += sorted_desc[i];
+    return sum > Y ? sum : Y;
+}
+
+/* Fewest grandchildren holding Y anywhere in the domain: no subset does
+ * better. */
+static uint32_t fewest_grandchildren(gpusched_placer *p, const gs_run *rn, uint32_t nruns, uint64_t Y, bool *ok)
+{
+    gs_kid *v = gs_arena_get(&p->arena, (size_t)nruns * sizeof *v);
+    *ok = v != NULL;
+    if (!v)
+        return 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        v[i] = (gs_kid){rn[i].count, rn[i].value};
+    gs_pl_sort_kids(v, nruns, true);
+    uint64_t sum = 0;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < nruns && sum < Y; i++) {
+        uint64_t take = (Y - sum + v[i].cap - 1) / v[i].cap;
+        if (take > v[i].idx)
+            take = v[i].idx;
+        sum += take * v[i].cap;
+        used += (uint32_t)take;
+    }
+    return used;
+}
+
+/* Greedy over the merged grandchildren of the subset: how many it takes
+ * and, if `amount` is given, what each child holds. Equal values are
+ * taken from the first child of the subset first, a run at a time. */
+static uint32_t merge(const gs_sub_kid *k, const gs_run *rn, const uint32_t *set, uint32_t m, uint64_t Y,
+                      uint32_t *heads, uint32_t *left, uint32_t *amount)
+{
+    for (uint32_t i = 0; i < m; i++) {
         heads[i] = 0;
+        left[i] = k[set[i]].n ? rn[k[set[i]].first].count : 0;
+    }
     uint64_t sum = 0;
     uint32_t used = 0, last = 0;
     while (sum < Y) {
         uint32_t best = UINT32_MAX, bc = 0;
         for (uint32_t i = 0; i < m; i++) {
             const gs_sub_kid *x = &k[set[i]];
-            if (heads[i] < x->n && g[x->first + heads[i]] > bc) {
-                bc = g[x->first + heads[i]];
+            if (heads[i] < x->n && rn[x->first + heads[i]].value > bc) {
+                bc = rn[x->first + heads[i]].value;
                 best = i;
             }
         }
         if (best == UINT32_MAX)
             return UINT32_MAX;
-        heads[best]++;
-        sum += bc;
-        used++;
+        uint64_t take = (Y - sum + bc - 1) / bc;
+        if (take > left[best])
+            take = left[best];
+        left[best] -= (uint32_t)take;
+        if (!left[best] && ++heads[best] < k[set[best]].n)
+            left[best] = rn[k[set[best]].first + heads[best]].count;
+        sum += take * bc;
+        used += (uint32_t)take;
         last = best;
         if (amount)
-            amount[best] += bc;
+            amount[best] += (uint32_t)(take * bc);
     }
     if (amount)
         amount[last] -= (uint32_t)(sum - Y);
     return used;
+}
+
+/* The last best subset found (a search's key, then its assignment, ask
+ * for the same domain and amount): the children it chose. */
+static bool memo_get(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    return p->sub_gen == p->gen && p->sub_level == l && p->sub_dom == d && p->sub_y == y;
+}
+
+static int memo_put(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key key, const gs_sub_kid *k,
+                    const uint32_t *best, uint32_t m)
+{
+    if (m > p->sub_cap) {
+        uint32_t *v = gs_realloc_array(&p->alloc, p->sub_best, m, sizeof *v);
+        if (!v)
+            return GPUSCHED_ENOMEM;
+        p->sub_best = v;
+        p->sub_cap = m;
+    }
+    for (uint32_t i = 0; i < m; i++)
+        p->sub_best[i] = k[best[i]].idx;
+    p->sub_gen = p->gen;
+    p->sub_level = l;
+    p->sub_dom = d;
+    p->sub_y = y;
+    p->sub_key = key;
+    p->sub_m = m;
+    return 0;
+}
+
+/* Every m-subset in lexicographic order, the best kept (ties: least
+ * capacity, then the first); it stops at a subset that meets both lower
+ * bounds, which no later one can beat. Unless `all`, it gives up after
+ * SUBSETS_TRY subsets without that proof (*given_up). */
+static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn, uint32_t n,
+                      uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb, bool all, uint32_t *scratch,
+                      gs_key *key, bool *given_up)
+{
+    const gs_pl_req *r = p->req;
+    uint32_t *set = scratch, *heads = scratch + n, *best = scratch + 2 * n, *left = scratch + 3 * n;
+    uint64_t best_cap = UINT64_MAX;
+    uint32_t tried = 0;
+    *given_up = false;
+    for (uint32_t i = 0; i < m; i++)
+        set[i] = i;
+    for (;;) {
+        uint64_t cap = 0;
+        for (uint32_t i = 0; i < m; i++)
+            cap += k[set[i]].cap;
+        if (cap >= Y) {
+            uint32_t used = merge(k, rn, set, m, Y, heads, left, NULL);
+            gs_key kk = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)used * r->weight[LV(l + 2)];
+            if (kk < *key || (kk == *key && cap < best_cap)) {
+                *key = kk;
+                best_cap = cap;
+                for (uint32_t i = 0; i < m; i++)
+                    best[i] = set[i];
+                if (kk <= key_lb && cap <= cap_lb)
+                    return;
+            }
+        }
+        if (++tried == SUBSETS_TRY && !all) {
+            *given_up = true;
+            return;
+        }
+        /* Next m-combination in lexicographic order. */
+        int32_t i = (int32_t)m - 1;
+        while (i >= 0 && set[i] == n - m + (uint32_t)i)
+            i--;
+        if (i < 0)
+            return;
+        set[i]++;
+        for (uint32_t j = (uint32_t)i + 1; j < m; j++)
+            set[j] = set[j - 1] + 1;
+    }
 }
 
 int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key, uint32_t *amount,
@@ -128,50 +277,58 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
     if (l + 2 != r->pref || l + 1 >= (int32_t)p->nlevels || r->ratio[LV(l + 1)] != 1)
         return 0;
     gs_sub_kid *k;
-    uint32_t *g, n;
-    int rc = gather(p, l, d, &k, &g, &n);
+    gs_run *rn;
+    uint32_t n, nruns;
+    uint64_t grand;
+    int rc = gather(p, l, d, &k, &rn, &n, &nruns, &grand);
     if (rc)
         return rc;
     uint64_t Y = (uint64_t)y * r->ratio[LV(l)];
-    uint32_t *scratch = gs_arena_get(&p->arena, (size_t)(3 * n + 1) * sizeof *scratch);
+    uint32_t *scratch = gs_arena_get(&p->arena, (size_t)(4 * n + 1) * sizeof *scratch);
     if (!scratch)
         return GPUSCHED_ENOMEM;
-    uint32_t m = fewest(k, n, Y, scratch);
+    uint32_t *best = scratch + 2 * n;
+    uint32_t m;
     *key = GS_KEY_INF;
-    if (!m) {
+    if (memo_get(p, l, d, y)) {
         *applicable = true;
-        return 0;
-    }
-    if (choose(n, m) > SUBSETS_MAX)
-        return 0;
-    *applicable = true;
-    uint32_t *set = scratch, *heads = scratch + n, *best = scratch + 2 * n;
-    uint64_t best_cap = UINT64_MAX;
-    for (uint32_t i = 0; i < m; i++)
-        set[i] = i;
-    for (;;) {
-        uint64_t cap = 0;
-        for (uint32_t i = 0; i < m; i++)
-            cap += k[set[i]].cap;
-        if (cap >= Y) {
-            uint32_t used = merge(k, g, set, m, Y, heads, NULL);
-            gs_key kk = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)used * r->weight[LV(l + 2)];
-            if (kk < *key || (kk == *key && cap < best_cap)) {
-                *key = kk;
-                best_cap = cap;
-                for (uint32_t i = 0; i < m; i++)
-                    best[i] = set[i];
-            }
+        *key = p->sub_key;
+        m = p->sub_m;
+        for (uint32_t i = 0, j = 0; i < m; i++) {
+            while (k[j].idx != p->sub_best[i])
+                j++;
+            best[i] = j;
         }
-        /* Next m-combination in lexicographic order. */
-        int32_t i = (int32_t)m - 1;
-        while (i >= 0 && set[i] == n - m + (uint32_t)i)
-            i--;
-        if (i < 0)
-            break;
-        set[i]++;
-        for (uint32_t j = (uint32_t)i + 1; j < m; j++)
-            set[j] = set[j - 1] + 1;
+    } else {
+        m = fewest(k, n, Y, scratch);
+        if (!m) {
+            *applicable = true;
+            return 0;
+        }
+        uint64_t cap_lb = least_cap(scratch, n, m, Y);
+        bool ok, given_up;
+        uint32_t g_lb = fewest_grandchildren(p, rn, nruns, Y, &ok);
+        if (!ok)
+            return GPUSCHED_ENOMEM;
+        gs_key key_lb = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)g_lb * r->weight[LV(l + 2)];
+        /* Every subset when there are few, or when they cost less than
+         * the knapsack would (about Y steps per grandchild) and fit in
+         * the placement's work budget. */
+        const uint64_t per = (uint64_t)m * (nruns / n + 2);
+        uint64_t dp_work = (Y + 1) * grand, allowed = dp_work < p->dp_budget ? dp_work : p->dp_budget;
+        uint64_t limit = allowed / per > SUBSETS_MAX ? allowed / per : SUBSETS_MAX;
+        uint64_t subsets = choose(n, m, limit);
+        bool all = subsets <= limit;
+        if (all && subsets > SUBSETS_MAX)
+            p->dp_budget -= subsets * per;
+        enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, all, scratch, key, &given_up);
+        if (given_up) {
+            *key = GS_KEY_INF;
+            return 0;
+        }
+        *applicable = true;
+        if (*key != GS_KEY_INF && (rc = memo_put(p, l, d, y, *key, k, best, m)))
+            return rc;
     }
     if (amount && *key != GS_KEY_INF) {
         uint32_t a, b;
@@ -181,7 +338,7 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
             return GPUSCHED_ENOMEM;
         for (uint32_t i = 0; i < m; i++)
             share[i] = 0;
-        merge(k, g, best, m, Y, heads, share);
+        merge(k, rn, best, m, Y, scratch + n, scratch + 3 * n, share);
         for (uint32_t i = 0; i < m; i++)
             amount[k[best[i]].idx - a] = share[i];
     }
