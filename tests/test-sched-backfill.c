@@ -217,3 +217,32 @@ Test(sched_backfill, prediction_sets_the_expected_end)
     cr_assert(st_started(&e, 3));
     st_env_free(&e);
 }
+
+/* The starvation guard: a gang of a queue of high share, pending longer
+ * than the age limit, goes first and gets the reservation. */
+static uint64_t head_reservation(int64_t age_limit)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "light", 0, 96), b = st_queue(&e, "heavy", 0, 96);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, age_limit), 0);
+    st_submit(&e, 1, b, 64, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1));
+    st_submit(&e, 2, b, 96, 0, 50); /* heavy's big gang, first in time */
+    st_submit(&e, 3, a, 64, 1, 50); /* light's gang: lower share, first in the fair order */
+    st_cycle(&e, 10);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    uint64_t id;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &id, NULL, NULL, NULL, NULL, NULL), 0);
+    cr_assert_eq(st_wait(&e, 2, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+    cr_assert_eq(st_wait(&e, 3, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+    st_env_free(&e);
+    return id;
+}
+
+Test(sched_backfill, starvation_guard_puts_old_gangs_first)
+{
+    cr_assert_eq(head_reservation(0), 3, "fair order: the light queue's gang is the head");
+    cr_assert_eq(head_reservation(5), 2, "pending for 10 > 5: the heavy queue's gang goes first");
+    cr_assert_eq(head_reservation(20), 3, "not old enough yet");
+}

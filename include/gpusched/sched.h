@@ -38,6 +38,8 @@
  *   average of usage with half-life #GPUSCHED_SCHED_PARAM_HALF_LIFE. The
  *   order is recomputed after each start within a cycle. Inside a queue,
  *   gangs go by priority (higher first), then submit time, then id.
+ * - **Starvation guard** (#GPUSCHED_SCHED_PARAM_AGE_LIMIT): gangs pending
+ *   longer than the limit go first, oldest first.
  * - **Backfill and reservations**: the first gang in the order that does
  *   not fit gets a reservation: the earliest time it fits, from the
  *   running jobs' expected ends, and the nodes it will use then (up to
@@ -176,6 +178,11 @@ typedef enum gpusched_sched_param {
     /** A started job is no victim before its start plus this, [0, 2^53]
      *  (its cluster `protected_until`); default 0. */
     GPUSCHED_SCHED_PARAM_MIN_RUNTIME = 7,
+    /** The starvation guard, [0, 2^53]: a gang pending for longer than
+     *  this goes before every gang that has waited less, oldest first,
+     *  whatever the order (so it becomes the head and gets a reservation);
+     *  0 (the default): off. */
+    GPUSCHED_SCHED_PARAM_AGE_LIMIT = 8,
 } gpusched_sched_param;
 
 /** The order of pending gangs (#GPUSCHED_SCHED_PARAM_ORDER). */

@@ -197,8 +197,9 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
     gs_sj *j = &s->j[slot];
-    if (j->evicted_cycle == s->cycle_no)
-        return 0; /* evicted by this cycle: listed among the evictions */
+    if (j->evicted_cycle == s->cycle_no || j->eval_cycle == s->cycle_no)
+        return 0; /* evicted by this cycle (listed among the evictions), or evaluated already */
+    j->eval_cycle = s->cycle_no;
     gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
     w.job_id = j->id;
     w.seq = x->seq++;
@@ -227,9 +228,26 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     q.job = &job;
     int64_t exp = gs_sj_expected(j);
     int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
+    uint64_t ckey = key ? mix64(key, 0xc0ffee) | 1 : 0;
+    gs_memo *cm = constrained ? memo_find(s, ckey, 0) : NULL;
     if (m && m->gpus <= j->gpus) {
         reason = m->reason;
         msg = m->msg;
+    } else if (j->gpus > s->c->root_free_gpus) {
+        /* Fewer free GPUs than it asks: no search can place it. */
+        char text[96];
+        snprintf(text, sizeof text, "%u GPUs asked, %llu usable free in the cluster", j->gpus,
+                 (unsigned long long)s->c->root_free_gpus);
+        reason = GPUSCHED_REASON_NO_GPUS;
+        msg = gs_sd_pool_add(x->d, text);
+    } else if (cm && cm->gpus <= j->gpus) {
+        /* A gang of its shape and no more GPUs fit only on reserved nodes
+         * this cycle: so would it. */
+        const gs_resv *v = &s->resv[cm->msg];
+        w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
+        w.blocking_job = s->j[v->slot].id;
+        w.time = v->time;
+        return record_wait(s, x, slot, &w, UINT32_MAX);
     } else {
         q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
         if (constrained && avoid_reserved(s, j, &q))
@@ -251,6 +269,10 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
             rc = gpusched_placer_place(s->p, &q, s->res);
             if (rc == 0) {
                 const gs_resv *v = blocking_resv(s);
+                if ((cm = memo_find(s, ckey, 1)) && j->gpus < cm->gpus) {
+                    cm->gpus = j->gpus;
+                    cm->msg = (uint32_t)(v - s->resv);
+                }
                 w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
                 w.blocking_job = s->j[v->slot].id;
                 w.time = v->time;
@@ -299,6 +321,50 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     return record_wait(s, x, slot, &w, msg);
 }
 
+static bool older(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
+{
+    const gs_sj *x = &s->j[*a], *y = &s->j[*b];
+    return x->submit != y->submit ? x->submit < y->submit : x->id < y->id;
+}
+
+GS_HEAP_DEFINE(older, uint32_t, const gpusched_sched *, older)
+
+/* The starvation guard: gangs pending for longer than the age limit,
+ * oldest first, before the order. */
+static int run_old(gpusched_sched *s, cyc *x)
+{
+    if (!s->age_limit || x->now - s->age_limit <= INT64_MIN + 1)
+        return 0;
+    const int64_t before = x->now - s->age_limit;
+    uint32_t n = 0;
+    if (gs_grow(&s->alloc, (void **)&s->stack, &s->stack_cap, s->npending + 1, sizeof *s->stack))
+        return GPUSCHED_ENOMEM;
+    for (uint32_t q = 0; q < s->nq; q++)
+        for (uint32_t k = 0; k < s->q[q].npend; k++)
+            if (s->j[s->q[q].pend[k]].submit < before)
+                s->stack[n++] = s->q[q].pend[k];
+    if (!n)
+        return 0;
+    older_sort(s->stack, n, s);
+    /* Starts and evictions change the queues, not this copy; the copy must
+     * survive them, so it moves out of the scratch the order uses. */
+    uint32_t *old = gs_malloc(&s->alloc, (size_t)n * sizeof *old);
+    if (!old)
+        return GPUSCHED_ENOMEM;
+    memcpy(old, s->stack, (size_t)n * sizeof *old);
+    gs_sq_shares(s);
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc >= 0; i++) {
+        if (s->j[old[i]].state != GS_SJ_PENDING)
+            continue;
+        rc = evaluate(s, x, old[i]);
+        if (rc == 1)
+            gs_sq_shares_path(s, s->j[old[i]].queue);
+    }
+    gs_free(&s->alloc, old);
+    return rc < 0 ? rc : 0;
+}
+
 static int run_fair(gpusched_sched *s, cyc *x)
 {
     gs_sq_shares(s);
@@ -327,34 +393,16 @@ static int run_fair(gpusched_sched *s, cyc *x)
     return rc < 0 ? rc : 0;
 }
 
-static bool prio_before(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
-{
-    return gs_sj_before(&s->j[*a], &s->j[*b]);
-}
-
-static bool fifo_before(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
-{
-    const gs_sj *x = &s->j[*a], *y = &s->j[*b];
-    return x->submit != y->submit ? x->submit < y->submit : x->id < y->id;
-}
-
-GS_HEAP_DEFINE(prio, uint32_t, const gpusched_sched *, prio_before)
-GS_HEAP_DEFINE(fifo, uint32_t, const gpusched_sched *, fifo_before)
-
 static int run_global(gpusched_sched *s, cyc *x)
 {
-    uint32_t n = 0;
-    if (gs_grow(&s->alloc, (void **)&s->order, &s->order_cap, s->npending + 1, sizeof *s->order))
+    if (s->gpend_mode != s->order_mode && gs_sq_gpend_build(s))
         return GPUSCHED_ENOMEM;
-    for (uint32_t q = 0; q < s->nq; q++)
-        for (uint32_t k = 0; k < s->q[q].npend; k++)
-            s->order[n++] = s->q[q].pend[k];
-    if (s->order_mode == GPUSCHED_SCHED_ORDER_PRIORITY)
-        prio_sort(s->order, n, s);
-    else
-        fifo_sort(s->order, n, s);
+    /* Starts and evictions change s->gpend while the cycle walks a copy. */
+    uint32_t n = s->ngpend;
+    if (gs_grow(&s->alloc, (void **)&s->order, &s->order_cap, n + 1, sizeof *s->order))
+        return GPUSCHED_ENOMEM;
+    memcpy(s->order, s->gpend, (size_t)n * sizeof *s->order);
     gs_sq_shares(s);
-    /* Evaluating may reorder s->order's owner arrays but not s->order. */
     for (uint32_t i = 0; i < n; i++) {
         int rc = evaluate(s, x, s->order[i]);
         if (rc < 0)
@@ -409,7 +457,9 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->free_at_start = s->c->root_free_gpus;
     s->started_gpus = 0;
     cyc x = {.d = d, .now = now};
-    int rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
+    int rc = run_old(s, &x);
+    if (!rc)
+        rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);
     if (rc) {
         s->dirty = 1;

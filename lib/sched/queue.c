@@ -289,6 +289,54 @@ bool gs_sj_before(const gs_sj *a, const gs_sj *b)
     return a->id < b->id;
 }
 
+bool gs_sj_global_before(const gpusched_sched *s, uint32_t a, uint32_t b)
+{
+    const gs_sj *x = &s->j[a], *y = &s->j[b];
+    if (s->gpend_mode == GPUSCHED_SCHED_ORDER_PRIORITY)
+        return gs_sj_before(x, y);
+    return x->submit != y->submit ? x->submit < y->submit : x->id < y->id;
+}
+
+static bool gbefore(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
+{
+    return gs_sj_global_before(s, *a, *b);
+}
+
+GS_HEAP_DEFINE(gpend, uint32_t, const gpusched_sched *, gbefore)
+
+int gs_sq_gpend_build(gpusched_sched *s)
+{
+    if (gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->npending + s->nrunning + 1, sizeof *s->gpend))
+        return GPUSCHED_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t q = 0; q < s->nq; q++)
+        for (uint32_t k = 0; k < s->q[q].npend; k++)
+            s->gpend[n++] = s->q[q].pend[k];
+    s->gpend_mode = s->order_mode;
+    gpend_sort(s->gpend, n, s);
+    s->ngpend = n;
+    return 0;
+}
+
+/* Position of `slot` (or where it goes) in s->gpend. */
+static uint32_t gpend_pos(const gpusched_sched *s, uint32_t slot)
+{
+    uint32_t lo = 0, hi = s->ngpend;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (gs_sj_global_before(s, s->gpend[mid], slot))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool gpend_kept(const gpusched_sched *s)
+{
+    return s->gpend_mode == s->order_mode && s->order_mode != GPUSCHED_SCHED_ORDER_FAIR;
+}
+
 int gs_sq_pend_insert(gpusched_sched *s, uint32_t slot)
 {
     gs_sj *j = &s->j[slot];
@@ -312,6 +360,16 @@ int gs_sq_pend_insert(gpusched_sched *s, uint32_t slot)
     for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent)
         s->q[q].sub_pending++;
     s->npending++;
+    if (gpend_kept(s)) {
+        if (s->ngpend + 1 > s->gpend_cap) {
+            s->gpend_mode = -1; /* rebuilt by the next cycle */
+        } else {
+            uint32_t at = gpend_pos(s, slot);
+            memmove(s->gpend + at + 1, s->gpend + at, (s->ngpend - at) * sizeof *s->gpend);
+            s->gpend[at] = slot;
+            s->ngpend++;
+        }
+    }
     return 0;
 }
 
@@ -334,4 +392,9 @@ void gs_sq_pend_remove(gpusched_sched *s, uint32_t slot)
     for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent)
         s->q[q].sub_pending--;
     s->npending--;
+    if (gpend_kept(s)) {
+        uint32_t at = gpend_pos(s, slot);
+        memmove(s->gpend + at, s->gpend + at + 1, (s->ngpend - at - 1) * sizeof *s->gpend);
+        s->ngpend--;
+    }
 }

@@ -48,6 +48,7 @@ typedef struct gs_sj {
     int64_t start;
     uint64_t cost_hint;
     uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
+    uint64_t eval_cycle;        /* the cycle that last evaluated it */
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
     uint32_t run_pos;           /* position in s->running */
@@ -82,7 +83,7 @@ struct gpusched_sched {
     uint32_t nlevels;
 
     /* Parameters. */
-    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime;
+    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit;
 
     /* Queues, and per queue x resource (index q * nres + r). */
     gs_sq *q;
@@ -107,6 +108,11 @@ struct gpusched_sched {
     uint32_t *running;
     uint32_t nrunning, running_cap;
     uint32_t npending;
+    /* Every pending gang in the order of gpend_mode (priority or FIFO),
+     * kept while that is the order (-1: to rebuild). */
+    uint32_t *gpend;
+    uint32_t ngpend, gpend_cap;
+    int64_t gpend_mode;
 
     /* Time and quiet cycles. */
     int64_t last_now;
@@ -207,6 +213,10 @@ int gs_sq_pend_insert(gpusched_sched *s, uint32_t slot);
 void gs_sq_pend_remove(gpusched_sched *s, uint32_t slot);
 /* Queue order of two pending jobs of one queue (priority, submit, id). */
 bool gs_sj_before(const gs_sj *a, const gs_sj *b);
+/* The global order of gpend_mode. */
+bool gs_sj_global_before(const gpusched_sched *s, uint32_t a, uint32_t b);
+/* Rebuilds s->gpend for the current order. */
+int gs_sq_gpend_build(gpusched_sched *s);
 
 /* jobs.c */
 int gs_sj_map_reserve(gpusched_sched *s);

@@ -17,6 +17,7 @@ static const struct {
     [GPUSCHED_SCHED_PARAM_QUOTAS] = {0, 1, 1, "quotas"},
     [GPUSCHED_SCHED_PARAM_PREEMPT] = {0, 1, 1, "preempt"},
     [GPUSCHED_SCHED_PARAM_MIN_RUNTIME] = {0, GS_TIME_MAX, 0, "min_runtime"},
+    [GPUSCHED_SCHED_PARAM_AGE_LIMIT] = {0, GS_TIME_MAX, 0, "age_limit"},
 };
 
 static int64_t *param_field(gpusched_sched *s, uint32_t param)
@@ -29,6 +30,7 @@ static int64_t *param_field(gpusched_sched *s, uint32_t param)
     case GPUSCHED_SCHED_PARAM_QUOTAS: return &s->quotas;
     case GPUSCHED_SCHED_PARAM_PREEMPT: return &s->preempt;
     case GPUSCHED_SCHED_PARAM_MIN_RUNTIME: return &s->min_runtime;
+    case GPUSCHED_SCHED_PARAM_AGE_LIMIT: return &s->age_limit;
     default: return NULL;
     }
 }
@@ -90,7 +92,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     for (uint32_t i = 0; i < s->nj; i++)
         gs_free(&s->alloc, s->j[i].avoid);
     gs_sq_fini(s);
-    void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->down_ev, s->order,
+    void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->stack, s->resv, s->rnodes, s->avoid_buf, s->end_time, s->end_slot, s->memo};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
@@ -119,6 +121,7 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     for (uint32_t p = 1; p < GS_ARRAY_LEN(params); p++)
         *param_field(s, p) = params[p].def;
     s->last_now = INT64_MIN;
+    s->gpend_mode = -1;
     s->decay_time = INT64_MIN;
     s->dirty = 1;
     if ((rc = gpusched_placer_new(cluster, alloc, &s->p)) || (rc = gpusched_place_result_new(alloc, &s->res)) ||
@@ -486,7 +489,8 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     if (gs_sj_map_reserve(s) || gs_grow(&s->alloc, (void **)&s->j, &s->j_cap, s->nj + 1, sizeof *s->j) ||
         gs_grow(&s->alloc, (void **)&x->pend, &x->pend_cap, x->npend + x->nrunning + 1, sizeof *x->pend) ||
         gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + s->npending + 1,
-                sizeof *s->running)) {
+                sizeof *s->running) ||
+        gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend)) {
         gs_free(&s->alloc, avoid);
         return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
     }

@@ -48,6 +48,7 @@ class SchedParam(enum.IntEnum):
     QUOTAS = 5
     PREEMPT = 6
     MIN_RUNTIME = 7
+    AGE_LIMIT = 8
 
 
 class SchedOrder(enum.IntEnum):
@@ -158,7 +159,8 @@ class Scheduler(u.Handle):
     def __init__(self, cluster: Cluster, *, half_life: Optional[int] = None,
                  resv_depth: Optional[int] = None, order: Union[SchedOrder, int, None] = None,
                  strict: Optional[bool] = None, quotas: Optional[bool] = None,
-                 preempt: Optional[bool] = None, min_runtime: Optional[int] = None) -> None:
+                 preempt: Optional[bool] = None, min_runtime: Optional[int] = None,
+                 age_limit: Optional[int] = None) -> None:
         """Creates a scheduler with only the root queue; the keywords set
         parameters (None keeps the library's default)."""
         from .cluster import Cluster
@@ -176,7 +178,8 @@ class Scheduler(u.Handle):
         self.cluster = cluster
         params = {SchedParam.HALF_LIFE: half_life, SchedParam.RESV_DEPTH: resv_depth,
                   SchedParam.ORDER: order, SchedParam.STRICT: strict, SchedParam.QUOTAS: quotas,
-                  SchedParam.PREEMPT: preempt, SchedParam.MIN_RUNTIME: min_runtime}
+                  SchedParam.PREEMPT: preempt, SchedParam.MIN_RUNTIME: min_runtime,
+                  SchedParam.AGE_LIMIT: age_limit}
         for p, value in params.items():
             if value is not None:
                 self.set_param(p, int(value))
