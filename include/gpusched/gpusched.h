@@ -17,6 +17,5 @@
 #include <gpusched/fairq.h>
 #include <gpusched/place.h>
 #include <gpusched/preempt.h>
-#include <gpusched/sched.h>
 
 #endif
