@@ -84,14 +84,20 @@ static gs_pp_cost bound_of(const gs_bb *b, uint32_t i, gs_pp_cost s, uint64_t fr
     return lb;
 }
 
-/* The lent set is S: a new best plan is remembered as its job slots. */
-static int remember(gs_bb *b, gs_pp_cost s)
+int gs_pp_keep_lent_as_best(gpusched_preempt_plan *plan)
 {
-    gpusched_preempt_plan *plan = b->x->plan;
     if (gs_grow(&plan->alloc, (void **)&plan->best, &plan->best_cap, plan->nlent, sizeof *plan->best))
         return GPUSCHED_ENOMEM;
     memcpy(plan->best, plan->lent, plan->nlent * sizeof *plan->best);
     plan->nbest = plan->nlent;
+    return 0;
+}
+
+/* The lent set is S: a new best plan is remembered as its job slots. */
+static int remember(gs_bb *b, gs_pp_cost s)
+{
+    if (gs_pp_keep_lent_as_best(b->x->plan))
+        return GPUSCHED_ENOMEM;
     *b->best = s;
     *b->found = true;
     return 0;

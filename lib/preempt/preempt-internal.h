@@ -191,6 +191,8 @@ uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t
  * plan->exact and plan->lower_bound. Leaves the best plan lent
  * (x->best_lent) when it searched no domain, else nothing. */
 int gs_pp_exact(gs_pp *x, int32_t scope, gs_pp_cost *best, bool *found);
+/* exact.c: the lent set becomes the best plan's victims (plan->best). */
+int gs_pp_keep_lent_as_best(gpusched_preempt_plan *plan);
 /* exact.c: the same over one domain's n candidates, `need` GPUs short by
  * count; *calls counts the what-ifs spent (a budget shared across
  * domains), *complete turns false when the budget cut it short, *lb is

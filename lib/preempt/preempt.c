@@ -160,16 +160,9 @@ static int heuristic(gs_pp *x, gs_pp_cost *cost, bool *found)
     }
     if ((rc = gs_pp_prune(x)))
         return rc;
-    gpusched_preempt_plan *plan = x->plan;
-    if (gs_grow(&plan->alloc, (void **)&plan->best, &plan->best_cap, plan->nlent, sizeof *plan->best))
-        return GPUSCHED_ENOMEM;
-    memcpy(plan->best, plan->lent, plan->nlent * sizeof *plan->best);
-    plan->nbest = plan->nlent;
-    *cost = (gs_pp_cost){0, 0, 0};
-    for (uint32_t i = 0; i < plan->nbest; i++) {
-        const gs_hold *h = gs_pp_job(x, plan->best[i]);
-        gs_pp_cost_add(cost, h->cost_hint, h->ngpus);
-    }
+    if ((rc = gs_pp_keep_lent_as_best(x->plan)))
+        return rc;
+    *cost = gs_pp_lent_cost(x);
     *found = true;
     return 0;
 }
