@@ -78,6 +78,7 @@ extern const gsb_scenario gsb_topo_scenarios[];
 extern const gsb_scenario gsb_cluster_scenarios[];
 extern const gsb_scenario gsb_fairq_scenarios[];
 extern const gsb_scenario gsb_preempt_scenarios[];
+extern const gsb_scenario gsb_sched_scenarios[];
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@ const gsb_scenario *const gsb_tables[] = {
     gsb_cluster_scenarios,
     gsb_fairq_scenarios,
     gsb_preempt_scenarios,
+    gsb_sched_scenarios,
     NULL,
 };
 

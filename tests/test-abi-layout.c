@@ -143,3 +143,42 @@ Test(layout, fairq_enums)
     cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
     cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
 }
+
+Test(layout, sched_structs)
+{
+    const size_t P = sizeof(void *);
+    PIN(gpusched_sched_queue, size, 0, 4);
+    PIN(gpusched_sched_queue, parent, 4, 4);
+    PIN(gpusched_sched_queue, name, 8, P);
+    PIN(gpusched_sched_queue, priority, 8 + P, 4);
+    PIN(gpusched_sched_queue, weight, 12 + P, 4);
+    cr_assert_eq(sizeof(gpusched_sched_queue), 16 + P);
+
+    PIN(gpusched_sched_job, size, 0, 4);
+    PIN(gpusched_sched_job, queue, 4, 4);
+    PIN(gpusched_sched_job, id, 8, 8);
+    PIN(gpusched_sched_job, priority, 16, 4);
+    PIN(gpusched_sched_job, flags, 20, 4);
+    PIN(gpusched_sched_job, submit_time, 24, 8);
+    PIN(gpusched_sched_job, duration_limit, 32, 8);
+    PIN(gpusched_sched_job, duration_predicted, 40, 8);
+    PIN(gpusched_sched_job, cost_hint, 48, 8);
+    PIN(gpusched_sched_job, request, 56, P);
+
+    PIN(gpusched_sched_wait, size, 0, 4);
+    PIN(gpusched_sched_wait, reason, 4, 4);
+    PIN(gpusched_sched_wait, job_id, 8, 8);
+    PIN(gpusched_sched_wait, seq, 16, 4);
+    PIN(gpusched_sched_wait, queue, 20, 4);
+    PIN(gpusched_sched_wait, resource, 24, 4);
+    PIN(gpusched_sched_wait, place_reason, 28, 4);
+    PIN(gpusched_sched_wait, used, 32, 8);
+    PIN(gpusched_sched_wait, requested, 40, 8);
+    PIN(gpusched_sched_wait, limit, 48, 8);
+    PIN(gpusched_sched_wait, free_gpus, 56, 8);
+    PIN(gpusched_sched_wait, taken_gpus, 64, 8);
+    PIN(gpusched_sched_wait, blocking_job, 72, 8);
+    PIN(gpusched_sched_wait, time, 80, 8);
+    PIN(gpusched_sched_wait, share, 88, 8);
+    cr_assert_eq(sizeof(gpusched_sched_wait), 96);
+}

@@ -17,5 +17,6 @@
 #include <gpusched/fairq.h>
 #include <gpusched/place.h>
 #include <gpusched/preempt.h>
+#include <gpusched/sched.h>
 
 #endif

@@ -11,7 +11,7 @@ Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
 :class:`Cluster`, :class:`Placement` (from :meth:`Cluster.place`),
 :class:`PreemptPlan` (from :meth:`Cluster.preempt`, ranked by a
 :class:`PreemptPolicy`, and :meth:`Cluster.defrag`),
-:class:`FairQueue`. Errors of the library are raised as subclasses of
+:class:`FairQueue`, :class:`Scheduler` (the scheduling cycle). Errors of the library are raised as subclasses of
 :class:`Error`.
 
 Options are keyword-only parameters (``cluster.place(16, pod_gpus=8,
@@ -30,6 +30,8 @@ from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, 
 from .placement import Placement, PlaceReason, Split
 from .preemption import PreemptPlan, Move, PreemptPolicy
 from .fairq import FairQueue, Param, Policy, TenantValue, TenantStats, Decision, DecisionLog
+from .scheduler import (Scheduler, SchedParam, SchedOrder, WaitReason, JobStatus, Wait, Start,
+                        Reservation, Decisions, QueueUsage)
 
 __version__: str = ".".join(map(str, BINDING_VERSION))
 
@@ -42,4 +44,6 @@ __all__ = list(_error_names) + [
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
     "Placement", "PlaceReason", "Split", "PreemptPlan", "Move", "PreemptPolicy",
     "FairQueue", "Param", "Policy", "TenantValue", "TenantStats", "Decision", "DecisionLog",
+    "Scheduler", "SchedParam", "SchedOrder", "WaitReason", "JobStatus", "Wait", "Start",
+    "Reservation", "Decisions", "QueueUsage",
 ]

@@ -71,6 +71,29 @@ class PlaceRequest(ctypes.Structure):
                 ("now", c_int64)]
 
 
+class SchedQueue(ctypes.Structure):
+    """ctypes mirror of gpusched_sched_queue (sched.h)."""
+    _fields_ = [("size", c_uint32), ("parent", c_uint32), ("name", c_char_p),
+                ("priority", c_int32), ("weight", c_uint32)]
+
+
+class SchedJob(ctypes.Structure):
+    """ctypes mirror of gpusched_sched_job (sched.h)."""
+    _fields_ = [("size", c_uint32), ("queue", c_uint32), ("id", c_uint64),
+                ("priority", c_int32), ("flags", c_uint32), ("submit_time", c_int64),
+                ("duration_limit", c_int64), ("duration_predicted", c_int64),
+                ("cost_hint", c_uint64), ("request", P(PlaceRequest))]
+
+
+class SchedWait(ctypes.Structure):
+    """ctypes mirror of gpusched_sched_wait (sched.h)."""
+    _fields_ = [("size", c_uint32), ("reason", c_uint32), ("job_id", c_uint64),
+                ("seq", c_uint32), ("queue", c_uint32), ("resource", c_uint32),
+                ("place_reason", c_uint32), ("used", c_uint64), ("requested", c_uint64),
+                ("limit", c_uint64), ("free_gpus", c_uint64), ("taken_gpus", c_uint64),
+                ("blocking_job", c_uint64), ("time", c_int64), ("share", c_double)]
+
+
 class Allocator(ctypes.Structure):
     """ctypes mirror of gpusched_allocator (common.h)."""
     _fields_ = [("size", c_uint32), ("reserved0", c_uint32),
@@ -82,10 +105,12 @@ class Allocator(ctypes.Structure):
 STRUCTS = {"gpusched_job": Job, "gpusched_fairq_task": FairqTask,
            "gpusched_fairq_decision": FairqDecision,
            "gpusched_place_request": PlaceRequest,
-           "gpusched_allocator": Allocator}
+           "gpusched_allocator": Allocator, "gpusched_sched_queue": SchedQueue,
+           "gpusched_sched_job": SchedJob, "gpusched_sched_wait": SchedWait}
 
 _alloc = P(Allocator)
 _topo = _builder = _cluster = _fairq = _log = _placer = _result = _plan = c_void_p
+_sched = _decisions = c_void_p
 _jobp = P(Job)
 
 # name: (restype, argtypes). Pointers to handles are plain void pointers; the
@@ -215,6 +240,43 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_placer_defrag": (c_int, [_placer, P(PlaceRequest), _result, _plan]),
     "gpusched_preempt_plan_move_count": (c_uint32, [_plan]),
     "gpusched_preempt_plan_move": (c_int, [_plan, c_uint32, _u64p, P(_u32p), P(_u64p), _u32p]),
+    # the scheduling cycle (sched.h)
+    "gpusched_sched_new": (c_int, [_cluster, _alloc, P(_sched)]),
+    "gpusched_sched_free": (None, [_sched]),
+    "gpusched_sched_errmsg": (c_char_p, [_sched]),
+    "gpusched_sched_param_set": (c_int, [_sched, c_uint32, c_int64]),
+    "gpusched_sched_param_get": (c_int, [_sched, c_uint32, _i64p]),
+    "gpusched_sched_param_bounds": (c_int, [c_uint32, _i64p, _i64p]),
+    "gpusched_sched_queue_add": (c_int, [_sched, P(SchedQueue), _u32p]),
+    "gpusched_sched_queue_parent_set": (c_int, [_sched, c_uint32, c_uint32]),
+    "gpusched_sched_queue_quota_set": (c_int, [_sched, c_uint32, c_uint32, c_uint64, c_uint64,
+                                               c_uint64]),
+    "gpusched_sched_queue_find": (c_int, [_sched, c_char_p, _u32p]),
+    "gpusched_sched_queue_count": (c_uint32, [_sched]),
+    "gpusched_sched_queue_name": (c_char_p, [_sched, c_uint32]),
+    "gpusched_sched_queue_usage": (c_int, [_sched, c_uint32, c_uint32, _u64p, _u64p, _dblp, _dblp,
+                                           _u32p]),
+    "gpusched_sched_submit": (c_int, [_sched, P(SchedJob)]),
+    "gpusched_sched_cancel": (c_int, [_sched, c_uint64]),
+    "gpusched_sched_job_end": (c_int, [_sched, c_uint64, c_int64]),
+    "gpusched_sched_node_health_set": (c_int, [_sched, c_uint32, c_uint32, c_int64]),
+    "gpusched_sched_job_state": (c_int, [_sched, c_uint64, _u32p, P(SchedWait)]),
+    "gpusched_sched_counts": (c_int, [_sched, _u32p, _u32p]),
+    "gpusched_sched_cycle": (c_int, [_sched, c_int64, _decisions]),
+    "gpusched_sched_check": (c_int, [_sched]),
+    "gpusched_sched_decisions_new": (c_int, [_alloc, P(_decisions)]),
+    "gpusched_sched_decisions_free": (None, [_decisions]),
+    "gpusched_sched_decisions_quiet": (c_int, [_decisions]),
+    "gpusched_sched_decisions_starts": (c_int, [_decisions, P(_u64p), _u32p]),
+    "gpusched_sched_decisions_start": (c_int, [_decisions, c_uint32, _u64p, _u32p, P(_u32p),
+                                               P(_u64p), _u32p]),
+    "gpusched_sched_decisions_evictions": (c_int, [_decisions, P(_u64p), P(_u64p), _u32p]),
+    "gpusched_sched_decisions_reservation_count": (c_uint32, [_decisions]),
+    "gpusched_sched_decisions_reservation": (c_int, [_decisions, c_uint32, _u64p, _i64p, _u32p,
+                                                     _u32p, P(_u32p), _u32p]),
+    "gpusched_sched_decisions_wait_count": (c_uint32, [_decisions]),
+    "gpusched_sched_decisions_wait": (c_int, [_decisions, c_uint32, P(SchedWait)]),
+    "gpusched_sched_decisions_wait_message": (c_char_p, [_decisions, c_uint32]),
     # fair-share queue (fairq.h)
     "gpusched_fairq_new": (c_int, [c_uint32, _alloc, P(_fairq)]),
     "gpusched_fairq_free": (None, [_fairq]),

@@ -94,6 +94,42 @@ static int print_layout(void)
     FIELD(gpusched_place_request, avoid_count);
     FIELD(gpusched_place_request, preempt_policy);
     FIELD(gpusched_place_request, now);
+
+    STRUCT(gpusched_sched_queue);
+    FIELD(gpusched_sched_queue, size);
+    FIELD(gpusched_sched_queue, parent);
+    FIELD(gpusched_sched_queue, name);
+    FIELD(gpusched_sched_queue, priority);
+    FIELD(gpusched_sched_queue, weight);
+
+    STRUCT(gpusched_sched_job);
+    FIELD(gpusched_sched_job, size);
+    FIELD(gpusched_sched_job, queue);
+    FIELD(gpusched_sched_job, id);
+    FIELD(gpusched_sched_job, priority);
+    FIELD(gpusched_sched_job, flags);
+    FIELD(gpusched_sched_job, submit_time);
+    FIELD(gpusched_sched_job, duration_limit);
+    FIELD(gpusched_sched_job, duration_predicted);
+    FIELD(gpusched_sched_job, cost_hint);
+    FIELD(gpusched_sched_job, request);
+
+    STRUCT(gpusched_sched_wait);
+    FIELD(gpusched_sched_wait, size);
+    FIELD(gpusched_sched_wait, reason);
+    FIELD(gpusched_sched_wait, job_id);
+    FIELD(gpusched_sched_wait, seq);
+    FIELD(gpusched_sched_wait, queue);
+    FIELD(gpusched_sched_wait, resource);
+    FIELD(gpusched_sched_wait, place_reason);
+    FIELD(gpusched_sched_wait, used);
+    FIELD(gpusched_sched_wait, requested);
+    FIELD(gpusched_sched_wait, limit);
+    FIELD(gpusched_sched_wait, free_gpus);
+    FIELD(gpusched_sched_wait, taken_gpus);
+    FIELD(gpusched_sched_wait, blocking_job);
+    FIELD(gpusched_sched_wait, time);
+    FIELD(gpusched_sched_wait, share);
     return 0;
 }
 

@@ -31,10 +31,12 @@ import unittest
 
 import gstest
 import gpusched
-from gpusched import _errors, _lib, _util, cluster, core, fairq, placement, preemption, topology
+from gpusched import (_errors, _lib, _util, cluster, core, fairq, placement, preemption, scheduler,
+                      topology)
 
 #: Every module of the package, scanned for constants.
-MODULES = [gpusched, _errors, _lib, _util, core, topology, cluster, placement, preemption, fairq]
+MODULES = [gpusched, _errors, _lib, _util, core, topology, cluster, placement, preemption, fairq,
+           scheduler]
 
 #: Header prefix -> what mirrors every constant that has it. A class: its
 #: members, named as the header constants less the prefix. A module: its
@@ -50,6 +52,10 @@ PREFIXES = {
     "GPUSCHED_FAIRQ_POLICY_": gpusched.Policy,
     "GPUSCHED_FAIRQ_TENANT_": gpusched.TenantValue,
     "GPUSCHED_PREEMPT_": gpusched.PreemptPolicy,
+    "GPUSCHED_SCHED_PARAM_": gpusched.SchedParam,
+    "GPUSCHED_SCHED_ORDER_": gpusched.SchedOrder,
+    "GPUSCHED_SCHED_WAIT_": gpusched.WaitReason,
+    "GPUSCHED_SCHED_JOB_": gpusched.JobStatus,
     "GPUSCHED_CPU_": gpusched.CpuFeature,
     "GPUSCHED_SIMD_": gpusched.Simd,
     "GPUSCHED_ENUM_": core,
@@ -95,6 +101,14 @@ DEFINES = {
     "GPUSCHED_MAX_TENANTS": (fairq, "MAX_TENANTS"),
     "GPUSCHED_FAIRQ_ALL_TYPES": (fairq, "ALL_TYPES"),
     "GPUSCHED_PREEMPT_EXACT_MAX": (preemption, "EXACT_MAX"),
+    "GPUSCHED_SCHED_ROOT": (scheduler, "ROOT"),
+    "GPUSCHED_SCHED_UNLIMITED": (scheduler, "UNLIMITED"),
+    "GPUSCHED_SCHED_MAX_QUEUES": (scheduler, "MAX_QUEUES"),
+    "GPUSCHED_SCHED_MAX_DEPTH": (scheduler, "MAX_DEPTH"),
+    "GPUSCHED_SCHED_QUOTA_MAX": (scheduler, "QUOTA_MAX"),
+    "GPUSCHED_SCHED_RES_GPUS": (scheduler, "RES_GPUS"),
+    "GPUSCHED_SCHED_PRIORITY_MAX": (scheduler, "PRIORITY_MAX"),
+    "GPUSCHED_SCHED_NAME_MAX": (scheduler, "NAME_MAX"),
 }
 
 #: Older names the binding keeps as aliases -> the header constant.

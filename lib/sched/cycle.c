@@ -1,0 +1,469 @@
+/* The scheduling cycle: pending gangs in order, each admitted against
+ * quota, placed (respecting the reservations made before it), preempting
+ * for it when it is entitled, reserved for when it is the first blocked,
+ * or explained (doc/sched.md, "The cycle"). */
+#include <stdio.h>
+#include <string.h>
+
+#include "heap.h"
+#include "sched-internal.h"
+
+#define GS_MEMO_SIZE 4096u
+#define GS_MEMO_PROBES 16u
+
+typedef struct cyc {
+    gpusched_sched_decisions *d;
+    int64_t now;
+    uint32_t seq;
+    uint64_t blocker;           /* strict order: the first gang that waits */
+    int have_blocker;
+    int reorder;                /* shares changed beyond one path (evictions) */
+} cyc;
+
+static inline uint64_t mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* The shape of a gang without its size; 0 when it is not memoizable (its
+ * own avoided nodes). Fitting is monotone in the size for one shape. */
+static uint64_t shape_key(const gs_sj *j)
+{
+    const gpusched_place_request *q = &j->req;
+    if (q->avoid_count)
+        return 0;
+    uint64_t h = 0x5eed;
+    const uint64_t v[] = {q->split, q->pod_gpus, q->required_level, q->slice_gpus[0], q->slice_gpus[1],
+                          q->slice_level[0], q->slice_level[1], q->gpu_class, q->labels_required,
+                          q->labels_forbidden};
+    for (size_t i = 0; i < GS_ARRAY_LEN(v); i++)
+        h = mix64(h, v[i]);
+    return h | 1;
+}
+
+static gs_memo *memo_find(gpusched_sched *s, uint64_t key, int insert)
+{
+    if (!key || !s->memo)
+        return NULL;
+    uint32_t mask = GS_MEMO_SIZE - 1;
+    for (uint32_t k = 0, i = (uint32_t)(key >> 20) & mask; k < GS_MEMO_PROBES; k++, i = (i + 1) & mask) {
+        gs_memo *m = &s->memo[i];
+        if (m->gen != s->memo_gen) {
+            if (!insert)
+                return NULL;
+            m->gen = s->memo_gen;
+            m->key = key;
+            m->gpus = UINT32_MAX;
+            return m;
+        }
+        if (m->key == key)
+            return m;
+    }
+    return NULL;
+}
+
+static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, uint32_t q, uint32_t r)
+{
+    if (gs_grow(&d->alloc, (void **)&d->qname, &d->qname_cap, s->nq, sizeof *d->qname))
+        return UINT32_MAX;
+    if (d->nqname != s->nq) {
+        memset(d->qname, 0xff, (size_t)s->nq * sizeof *d->qname);
+        d->nqname = s->nq;
+    }
+    if (r == 0) {
+        if (d->qname[q] == UINT32_MAX) {
+            char buf[GPUSCHED_SCHED_NAME_MAX + 16];
+            snprintf(buf, sizeof buf, "%s (gpus)", s->q[q].name);
+            d->qname[q] = gs_sd_pool_add(d, buf);
+        }
+        return d->qname[q];
+    }
+    char buf[GPUSCHED_SCHED_NAME_MAX + GPUSCHED_MAX_NAME + 32];
+    snprintf(buf, sizeof buf, "%s (gpus of class %s)", s->q[q].name, gpusched_topo_class_name(s->c->topo, r - 1));
+    return gs_sd_pool_add(d, buf);
+}
+
+static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
+{
+    s->j[slot].wait = *w;
+    if (s->strict && !x->have_blocker) {
+        x->have_blocker = 1;
+        x->blocker = s->j[slot].id;
+    }
+    return gs_sd_add_wait(x->d, w, msg);
+}
+
+/* The job descriptor a gang starts with. */
+static void job_desc(const gpusched_sched *s, const gs_sj *j, int64_t now, int borrowed, gpusched_job *job)
+{
+    *job = (gpusched_job)GPUSCHED_JOB_INIT;
+    job->id = j->id;
+    job->flags = j->flags;
+    job->priority = borrowed ? j->priority - GS_SD_BORROW_TIER : j->priority;
+    job->tenant = j->queue;
+    job->start_time = now;
+    job->cost_hint = j->cost_hint;
+    job->protected_until = s->min_runtime ? now + s->min_runtime : 0;
+}
+
+/* The request with the reserved nodes avoided too. */
+static int avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q)
+{
+    if (gs_grow(&s->alloc, (void **)&s->avoid_buf, &s->avoid_cap, j->req.avoid_count + s->nrnodes + 1,
+                sizeof *s->avoid_buf))
+        return GPUSCHED_ENOMEM;
+    memcpy(s->avoid_buf, j->avoid, (size_t)j->req.avoid_count * sizeof *s->avoid_buf);
+    memcpy(s->avoid_buf + j->req.avoid_count, s->rnodes, (size_t)s->nrnodes * sizeof *s->rnodes);
+    q->avoid_nodes = s->avoid_buf;
+    q->avoid_count = j->req.avoid_count + s->nrnodes;
+    return 0;
+}
+
+static int started(gpusched_sched *s, cyc *x, uint32_t slot, int borrowed, uint32_t seq)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
+    gs_sj_run(s, slot, x->now, borrowed); /* room kept since submit: no allocation */
+    s->started_gpus += s->j[slot].gpus;
+    return gs_sd_add_start(x->d, s->j[slot].id, seq, nodes, masks, n) ? GPUSCHED_ENOMEM : 1;
+}
+
+/* The reservation whose nodes the placement in s->res touches first. */
+static const gs_resv *blocking_resv(const gpusched_sched *s)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
+    for (uint32_t v = 0; v < s->nresv; v++) {
+        const gs_resv *r = &s->resv[v];
+        /* Both lists ascending: one merge. */
+        for (uint32_t a = 0, b = 0; a < n && b < r->n;) {
+            uint32_t x = nodes[a], y = s->rnodes[r->off + b];
+            if (x == y)
+                return r;
+            if (x < y)
+                a++;
+            else
+                b++;
+        }
+    }
+    return &s->resv[0];
+}
+
+/* Preemption for an entitled gang: 1 started, 0 no plan, or an error. */
+static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_request *q, gpusched_job *job,
+                       uint64_t key, uint32_t seq)
+{
+    gs_sj *j = &s->j[slot];
+    uint64_t pkey = key ? mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
+    gs_memo *m = memo_find(s, pkey, 0);
+    if (m && m->gpus <= j->gpus)
+        return 0;
+    job->priority = j->priority;
+    q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    q->preempt_policy = GPUSCHED_PREEMPT_PRIORITY_FIRST;
+    q->now = x->now;
+    int rc = gpusched_placer_preempt(s->p, q, s->res, s->plan);
+    if (rc == GPUSCHED_ENOSPC) {
+        if ((m = memo_find(s, pkey, 1)) && j->gpus < m->gpus)
+            m->gpus = j->gpus;
+        return 0;
+    }
+    if (rc)
+        return 0; /* an invalid request was refused at submit; anything else: no preemption */
+    const uint64_t *ids;
+    uint32_t n;
+    gpusched_preempt_plan_victims(s->plan, &ids, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = gs_sj_find(s, ids[i]);
+        if (v != GS_SJ_NONE && s->j[v].state == GS_SJ_RUNNING) {
+            gs_sj_requeue(s, v, x->now); /* room kept per queue: no allocation */
+            s->j[v].evicted_cycle = s->cycle_no;
+        }
+        if (gs_sd_add_eviction(x->d, ids[i], j->id))
+            return GPUSCHED_ENOMEM;
+    }
+    /* GPUs came free: what did not fit before may now. */
+    s->memo_gen++;
+    x->reorder = 1;
+    return started(s, x, slot, 0, seq);
+}
+
+/* One gang: 1 if it started, 0 if it waits, or an error. */
+static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
+{
+    gs_sj *j = &s->j[slot];
+    if (j->evicted_cycle == s->cycle_no || j->eval_cycle == s->cycle_no)
+        return 0; /* evicted by this cycle (listed among the evictions), or evaluated already */
+    j->eval_cycle = s->cycle_no;
+    gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
+    w.job_id = j->id;
+    w.seq = x->seq++;
+    w.queue = j->queue;
+    w.requested = j->gpus;
+    w.time = -1;
+    w.share = s->q[j->queue].share;
+    if (x->have_blocker) {
+        w.reason = GPUSCHED_SCHED_WAIT_ORDER;
+        w.blocking_job = x->blocker;
+        return record_wait(s, x, slot, &w, UINT32_MAX);
+    }
+    int nominal = 1;
+    if (gs_sq_admit(s, j->queue, j->cls_res, j->gpus, &nominal, &w) && s->quotas)
+        return record_wait(s, x, slot, &w, queue_name_msg(s, x->d, w.queue, w.resource));
+    w.reason = GPUSCHED_SCHED_WAIT_NONE;
+    w.queue = j->queue, w.resource = 0, w.used = w.limit = 0;
+    int borrowed = s->quotas && !nominal;
+
+    uint64_t key = shape_key(j);
+    gs_memo *m = memo_find(s, key, 0);
+    uint32_t msg = UINT32_MAX, reason;
+    gpusched_job job;
+    job_desc(s, j, x->now, borrowed, &job);
+    gpusched_place_request q = j->req;
+    q.job = &job;
+    int64_t exp = gs_sj_expected(j);
+    int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
+    uint64_t ckey = key ? mix64(key, 0xc0ffee) | 1 : 0;
+    gs_memo *cm = constrained ? memo_find(s, ckey, 0) : NULL;
+    if (m && m->gpus <= j->gpus) {
+        reason = m->reason;
+        msg = m->msg;
+    } else if (j->gpus > s->c->root_free_gpus) {
+        /* Fewer free GPUs than it asks: no search can place it. */
+        char text[96];
+        snprintf(text, sizeof text, "%u GPUs asked, %llu usable free in the cluster", j->gpus,
+                 (unsigned long long)s->c->root_free_gpus);
+        reason = GPUSCHED_REASON_NO_GPUS;
+        msg = gs_sd_pool_add(x->d, text);
+    } else if (cm && cm->gpus <= j->gpus) {
+        /* A gang of its shape and no more GPUs fit only on reserved nodes
+         * this cycle: so would it. */
+        const gs_resv *v = &s->resv[cm->msg];
+        w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
+        w.blocking_job = s->j[v->slot].id;
+        w.time = v->time;
+        return record_wait(s, x, slot, &w, UINT32_MAX);
+    } else {
+        q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+        if (constrained && avoid_reserved(s, j, &q))
+            return GPUSCHED_ENOMEM;
+        int rc = gpusched_placer_place(s->p, &q, s->res);
+        if (rc == 0)
+            return started(s, x, slot, borrowed, w.seq);
+        if (rc != GPUSCHED_ENOSPC) {
+            /* The placer refused it now (for example its id runs in the
+             * cluster): it waits, with the placer's word. */
+            w.reason = GPUSCHED_SCHED_WAIT_FIT;
+            w.place_reason = GPUSCHED_REASON_NOT_RUN;
+            w.free_gpus = s->c->root_free_gpus;
+            return record_wait(s, x, slot, &w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
+        }
+        q = j->req;
+        q.job = &job;
+        if (constrained) {
+            rc = gpusched_placer_place(s->p, &q, s->res);
+            if (rc == 0) {
+                const gs_resv *v = blocking_resv(s);
+                if ((cm = memo_find(s, ckey, 1)) && j->gpus < cm->gpus) {
+                    cm->gpus = j->gpus;
+                    cm->msg = (uint32_t)(v - s->resv);
+                }
+                w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
+                w.blocking_job = s->j[v->slot].id;
+                w.time = v->time;
+                return record_wait(s, x, slot, &w, UINT32_MAX);
+            }
+        }
+        reason = gpusched_place_result_reason(s->res);
+        msg = gs_sd_pool_add(x->d, gpusched_place_result_message(s->res));
+        if ((m = memo_find(s, key, 1)) && j->gpus < m->gpus) {
+            m->gpus = j->gpus;
+            m->reason = reason;
+            m->msg = msg;
+        }
+    }
+    /* It does not fit now. */
+    w.reason = GPUSCHED_SCHED_WAIT_FIT;
+    w.place_reason = reason;
+    w.free_gpus = s->c->root_free_gpus;
+    if (s->preempt && nominal && !s->strict) {
+        q = j->req;
+        q.job = &job;
+        if (constrained && avoid_reserved(s, j, &q))
+            return GPUSCHED_ENOMEM;
+        int rc = try_preempt(s, x, slot, &q, &job, key, w.seq);
+        if (rc)
+            return rc;
+    }
+    if (!s->strict && s->nresv < (uint32_t)s->resv_depth) {
+        int rc = gs_sd_reserve(s, slot, x->now);
+        if (rc == 0) {
+            const gs_resv *v = &s->resv[s->nresv - 1];
+            uint32_t level, dom;
+            gs_sd_resv_domain(s, v, &level, &dom);
+            w.time = v->time;
+            if (gs_sd_add_resv(x->d, j->id, v->time, level, dom, s->rnodes + v->off, v->n))
+                return GPUSCHED_ENOMEM;
+        } else if (rc != GPUSCHED_ENOSPC) {
+            return rc;
+        }
+    }
+    if (reason == GPUSCHED_REASON_NO_GPUS && s->free_at_start >= j->gpus && s->started_gpus) {
+        w.reason = GPUSCHED_SCHED_WAIT_SHARE;
+        w.free_gpus = s->free_at_start;
+        w.taken_gpus = s->started_gpus;
+    }
+    return record_wait(s, x, slot, &w, msg);
+}
+
+static bool older(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
+{
+    const gs_sj *x = &s->j[*a], *y = &s->j[*b];
+    return x->submit != y->submit ? x->submit < y->submit : x->id < y->id;
+}
+
+GS_HEAP_DEFINE(older, uint32_t, const gpusched_sched *, older)
+
+/* The starvation guard: gangs pending for longer than the age limit,
+ * oldest first, before the order. */
+static int run_old(gpusched_sched *s, cyc *x)
+{
+    if (!s->age_limit || x->now - s->age_limit <= INT64_MIN + 1)
+        return 0;
+    const int64_t before = x->now - s->age_limit;
+    uint32_t n = 0;
+    if (gs_grow(&s->alloc, (void **)&s->stack, &s->stack_cap, s->npending + 1, sizeof *s->stack))
+        return GPUSCHED_ENOMEM;
+    for (uint32_t q = 0; q < s->nq; q++)
+        for (uint32_t k = 0; k < s->q[q].npend; k++)
+            if (s->j[s->q[q].pend[k]].submit < before)
+                s->stack[n++] = s->q[q].pend[k];
+    if (!n)
+        return 0;
+    older_sort(s->stack, n, s);
+    /* Starts and evictions change the queues, not this copy; the copy must
+     * survive them, so it moves out of the scratch the order uses. */
+    uint32_t *old = gs_malloc(&s->alloc, (size_t)n * sizeof *old);
+    if (!old)
+        return GPUSCHED_ENOMEM;
+    memcpy(old, s->stack, (size_t)n * sizeof *old);
+    gs_sq_shares(s);
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc >= 0; i++) {
+        if (s->j[old[i]].state != GS_SJ_PENDING)
+            continue;
+        rc = evaluate(s, x, old[i]);
+        if (rc == 1)
+            gs_sq_shares_path(s, s->j[old[i]].queue);
+    }
+    gs_free(&s->alloc, old);
+    return rc < 0 ? rc : 0;
+}
+
+static int run_fair(gpusched_sched *s, cyc *x)
+{
+    gs_sq_shares(s);
+    uint32_t n;
+    int rc = gs_sq_leaf_order(s, &n);
+    for (uint32_t q = 0; q < s->nq; q++)
+        s->q[q].cursor = 0;
+    for (uint32_t pos = 0; !rc && pos < n;) {
+        gs_sq *leaf = &s->q[s->order[pos]];
+        if (leaf->cursor >= leaf->npend) {
+            pos++;
+            continue;
+        }
+        uint32_t slot = leaf->pend[leaf->cursor++];
+        rc = evaluate(s, x, slot);
+        if (rc == 1) {
+            if (x->reorder)
+                gs_sq_shares(s);
+            else
+                gs_sq_shares_path(s, s->j[slot].queue);
+            x->reorder = 0;
+            rc = gs_sq_leaf_order(s, &n);
+            pos = 0;
+        }
+    }
+    return rc < 0 ? rc : 0;
+}
+
+static int run_global(gpusched_sched *s, cyc *x)
+{
+    if (s->gpend_mode != s->order_mode && gs_sq_gpend_build(s))
+        return GPUSCHED_ENOMEM;
+    /* Starts and evictions change s->gpend while the cycle walks a copy. */
+    uint32_t n = s->ngpend;
+    if (gs_grow(&s->alloc, (void **)&s->order, &s->order_cap, n + 1, sizeof *s->order))
+        return GPUSCHED_ENOMEM;
+    memcpy(s->order, s->gpend, (size_t)n * sizeof *s->order);
+    gs_sq_shares(s);
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = evaluate(s, x, s->order[i]);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            gs_sq_shares_path(s, s->j[s->order[i]].queue);
+    }
+    return 0;
+}
+
+/* The earliest time a protected job becomes a possible victim. */
+static int64_t next_wake(const gpusched_sched *s, int64_t now)
+{
+    if (!s->preempt || !s->min_runtime)
+        return INT64_MAX;
+    int64_t wake = INT64_MAX;
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        int64_t t = s->j[s->running[i]].start + s->min_runtime;
+        if (t > now && t < wake)
+            wake = t;
+    }
+    return wake;
+}
+
+GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_sched_decisions *d)
+{
+    if (!s)
+        return GPUSCHED_EINVAL;
+    if (!d)
+        return gs_error(&s->err, GPUSCHED_EINVAL, "cycle: decisions is NULL");
+    if (now < s->last_now)
+        return gs_error(&s->err, GPUSCHED_ERANGE, "cycle: now = %lld is before the last event or cycle (%lld)",
+                        (long long)now, (long long)s->last_now);
+    gs_sd_reset(d);
+    gs_sq_decay(s, now);
+    s->last_now = now;
+    for (uint32_t i = 0; i < s->ndown_ev; i++)
+        if (gs_sd_add_eviction(d, s->down_ev[i], 0))
+            return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    if (!s->dirty && !s->ndown_ev && now < s->wake) {
+        d->quiet = 1;
+        return gs_ok(&s->err);
+    }
+    s->ndown_ev = 0;
+    if (!s->memo && !(s->memo = gs_calloc(&s->alloc, GS_MEMO_SIZE, sizeof *s->memo)))
+        return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    s->cycle_no++;
+    s->memo_gen++;
+    s->dirty = 0;
+    s->nresv = s->nrnodes = 0;
+    s->resv_min_time = INT64_MAX;
+    s->free_at_start = s->c->root_free_gpus;
+    s->started_gpus = 0;
+    cyc x = {.d = d, .now = now};
+    int rc = run_old(s, &x);
+    if (!rc)
+        rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
+    s->wake = next_wake(s, now);
+    if (rc) {
+        s->dirty = 1;
+        return gs_error(&s->err, rc, "cycle: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : gpusched_placer_errmsg(s->p));
+    }
+    return gs_ok(&s->err);
+}

@@ -1,0 +1,136 @@
+/* The scheduler's jobs: slots, the id map, the running list, and the
+ * moves between pending and running. */
+#include <string.h>
+
+#include "sched-internal.h"
+
+static inline uint32_t map_hash(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+uint32_t gs_sj_find(const gpusched_sched *s, uint64_t id)
+{
+    if (!s->map_cap)
+        return GS_SJ_NONE;
+    uint32_t mask = s->map_cap - 1;
+    for (uint32_t i = map_hash(id) & mask;; i = (i + 1) & mask) {
+        uint32_t v = s->map_val[i];
+        if (v == GS_SJ_NONE)
+            return GS_SJ_NONE;
+        if (s->map_key[i] == id)
+            return v;
+    }
+}
+
+static void map_put_raw(uint64_t *keys, uint32_t *vals, uint32_t cap, uint64_t id, uint32_t slot)
+{
+    uint32_t mask = cap - 1;
+    uint32_t i = map_hash(id) & mask;
+    while (vals[i] != GS_SJ_NONE)
+        i = (i + 1) & mask;
+    keys[i] = id;
+    vals[i] = slot;
+}
+
+/* Room for one more entry (load at most one half). */
+int gs_sj_map_reserve(gpusched_sched *s)
+{
+    if ((uint64_t)(s->map_used + 1) * 2 <= s->map_cap)
+        return 0;
+    uint32_t cap = s->map_cap ? s->map_cap * 2 : 1024;
+    uint64_t *keys = gs_calloc(&s->alloc, cap, sizeof *keys);
+    uint32_t *vals = gs_malloc(&s->alloc, (size_t)cap * sizeof *vals);
+    if (!keys || !vals) {
+        gs_free(&s->alloc, keys);
+        gs_free(&s->alloc, vals);
+        return GPUSCHED_ENOMEM;
+    }
+    memset(vals, 0xff, (size_t)cap * sizeof *vals);
+    for (uint32_t i = 0; i < s->map_cap; i++)
+        if (s->map_val[i] != GS_SJ_NONE)
+            map_put_raw(keys, vals, cap, s->map_key[i], s->map_val[i]);
+    gs_free(&s->alloc, s->map_key);
+    gs_free(&s->alloc, s->map_val);
+    s->map_key = keys;
+    s->map_val = vals;
+    s->map_cap = cap;
+    return 0;
+}
+
+void gs_sj_map_put(gpusched_sched *s, uint64_t id, uint32_t slot)
+{
+    map_put_raw(s->map_key, s->map_val, s->map_cap, id, slot);
+    s->map_used++;
+}
+
+/* Deletion with backward shift: no tombstones. */
+void gs_sj_map_del(gpusched_sched *s, uint64_t id)
+{
+    uint32_t mask = s->map_cap - 1;
+    uint32_t i = map_hash(id) & mask;
+    while (s->map_key[i] != id || s->map_val[i] == GS_SJ_NONE)
+        i = (i + 1) & mask;
+    for (uint32_t k = (i + 1) & mask; s->map_val[k] != GS_SJ_NONE; k = (k + 1) & mask) {
+        uint32_t home = map_hash(s->map_key[k]) & mask;
+        /* k's entry may move to the hole at i if i lies between home and k. */
+        if (((k - home) & mask) >= ((k - i) & mask)) {
+            s->map_key[i] = s->map_key[k];
+            s->map_val[i] = s->map_val[k];
+            i = k;
+        }
+    }
+    s->map_val[i] = GS_SJ_NONE;
+    s->map_used--;
+}
+
+int64_t gs_sj_expected(const gs_sj *j)
+{
+    int64_t d = j->predicted ? j->predicted : j->limit;
+    return d ? d : GS_SD_NEVER;
+}
+
+int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
+{
+    if (gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + 1, sizeof *s->running))
+        return GPUSCHED_ENOMEM;
+    gs_sj *j = &s->j[slot];
+    gs_sq_pend_remove(s, slot);
+    j->state = GS_SJ_RUNNING;
+    j->borrowed = (uint8_t)borrowed;
+    j->start = now;
+    j->run_pos = s->nrunning;
+    s->running[s->nrunning++] = slot;
+    s->q[j->queue].nrunning++;
+    gs_sq_use(s, j->queue, j->cls_res, j->gpus, +1);
+    memset(&j->wait, 0, sizeof j->wait);
+    j->wait.size = sizeof j->wait;
+    j->wait.job_id = j->id;
+    s->ends_ready = 0;
+    return 0;
+}
+
+void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now)
+{
+    gs_sj *j = &s->j[slot];
+    gs_sq_decay(s, now);
+    gs_sq_use(s, j->queue, j->cls_res, j->gpus, -1);
+    uint32_t last = s->running[--s->nrunning];
+    s->running[j->run_pos] = last;
+    s->j[last].run_pos = j->run_pos;
+    s->q[j->queue].nrunning--;
+    j->state = GS_SJ_PENDING;
+    s->ends_ready = 0;
+}
+
+int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now)
+{
+    gs_sj_unrun(s, slot, now);
+    s->j[slot].borrowed = 0;
+    return gs_sq_pend_insert(s, slot);
+}

@@ -1,0 +1,204 @@
+/* Reservations over time: the earliest time a blocked gang fits, found by
+ * lending the running jobs to a what-if transaction in the order of their
+ * expected ends (galloping, then bisection: fitting is monotone in the
+ * GPUs freed), and the nodes it would use then (doc/sched.md,
+ * "Reservations"). Nothing of the cluster changes: the transaction rolls
+ * back. */
+#include <string.h>
+
+#include "cluster/txn.h"
+#include "heap.h"
+#include "sched-internal.h"
+
+typedef struct end_ent {
+    int64_t end;
+    uint32_t slot;
+} end_ent;
+
+static bool end_before(const end_ent *a, const end_ent *b, void *unused)
+{
+    (void)unused;
+    return a->end != b->end ? a->end < b->end : a->slot < b->slot;
+}
+
+GS_HEAP_DEFINE(ends, end_ent, void *, end_before)
+
+/* The running jobs with an expected end, soonest first (kept while no job
+ * starts or ends; an overdue job is expected to end just after `now`). */
+static int build_ends(gpusched_sched *s, int64_t now)
+{
+    if (s->ends_ready)
+        return 0;
+    end_ent *e = gs_malloc(&s->alloc, (size_t)(s->nrunning ? s->nrunning : 1) * sizeof *e);
+    if (!e || gs_grow(&s->alloc, (void **)&s->end_time, &s->ends_cap, s->nrunning + 1, sizeof *s->end_time)) {
+        gs_free(&s->alloc, e);
+        return GPUSCHED_ENOMEM;
+    }
+    uint32_t cap = s->ends_cap;
+    uint32_t *slots = gs_realloc_array(&s->alloc, s->end_slot, cap, sizeof *slots);
+    if (!slots) {
+        gs_free(&s->alloc, e);
+        return GPUSCHED_ENOMEM;
+    }
+    s->end_slot = slots;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->nrunning; i++) {
+        const gs_sj *j = &s->j[s->running[i]];
+        int64_t d = gs_sj_expected(j);
+        if (d == GS_SD_NEVER)
+            continue;
+        int64_t end = j->start + d;
+        e[n++] = (end_ent){end > now ? end : now + 1, s->running[i]};
+    }
+    ends_sort(e, n, NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        s->end_time[i] = e[i].end;
+        s->end_slot[i] = e[i].slot;
+    }
+    s->nends = n;
+    gs_free(&s->alloc, e);
+    s->ends_ready = 1;
+    return 0;
+}
+
+static int lend_range(gpusched_sched *s, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to; i++) {
+        gs_hold *h = gs_cluster_job_find(s->c, s->j[s->end_slot[i]].id);
+        int rc = h ? gs_txn_lend_job(s->c, h) : 0;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* 1 if it fits with what is lent now, 0 if not, or an error. */
+static int probe(gpusched_sched *s, const gs_pl_req *r)
+{
+    int rc = gs_pl_fits(s->p, r, s->res);
+    return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
+/* The earliest count of ends after which it fits: *count, or ENOSPC. */
+static int search(gpusched_sched *s, const gs_pl_req *r, uint64_t free_now, uint32_t *count)
+{
+    uint32_t lo = 0;
+    /* Counting GPUs is necessary: lend without probing until enough. */
+    uint64_t have = free_now;
+    while (lo < s->nends && have < r->in.gpus)
+        have += s->j[s->end_slot[lo++]].gpus;
+    int rc = lend_range(s, 0, lo);
+    if (rc)
+        return rc;
+    if (have >= r->in.gpus) {
+        if ((rc = probe(s, r)) < 0)
+            return rc;
+        if (rc == 1) {
+            *count = lo;
+            return 0;
+        }
+    }
+    uint32_t step = 1, hi;
+    for (;;) {
+        if (lo >= s->nends)
+            return GPUSCHED_ENOSPC;
+        uint32_t mark = gs_txn_mark(s->c), to = lo + step < s->nends ? lo + step : s->nends;
+        if ((rc = lend_range(s, lo, to)) || (rc = probe(s, r)) < 0)
+            return rc;
+        if (rc == 1) {
+            hi = to;
+            gs_txn_undo_to(s->c, mark);
+            break;
+        }
+        lo = to;
+        step *= 2;
+    }
+    /* Not with lo lent (and lent now), yes with hi. */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2, mark = gs_txn_mark(s->c);
+        if ((rc = lend_range(s, lo, mid)) || (rc = probe(s, r)) < 0)
+            return rc;
+        if (rc == 1) {
+            hi = mid;
+            gs_txn_undo_to(s->c, mark);
+        } else {
+            lo = mid;
+        }
+    }
+    if ((rc = lend_range(s, lo, hi)))
+        return rc;
+    *count = hi;
+    return 0;
+}
+
+/* The deepest level with one domain holding nodes first..last (contiguous
+ * ranges), or GPUSCHED_NONE. */
+static void smallest_domain(const gpusched_sched *s, uint32_t first, uint32_t last, uint32_t *level, uint32_t *dom)
+{
+    const struct gpusched_topo *t = s->c->topo;
+    for (uint32_t l = t->nlevels; l-- > 0;) {
+        uint32_t d = gs_topo_node_domain(t, first, l);
+        if (d == gs_topo_node_domain(t, last, l)) {
+            *level = l;
+            *dom = d;
+            return;
+        }
+    }
+    *level = GPUSCHED_NONE;
+    *dom = 0;
+}
+
+int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
+{
+    const gs_sj *j = &s->j[slot];
+    int rc = build_ends(s, now);
+    if (rc)
+        return rc;
+    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv) ||
+        gs_grow(&s->alloc, (void **)&s->avoid_buf, &s->avoid_cap, j->req.avoid_count + s->nrnodes + 1,
+                sizeof *s->avoid_buf))
+        return GPUSCHED_ENOMEM;
+    /* Earlier reservations' nodes are avoided for good: conservative, it
+     * never delays them (doc/sched.md). */
+    gpusched_place_request q = j->req;
+    memcpy(s->avoid_buf, j->avoid, (size_t)j->req.avoid_count * sizeof *s->avoid_buf);
+    memcpy(s->avoid_buf + j->req.avoid_count, s->rnodes, (size_t)s->nrnodes * sizeof *s->rnodes);
+    q.avoid_nodes = s->avoid_buf;
+    q.avoid_count = j->req.avoid_count + s->nrnodes;
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = j->id;
+    q.job = &job;
+    gs_pl_req r;
+    if ((rc = gs_pl_req_load(s->p, &q, &r)))
+        return rc;
+    if ((rc = gs_txn_begin(s->c)))
+        return rc;
+    uint32_t count = 0;
+    rc = search(s, &r, s->c->root_free_gpus, &count);
+    if (rc == 0)
+        rc = gs_pl_place_staged(s->p, &r, s->res, 0);
+    gs_txn_rollback(s->c);
+    if (rc)
+        return rc;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
+    if (gs_grow(&s->alloc, (void **)&s->rnodes, &s->rnodes_cap, s->nrnodes + n, sizeof *s->rnodes))
+        return GPUSCHED_ENOMEM;
+    gs_resv *v = &s->resv[s->nresv++];
+    v->slot = slot;
+    v->time = count ? s->end_time[count - 1] : now;
+    v->off = s->nrnodes;
+    v->n = n;
+    memcpy(s->rnodes + s->nrnodes, nodes, (size_t)n * sizeof *nodes);
+    s->nrnodes += n;
+    if (v->time < s->resv_min_time)
+        s->resv_min_time = v->time;
+    return 0;
+}
+
+void gs_sd_resv_domain(const gpusched_sched *s, const gs_resv *v, uint32_t *level, uint32_t *dom)
+{
+    smallest_domain(s, s->rnodes[v->off], s->rnodes[v->off + v->n - 1], level, dom);
+}

@@ -1,0 +1,252 @@
+/* The scheduling cycle's internals. Never installed. doc/sched.md has the
+ * model; this header names the pieces. */
+#ifndef GS_SCHED_INTERNAL_H
+#define GS_SCHED_INTERNAL_H
+
+#include "cluster/cluster-internal.h"
+#include "core.h"
+#include "gpusched/preempt.h"
+#include "gpusched/sched.h"
+#include "place/place-internal.h"
+
+#define GS_SQ_NONE UINT32_MAX
+#define GS_SJ_NONE UINT32_MAX
+/* Cluster priority of a job started on borrowed capacity: its own minus
+ * this, below every job that is not (doc/sched.md, "Preemption"). */
+#define GS_SD_BORROW_TIER (1 << 30)
+/* An expected end that never comes. */
+#define GS_SD_NEVER INT64_MAX
+
+enum { GS_SJ_FREE = 0, GS_SJ_PENDING = 1, GS_SJ_RUNNING = 2 };
+
+typedef struct gs_sq {
+    char name[GPUSCHED_SCHED_NAME_MAX + 1];
+    uint32_t parent;            /* GS_SQ_NONE for the root */
+    uint32_t depth;
+    uint32_t *kids;             /* children, by id */
+    uint32_t nkids, kids_cap;
+    int32_t priority;
+    uint32_t weight;
+    uint32_t *pend;             /* pending job slots, in queue order */
+    uint32_t npend, pend_cap;
+    uint32_t sub_pending;       /* pending gangs in the subtree */
+    uint32_t nrunning;          /* running jobs of this leaf */
+    uint32_t cursor;            /* cycle: next position of `pend` to evaluate */
+    double share;
+} gs_sq;
+
+typedef struct gs_sj {
+    uint64_t id;
+    uint32_t queue;
+    uint8_t state;
+    uint8_t borrowed;           /* started on borrowed capacity */
+    uint32_t flags;
+    int32_t priority;
+    uint32_t gpus;
+    uint32_t cls_res;           /* 1 + its GPU class, or 0 */
+    int64_t submit, limit, predicted;
+    int64_t start;
+    uint64_t cost_hint;
+    uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
+    uint64_t eval_cycle;        /* the cycle that last evaluated it */
+    gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
+    uint32_t *avoid;
+    uint32_t run_pos;           /* position in s->running */
+    gpusched_sched_wait wait;   /* the last explanation */
+} gs_sj;
+
+/* A reservation made by the current cycle. */
+typedef struct gs_resv {
+    uint32_t slot;
+    int64_t time;
+    uint32_t off, n;            /* its nodes: s->rnodes[off .. off + n) */
+} gs_resv;
+
+/* Memo of the cycle: the fewest GPUs for which a shape did not fit. */
+typedef struct gs_memo {
+    uint64_t key;
+    uint64_t gen;
+    uint32_t gpus;
+    uint32_t reason;
+    uint32_t msg;               /* offset in the decisions' pool */
+    uint32_t pad;
+} gs_memo;
+
+struct gpusched_sched {
+    gs_alloc alloc;
+    gs_err err;
+    struct gpusched_cluster *c;     /* one reference */
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    gpusched_preempt_plan *plan;
+    uint32_t nres;                  /* 1 + the topology's classes */
+    uint32_t nlevels;
+
+    /* Parameters. */
+    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit;
+
+    /* Queues, and per queue x resource (index q * nres + r). */
+    gs_sq *q;
+    uint32_t nq, q_cap;
+    uint64_t *nominal, *borrow, *lend;
+    uint64_t *total, *guar, *used, *sumocc;
+    /* Usage within quota: ent = min(used, total) for a leaf, min(sument,
+     * total) above; sument sums the children's ent. */
+    uint64_t *ent, *sument;
+    double *decayed;
+    uint32_t *res_set;              /* per resource: queues with a non-zero nominal */
+    uint32_t qr_cap;                /* queues the per-resource arrays hold */
+
+    /* Jobs: slots, the id map, the free slots, the running list. */
+    gs_sj *j;
+    uint32_t nj, j_cap;
+    uint32_t *free_slots;
+    uint32_t nfree, free_cap;
+    uint64_t *map_key;
+    uint32_t *map_val;              /* GS_SJ_NONE: empty */
+    uint32_t map_cap, map_used;     /* map_cap: power of two */
+    uint32_t *running;
+    uint32_t nrunning, running_cap;
+    uint32_t npending;
+    /* Every pending gang in the order of gpend_mode (priority or FIFO),
+     * kept while that is the order (-1: to rebuild). */
+    uint32_t *gpend;
+    uint32_t ngpend, gpend_cap;
+    int64_t gpend_mode;
+
+    /* Time and quiet cycles. */
+    int64_t last_now;
+    int64_t decay_time;
+    int dirty;
+    int64_t wake;                   /* a cycle at or after this is not quiet */
+    uint64_t cycle_no;
+
+    /* Evictions by node failures, reported by the next cycle. */
+    uint64_t *down_ev;
+    uint32_t ndown_ev, down_ev_cap;
+
+    /* Cycle scratch. */
+    uint32_t *order;                /* leaves (fair) or job slots (priority, fifo) */
+    uint32_t order_cap;
+    uint32_t *stack;
+    uint32_t stack_cap;
+    gs_resv *resv;
+    uint32_t nresv, resv_cap;
+    uint32_t *rnodes;               /* every reservation's nodes */
+    uint32_t nrnodes, rnodes_cap;
+    int64_t resv_min_time;
+    uint32_t *avoid_buf;
+    uint32_t avoid_cap;
+    uint64_t *ends;                 /* reservation search: (end, slot) sorted */
+    int64_t *end_time;
+    uint32_t *end_slot;
+    uint32_t nends, ends_cap;
+    int ends_ready;
+    gs_memo *memo;
+    uint32_t memo_cap;              /* power of two */
+    uint64_t memo_gen;
+    uint64_t free_at_start, started_gpus;
+};
+
+/* The decisions of one cycle. */
+typedef struct gs_dwait {
+    gpusched_sched_wait w;
+    uint32_t msg;                   /* pool offset or UINT32_MAX */
+} gs_dwait;
+
+struct gpusched_sched_decisions {
+    gs_alloc alloc;
+    int quiet;
+    uint64_t *start_ids;
+    uint32_t *start_seq, *start_off;
+    uint32_t nstarts, starts_cap;
+    uint32_t *start_nodes;
+    uint64_t *start_masks;
+    uint32_t npairs, pairs_cap;
+    uint64_t *ev_victims, *ev_for;
+    uint32_t nev, ev_cap;
+    uint64_t *rv_job;
+    int64_t *rv_time;
+    uint32_t *rv_level, *rv_dom, *rv_off;
+    uint32_t nrv, rv_cap;
+    uint32_t *rv_nodes;
+    uint32_t nrv_nodes, rv_nodes_cap;
+    gs_dwait *waits;
+    uint32_t nwaits, waits_cap;
+    char *pool;
+    uint32_t pool_len, pool_cap;
+    uint32_t *qname;                /* per queue: its name's pool offset */
+    uint32_t nqname, qname_cap;
+    const char *const *res_names;   /* unused: names are formatted at record time */
+    char msg[768];
+};
+
+/* queue.c */
+int gs_sq_init(gpusched_sched *s);
+void gs_sq_fini(gpusched_sched *s);
+static inline uint32_t gs_qr(const gpusched_sched *s, uint32_t q, uint32_t r) { return q * s->nres + r; }
+/* Subtree quotas, guarantees and occupancies of every queue, from scratch;
+ * GPUSCHED_ERANGE if a subtree sum passes 2^62 (nothing changed then). */
+int gs_sq_recompute(gpusched_sched *s);
+/* Usage of `gpus` more (or less) GPUs of resources 0 and `cls_res` along
+ * the path from `leaf` to the root. */
+void gs_sq_use(gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int sign);
+static inline int gs_sq_active(const gpusched_sched *s, uint32_t r) { return r == 0 || s->res_set[r] > 0; }
+static inline uint64_t gs_sq_occ(const gpusched_sched *s, uint32_t i)
+{
+    return s->used[i] > s->guar[i] ? s->used[i] : s->guar[i];
+}
+/* Whether `gpus` more in `leaf` stay within quota: 0 and *nominal = 1 if
+ * within every subtree quota on the path, 0 and *nominal = 0 if within
+ * the borrowing rules, or 1 with `w` filled (reason QUOTA). */
+int gs_sq_admit(const gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int *nominal,
+                gpusched_sched_wait *w);
+/* The decayed usage brought to `now`. */
+void gs_sq_decay(gpusched_sched *s, int64_t now);
+/* Shares of every queue (fair order); one path after a start. */
+void gs_sq_shares(gpusched_sched *s);
+void gs_sq_shares_path(gpusched_sched *s, uint32_t leaf);
+/* The leaves with pending gangs in fair order into s->order; the count. */
+int gs_sq_leaf_order(gpusched_sched *s, uint32_t *n);
+/* Pending lists: insert in queue order, remove. */
+int gs_sq_pend_insert(gpusched_sched *s, uint32_t slot);
+void gs_sq_pend_remove(gpusched_sched *s, uint32_t slot);
+/* Queue order of two pending jobs of one queue (priority, submit, id). */
+bool gs_sj_before(const gs_sj *a, const gs_sj *b);
+/* The global order of gpend_mode. */
+bool gs_sj_global_before(const gpusched_sched *s, uint32_t a, uint32_t b);
+/* Rebuilds s->gpend for the current order. */
+int gs_sq_gpend_build(gpusched_sched *s);
+
+/* jobs.c */
+int gs_sj_map_reserve(gpusched_sched *s);
+void gs_sj_map_put(gpusched_sched *s, uint64_t id, uint32_t slot);
+void gs_sj_map_del(gpusched_sched *s, uint64_t id);
+uint32_t gs_sj_find(const gpusched_sched *s, uint64_t id);
+int64_t gs_sj_expected(const gs_sj *j);
+/* A running job stops being one: usage, running list (not the cluster). */
+void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now);
+/* A running job goes back to its queue, pending (its cluster job released already). */
+int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now);
+int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed);
+
+/* resv.c: the earliest time job `slot` fits from the running jobs'
+ * expected ends, avoiding the nodes of the reservations made so far; 0 and
+ * the reservation appended to s->resv, GPUSCHED_ENOSPC, or an error. */
+int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now);
+/* The smallest domain holding a reservation's nodes (level GPUSCHED_NONE:
+ * the whole cluster). */
+void gs_sd_resv_domain(const gpusched_sched *s, const gs_resv *v, uint32_t *level, uint32_t *dom);
+
+/* decisions.c */
+void gs_sd_reset(gpusched_sched_decisions *d);
+int gs_sd_add_start(gpusched_sched_decisions *d, uint64_t id, uint32_t seq, const uint32_t *nodes,
+                    const uint64_t *masks, uint32_t n);
+int gs_sd_add_eviction(gpusched_sched_decisions *d, uint64_t victim, uint64_t for_job);
+int gs_sd_add_resv(gpusched_sched_decisions *d, uint64_t id, int64_t time, uint32_t level, uint32_t dom,
+                   const uint32_t *nodes, uint32_t n);
+int gs_sd_add_wait(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg);
+/* Appends a string to the pool; its offset, or UINT32_MAX out of memory. */
+uint32_t gs_sd_pool_add(gpusched_sched_decisions *d, const char *text);
+
+#endif

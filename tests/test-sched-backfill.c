@@ -1,0 +1,248 @@
+/* Reservations and backfill. The property: in a discrete-event simulation
+ * with exact run times, first-come-first-served order and no preemption,
+ * the head gang's reservation is never delayed by the gangs that backfill
+ * (it starts at or before the time first reserved for it, and its reserved
+ * time never moves later), for reservation depths 1 to 3; backfill does
+ * happen. Then hand-made cases: EASY, conservative depth, greedy first fit
+ * starving a big gang, a prediction shorter than the limit. */
+#include "place-test.h"
+#include "sched-test.h"
+
+#define NJ 160
+
+typedef struct simjob {
+    int64_t submit, dur, start, first_resv, last_resv;
+    uint32_t gpus;
+    int state; /* 0 not submitted, 1 pending, 2 running, 3 done */
+} simjob;
+
+static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
+{
+    pt_rng r = {seed * 0x2545f4914f6cdd1dull + 7};
+    st_env e = st_env_small();
+    uint32_t q = st_queue(&e, "q", 0, 100000);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT, 0), 0);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, depth), 0);
+    static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 8, 16, 16, 32, 48, 64, 96};
+    simjob jobs[NJ + 1];
+    int64_t t = 0;
+    for (uint32_t i = 1; i <= NJ; i++) {
+        t += pt_below(&r, 6);
+        jobs[i] = (simjob){.submit = t, .dur = 1 + pt_below(&r, 60), .start = -1, .first_resv = -1, .last_resv = -1,
+                           .gpus = sizes[pt_below(&r, 13)]};
+    }
+    uint32_t done = 0, started_order = 0;
+    int64_t now = 0;
+    while (done < NJ) {
+        /* The next event: an arrival or an end. */
+        int64_t next = INT64_MAX;
+        for (uint32_t i = 1; i <= NJ; i++) {
+            if (jobs[i].state == 0 && jobs[i].submit < next)
+                next = jobs[i].submit;
+            if (jobs[i].state == 2 && jobs[i].start + jobs[i].dur < next)
+                next = jobs[i].start + jobs[i].dur;
+        }
+        cr_assert_neq(next, INT64_MAX, "seed %llu: nothing runs and gangs wait forever", (unsigned long long)seed);
+        now = next;
+        for (uint32_t i = 1; i <= NJ; i++)
+            if (jobs[i].state == 2 && jobs[i].start + jobs[i].dur == now) {
+                cr_assert_eq(gpusched_sched_job_end(e.s, i, now), 0, "%s", gpusched_sched_errmsg(e.s));
+                jobs[i].state = 3;
+                done++;
+            }
+        for (uint32_t i = 1; i <= NJ; i++)
+            if (jobs[i].state == 0 && jobs[i].submit == now) {
+                st_submit(&e, i, q, jobs[i].gpus, jobs[i].submit, jobs[i].dur);
+                jobs[i].state = 1;
+            }
+        st_cycle(&e, now);
+        const uint64_t *ids;
+        uint32_t n;
+        cr_assert_eq(gpusched_sched_decisions_starts(e.d, &ids, &n), 0);
+        for (uint32_t k = 0; k < n; k++) {
+            simjob *j = &jobs[ids[k]];
+            j->start = now;
+            j->state = 2;
+            /* Started before an earlier-submitted gang that still waits: a backfill. */
+            for (uint32_t i = 1; i < ids[k]; i++)
+                if (jobs[i].state == 1) {
+                    (*backfills)++;
+                    break;
+                }
+            if (j->first_resv >= 0)
+                cr_assert_leq(now, j->first_resv,
+                              "seed %llu depth %lld: job %llu reserved for %lld started at %lld",
+                              (unsigned long long)seed, (long long)depth, (unsigned long long)ids[k],
+                              (long long)j->first_resv, (long long)now);
+            started_order++;
+        }
+        if (gpusched_sched_decisions_reservation_count(e.d)) {
+            uint64_t id;
+            int64_t rt;
+            cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &id, &rt, NULL, NULL, NULL, NULL), 0);
+            simjob *j = &jobs[id];
+            /* The head: every gang submitted before it has started. */
+            for (uint32_t i = 1; i < id; i++)
+                cr_assert_geq(jobs[i].state, 2, "seed %llu: the reservation is not the head's", (unsigned long long)seed);
+            cr_assert_gt(rt, now);
+            if (j->first_resv < 0)
+                j->first_resv = rt;
+            if (j->last_resv >= 0)
+                cr_assert_leq(rt, j->last_resv, "seed %llu: job %llu's reservation moved from %lld to %lld",
+                              (unsigned long long)seed, (unsigned long long)id, (long long)j->last_resv,
+                              (long long)rt);
+            j->last_resv = rt;
+        }
+    }
+    cr_assert_eq(started_order, NJ);
+    st_env_free(&e);
+}
+
+Test(sched_backfill, backfill_never_delays_the_head_reservation)
+{
+    uint32_t backfills = 0;
+    for (uint64_t seed = 1; seed <= 25; seed++)
+        for (int64_t depth = 1; depth <= 3; depth++)
+            simulate(seed, depth, &backfills);
+    cr_assert_gt(backfills, 100, "the simulation exercises backfill (%u)", backfills);
+}
+
+/* 96 GPUs; job 1 holds 64 until 100. */
+static st_env busy(uint32_t *q)
+{
+    st_env e = st_env_small();
+    *q = st_queue(&e, "q", 0, 1000);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    st_submit(&e, 1, *q, 64, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1));
+    return e;
+}
+
+Test(sched_backfill, easy_backfills_short_gangs_only)
+{
+    uint32_t q;
+    st_env e = busy(&q);
+    st_submit(&e, 2, q, 96, 1, 50);  /* the head: waits for job 1 */
+    st_submit(&e, 3, q, 16, 2, 90);  /* ends at 100: backfills */
+    st_submit(&e, 4, q, 8, 3, 200);  /* would end after 100, on reserved nodes */
+    st_cycle(&e, 10);
+    cr_assert(st_started(&e, 3));
+    cr_assert_not(st_started(&e, 4));
+    gpusched_sched_wait w = st_wait(&e, 2, NULL);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT);
+    cr_assert_eq(w.time, 100);
+    w = st_wait(&e, 4, NULL);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_RESERVATION);
+    cr_assert_eq(w.blocking_job, 2);
+    cr_assert_eq(w.time, 100);
+    st_env_free(&e);
+}
+
+Test(sched_backfill, greedy_first_fit_starves_the_big_gang)
+{
+    uint32_t q;
+    st_env e = busy(&q);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, 0), 0);
+    st_submit(&e, 2, q, 96, 1, 50);
+    st_submit(&e, 4, q, 8, 3, 200);
+    st_cycle(&e, 10);
+    cr_assert(st_started(&e, 4), "no reservation: the long gang takes the GPUs");
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 0);
+    cr_assert_eq(st_wait(&e, 2, NULL).time, -1);
+    st_env_free(&e);
+}
+
+Test(sched_backfill, strict_order_waits_behind_the_head)
+{
+    uint32_t q;
+    st_env e = busy(&q);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_STRICT, 1), 0);
+    st_submit(&e, 2, q, 96, 1, 50);
+    st_submit(&e, 3, q, 4, 2, 5);
+    st_cycle(&e, 10);
+    cr_assert_eq(st_nstarts(&e), 0);
+    const char *msg;
+    gpusched_sched_wait w = st_wait(&e, 3, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_ORDER);
+    cr_assert_eq(w.blocking_job, 2);
+    cr_assert(strstr(msg, "job 2"), "%s", msg);
+    st_env_free(&e);
+}
+
+Test(sched_backfill, conservative_depth_reserves_several)
+{
+    uint32_t q;
+    st_env e = busy(&q);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, 2), 0);
+    st_submit(&e, 2, q, 48, 1, 50);   /* fits at 100, on job 1's GPUs */
+    st_submit(&e, 3, q, 48, 2, 50);   /* avoids job 2's nodes: fits at 100 too */
+    st_submit(&e, 4, q, 32, 3, 500);  /* fits now, but only on reserved nodes */
+    st_cycle(&e, 10);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 2);
+    uint64_t id[2];
+    int64_t t[2];
+    const uint32_t *nodes[2];
+    uint32_t n[2];
+    for (uint32_t i = 0; i < 2; i++)
+        cr_assert_eq(gpusched_sched_decisions_reservation(e.d, i, &id[i], &t[i], NULL, NULL, &nodes[i], &n[i]), 0);
+    cr_assert_eq(id[0], 2);
+    cr_assert_eq(id[1], 3);
+    cr_assert_eq(t[0], 100);
+    for (uint32_t a = 0; a < n[0]; a++)
+        for (uint32_t b = 0; b < n[1]; b++)
+            cr_assert_neq(nodes[0][a], nodes[1][b], "reservations do not share nodes");
+    cr_assert_eq(st_wait(&e, 4, NULL).reason, GPUSCHED_SCHED_WAIT_RESERVATION);
+    st_env_free(&e);
+}
+
+Test(sched_backfill, prediction_sets_the_expected_end)
+{
+    uint32_t q;
+    st_env e = busy(&q);
+    st_submit(&e, 2, q, 96, 1, 50);
+    /* Limit 500 but predicted 20: expected to end by 100, so it backfills. */
+    gpusched_place_request r = GPUSCHED_PLACE_REQUEST_INIT;
+    r.gpus = 8;
+    gpusched_sched_job j = GPUSCHED_SCHED_JOB_INIT;
+    j.id = 3;
+    j.queue = q;
+    j.submit_time = 2;
+    j.duration_limit = 500;
+    j.duration_predicted = 20;
+    j.request = &r;
+    cr_assert_eq(gpusched_sched_submit(e.s, &j), 0);
+    st_cycle(&e, 10);
+    cr_assert(st_started(&e, 3));
+    st_env_free(&e);
+}
+
+/* The starvation guard: a gang of a queue of high share, pending longer
+ * than the age limit, goes first and gets the reservation. */
+static uint64_t head_reservation(int64_t age_limit)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "light", 0, 96), b = st_queue(&e, "heavy", 0, 96);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, age_limit), 0);
+    st_submit(&e, 1, b, 64, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1));
+    st_submit(&e, 2, b, 96, 0, 50); /* heavy's big gang, first in time */
+    st_submit(&e, 3, a, 64, 1, 50); /* light's gang: lower share, first in the fair order */
+    st_cycle(&e, 10);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    uint64_t id;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &id, NULL, NULL, NULL, NULL, NULL), 0);
+    cr_assert_eq(st_wait(&e, 2, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+    cr_assert_eq(st_wait(&e, 3, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+    st_env_free(&e);
+    return id;
+}
+
+Test(sched_backfill, starvation_guard_puts_old_gangs_first)
+{
+    cr_assert_eq(head_reservation(0), 3, "fair order: the light queue's gang is the head");
+    cr_assert_eq(head_reservation(5), 2, "pending for 10 > 5: the heavy queue's gang goes first");
+    cr_assert_eq(head_reservation(20), 3, "not old enough yet");
+}
