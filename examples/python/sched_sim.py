@@ -2,7 +2,7 @@
 """Front-end of the scheduling-cycle trace simulator (doc/sched-sim.md).
 
 Generates a job trace calibrated to the Acme clusters' statistics
-(../shared/data/acme/cluster_summary.csv when present: single-GPU median,
+(tests/data/acme/cluster_summary.csv, copied from ../shared/data: single-GPU median,
 log-normal run times with the median and mean of the GPU jobs), checks the
 trace against them, replays it with the C driver (gpusched-sim) under
 FIFO + first fit, priority + EASY backfill and the full cycle, prints the
@@ -41,19 +41,20 @@ def find_sim(explicit):
 
 def acme_reference():
     """The Acme GPU-job statistics: {cluster: (median GPUs, mean GPUs,
-    median run s, mean run s)} from ../shared/data, or built-in figures."""
-    path = os.path.join(ROOT, "..", "shared", "data", "acme", "cluster_summary.csv")
+    median run s, mean run s)} from tests/data/acme (required data: a
+    missing file is an error, doc/testing.md)."""
+    data = os.environ.get("GPUSCHED_DATA_DIR") or os.path.join(ROOT, "tests", "data")
+    path = os.path.join(data, "acme", "cluster_summary.csv")
+    if not os.path.exists(path):
+        sys.exit(f"sched_sim.py: {path} is missing (tests/data/acme, copied from ../shared/data)")
     ref = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                try:
-                    ref[row["id"]] = (float(row["med_gpu_num"]), float(row["avg_gpu_num"]),
-                                      float(row["med_run_time_gpu"]), float(row["avg_run_time_gpu"]))
-                except (KeyError, ValueError):
-                    continue
-    if not ref:
-        ref = {"Seren": (1.0, 5.68, 122.0, 1414.3), "Kalos": (1.0, 26.77, 124.0, 1259.7)}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            try:
+                ref[row["id"]] = (float(row["med_gpu_num"]), float(row["avg_gpu_num"]),
+                                  float(row["med_run_time_gpu"]), float(row["avg_run_time_gpu"]))
+            except (KeyError, ValueError):
+                continue
     return ref
 
 

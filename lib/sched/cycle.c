@@ -42,25 +42,60 @@ static uint64_t shape_key(const gs_sj *j)
     return h | 1;
 }
 
-static gs_memo *memo_find(gpusched_sched *s, uint64_t key, int insert)
+/* The memo of failed shapes (valid while no GPUs come free), or with
+ * `cycle` the memo of this cycle only (shapes behind reservations, failed
+ * preemptions). */
+static gs_memo *memo_lookup(gpusched_sched *s, uint64_t key, int insert, int cycle)
 {
+    gs_memo *table = cycle ? s->memo + GS_MEMO_SIZE : s->memo;
+    const uint64_t gen = cycle ? s->cmemo_gen : s->memo_gen;
     if (!key || !s->memo)
         return NULL;
     uint32_t mask = GS_MEMO_SIZE - 1;
     for (uint32_t k = 0, i = (uint32_t)(key >> 20) & mask; k < GS_MEMO_PROBES; k++, i = (i + 1) & mask) {
-        gs_memo *m = &s->memo[i];
-        if (m->gen != s->memo_gen) {
+        gs_memo *m = &table[i];
+        if (m->gen != gen) {
             if (!insert)
                 return NULL;
-            m->gen = s->memo_gen;
+            m->gen = gen;
             m->key = key;
             m->gpus = UINT32_MAX;
+            m->msg = UINT32_MAX;
+            m->pool_cycle = 0;
             return m;
         }
         if (m->key == key)
             return m;
     }
     return NULL;
+}
+
+static gs_memo *memo_find(gpusched_sched *s, uint64_t key, int insert)
+{
+    return memo_lookup(s, key, insert, 0);
+}
+
+/* A failure's explanation kept with the memo (it outlives the cycle). */
+static uint32_t memo_text_add(gpusched_sched *s, const char *text)
+{
+    uint32_t n = (uint32_t)strlen(text) + 1;
+    if (gs_grow(&s->alloc, (void **)&s->memo_text, &s->memo_text_cap, s->memo_text_len + n, 1))
+        return UINT32_MAX;
+    memcpy(s->memo_text + s->memo_text_len, text, n);
+    s->memo_text_len += n;
+    return s->memo_text_len - n;
+}
+
+/* The memo's explanation in this cycle's decisions. */
+static uint32_t memo_msg(gpusched_sched *s, gpusched_sched_decisions *d, gs_memo *m)
+{
+    if (m->msg == UINT32_MAX)
+        return UINT32_MAX;
+    if (m->pool_cycle != s->cycle_no) {
+        m->pool = gs_sd_pool_add(d, s->memo_text + m->msg);
+        m->pool_cycle = s->cycle_no;
+    }
+    return m->pool;
 }
 
 static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, uint32_t q, uint32_t r)
@@ -160,7 +195,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
 {
     gs_sj *j = &s->j[slot];
     uint64_t pkey = key ? mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
-    gs_memo *m = memo_find(s, pkey, 0);
+    gs_memo *m = memo_lookup(s, pkey, 0, 1);
     if (m && m->gpus <= j->gpus)
         return 0;
     job->priority = j->priority;
@@ -169,7 +204,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     q->now = x->now;
     int rc = gpusched_placer_preempt(s->p, q, s->res, s->plan);
     if (rc == GPUSCHED_ENOSPC) {
-        if ((m = memo_find(s, pkey, 1)) && j->gpus < m->gpus)
+        if ((m = memo_lookup(s, pkey, 1, 1)) && j->gpus < m->gpus)
             m->gpus = j->gpus;
         return 0;
     }
@@ -188,7 +223,11 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
             return GPUSCHED_ENOMEM;
     }
     /* GPUs came free: what did not fit before may now. */
+    s->free_epoch++;
     s->memo_gen++;
+    s->cmemo_gen++;
+    s->memo_epoch = s->free_epoch;
+    s->memo_text_len = 0;
     x->reorder = 1;
     return started(s, x, slot, 0, seq);
 }
@@ -229,10 +268,10 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     int64_t exp = gs_sj_expected(j);
     int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
     uint64_t ckey = key ? mix64(key, 0xc0ffee) | 1 : 0;
-    gs_memo *cm = constrained ? memo_find(s, ckey, 0) : NULL;
+    gs_memo *cm = constrained ? memo_lookup(s, ckey, 0, 1) : NULL;
     if (m && m->gpus <= j->gpus) {
         reason = m->reason;
-        msg = m->msg;
+        msg = memo_msg(s, x->d, m);
     } else if (j->gpus > s->c->root_free_gpus) {
         /* Fewer free GPUs than it asks: no search can place it. */
         char text[96];
@@ -269,7 +308,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
             rc = gpusched_placer_place(s->p, &q, s->res);
             if (rc == 0) {
                 const gs_resv *v = blocking_resv(s);
-                if ((cm = memo_find(s, ckey, 1)) && j->gpus < cm->gpus) {
+                if ((cm = memo_lookup(s, ckey, 1, 1)) && j->gpus < cm->gpus) {
                     cm->gpus = j->gpus;
                     cm->msg = (uint32_t)(v - s->resv);
                 }
@@ -284,14 +323,16 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         if ((m = memo_find(s, key, 1)) && j->gpus < m->gpus) {
             m->gpus = j->gpus;
             m->reason = reason;
-            m->msg = msg;
+            m->msg = memo_text_add(s, gpusched_place_result_message(s->res));
+            m->pool = msg;
+            m->pool_cycle = s->cycle_no;
         }
     }
     /* It does not fit now. */
     w.reason = GPUSCHED_SCHED_WAIT_FIT;
     w.place_reason = reason;
     w.free_gpus = s->c->root_free_gpus;
-    if (s->preempt && nominal && !s->strict) {
+    if (s->preempt && nominal && !s->strict && s->npre) {
         q = j->req;
         q.job = &job;
         if (constrained && avoid_reserved(s, j, &q))
@@ -447,10 +488,19 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         return gs_ok(&s->err);
     }
     s->ndown_ev = 0;
-    if (!s->memo && !(s->memo = gs_calloc(&s->alloc, GS_MEMO_SIZE, sizeof *s->memo)))
+    if (!s->memo && !(s->memo = gs_calloc(&s->alloc, 2 * GS_MEMO_SIZE, sizeof *s->memo)))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
     s->cycle_no++;
-    s->memo_gen++;
+    s->cmemo_gen++;
+    /* GPUs freed behind the scheduler's back (the caller released a job of
+     * its own) end the memo too. */
+    if (s->c->root_free_gpus != s->free_at_end)
+        s->free_epoch++;
+    if (s->memo_epoch != s->free_epoch) {
+        s->memo_gen++;
+        s->memo_epoch = s->free_epoch;
+        s->memo_text_len = 0;
+    }
     s->dirty = 0;
     s->nresv = s->nrnodes = 0;
     s->resv_min_time = INT64_MAX;
@@ -461,6 +511,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     if (!rc)
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);
+    s->free_at_end = s->c->root_free_gpus;
     if (rc) {
         s->dirty = 1;
         return gs_error(&s->err, rc, "cycle: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : gpusched_placer_errmsg(s->p));

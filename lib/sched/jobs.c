@@ -95,6 +95,48 @@ int64_t gs_sj_expected(const gs_sj *j)
     return d ? d : GS_SD_NEVER;
 }
 
+/* The running jobs with an expected end, by (end, slot), kept sorted as
+ * jobs start and stop (the reservation search walks them in order). */
+static uint32_t end_pos(const gpusched_sched *s, int64_t end, uint32_t slot)
+{
+    uint32_t lo = 0, hi = s->nends;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->end_time[mid] < end || (s->end_time[mid] == end && s->end_slot[mid] < slot))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void ends_add(gpusched_sched *s, uint32_t slot)
+{
+    const gs_sj *j = &s->j[slot];
+    int64_t d = gs_sj_expected(j);
+    if (d == GS_SD_NEVER)
+        return;
+    int64_t end = j->start + d;
+    uint32_t at = end_pos(s, end, slot);
+    memmove(s->end_time + at + 1, s->end_time + at, (s->nends - at) * sizeof *s->end_time);
+    memmove(s->end_slot + at + 1, s->end_slot + at, (s->nends - at) * sizeof *s->end_slot);
+    s->end_time[at] = end;
+    s->end_slot[at] = slot;
+    s->nends++;
+}
+
+static void ends_del(gpusched_sched *s, uint32_t slot)
+{
+    const gs_sj *j = &s->j[slot];
+    int64_t d = gs_sj_expected(j);
+    if (d == GS_SD_NEVER)
+        return;
+    uint32_t at = end_pos(s, j->start + d, slot);
+    memmove(s->end_time + at, s->end_time + at + 1, (s->nends - at - 1) * sizeof *s->end_time);
+    memmove(s->end_slot + at, s->end_slot + at + 1, (s->nends - at - 1) * sizeof *s->end_slot);
+    s->nends--;
+}
+
 int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
 {
     if (gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + 1, sizeof *s->running))
@@ -107,11 +149,12 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     j->run_pos = s->nrunning;
     s->running[s->nrunning++] = slot;
     s->q[j->queue].nrunning++;
+    s->npre += (j->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
     gs_sq_use(s, j->queue, j->cls_res, j->gpus, +1);
     memset(&j->wait, 0, sizeof j->wait);
     j->wait.size = sizeof j->wait;
     j->wait.job_id = j->id;
-    s->ends_ready = 0;
+    ends_add(s, slot); /* room kept since submit */
     return 0;
 }
 
@@ -119,13 +162,15 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now)
 {
     gs_sj *j = &s->j[slot];
     gs_sq_decay(s, now);
+    ends_del(s, slot);
     gs_sq_use(s, j->queue, j->cls_res, j->gpus, -1);
     uint32_t last = s->running[--s->nrunning];
     s->running[j->run_pos] = last;
     s->j[last].run_pos = j->run_pos;
     s->q[j->queue].nrunning--;
+    s->npre -= (j->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
+    s->free_epoch++; /* its GPUs are free (or about to be) */
     j->state = GS_SJ_PENDING;
-    s->ends_ready = 0;
 }
 
 int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now)

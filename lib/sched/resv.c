@@ -1,65 +1,13 @@
 /* Reservations over time: the earliest time a blocked gang fits, found by
  * lending the running jobs to a what-if transaction in the order of their
- * expected ends (galloping, then bisection: fitting is monotone in the
+ * expected ends (s->end_time, kept sorted by jobs.c) (galloping, then bisection: fitting is monotone in the
  * GPUs freed), and the nodes it would use then (doc/sched.md,
  * "Reservations"). Nothing of the cluster changes: the transaction rolls
  * back. */
 #include <string.h>
 
 #include "cluster/txn.h"
-#include "heap.h"
 #include "sched-internal.h"
-
-typedef struct end_ent {
-    int64_t end;
-    uint32_t slot;
-} end_ent;
-
-static bool end_before(const end_ent *a, const end_ent *b, void *unused)
-{
-    (void)unused;
-    return a->end != b->end ? a->end < b->end : a->slot < b->slot;
-}
-
-GS_HEAP_DEFINE(ends, end_ent, void *, end_before)
-
-/* The running jobs with an expected end, soonest first (kept while no job
- * starts or ends; an overdue job is expected to end just after `now`). */
-static int build_ends(gpusched_sched *s, int64_t now)
-{
-    if (s->ends_ready)
-        return 0;
-    end_ent *e = gs_malloc(&s->alloc, (size_t)(s->nrunning ? s->nrunning : 1) * sizeof *e);
-    if (!e || gs_grow(&s->alloc, (void **)&s->end_time, &s->ends_cap, s->nrunning + 1, sizeof *s->end_time)) {
-        gs_free(&s->alloc, e);
-        return GPUSCHED_ENOMEM;
-    }
-    uint32_t cap = s->ends_cap;
-    uint32_t *slots = gs_realloc_array(&s->alloc, s->end_slot, cap, sizeof *slots);
-    if (!slots) {
-        gs_free(&s->alloc, e);
-        return GPUSCHED_ENOMEM;
-    }
-    s->end_slot = slots;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < s->nrunning; i++) {
-        const gs_sj *j = &s->j[s->running[i]];
-        int64_t d = gs_sj_expected(j);
-        if (d == GS_SD_NEVER)
-            continue;
-        int64_t end = j->start + d;
-        e[n++] = (end_ent){end > now ? end : now + 1, s->running[i]};
-    }
-    ends_sort(e, n, NULL);
-    for (uint32_t i = 0; i < n; i++) {
-        s->end_time[i] = e[i].end;
-        s->end_slot[i] = e[i].slot;
-    }
-    s->nends = n;
-    gs_free(&s->alloc, e);
-    s->ends_ready = 1;
-    return 0;
-}
 
 static int lend_range(gpusched_sched *s, uint32_t from, uint32_t to)
 {
@@ -151,9 +99,7 @@ static void smallest_domain(const gpusched_sched *s, uint32_t first, uint32_t la
 int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
 {
     const gs_sj *j = &s->j[slot];
-    int rc = build_ends(s, now);
-    if (rc)
-        return rc;
+    int rc;
     if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv) ||
         gs_grow(&s->alloc, (void **)&s->avoid_buf, &s->avoid_cap, j->req.avoid_count + s->nrnodes + 1,
                 sizeof *s->avoid_buf))
@@ -188,7 +134,8 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
         return GPUSCHED_ENOMEM;
     gs_resv *v = &s->resv[s->nresv++];
     v->slot = slot;
-    v->time = count ? s->end_time[count - 1] : now;
+    /* A job overdue is expected to end just after now. */
+    v->time = count ? (s->end_time[count - 1] > now ? s->end_time[count - 1] : now + 1) : now;
     v->off = s->nrnodes;
     v->n = n;
     memcpy(s->rnodes + s->nrnodes, nodes, (size_t)n * sizeof *nodes);

@@ -68,8 +68,9 @@ typedef struct gs_memo {
     uint64_t gen;
     uint32_t gpus;
     uint32_t reason;
-    uint32_t msg;               /* offset in the decisions' pool */
-    uint32_t pad;
+    uint32_t msg;               /* offset in s->memo_text, or a reservation index */
+    uint32_t pool;              /* offset in the decisions' pool, valid in cycle `pool_cycle` */
+    uint64_t pool_cycle;
 } gs_memo;
 
 struct gpusched_sched {
@@ -138,14 +139,22 @@ struct gpusched_sched {
     uint32_t *avoid_buf;
     uint32_t avoid_cap;
     uint64_t *ends;                 /* reservation search: (end, slot) sorted */
+    /* Running jobs with an expected end, by (end, slot), kept sorted. */
     int64_t *end_time;
     uint32_t *end_slot;
     uint32_t nends, ends_cap;
-    int ends_ready;
     gs_memo *memo;
     uint32_t memo_cap;              /* power of two */
     uint64_t memo_gen;
-    uint64_t free_at_start, started_gpus;
+    /* Failures of a shape stay true until GPUs are freed: the memo lives
+     * across cycles while free_epoch does not move. */
+    uint64_t free_epoch, memo_epoch;
+    uint64_t cmemo_gen;             /* the memo of one cycle, until GPUs come free in it */
+    char *memo_text;
+    uint32_t memo_text_len, memo_text_cap;
+    /* Running jobs a preemption could take: preemptible ones. */
+    uint32_t npre;
+    uint64_t free_at_start, started_gpus, free_at_end;
 };
 
 /* The decisions of one cycle. */

@@ -93,6 +93,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
         gs_free(&s->alloc, s->j[i].avoid);
     gs_sq_fini(s);
     void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
+                      s->memo_text,
                       s->stack, s->resv, s->rnodes, s->avoid_buf, s->end_time, s->end_slot, s->memo};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
@@ -445,6 +446,8 @@ static int load_request(gpusched_sched *s, const gpusched_place_request *in, gpu
     return 0;
 }
 
+static int ends_reserve(gpusched_sched *s, uint32_t need);
+
 GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_job *in)
 {
     if (!s)
@@ -490,7 +493,8 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
         gs_grow(&s->alloc, (void **)&x->pend, &x->pend_cap, x->npend + x->nrunning + 1, sizeof *x->pend) ||
         gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + s->npending + 1,
                 sizeof *s->running) ||
-        gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend)) {
+        gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend) ||
+        ends_reserve(s, s->nrunning + s->npending + 1)) {
         gs_free(&s->alloc, avoid);
         return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
     }
@@ -518,6 +522,26 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     gs_sq_pend_insert(s, slot); /* room reserved above */
     s->dirty = 1;
     return gs_ok(&s->err);
+}
+
+/* Room in the sorted ends for every job: a start never allocates. */
+static int ends_reserve(gpusched_sched *s, uint32_t need)
+{
+    if (need <= s->ends_cap)
+        return 0;
+    uint32_t cap = s->ends_cap ? s->ends_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    int64_t *t = gs_realloc_array(&s->alloc, s->end_time, cap, sizeof *t);
+    if (!t)
+        return GPUSCHED_ENOMEM;
+    s->end_time = t;
+    uint32_t *sl = gs_realloc_array(&s->alloc, s->end_slot, cap, sizeof *sl);
+    if (!sl)
+        return GPUSCHED_ENOMEM;
+    s->end_slot = sl;
+    s->ends_cap = cap;
+    return 0;
 }
 
 static void slot_free(gpusched_sched *s, uint32_t slot)
@@ -611,6 +635,7 @@ GPUSCHED_API int gpusched_sched_node_health_set(gpusched_sched *s, uint32_t node
     }
     if (rc)
         return gs_error(&s->err, rc, "node_health_set: %s", gpusched_cluster_errmsg(s->c));
+    s->free_epoch++; /* a node up again brings GPUs back */
     s->last_now = now;
     s->dirty = 1;
     return gs_ok(&s->err);
