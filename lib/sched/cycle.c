@@ -142,14 +142,18 @@ static void job_desc(const gpusched_sched *s, const gs_sj *j, int64_t now, int b
     job->protected_until = s->min_runtime ? now + s->min_runtime : 0;
 }
 
-/* The request with the reserved nodes avoided too. */
-static int avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q)
+/* The request with the reserved nodes avoided too. The copies are guarded:
+ * a gang without avoided nodes has j->avoid NULL, and memcpy from NULL is
+ * undefined even for 0 bytes. */
+int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q)
 {
     if (gs_grow(&s->alloc, (void **)&s->avoid_buf, &s->avoid_cap, j->req.avoid_count + s->nrnodes + 1,
                 sizeof *s->avoid_buf))
         return GPUSCHED_ENOMEM;
-    memcpy(s->avoid_buf, j->avoid, (size_t)j->req.avoid_count * sizeof *s->avoid_buf);
-    memcpy(s->avoid_buf + j->req.avoid_count, s->rnodes, (size_t)s->nrnodes * sizeof *s->rnodes);
+    if (j->req.avoid_count)
+        memcpy(s->avoid_buf, j->avoid, (size_t)j->req.avoid_count * sizeof *s->avoid_buf);
+    if (s->nrnodes)
+        memcpy(s->avoid_buf + j->req.avoid_count, s->rnodes, (size_t)s->nrnodes * sizeof *s->rnodes);
     q->avoid_nodes = s->avoid_buf;
     q->avoid_count = j->req.avoid_count + s->nrnodes;
     return 0;
@@ -289,7 +293,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         return record_wait(s, x, slot, &w, UINT32_MAX);
     } else {
         q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
-        if (constrained && avoid_reserved(s, j, &q))
+        if (constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
         int rc = gpusched_placer_place(s->p, &q, s->res);
         if (rc == 0)
@@ -335,7 +339,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     if (s->preempt && nominal && !s->strict && s->npre) {
         q = j->req;
         q.job = &job;
-        if (constrained && avoid_reserved(s, j, &q))
+        if (constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
         int rc = try_preempt(s, x, slot, &q, &job, key, w.seq);
         if (rc)

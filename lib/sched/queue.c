@@ -205,8 +205,10 @@ void gs_sq_decay(gpusched_sched *s, int64_t now)
         for (size_t i = 0; i < n; i++)
             s->decayed[i] = (double)s->used[i];
     } else {
-        /* Usage was constant since decay_time: the average moves towards it. */
-        double keep = exp2(-(double)(now - s->decay_time) / (double)s->half_life);
+        /* Usage was constant since decay_time: the average moves towards it.
+         * The difference is taken in double: decay_time starts at INT64_MIN
+         * (no history, keep is 0) and int64_t subtraction would overflow. */
+        double keep = exp2(-((double)now - (double)s->decay_time) / (double)s->half_life);
         for (size_t i = 0; i < n; i++)
             s->decayed[i] = (double)s->used[i] + (s->decayed[i] - (double)s->used[i]) * keep;
     }

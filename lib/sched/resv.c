@@ -100,17 +100,13 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
 {
     const gs_sj *j = &s->j[slot];
     int rc;
-    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv) ||
-        gs_grow(&s->alloc, (void **)&s->avoid_buf, &s->avoid_cap, j->req.avoid_count + s->nrnodes + 1,
-                sizeof *s->avoid_buf))
+    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
         return GPUSCHED_ENOMEM;
     /* Earlier reservations' nodes are avoided for good: conservative, it
      * never delays them (doc/sched.md). */
     gpusched_place_request q = j->req;
-    memcpy(s->avoid_buf, j->avoid, (size_t)j->req.avoid_count * sizeof *s->avoid_buf);
-    memcpy(s->avoid_buf + j->req.avoid_count, s->rnodes, (size_t)s->nrnodes * sizeof *s->rnodes);
-    q.avoid_nodes = s->avoid_buf;
-    q.avoid_count = j->req.avoid_count + s->nrnodes;
+    if ((rc = gs_sd_avoid_reserved(s, j, &q)))
+        return rc;
     gpusched_job job = GPUSCHED_JOB_INIT;
     job.id = j->id;
     q.job = &job;

@@ -239,6 +239,10 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now);
 int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now);
 int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed);
 
+/* cycle.c: q avoids j's own avoided nodes and every reserved node (in
+ * s->avoid_buf, valid until the next call); 0 or GPUSCHED_ENOMEM. */
+int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q);
+
 /* resv.c: the earliest time job `slot` fits from the running jobs'
  * expected ends, avoiding the nodes of the reservations made so far; 0 and
  * the reservation appended to s->resv, GPUSCHED_ENOSPC, or an error. */
