@@ -291,6 +291,21 @@ Test(sched_api, explanations_of_quota_and_fit)
     cr_assert_eq(w.limit, 8);
     cr_assert_eq(w.requested, 4);
     cr_assert(strstr(msg, "team-a (gpus) holds 8 and may hold 8 now; 4 asked"), "%s", msg);
+    /* The next cycle's decisions start a new string pool: the queue's name
+     * is written again, not read from the last cycle's offsets. A new
+     * gang first puts another text where the name was. */
+    st_submit(&e, 4, b, 148, 3, 10);
+    st_cycle(&e, 3);
+    w = st_wait(&e, 2, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_QUOTA);
+    cr_assert(strstr(msg, "team-a (gpus) holds 8 and may hold 8 now; 4 asked"), "second cycle: %s", msg);
+    w = st_wait(&e, 4, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT);
+    cr_assert_eq(w.place_reason, GPUSCHED_REASON_NO_GPUS);
+    cr_assert(strstr(msg, "does not fit now (88 GPUs free): 148 GPUs asked, 88 usable free in the cluster"), "%s",
+              msg);
+    cr_assert(gpusched_sched_cancel(e.s, 4) == 0);
+    st_cycle(&e, 3);
     w = st_wait(&e, 3, &msg);
     cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT, "reason %u: %s", w.reason, msg);
     cr_assert_eq(w.place_reason, GPUSCHED_REASON_NO_GPUS);

@@ -20,28 +20,6 @@ typedef struct cyc {
     int reorder;                /* shares changed beyond one path (evictions) */
 } cyc;
 
-static inline uint64_t mix64(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-/* The shape of a gang without its size; 0 when it is not memoizable (its
- * own avoided nodes). Fitting is monotone in the size for one shape. */
-static uint64_t shape_key(const gs_sj *j)
-{
-    const gpusched_place_request *q = &j->req;
-    if (q->avoid_count)
-        return 0;
-    uint64_t h = 0x5eed;
-    const uint64_t v[] = {q->split, q->pod_gpus, q->required_level, q->slice_gpus[0], q->slice_gpus[1],
-                          q->slice_level[0], q->slice_level[1], q->gpu_class, q->labels_required,
-                          q->labels_forbidden};
-    for (size_t i = 0; i < GS_ARRAY_LEN(v); i++)
-        h = mix64(h, v[i]);
-    return h | 1;
-}
-
 /* The memo of failed shapes (valid while no GPUs come free), or with
  * `cycle` the memo of this cycle only (shapes behind reservations, failed
  * preemptions). */
@@ -98,25 +76,28 @@ static uint32_t memo_msg(gpusched_sched *s, gpusched_sched_decisions *d, gs_memo
     return m->pool;
 }
 
+/* The text naming queue q's resource r, written to the pool once per cycle
+ * (a backlog over quota would format it for every gang). */
 static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, uint32_t q, uint32_t r)
 {
-    if (gs_grow(&d->alloc, (void **)&d->qname, &d->qname_cap, s->nq, sizeof *d->qname))
+    const uint32_t n = s->nq * s->nres;
+    if (gs_grow(&d->alloc, (void **)&d->qname, &d->qname_cap, n, sizeof *d->qname))
         return UINT32_MAX;
-    if (d->nqname != s->nq) {
-        memset(d->qname, 0xff, (size_t)s->nq * sizeof *d->qname);
-        d->nqname = s->nq;
+    if (d->nqname != n) {
+        memset(d->qname, 0xff, (size_t)n * sizeof *d->qname);
+        d->nqname = n;
     }
-    if (r == 0) {
-        if (d->qname[q] == UINT32_MAX) {
-            char buf[GPUSCHED_SCHED_NAME_MAX + 16];
+    uint32_t *off = &d->qname[(size_t)q * s->nres + r];
+    if (*off == UINT32_MAX) {
+        char buf[GPUSCHED_SCHED_NAME_MAX + GPUSCHED_MAX_NAME + 32];
+        if (r == 0)
             snprintf(buf, sizeof buf, "%s (gpus)", s->q[q].name);
-            d->qname[q] = gs_sd_pool_add(d, buf);
-        }
-        return d->qname[q];
+        else
+            snprintf(buf, sizeof buf, "%s (gpus of class %s)", s->q[q].name,
+                     gpusched_topo_class_name(s->c->topo, r - 1));
+        *off = gs_sd_pool_add(d, buf);
     }
-    char buf[GPUSCHED_SCHED_NAME_MAX + GPUSCHED_MAX_NAME + 32];
-    snprintf(buf, sizeof buf, "%s (gpus of class %s)", s->q[q].name, gpusched_topo_class_name(s->c->topo, r - 1));
-    return gs_sd_pool_add(d, buf);
+    return *off;
 }
 
 static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
@@ -198,7 +179,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
                        uint64_t key, uint32_t seq)
 {
     gs_sj *j = &s->j[slot];
-    uint64_t pkey = key ? mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
+    uint64_t pkey = key ? gs_sd_mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
     gs_memo *m = memo_lookup(s, pkey, 0, 1);
     if (m && m->gpus <= j->gpus)
         return 0;
@@ -262,27 +243,26 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     w.queue = j->queue, w.resource = 0, w.used = w.limit = 0;
     int borrowed = s->quotas && !nominal;
 
-    uint64_t key = shape_key(j);
+    /* The cheap outcomes (a memo hit, too few free GPUs, behind a
+     * reservation) read only the record's first cache line: the request
+     * and job descriptor are built after them. */
+    uint64_t key = j->shape;
     gs_memo *m = memo_find(s, key, 0);
     uint32_t msg = UINT32_MAX, reason;
     gpusched_job job;
-    job_desc(s, j, x->now, borrowed, &job);
-    gpusched_place_request q = j->req;
-    q.job = &job;
+    gpusched_place_request q;
     int64_t exp = gs_sj_expected(j);
     int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
-    uint64_t ckey = key ? mix64(key, 0xc0ffee) | 1 : 0;
+    uint64_t ckey = key ? gs_sd_mix64(key, 0xc0ffee) | 1 : 0;
     gs_memo *cm = constrained ? memo_lookup(s, ckey, 0, 1) : NULL;
     if (m && m->gpus <= j->gpus) {
         reason = m->reason;
         msg = memo_msg(s, x->d, m);
     } else if (j->gpus > s->c->root_free_gpus) {
-        /* Fewer free GPUs than it asks: no search can place it. */
-        char text[96];
-        snprintf(text, sizeof text, "%u GPUs asked, %llu usable free in the cluster", j->gpus,
-                 (unsigned long long)s->c->root_free_gpus);
+        /* Fewer free GPUs than it asks: no search can place it. The text
+         * is written from the wait's numbers when it is asked for. */
         reason = GPUSCHED_REASON_NO_GPUS;
-        msg = gs_sd_pool_add(x->d, text);
+        msg = GS_SD_MSG_TOO_FEW_FREE;
     } else if (cm && cm->gpus <= j->gpus) {
         /* A gang of its shape and no more GPUs fit only on reserved nodes
          * this cycle: so would it. */
@@ -292,6 +272,9 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         w.time = v->time;
         return record_wait(s, x, slot, &w, UINT32_MAX);
     } else {
+        job_desc(s, j, x->now, borrowed, &job);
+        q = j->req;
+        q.job = &job;
         q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
         if (constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
@@ -337,6 +320,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     w.place_reason = reason;
     w.free_gpus = s->c->root_free_gpus;
     if (s->preempt && nominal && !s->strict && s->npre) {
+        job_desc(s, j, x->now, borrowed, &job);
         q = j->req;
         q.job = &job;
         if (constrained && gs_sd_avoid_reserved(s, j, &q))

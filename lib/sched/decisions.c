@@ -37,6 +37,7 @@ void gs_sd_reset(gpusched_sched_decisions *d)
 {
     d->quiet = 0;
     d->nstarts = d->npairs = d->nev = d->nrv = d->nrv_nodes = d->nwaits = d->pool_len = 0;
+    d->nqname = 0; /* the names' offsets point into the pool just emptied */
     d->msg[0] = 0;
 }
 
@@ -232,6 +233,14 @@ GPUSCHED_API const char *gpusched_sched_decisions_wait_message(gpusched_sched_de
         return "";
     const gpusched_sched_wait *w = &d->waits[index].w;
     const char *text = d->waits[index].msg == UINT32_MAX ? "" : d->pool + d->waits[index].msg;
+    char asked[96];
+    if (d->waits[index].msg == GS_SD_MSG_TOO_FEW_FREE) {
+        /* Written here, not by the cycle: most waiting gangs are never asked
+         * for their message (doc/sched.md, "Work per pending gang"). */
+        snprintf(asked, sizeof asked, "%llu GPUs asked, %llu usable free in the cluster",
+                 (unsigned long long)w->requested, (unsigned long long)w->free_gpus);
+        text = asked;
+    }
     char *m = d->msg;
     size_t cap = sizeof d->msg;
     switch (w->reason) {

@@ -179,3 +179,16 @@ int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now)
     s->j[slot].borrowed = 0;
     return gs_sq_pend_insert(s, slot);
 }
+
+uint64_t gs_sj_shape_key(const gpusched_place_request *q)
+{
+    if (q->avoid_count)
+        return 0;
+    uint64_t h = 0x5eed;
+    const uint64_t v[] = {q->split, q->pod_gpus, q->required_level, q->slice_gpus[0], q->slice_gpus[1],
+                          q->slice_level[0], q->slice_level[1], q->gpu_class, q->labels_required,
+                          q->labels_forbidden};
+    for (size_t i = 0; i < GS_ARRAY_LEN(v); i++)
+        h = gs_sd_mix64(h, v[i]);
+    return h | 1;
+}

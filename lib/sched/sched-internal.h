@@ -49,11 +49,23 @@ typedef struct gs_sj {
     uint64_t cost_hint;
     uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
     uint64_t eval_cycle;        /* the cycle that last evaluated it */
+    uint64_t shape;             /* gs_sj_shape_key() of its request */
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
     uint32_t run_pos;           /* position in s->running */
     gpusched_sched_wait wait;   /* the last explanation */
 } gs_sj;
+
+static inline uint64_t gs_sd_mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* jobs.c: the shape of a gang without its size; 0 when it is not
+ * memoizable (its own avoided nodes). Fitting is monotone in the size for
+ * one shape. */
+uint64_t gs_sj_shape_key(const gpusched_place_request *q);
 
 /* A reservation made by the current cycle. */
 typedef struct gs_resv {
@@ -184,7 +196,7 @@ struct gpusched_sched_decisions {
     uint32_t nwaits, waits_cap;
     char *pool;
     uint32_t pool_len, pool_cap;
-    uint32_t *qname;                /* per queue: its name's pool offset */
+    uint32_t *qname;                /* per queue and resource: its name's pool offset */
     uint32_t nqname, qname_cap;
     const char *const *res_names;   /* unused: names are formatted at record time */
     char msg[768];
@@ -258,7 +270,10 @@ int gs_sd_add_start(gpusched_sched_decisions *d, uint64_t id, uint32_t seq, cons
 int gs_sd_add_eviction(gpusched_sched_decisions *d, uint64_t victim, uint64_t for_job);
 int gs_sd_add_resv(gpusched_sched_decisions *d, uint64_t id, int64_t time, uint32_t level, uint32_t dom,
                    const uint32_t *nodes, uint32_t n);
+/* msg: a pool offset, UINT32_MAX (no text), or GS_SD_MSG_TOO_FEW_FREE (the
+ * text is formatted from the wait's requested and free_gpus when read). */
 int gs_sd_add_wait(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg);
+#define GS_SD_MSG_TOO_FEW_FREE (UINT32_MAX - 1)
 /* Appends a string to the pool; its offset, or UINT32_MAX out of memory. */
 uint32_t gs_sd_pool_add(gpusched_sched_decisions *d, const char *text);
 

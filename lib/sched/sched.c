@@ -516,6 +516,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->req = req;
     j->req.avoid_nodes = avoid;
     j->avoid = avoid;
+    j->shape = gs_sj_shape_key(&j->req);
     j->wait.size = sizeof j->wait;
     j->wait.job_id = job.id;
     gs_sj_map_put(s, job.id, slot);
