@@ -225,7 +225,7 @@ static void bs_sim(gsb_ctx *b)
     sim_trace_generate(&tr, njobs, 10, gpusched_topo_gpu_count(t), 1.2, 1);
     sim_result *res = malloc(sizeof *res);
     for (int policy = SIM_FIFO; policy <= SIM_FULL; policy++) {
-        if (sim_run(t, &tr, policy, res, err, sizeof err)) {
+        if (sim_run(t, &tr, policy, NULL, res, err, sizeof err)) {
             fprintf(stderr, "bench-sched: %s\n", err);
             continue;
         }

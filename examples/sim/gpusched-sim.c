@@ -14,7 +14,10 @@ static int usage(void)
     fprintf(stderr,
             "usage: gpusched-sim [--blocks N | --preset NAME] (--trace FILE | --generate JOBS [--queues Q]\n"
             "                    [--load L] [--seed S] [--write-trace FILE]) [--policy fifo|easy|full|all]\n"
-            "  --blocks N   NVL72 cluster of N blocks of 56 racks x 18 nodes x 4 GPUs (default 16: 64,512 GPUs)\n");
+            "                    [--set NAME=VALUE]...\n"
+            "  --blocks N   NVL72 cluster of N blocks of 56 racks x 18 nodes x 4 GPUs (default 16: 64,512 GPUs)\n"
+            "  --set        a scheduler parameter after the policy's own: half_life, resv_depth, order, strict,\n"
+            "               quotas, preempt, min_runtime, age_limit (for example --set resv_depth=8)\n");
     return 2;
 }
 
@@ -24,6 +27,7 @@ int main(int argc, char **argv)
     uint32_t blocks = 16, njobs = 0, nqueues = 10;
     double load = 1.0;
     uint64_t seed = 1;
+    sim_overrides over = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help"))
@@ -48,6 +52,12 @@ int main(int argc, char **argv)
             policy = v;
         else if (!strcmp(a, "--write-trace"))
             write = v;
+        else if (!strcmp(a, "--set")) {
+            if (sim_override_parse(&over, v)) {
+                fprintf(stderr, "gpusched-sim: --set %s: expected NAME=INTEGER with a known name\n", v);
+                return usage();
+            }
+        }
         else
             return usage();
         i++;
@@ -88,7 +98,7 @@ int main(int argc, char **argv)
     for (int p = 0; p < 3; p++) {
         if (strcmp(policy, "all") && strcmp(policy, sim_policy_names[p]))
             continue;
-        if (sim_run(topo, &tr, p, res, err, sizeof err)) {
+        if (sim_run(topo, &tr, p, &over, res, err, sizeof err)) {
             fprintf(stderr, "gpusched-sim: %s: %s\n", sim_policy_names[p], err);
             status = 1;
             continue;

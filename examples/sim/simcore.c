@@ -317,6 +317,32 @@ typedef struct busy_pt {
     uint64_t busy;
 } busy_pt;
 
+int sim_override_parse(sim_overrides *o, const char *text)
+{
+    static const struct {
+        const char *name;
+        uint32_t param;
+    } names[] = {{"half_life", GPUSCHED_SCHED_PARAM_HALF_LIFE},     {"resv_depth", GPUSCHED_SCHED_PARAM_RESV_DEPTH},
+                 {"order", GPUSCHED_SCHED_PARAM_ORDER},             {"strict", GPUSCHED_SCHED_PARAM_STRICT},
+                 {"quotas", GPUSCHED_SCHED_PARAM_QUOTAS},           {"preempt", GPUSCHED_SCHED_PARAM_PREEMPT},
+                 {"min_runtime", GPUSCHED_SCHED_PARAM_MIN_RUNTIME}, {"age_limit", GPUSCHED_SCHED_PARAM_AGE_LIMIT}};
+    const char *eq = strchr(text, '=');
+    if (!eq || o->n >= SIM_MAX_OVERRIDES)
+        return -1;
+    char *end;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (end == eq + 1 || *end)
+        return -1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i].name) == (size_t)(eq - text) && !strncmp(text, names[i].name, (size_t)(eq - text))) {
+            o->param[o->n] = names[i].param;
+            o->value[o->n++] = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static void configure(gpusched_sched *s, int policy)
 {
     static const int64_t p[3][8] = {
@@ -335,7 +361,8 @@ static void configure(gpusched_sched *s, int policy)
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, p[policy][7]);
 }
 
-int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, sim_result *res, char *err, size_t errlen)
+int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, const sim_overrides *over, sim_result *res,
+            char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
     double wall0 = now_s();
@@ -364,6 +391,12 @@ int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, sim_result *re
         goto out;
     }
     configure(s, policy);
+    for (uint32_t i = 0; over && i < over->n; i++) {
+        if (gpusched_sched_param_set(s, over->param[i], over->value[i])) {
+            snprintf(err, errlen, "--set: %s", gpusched_sched_errmsg(s));
+            goto out;
+        }
+    }
     for (uint32_t q = 0; q < nq; q++) {
         gpusched_sched_queue qq = GPUSCHED_SCHED_QUEUE_INIT;
         qq.name = tr->names[q];

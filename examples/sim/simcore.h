@@ -73,8 +73,24 @@ void sim_trace_generate(sim_trace *tr, uint32_t njobs, uint32_t nqueues, uint64_
                         uint64_t seed);
 void sim_trace_free(sim_trace *tr);
 
-/* Replays `tr` on a fresh cluster of `topo` under `policy`. 0, or -1 with `err`. */
-int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, sim_result *res, char *err, size_t errlen);
+/* Scheduler parameters set after a policy's own (gpusched-sim --set), to
+ * study one policy's variants on the same trace. */
+#define SIM_MAX_OVERRIDES 8
+typedef struct sim_overrides {
+    uint32_t n;
+    uint32_t param[SIM_MAX_OVERRIDES]; /* GPUSCHED_SCHED_PARAM_* */
+    int64_t value[SIM_MAX_OVERRIDES];
+} sim_overrides;
+
+/* Parses "name=value" (name: a GPUSCHED_SCHED_PARAM_* name in lower case
+ * without the prefix, such as resv_depth or preempt) into `o`; 0 or -1. */
+int sim_override_parse(sim_overrides *o, const char *text);
+
+/* Replays `tr` on a fresh cluster of `topo` under `policy`, with `over`
+ * (may be NULL) applied after the policy's parameters. 0, or -1 with
+ * `err`. */
+int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, const sim_overrides *over, sim_result *res,
+            char *err, size_t errlen);
 /* The result as one JSON object. */
 void sim_result_json(FILE *f, const sim_trace *tr, const sim_result *res, const char *policy);
 
