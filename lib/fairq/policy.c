@@ -200,13 +200,17 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
 void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f)
 {
     uint64_t cand = 0;
+    double kmax = -INFINITY;
     for (uint32_t i = 0; i < q->nactive_keys; i++) {
         uint32_t k = q->active_keys[i];
         const gs_fq_key *key = &q->keys[k];
         bool ok = (f->mask >> key->type) & 1;
-        q->kterm[k] = ok ? gs_fq_tenant_term(f, &q->ten[key->tenant]) : -INFINITY;
+        double term = ok ? gs_fq_tenant_term(f, &q->ten[key->tenant]) : -INFINITY;
+        q->kterm[k] = term;
+        kmax = term > kmax ? term : kmax;
         cand += ok ? key->count : 0;
     }
+    f->kmax = kmax;
     f->candidates = cand;
 }
 
