@@ -150,9 +150,12 @@ static void gsb_fq_scan(gsb_ctx *b)
     snprintf(params, sizeof params, "\"tasks\": %u, \"bytes_per_poll\": %.0f", n, best_bytes);
     gsb_report(b, "fairq.poll.scan.bytes_per_task", best_bytes / n, "bytes", params);
     double bw = gsb_membw_bytes_per_s(b);
-    if (bw > 0)
-        gsb_report(b, "fairq.poll.scan.bw_fraction", best_bytes / (best * 1e-9) / bw, "ratio",
-                   "\"what\": \"bytes the best kernel reads per second / core.membw.read\"");
+    if (bw > 0) {
+        snprintf(params, sizeof params,
+                 "\"what\": \"bytes the best kernel reads per second / core.membw.read\", \"membw_gbs\": %.2f",
+                 bw / 1e9);
+        gsb_report(b, "fairq.poll.scan.bw_fraction", best_bytes / (best * 1e-9) / bw, "ratio", params);
+    }
     double np = gsb_fq_numpy(b, n);
     if (np > 0) {
         snprintf(params, sizeof params, "\"numpy_us\": %.1f, \"best_us\": %.1f", np, best / 1e3);
