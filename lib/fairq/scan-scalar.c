@@ -49,9 +49,10 @@ static bool gs_fq_rest_loses(const gs_fq_scan_args *a, uint32_t s, double best)
 }
 
 /* Oldest block first, stopping where the rest cannot win: the first block
- * [lo, end) with the largest maximum, GS_FQ_NONE if nothing scores above
- * -inf. */
-static uint32_t gs_fq_best_block(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t end)
+ * [lo, end) with the largest maximum (in *max), GS_FQ_NONE if nothing
+ * scores above -inf. */
+static uint32_t gs_fq_best_block(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t end,
+                                 double *max)
 {
     double best = -INFINITY;
     uint32_t best_block = GS_FQ_NONE, lo = a->lo;
@@ -63,7 +64,27 @@ static uint32_t gs_fq_best_block(const gs_fq_scan_args *a, gs_fq_block_max_fn ex
         }
     }
     gs_fq_count(a, (uint64_t)(lo - a->lo) * gs_fq_slot_bytes(a));
+    *max = best;
     return best_block;
+}
+
+/* The first slot of [lo, hi) scoring `max`, the block's maximum: the
+ * kernel finds the first piece of GS_FQ_PIECE slots holding it (a multiple
+ * of every kernel's step), the reference the slot within that piece. */
+#define GS_FQ_PIECE 64u
+static void gs_fq_find_max(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t lo,
+                           uint32_t hi, double max, gs_fq_best *b)
+{
+    uint32_t at = lo, to = hi;
+    for (; at < hi; at = to) {
+        to = hi - at > GS_FQ_PIECE ? at + GS_FQ_PIECE : hi;
+        if (exact(a, at, to) == max)
+            break;
+    }
+    if (at == hi)
+        at = lo; /* no piece matched (only NaN scores can do that): the whole block */
+    gs_fq_scan_range(a, at, to, b);
+    gs_fq_count(a, (uint64_t)(to - lo + (to - at)) * gs_fq_slot_bytes(a));
 }
 
 void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t step,
@@ -71,13 +92,11 @@ void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint3
 {
     uint32_t n = a->hi - a->lo;
     uint32_t end = a->lo + (n - n % step);
-    uint32_t best_block = gs_fq_best_block(a, exact, end);
+    double max;
+    uint32_t best_block = gs_fq_best_block(a, exact, end, &max);
     gs_fq_best b = {-INFINITY, GS_FQ_NONE};
-    if (best_block != GS_FQ_NONE) {
-        uint32_t block_end = gs_fq_block_end(best_block, end);
-        gs_fq_scan_range(a, best_block, block_end, &b);
-        gs_fq_count(a, (uint64_t)(block_end - best_block) * gs_fq_slot_bytes(a));
-    }
+    if (best_block != GS_FQ_NONE)
+        gs_fq_find_max(a, exact, best_block, gs_fq_block_end(best_block, end), max, &b);
     /* The tail holds the highest slots: it wins only when strictly better. */
     if (end < a->hi && !gs_fq_rest_loses(a, end, b.score)) {
         gs_fq_scan_range(a, end, a->hi, &b);
