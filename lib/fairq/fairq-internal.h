@@ -157,10 +157,11 @@ void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_
 
 /* The vector kernels only compute the maximum score of a block of slots
  * ([lo, hi), hi - lo a multiple of `step`); the driver keeps the first
- * block holding the overall maximum and rescans that one block with the
- * reference to find its first slot with that score. The scores are the
- * reference's, bit for bit, so the answer is the reference's; the kernels
- * save the per-lane slot bookkeeping.
+ * block holding the overall maximum, finds its first 64-slot piece with
+ * that maximum and rescans the piece with the reference for its first slot
+ * with that score. The scores are the reference's, bit for bit, so the
+ * answer is the reference's; the kernels save the per-lane slot
+ * bookkeeping.
  *
  * Blocks are visited oldest first. Enqueue times never decrease with the
  * slot, so the score bound of a block's first slot bounds every later
