@@ -72,6 +72,15 @@ static double gsb_fq_time_peek(gsb_ctx *b, gpusched_fairq *q, int calls)
     return gsb_median(t, (size_t)reps);
 }
 
+/* Bytes one peek's rescore reads (as the queue counts them). */
+static double gsb_fq_scan_bytes(gpusched_fairq *q)
+{
+    uint64_t id = 0, before = q->scan_bytes;
+    gpusched_fairq_peek(q, 1001.0, ~0ull, &id, NULL);
+    gsb_consume(id);
+    return (double)(q->scan_bytes - before);
+}
+
 /* Runs the numpy side script; returns its median in us, or < 0 (and
  * prints why) when it cannot run. */
 static double gsb_fq_numpy(gsb_ctx *b, uint32_t n)
@@ -118,7 +127,7 @@ static void gsb_fq_scan(gsb_ctx *b)
     snprintf(params, sizeof params, "\"tasks\": %u, \"tenants\": %u, \"types\": %u, \"policy\": \"des\"",
              n, GSB_FQ_TENANTS, GSB_FQ_TYPES);
     uint32_t runnable = gs_simd_runnable(gs_cpu_detect());
-    double best = INFINITY;
+    double best = INFINITY, best_bytes = 0;
     gpusched_fairq_param_set(q, GPUSCHED_FAIRQ_PARAM_SCAN, 1);
     for (size_t k = 0; k < GS_ARRAY_LEN(gsb_fq_kernels); k++) {
         const char *kn = gpusched_simd_name(gsb_fq_kernels[k].simd);
@@ -129,17 +138,24 @@ static void gsb_fq_scan(gsb_ctx *b)
         }
         q->scan = gsb_fq_kernels[k].fn;
         double ns = gsb_fq_time_peek(b, q, 3);
-        best = fmin(best, ns);
+        if (ns < best) {
+            best = ns;
+            best_bytes = gsb_fq_scan_bytes(q);
+        }
         gsb_report(b, name, ns / 1e3, "us", params);
     }
-    /* Bytes the vector rescore reads: the prefilter's float time offset and
-     * key per task, then (typically) one block exactly: time and key. */
-    double bytes = (double)n * (sizeof(float) + sizeof(uint32_t)) +
-                   (double)GS_FQ_BLOCK * (sizeof(double) + sizeof(uint32_t));
+    /* Counted by the rescore itself: the columns of every slot it scores
+     * (blocks and the rescan of the best one), the enqueue time of the
+     * block where it stops, and the key-term table. */
+    snprintf(params, sizeof params, "\"tasks\": %u, \"bytes_per_poll\": %.0f", n, best_bytes);
+    gsb_report(b, "fairq.poll.scan.bytes_per_task", best_bytes / n, "bytes", params);
     double bw = gsb_membw_bytes_per_s(b);
-    if (bw > 0)
-        gsb_report(b, "fairq.poll.scan.bw_fraction", bytes / (best * 1e-9) / bw, "ratio",
-                   "\"what\": \"bytes read per second by the best kernel / core.membw.read\"");
+    if (bw > 0) {
+        snprintf(params, sizeof params,
+                 "\"what\": \"bytes the best kernel reads per second / core.membw.read\", \"membw_gbs\": %.2f",
+                 bw / 1e9);
+        gsb_report(b, "fairq.poll.scan.bw_fraction", best_bytes / (best * 1e-9) / bw, "ratio", params);
+    }
     double np = gsb_fq_numpy(b, n);
     if (np > 0) {
         snprintf(params, sizeof params, "\"numpy_us\": %.1f, \"best_us\": %.1f", np, best / 1e3);

@@ -144,13 +144,8 @@ static void compare_once(gpusched_fairq *q, double now, uint64_t mask, int round
     gs_fq_frame f;
     gs_fq_frame_build(q, now, mask, &f);
     gs_fq_frame_keys(q, &f);
-    gs_fq_scan_args a = {
-        .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
-        .kterm = q->kterm, .now = now, .wscale = f.wscale, .wpred = q->p.w_pred,
-        .lo = q->lo, .hi = q->hi,
-        .enq32 = q->enq32, .now32 = now - q->t0, .blockmax = q->blockmax,
-        .quant = ldexp(q->last_enq - q->t0, -23),
-    };
+    gs_fq_scan_args a;
+    gs_fq_scan_args_init(q, &f, &a);
     gs_fq_best ref, got, lit = literal(&a);
     gs_fq_scan_scalar(&a, &ref);
     q->scan(&a, &got);
@@ -240,21 +235,21 @@ Test(kernels, all_edges)
     }
 }
 
-/* Many blocks of the vector kernels' prefilter, and times whose float
- * offsets collapse (1e6 s + multiples of 1e-7 s): the approximate pass
- * cannot order them, the exact pass must. */
-Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
+/* Many blocks of the vector kernels, and times 1e-7 s apart at 1e6 s
+ * (scores a few ulps apart): the bound that stops the scan must hold
+ * exactly, with no margin. */
+Test(kernels, many_blocks_and_close_times, .timeout = 240)
 {
     rng_state = 4242;
     for (int round = 0; round < 12; round++) {
         uint32_t tenants = 1 + rndu(50), n = 20000 + rndu(30000);
         gpusched_fairq *q;
         cr_assert_eq(gpusched_fairq_new(tenants, NULL, &q), 0);
-        bool collapse = round % 2 == 0;
-        cr_assert_eq(fq_enqueue(q, 999999999, 0, 0, 0.0, 0), 0); /* sets the time base at 0 */
-        double clock = collapse ? 1e6 : 5.0;
+        bool close = round % 2 == 0;
+        cr_assert_eq(fq_enqueue(q, 999999999, 0, 0, 0.0, 0), 0);
+        double clock = close ? 1e6 : 5.0;
         for (uint32_t i = 0; i < n; i++) {
-            clock += collapse ? 1e-7 : (rndu(3) == 0 ? 0.25 : 0.0);
+            clock += close ? 1e-7 : (rndu(3) == 0 ? 0.25 : 0.0);
             uint32_t t = rndu(tenants);
             /* late blocks get a favored tenant so the best is not always first */
             if (round % 3 == 1 && i > n / 2 && rndu(2))
@@ -275,40 +270,207 @@ Test(kernels, prefilter_many_blocks_and_float_collapse, .timeout = 240)
     }
 }
 
-/* A crafted case where the float prefilter orders two blocks the wrong
- * way round: slot A (block 0) wins exactly, slot B (block 1) looks better
- * after rounding. The error bound must keep block 0 a candidate. */
-Test(kernels, prefilter_bound_keeps_the_true_best)
+/* Crafted columns for the bound that stops the scan. Block 0 holds the
+ * oldest tasks; `late` sits in a later block. */
+typedef struct crafted {
+    double enq[3 * GS_FQ_BLOCK + 40];
+    uint32_t key[3 * GS_FQ_BLOCK + 40];
+    float pred[3 * GS_FQ_BLOCK + 40];
+    double kterm[3];
+    gs_fq_scan_args a;
+} crafted;
+
+static void crafted_init(crafted *c, double kt1, double kt2, uint32_t late, bool pred)
+{
+    const uint32_t n = GS_ARRAY_LEN(c->enq);
+    for (uint32_t s = 0; s < n; s++) {
+        c->enq[s] = 1000.0 + s * 1e-3;
+        c->key[s] = 1;
+        c->pred[s] = 1.0f;
+    }
+    c->key[late] = 2;
+    c->kterm[0] = -INFINITY;
+    c->kterm[1] = kt1;
+    c->kterm[2] = kt2;
+    c->a = (gs_fq_scan_args){
+        .enq = c->enq, .key = c->key, .pred = pred ? c->pred : NULL, .kterm = c->kterm,
+        .now = 2000.0, .wscale = 1e-3, .wpred = pred ? 0.5 : 0, .lo = 0, .hi = n,
+        .kmax = kt1 > kt2 ? kt1 : kt2, .have_kmax = true,
+    };
+}
+
+static void crafted_check(crafted *c, gpusched_fairq *q, uint32_t want, const char *what)
+{
+    gs_fq_best ref, got;
+    gs_fq_scan_scalar(&c->a, &ref);
+    q->scan(&c->a, &got);
+    cr_assert_eq(ref.slot, want, "%s: the reference chose slot %u", what, ref.slot);
+    cr_assert_eq(got.slot, want, "%s: %s chose slot %u, want %u", what, gpusched_simd_name(q->simd),
+                 got.slot, want);
+    cr_assert(memcmp(&got.score, &ref.score, sizeof ref.score) == 0, "%s", what);
+}
+
+/* A young task whose key term outweighs the age of every older one must
+ * be found (the bound uses the largest key term, not block 0's); a key
+ * term one ulp too small to catch up must lose; and when every enqueue
+ * time is equal, the oldest of the equal best scores wins though the bound
+ * of every later block equals it. */
+Test(kernels, scan_bound_is_exact)
 {
     gpusched_fairq *q;
     cr_assert_eq(gpusched_fairq_new(1, NULL, &q), 0);
-    enum { N = 2 * GS_FQ_BLOCK + 64 };
-    static double enq[N], blockmax[N / GS_FQ_BLOCK + 2];
-    static float enq32[N];
-    static uint32_t key[N];
-    double kterm[3] = {-INFINITY, 0.5, 0.53};
-    const uint32_t A = 100, B = GS_FQ_BLOCK + 200;
-    for (uint32_t s = 0; s < N; s++)
-        enq[s] = 1e6;
-    enq[A] = 1e6 + 0.0313; /* float rounds up to 1e6 + 0.0625: looks younger */
-    enq[B] = 1e6 + 0.0937; /* float rounds down to 1e6 + 0.0625: looks older */
-    key[A] = 1;
-    key[B] = 2;
-    for (uint32_t s = 0; s < N; s++)
-        enq32[s] = (float)enq[s];
-    cr_assert_eq(enq32[A], enq32[B], "the offsets collapse");
-    gs_fq_scan_args a = {
-        .enq = enq, .key = key, .kterm = kterm, .now = 1e6 + 1, .wscale = 1.0,
-        .lo = 0, .hi = N, .enq32 = enq32, .now32 = 1e6 + 1, .blockmax = blockmax,
-        .quant = ldexp(1e6 + 0.1, -23),
-    };
-    gs_fq_best ref, got;
-    gs_fq_scan_scalar(&a, &ref);
-    q->scan(&a, &got);
-    cr_assert_eq(ref.slot, A, "exactly, A wins by 0.0324");
-    cr_assert_eq(got.slot, A, "%s chose slot %u", gpusched_simd_name(q->simd), got.slot);
-    cr_assert(memcmp(&got.score, &ref.score, sizeof ref.score) == 0);
+    static crafted c;
+    const uint32_t n = GS_ARRAY_LEN(c.enq);
+    for (int pred = 0; pred < 2; pred++) {
+        crafted_init(&c, 0.0, 5.0, n - 1, pred);
+        crafted_check(&c, q, n - 1, "young task with the top key term");
+        crafted_init(&c, 0.0, 0.0, 2 * GS_FQ_BLOCK + 3, pred);
+        crafted_check(&c, q, 0, "all key terms equal: the oldest");
+        crafted_init(&c, 0.5, 0.5, 0, pred);
+        for (uint32_t s = 0; s < n; s++)
+            c.enq[s] = 1000.0;
+        c.a.now = 1000.0; /* every score is its key term */
+        crafted_check(&c, q, 0, "equal times and terms: the first slot");
+        c.key[0] = GS_FQ_HOLE_KEY;
+        c.key[GS_FQ_BLOCK] = 2;
+        c.kterm[2] = nextafter(0.5, 1.0);
+        c.a.kmax = c.kterm[2];
+        crafted_check(&c, q, GS_FQ_BLOCK, "equal times, one term an ulp above");
+    }
+    /* the later task's term exactly makes up its shorter wait: a tie, so
+     * the older task in block 0 keeps it */
+    crafted_init(&c, 0.0, 0.0, GS_FQ_BLOCK + 7, false);
+    c.a.wscale = 1.0;
+    c.a.now = 5000.0;
+    for (uint32_t s = 0; s < n; s++)
+        c.enq[s] = 1000.0 + s;
+    c.kterm[2] = (double)(GS_FQ_BLOCK + 7);
+    c.a.kmax = c.kterm[2];
+    crafted_check(&c, q, 0, "a tie across blocks goes to the older");
+    /* one ulp more in the score (an ulp more in the term would round away) */
+    c.kterm[2] = nextafter(4000.0, INFINITY) - (c.a.now - c.enq[GS_FQ_BLOCK + 7]);
+    c.a.kmax = c.kterm[2];
+    crafted_check(&c, q, GS_FQ_BLOCK + 7, "an ulp more wins");
     gpusched_fairq_free(q);
+}
+
+/* Enqueue-time patterns of the sequence property test: every score equal
+ * or tied, fine and coarse clocks, times far from 0 (coarse doubles) and
+ * times one ulp apart (an extreme wscale, still finite: NaN-free). */
+enum { TIMES_EQUAL, TIMES_COARSE, TIMES_FINE, TIMES_HUGE, TIMES_ULP, TIMES_PATTERNS };
+
+static double next_time(int pattern, double clock)
+{
+    switch (pattern) {
+    case TIMES_EQUAL: return clock;
+    case TIMES_COARSE: return clock + (rndu(4) == 0 ? 1.0 : 0.0);
+    case TIMES_FINE: return clock + rndu(1000) * 1e-9;
+    case TIMES_HUGE: return clock + (rndu(2) ? 0.125 : 0.0);
+    default: return rndu(2) ? nextafter(clock, INFINITY) : clock;
+    }
+}
+
+static double first_time(int pattern)
+{
+    return pattern == TIMES_HUGE ? 1e15 : pattern == TIMES_ULP ? 1.0 : rndu(1000);
+}
+
+/* A live count at or next to a multiple of the block (and so of every
+ * kernel's step), where the scan's blocks and tail meet. */
+static uint32_t boundary_size(void)
+{
+    static const int delta[] = {-33, -32, -17, -16, -15, -1, 0, 1, 15, 16, 17, 31, 32, 33};
+    return (1 + rndu(3)) * GS_FQ_BLOCK + (uint32_t)(int)delta[rndu(GS_ARRAY_LEN(delta))];
+}
+
+static void set_extreme_weights(gpusched_fairq *q)
+{
+    static const double w[] = {0, 1e-6, 0.1, 1, 1e6};
+    static const uint32_t params[] = {GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GPUSCHED_FAIRQ_PARAM_W_WAIT,
+                                      GPUSCHED_FAIRQ_PARAM_W_VTIME, GPUSCHED_FAIRQ_PARAM_W_PRED};
+    for (size_t i = 0; i < GS_ARRAY_LEN(params); i++) {
+        double v = rndu(2) ? w[rndu(GS_ARRAY_LEN(w))] : rndw();
+        if (params[i] == GPUSCHED_FAIRQ_PARAM_W_PRED && rndu(2))
+            v = 0;
+        cr_assert_eq(gpusched_fairq_param_set(q, params[i], v), 0);
+    }
+}
+
+typedef struct seq {
+    gpusched_fairq *q;
+    uint32_t tenants, types;
+    int pattern;
+    double clock;
+    uint64_t next_id;
+} seq;
+
+static void seq_enqueue(seq *z, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        z->clock = next_time(z->pattern, z->clock);
+        cr_assert_eq(fq_enqueue(z->q, z->next_id++, rndu(z->tenants), rndu(z->types), z->clock,
+                                rndu(2) ? 0 : 0.01 * (1 + rndu(500))), 0, "%s", gpusched_fairq_errmsg(z->q));
+    }
+}
+
+/* Polls through the full rescore (its answer was just compared with the
+ * reference) or the fast path, completing some of the polled tasks. */
+static void seq_poll(seq *z, uint32_t n)
+{
+    gpusched_fairq_param_set(z->q, GPUSCHED_FAIRQ_PARAM_SCAN, rndu(2));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t id;
+        if (gpusched_fairq_poll(z->q, z->clock, ~0ull, &id, NULL) == 0 && rndu(2))
+            cr_assert_eq(gpusched_fairq_complete(z->q, id, 0.001 * (1 + rndu(3000))), 0);
+    }
+    gpusched_fairq_param_set(z->q, GPUSCHED_FAIRQ_PARAM_SCAN, 0);
+}
+
+static void seq_step(seq *z, int round)
+{
+    uint64_t live;
+    gpusched_fairq_count(z->q, &live, NULL);
+    switch (rndu(4)) {
+    case 0: { /* grow or shrink to a block boundary */
+        uint32_t want = boundary_size();
+        if (want > live)
+            seq_enqueue(z, want - (uint32_t)live);
+        else
+            seq_poll(z, (uint32_t)live - want);
+        break;
+    }
+    case 1: seq_enqueue(z, rndu(100)); break;
+    case 2: seq_poll(z, rndu(50)); break;
+    default: /* holes anywhere, and the oldest tasks (moves lo) */
+        for (uint32_t c = rndu(40); c > 0 && z->next_id; c--)
+            gpusched_fairq_cancel(z->q, rndu(3) ? rnd() % z->next_id : z->next_id - live);
+    }
+    uint64_t mask = rndu(3) == 0 ? ~0ull : rnd() & rnd();
+    compare_once(z->q, z->clock, mask, round);
+}
+
+/* Random enqueue, cancel, poll and rescore sequences: at every step the
+ * queue's kernel returns the reference's slot and score, whatever the
+ * scores look like and wherever the block boundaries fall. */
+Test(kernels, sequences_match_reference, .timeout = 240)
+{
+    rng_state = 2718;
+    int seqs = getenv("GPUSCHED_UNDER_VALGRIND") ? 10 : 120;
+    for (int round = 0; round < seqs; round++) {
+        seq z = {.tenants = 1 + rndu(rndu(2) ? 3 : 200), .types = 1 + rndu(rndu(2) ? 2 : 8),
+                 .pattern = round % TIMES_PATTERNS};
+        cr_assert_eq(gpusched_fairq_new(z.tenants, NULL, &z.q), 0);
+        for (uint32_t t = 0; t < z.tenants; t++)
+            if (rndu(4) == 0)
+                gpusched_fairq_tenant_weight_set(z.q, t, rndu(2) ? 1e-6 : 1e6);
+        if (rndu(2))
+            cr_assert_eq(gpusched_fairq_policy_set(z.q, GPUSCHED_FAIRQ_POLICY_STATEFUL), 0);
+        set_extreme_weights(z.q);
+        z.clock = first_time(z.pattern);
+        for (int step = 0; step < 12; step++)
+            seq_step(&z, round * 100 + step);
+        gpusched_fairq_free(z.q);
+    }
 }
 
 /* The fast path's pass over tenants, direct: the queue's kernel against

@@ -104,13 +104,14 @@ typedef struct gs_fq_scan_args {
     double wscale;          /* W_WAIT / max wait (0 if max wait is 0) */
     double wpred;           /* W_PRED */
     uint32_t lo, hi;        /* slots to scan */
-    /* Optional prefilter (see gs_fq_scan_blocks): enqueue times as float
-     * offsets from t0, `now - t0`, a bound on the offsets' rounding
-     * error, and room for one value per block. */
-    const float *enq32;
-    double now32;
-    double quant;
-    double *blockmax;
+    /* With have_kmax, kmax >= every kterm[key[s]] of [lo, hi), and the
+     * caller vouches for now >= every enq[s], wscale >= 0 and pred > 0:
+     * the vector kernels then stop at the first block whose bound
+     * (gs_fq_score_bound) cannot beat the best score so far. */
+    double kmax;
+    bool have_kmax;
+    /* Optional: bytes of the columns read are added here (the bench). */
+    uint64_t *bytes;
 } gs_fq_scan_args;
 
 typedef struct gs_fq_best {
@@ -156,20 +157,37 @@ void gs_fq_scan_range(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, gs_fq_
 
 /* The vector kernels only compute the maximum score of a block of slots
  * ([lo, hi), hi - lo a multiple of `step`); the driver keeps the first
- * block holding the overall maximum and rescans that one block with the
- * reference to find its first slot with that score. The scores are the
- * reference's, bit for bit, so the answer is the reference's; the kernels
- * save the per-lane slot bookkeeping.
+ * block holding the overall maximum, finds its first 64-slot piece with
+ * that maximum and rescans the piece with the reference for its first slot
+ * with that score. The scores are the reference's, bit for bit, so the
+ * answer is the reference's; the kernels save the per-lane slot
+ * bookkeeping.
  *
- * With a prefilter (`approx`, only without the prediction term), a first
- * pass reads 8 bytes per task instead of 12: scores from float time
- * offsets, each within a proven bound eps of the exact score. Only blocks
- * whose approximate maximum is within 2 eps of the best approximate
- * maximum can hold the exact maximum; those are rescored exactly. */
+ * Blocks are visited oldest first. Enqueue times never decrease with the
+ * slot, so the score bound of a block's first slot bounds every later
+ * slot too: once it cannot beat the best so far (a later slot loses a
+ * tie), the driver stops. Most queues are decided in their oldest blocks. */
 typedef double (*gs_fq_block_max_fn)(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi);
-#define GS_FQ_BLOCK 4096u
-void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
-                       gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out);
+#define GS_FQ_BLOCK 1024u
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t step,
+                       gs_fq_best *out);
+
+/* An upper bound on the score of every slot from s on, computed with the
+ * score's own operations: rounding is monotone, so a larger key term, an
+ * older enqueue time (a longer wait) and a non-negative wscale can only
+ * round to a score at least as large; the prediction term is at most
+ * wpred (its ratio rounds to at most 1). Needs a->have_kmax. */
+static inline double gs_fq_score_bound(const gs_fq_scan_args *a, uint32_t s)
+{
+    double b = gs_fq_score(a->kmax, a->now, a->enq[s], a->wscale);
+    return a->pred ? b + a->wpred : b;
+}
+
+/* Bytes of the columns one slot's score reads. */
+static inline uint32_t gs_fq_slot_bytes(const gs_fq_scan_args *a)
+{
+    return (uint32_t)(sizeof *a->enq + sizeof *a->key + (a->pred ? sizeof *a->pred : 0));
+}
 
 /* ---- fast-path kernels ----------------------------------------------- */
 
@@ -266,9 +284,6 @@ struct gpusched_fairq {
     uint32_t cap, lo, hi, live;
     uint64_t *id;
     double *enq;
-    float *enq32;           /* enq - t0 as float: the prefilter's column */
-    double t0;              /* time base of enq32 (oldest task at the last rebase) */
-    double *blockmax;       /* scratch: one value per block of slots */
     uint32_t *key;
     uint32_t *next;
     float *pred;
@@ -298,6 +313,7 @@ struct gpusched_fairq {
     uint64_t *key_code;     /* tenant << 6 | type */
     gs_fq_moments *key_pred;
     double *kterm;          /* scratch: key terms of the current poll */
+    uint64_t scan_bytes;    /* bytes the full rescores read, for the bench */
     gs_fq_idmap keymap;
     uint32_t *active_keys;
     uint32_t nactive_keys;
@@ -348,6 +364,7 @@ typedef struct gs_fq_frame {
     double vscale;          /* W_VTIME / (vmax - vmin), 0 if equal */
     double wv;              /* W_VTIME */
     bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
+    double kmax;            /* largest eligible key term (gs_fq_frame_keys) */
     uint64_t candidates;
 } gs_fq_frame;
 
@@ -363,8 +380,11 @@ void gs_fq_params_default(gs_fq_params *p);
 int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e);
 /* The per-poll constants: maxima over the queue, scales. */
 void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f);
-/* The key terms (kterm) and candidate count, for the full rescore. */
+/* The key terms (kterm), their maximum and candidate count, for the full
+ * rescore. */
 void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f);
+/* poll.c: the full rescore's kernel arguments for a frame with its keys. */
+void gs_fq_scan_args_init(gpusched_fairq *q, const gs_fq_frame *f, gs_fq_scan_args *a);
 double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot);
 void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
                  gpusched_fairq_decision *d);

@@ -197,16 +197,27 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
     f->candidates = 0;
 }
 
+/* Arrays, bounds and the frame in locals: the stores to kterm could alias
+ * them as far as the compiler knows, and it would reload each per key. */
 void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f)
 {
+    const uint32_t n = q->nactive_keys, *restrict active = q->active_keys;
+    const gs_fq_key *restrict keys = q->keys;
+    const gs_fq_tenant *restrict ten = q->ten;
+    double *restrict kterm = q->kterm;
+    const gs_fq_frame fr = *f;
     uint64_t cand = 0;
-    for (uint32_t i = 0; i < q->nactive_keys; i++) {
-        uint32_t k = q->active_keys[i];
-        const gs_fq_key *key = &q->keys[k];
-        bool ok = (f->mask >> key->type) & 1;
-        q->kterm[k] = ok ? gs_fq_tenant_term(f, &q->ten[key->tenant]) : -INFINITY;
+    double kmax = -INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = active[i];
+        const gs_fq_key *key = &keys[k];
+        bool ok = (fr.mask >> key->type) & 1;
+        double term = ok ? gs_fq_tenant_term(&fr, &ten[key->tenant]) : -INFINITY;
+        kterm[k] = term;
+        kmax = term > kmax ? term : kmax;
         cand += ok ? key->count : 0;
     }
+    f->kmax = kmax;
     f->candidates = cand;
 }
 

@@ -70,19 +70,26 @@ static void gs_fq_scan_heads(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
     f->candidates = (uint64_t)full + partial;
 }
 
+/* Every slot's key is active (a removed task's key is the hole key, whose
+ * term stays -inf), so the frame's kmax bounds every term the scan reads;
+ * the queue keeps now >= every enqueue time, wscale >= 0 and predictions
+ * >= GS_FQ_PRED_MIN, what the bound needs besides. */
+void gs_fq_scan_args_init(gpusched_fairq *q, const gs_fq_frame *f, gs_fq_scan_args *a)
+{
+    *a = (gs_fq_scan_args){
+        .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
+        .kterm = q->kterm, .now = f->now, .wscale = f->wscale, .wpred = q->p.w_pred,
+        .lo = q->lo, .hi = q->hi, .kmax = f->kmax, .have_kmax = true, .bytes = &q->scan_bytes,
+    };
+}
+
 static void gs_fq_scan_full(gpusched_fairq *q, gs_fq_frame *f, gs_fq_best *b)
 {
     gs_fq_frame_keys(q, f);
-    gs_fq_scan_args a = {
-        .enq = q->enq, .key = q->key, .pred = q->p.w_pred > 0 ? q->pred : NULL,
-        .kterm = q->kterm, .now = f->now, .wscale = f->wscale, .wpred = q->p.w_pred,
-        .lo = q->lo, .hi = q->hi,
-        .enq32 = q->enq32, .now32 = f->now - q->t0, .blockmax = q->blockmax,
-        /* |float(x) - x| <= 2^-24 |x| and every offset is at most
-         * last_enq - t0; twice that covers the double roundings too. */
-        .quant = ldexp(q->last_enq - q->t0, -23),
-    };
+    gs_fq_scan_args a;
+    gs_fq_scan_args_init(q, f, &a);
     q->scan(&a, b);
+    q->scan_bytes += (uint64_t)q->nkeys * sizeof *q->kterm; /* the key terms it looks up */
 }
 
 static int gs_fq_choose(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f, gs_fq_best *b)

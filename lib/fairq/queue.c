@@ -100,7 +100,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
     if (!q)
         return;
     const gs_alloc *a = &q->alloc;
-    void *arrays[] = {q->id, q->enq, q->enq32, q->blockmax, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
+    void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
                       q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
@@ -177,8 +177,6 @@ int gs_fq_reserve_slots(gpusched_fairq *q, uint32_t extra)
     uint32_t c = (uint32_t)cap;
     if (gs_fq_grow(&q->alloc, (void **)&q->id, c, sizeof *q->id) ||
         gs_fq_grow(&q->alloc, (void **)&q->enq, c, sizeof *q->enq) ||
-        gs_fq_grow(&q->alloc, (void **)&q->enq32, c, sizeof *q->enq32) ||
-        gs_fq_grow(&q->alloc, (void **)&q->blockmax, c / GS_FQ_BLOCK + 2, sizeof *q->blockmax) ||
         gs_fq_grow(&q->alloc, (void **)&q->key, c, sizeof *q->key) ||
         gs_fq_grow(&q->alloc, (void **)&q->next, c, sizeof *q->next) ||
         gs_fq_grow(&q->alloc, (void **)&q->pred, c, sizeof *q->pred) ||
@@ -290,11 +288,8 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
                          double predicted)
 {
     uint32_t s = q->hi++;
-    if (q->live == 0)
-        q->t0 = enq; /* a fresh time base for the prefilter's offsets */
     q->id[s] = id;
     q->enq[s] = enq;
-    q->enq32[s] = (float)(enq - q->t0);
     q->key[s] = k;
     q->x[s] = (float)x;
     if (predicted <= 0)
@@ -515,11 +510,6 @@ static void gs_fq_compact(gpusched_fairq *q)
     }
     q->lo = 0;
     q->hi = w;
-    /* Rebase the float offsets on the oldest task: they stay as small as
-     * the longest wait, and so does their rounding error. */
-    q->t0 = w ? q->enq[0] : q->t0;
-    for (uint32_t s = 0; s < w; s++)
-        q->enq32[s] = (float)(q->enq[s] - q->t0);
     gs_fq_idmap_clear(&q->ids);
     for (uint32_t k = 0; k < q->nkeys; k++)
         q->keys[k].count = 0;

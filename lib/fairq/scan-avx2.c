@@ -34,15 +34,6 @@ static inline __m256d gs_fq_avx2_score_pred(const gs_fq_scan_args *a, uint32_t s
     return _mm256_add_pd(sc, _mm256_mul_pd(wp, r));
 }
 
-/* The prefilter's score: float time offsets, 8 bytes read per task. */
-static inline __m256d gs_fq_avx2_score32(const gs_fq_scan_args *a, uint32_t s, __m256d now32,
-                                         __m256d ws)
-{
-    __m256d e = _mm256_cvtps_pd(_mm_loadu_ps(a->enq32 + s));
-    __m256d wait = _mm256_sub_pd(now32, e);
-    return _mm256_add_pd(gs_fq_avx2_kterm(a->kterm, a->key + s), _mm256_mul_pd(wait, ws));
-}
-
 static double gs_fq_avx2_hmax(__m256d m0, __m256d m1, __m256d m2, __m256d m3)
 {
     __m256d m = _mm256_max_pd(_mm256_max_pd(m0, m1), _mm256_max_pd(m2, m3));
@@ -50,14 +41,14 @@ static double gs_fq_avx2_hmax(__m256d m0, __m256d m1, __m256d m2, __m256d m3)
     return _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
-enum { GS_FQ_EXACT, GS_FQ_PRED, GS_FQ_APPROX };
+enum { GS_FQ_EXACT, GS_FQ_PRED };
 
 /* One loop for every score form; `form` is a constant at each call, so
  * the compiler emits one specialized loop per form. */
 static inline __attribute__((always_inline)) double
 gs_fq_avx2_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int form)
 {
-    __m256d now = _mm256_set1_pd(form == GS_FQ_APPROX ? a->now32 : a->now);
+    __m256d now = _mm256_set1_pd(a->now);
     __m256d ws = _mm256_set1_pd(a->wscale), wp = _mm256_set1_pd(a->wpred);
     __m256d m[4];
     for (int j = 0; j < 4; j++)
@@ -65,9 +56,8 @@ gs_fq_avx2_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int for
     for (uint32_t s = lo; s < hi; s += 16)
         for (int j = 0; j < 4; j++) {
             uint32_t at = s + 4 * (uint32_t)j;
-            __m256d sc = form == GS_FQ_PRED     ? gs_fq_avx2_score_pred(a, at, now, ws, wp)
-                         : form == GS_FQ_APPROX ? gs_fq_avx2_score32(a, at, now, ws)
-                                                : gs_fq_avx2_score(a, at, now, ws);
+            __m256d sc = form == GS_FQ_PRED ? gs_fq_avx2_score_pred(a, at, now, ws, wp)
+                                            : gs_fq_avx2_score(a, at, now, ws);
             m[j] = _mm256_max_pd(m[j], sc);
         }
     return gs_fq_avx2_hmax(m[0], m[1], m[2], m[3]);
@@ -83,15 +73,9 @@ static double gs_fq_avx2_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint3
     return gs_fq_avx2_block_any(a, lo, hi, GS_FQ_PRED);
 }
 
-static double gs_fq_avx2_block_approx(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
-{
-    return gs_fq_avx2_block_any(a, lo, hi, GS_FQ_APPROX);
-}
-
 void gs_fq_scan_avx2(const gs_fq_scan_args *a, gs_fq_best *out)
 {
-    gs_fq_scan_blocks(a, a->pred ? gs_fq_avx2_block_pred : gs_fq_avx2_block, gs_fq_avx2_block_approx,
-                      16, out);
+    gs_fq_scan_blocks(a, a->pred ? gs_fq_avx2_block_pred : gs_fq_avx2_block, 16, out);
 }
 
 /* The fast path: four tenants per vector, the scores stored and their

@@ -30,23 +30,13 @@ static inline __m512d gs_fq_avx512_score_pred(const gs_fq_scan_args *a, uint32_t
     return _mm512_add_pd(sc, _mm512_mul_pd(wp, r));
 }
 
-static inline __m512d gs_fq_avx512_score32(const gs_fq_scan_args *a, uint32_t s, __m512d now32,
-                                           __m512d ws)
-{
-    __m512d e = _mm512_cvtps_pd(_mm256_loadu_ps(a->enq32 + s));
-    __m256i k = _mm256_loadu_si256((const __m256i *)(a->key + s));
-    __m512d kt = _mm512_i32gather_pd(k, a->kterm, 8);
-    __m512d wait = _mm512_sub_pd(now32, e);
-    return _mm512_add_pd(kt, _mm512_mul_pd(wait, ws));
-}
-
-enum { GS_FQ_EXACT, GS_FQ_PRED, GS_FQ_APPROX };
+enum { GS_FQ_EXACT, GS_FQ_PRED };
 
 /* One loop for every score form (see scan-avx2.c). */
 static inline __attribute__((always_inline)) double
 gs_fq_avx512_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int form)
 {
-    __m512d now = _mm512_set1_pd(form == GS_FQ_APPROX ? a->now32 : a->now);
+    __m512d now = _mm512_set1_pd(a->now);
     __m512d ws = _mm512_set1_pd(a->wscale), wp = _mm512_set1_pd(a->wpred);
     __m512d m[4];
     for (int j = 0; j < 4; j++)
@@ -54,9 +44,8 @@ gs_fq_avx512_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int f
     for (uint32_t s = lo; s < hi; s += 32)
         for (int j = 0; j < 4; j++) {
             uint32_t at = s + 8 * (uint32_t)j;
-            __m512d sc = form == GS_FQ_PRED     ? gs_fq_avx512_score_pred(a, at, now, ws, wp)
-                         : form == GS_FQ_APPROX ? gs_fq_avx512_score32(a, at, now, ws)
-                                                : gs_fq_avx512_score(a, at, now, ws);
+            __m512d sc = form == GS_FQ_PRED ? gs_fq_avx512_score_pred(a, at, now, ws, wp)
+                                            : gs_fq_avx512_score(a, at, now, ws);
             m[j] = _mm512_max_pd(m[j], sc);
         }
     return _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(m[0], m[1]), _mm512_max_pd(m[2], m[3])));
@@ -72,13 +61,7 @@ static double gs_fq_avx512_block_pred(const gs_fq_scan_args *a, uint32_t lo, uin
     return gs_fq_avx512_block_any(a, lo, hi, GS_FQ_PRED);
 }
 
-static double gs_fq_avx512_block_approx(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
-{
-    return gs_fq_avx512_block_any(a, lo, hi, GS_FQ_APPROX);
-}
-
 void gs_fq_scan_avx512(const gs_fq_scan_args *a, gs_fq_best *out)
 {
-    gs_fq_scan_blocks(a, a->pred ? gs_fq_avx512_block_pred : gs_fq_avx512_block,
-                      gs_fq_avx512_block_approx, 32, out);
+    gs_fq_scan_blocks(a, a->pred ? gs_fq_avx512_block_pred : gs_fq_avx512_block, 32, out);
 }

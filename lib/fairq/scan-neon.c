@@ -28,22 +28,13 @@ static inline float64x2_t gs_fq_neon_score_pred(const gs_fq_scan_args *a, uint32
     return vaddq_f64(sc, vmulq_f64(wp, r));
 }
 
-static inline float64x2_t gs_fq_neon_score32(const gs_fq_scan_args *a, uint32_t s, float64x2_t now32,
-                                             float64x2_t ws)
-{
-    float64x2_t e = vcvt_f64_f32(vld1_f32(a->enq32 + s));
-    float64x2_t kt = vsetq_lane_f64(a->kterm[a->key[s + 1]], vdupq_n_f64(a->kterm[a->key[s]]), 1);
-    float64x2_t wait = vsubq_f64(now32, e);
-    return vaddq_f64(kt, vmulq_f64(wait, ws));
-}
-
-enum { GS_FQ_EXACT, GS_FQ_PRED, GS_FQ_APPROX };
+enum { GS_FQ_EXACT, GS_FQ_PRED };
 
 /* One loop for every score form (see scan-avx2.c). */
 static inline __attribute__((always_inline)) double
 gs_fq_neon_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int form)
 {
-    float64x2_t now = vdupq_n_f64(form == GS_FQ_APPROX ? a->now32 : a->now);
+    float64x2_t now = vdupq_n_f64(a->now);
     float64x2_t ws = vdupq_n_f64(a->wscale), wp = vdupq_n_f64(a->wpred);
     float64x2_t m[4];
     for (int j = 0; j < 4; j++)
@@ -51,9 +42,8 @@ gs_fq_neon_block_any(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi, int for
     for (uint32_t s = lo; s < hi; s += 8)
         for (int j = 0; j < 4; j++) {
             uint32_t at = s + 2 * (uint32_t)j;
-            float64x2_t sc = form == GS_FQ_PRED     ? gs_fq_neon_score_pred(a, at, now, ws, wp)
-                             : form == GS_FQ_APPROX ? gs_fq_neon_score32(a, at, now, ws)
-                                                    : gs_fq_neon_score(a, at, now, ws);
+            float64x2_t sc = form == GS_FQ_PRED ? gs_fq_neon_score_pred(a, at, now, ws, wp)
+                                                : gs_fq_neon_score(a, at, now, ws);
             m[j] = vmaxq_f64(m[j], sc);
         }
     return vmaxvq_f64(vmaxq_f64(vmaxq_f64(m[0], m[1]), vmaxq_f64(m[2], m[3])));
@@ -69,13 +59,7 @@ static double gs_fq_neon_block_pred(const gs_fq_scan_args *a, uint32_t lo, uint3
     return gs_fq_neon_block_any(a, lo, hi, GS_FQ_PRED);
 }
 
-static double gs_fq_neon_block_approx(const gs_fq_scan_args *a, uint32_t lo, uint32_t hi)
-{
-    return gs_fq_neon_block_any(a, lo, hi, GS_FQ_APPROX);
-}
-
 void gs_fq_scan_neon(const gs_fq_scan_args *a, gs_fq_best *out)
 {
-    gs_fq_scan_blocks(a, a->pred ? gs_fq_neon_block_pred : gs_fq_neon_block, gs_fq_neon_block_approx,
-                      8, out);
+    gs_fq_scan_blocks(a, a->pred ? gs_fq_neon_block_pred : gs_fq_neon_block, 8, out);
 }

@@ -31,62 +31,77 @@ static uint32_t gs_fq_block_end(uint32_t lo, uint32_t end)
     return end - lo > GS_FQ_BLOCK ? lo + GS_FQ_BLOCK : end;
 }
 
-/* First block [lo, end) with the largest exact maximum, among all blocks
- * or, with `cand`, among those whose approximate maximum is >= cand_min. */
+static void gs_fq_count(const gs_fq_scan_args *a, uint64_t bytes)
+{
+    if (a->bytes)
+        *a->bytes += bytes;
+}
+
+/* True when no slot from s on can beat `best`: a later slot that ties
+ * loses to the earlier one. False without a bound, and when the bound is
+ * NaN (no usable bound: keep scanning). */
+static bool gs_fq_rest_loses(const gs_fq_scan_args *a, uint32_t s, double best)
+{
+    if (!a->have_kmax)
+        return false;
+    gs_fq_count(a, sizeof *a->enq);
+    return gs_fq_score_bound(a, s) <= best;
+}
+
+/* Oldest block first, stopping where the rest cannot win: the first block
+ * [lo, end) with the largest maximum (in *max), GS_FQ_NONE if nothing
+ * scores above -inf. */
 static uint32_t gs_fq_best_block(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t end,
-                                 const double *cand, double cand_min)
+                                 double *max)
 {
     double best = -INFINITY;
-    uint32_t best_block = GS_FQ_NONE;
-    for (uint32_t lo = a->lo, b = 0; lo < end; lo += GS_FQ_BLOCK, b++) {
-        if (cand && !(cand[b] >= cand_min))
-            continue;
+    uint32_t best_block = GS_FQ_NONE, lo = a->lo;
+    for (; lo < end && !gs_fq_rest_loses(a, lo, best); lo = gs_fq_block_end(lo, end)) {
         double m = exact(a, lo, gs_fq_block_end(lo, end));
         if (m > best) {
             best = m;
             best_block = lo;
         }
     }
+    gs_fq_count(a, (uint64_t)(lo - a->lo) * gs_fq_slot_bytes(a));
+    *max = best;
     return best_block;
 }
 
-/* Pass 1 of the prefilter: approximate block maxima and the bound on how
- * far any approximate score is from its exact score. Returns the smallest
- * approximate maximum a block may have and still hold the exact maximum
- * (NaN-free; -inf lets every block through, +inf none). */
-static double gs_fq_prefilter(const gs_fq_scan_args *a, gs_fq_block_max_fn approx, uint32_t end)
+/* The first slot of [lo, hi) scoring `max`, the block's maximum: the
+ * kernel finds the first piece of GS_FQ_PIECE slots holding it (a multiple
+ * of every kernel's step), the reference the slot within that piece. */
+#define GS_FQ_PIECE 64u
+static void gs_fq_find_max(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t lo,
+                           uint32_t hi, double max, gs_fq_best *b)
 {
-    double top = -INFINITY;
-    for (uint32_t lo = a->lo, b = 0; lo < end; lo += GS_FQ_BLOCK, b++) {
-        a->blockmax[b] = approx(a, lo, gs_fq_block_end(lo, end));
-        top = a->blockmax[b] > top ? a->blockmax[b] : top;
+    uint32_t at = lo, to = hi;
+    for (; at < hi; at = to) {
+        to = hi - at > GS_FQ_PIECE ? at + GS_FQ_PIECE : hi;
+        if (exact(a, at, to) == max)
+            break;
     }
-    if (top == -INFINITY)
-        return INFINITY; /* nothing eligible */
-    /* Exact and approximate waits differ by the offsets' rounding (quant)
-     * plus a few double roundings of numbers up to now32; scores then by
-     * wscale times that plus a few roundings of numbers up to |top|.
-     * 2^-40 is thousands of times the largest such rounding. */
-    double eps = a->wscale * (a->quant + ldexp(fabs(a->now32), -40)) + ldexp(fabs(top) + 1.0, -40);
-    double min = top - 2.0 * eps;
-    return isfinite(min) ? min : -INFINITY; /* no usable bound: every block is a candidate */
+    if (at == hi)
+        at = lo; /* no piece matched (only NaN scores can do that): the whole block */
+    gs_fq_scan_range(a, at, to, b);
+    gs_fq_count(a, (uint64_t)(to - lo + (to - at)) * gs_fq_slot_bytes(a));
 }
 
-void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact,
-                       gs_fq_block_max_fn approx, uint32_t step, gs_fq_best *out)
+void gs_fq_scan_blocks(const gs_fq_scan_args *a, gs_fq_block_max_fn exact, uint32_t step,
+                       gs_fq_best *out)
 {
     uint32_t n = a->hi - a->lo;
     uint32_t end = a->lo + (n - n % step);
-    uint32_t best_block;
-    if (approx && !a->pred && a->enq32 && a->blockmax && isfinite(a->quant))
-        best_block = gs_fq_best_block(a, exact, end, a->blockmax, gs_fq_prefilter(a, approx, end));
-    else
-        best_block = gs_fq_best_block(a, exact, end, NULL, 0);
+    double max;
+    uint32_t best_block = gs_fq_best_block(a, exact, end, &max);
     gs_fq_best b = {-INFINITY, GS_FQ_NONE};
     if (best_block != GS_FQ_NONE)
-        gs_fq_scan_range(a, best_block, gs_fq_block_end(best_block, end), &b);
+        gs_fq_find_max(a, exact, best_block, gs_fq_block_end(best_block, end), max, &b);
     /* The tail holds the highest slots: it wins only when strictly better. */
-    gs_fq_scan_range(a, end, a->hi, &b);
+    if (end < a->hi && !gs_fq_rest_loses(a, end, b.score)) {
+        gs_fq_scan_range(a, end, a->hi, &b);
+        gs_fq_count(a, (uint64_t)(a->hi - end) * gs_fq_slot_bytes(a));
+    }
     *out = b;
 }
 
@@ -94,6 +109,7 @@ void gs_fq_scan_scalar(const gs_fq_scan_args *a, gs_fq_best *out)
 {
     gs_fq_best b = {-INFINITY, GS_FQ_NONE};
     gs_fq_scan_range(a, a->lo, a->hi, &b);
+    gs_fq_count(a, (uint64_t)(a->hi - a->lo) * gs_fq_slot_bytes(a));
     *out = b;
 }
 

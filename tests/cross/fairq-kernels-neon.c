@@ -7,9 +7,10 @@
  *
  * The inputs are what the queue hands its kernels (doc/fairq.md): enqueue
  * times in slot order with many exact ties, keys whose terms may be -inf
- * (holes, ineligible tenants), optional predictions, and the prefilter's
- * float offsets, bound and block maxima. Every alignment of the scanned
- * range, many 4096-slot blocks, and times whose float offsets collapse. */
+ * (holes, ineligible tenants), optional predictions, and the
+ * largest key term that bounds the scores so the kernel may stop early.
+ * Every alignment of the scanned range, many blocks, times 1e-7 s apart at
+ * 1e6 s, and crafted cases for the bound. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,8 +60,8 @@ static gs_fq_best literal(const gs_fq_scan_args *a)
 
 /* One scan input, owning its columns. */
 typedef struct input {
-    double *enq, *kterm, *blockmax;
-    float *enq32, *pred;
+    double *enq, *kterm;
+    float *pred;
     uint32_t *key;
     uint32_t n, nkeys;
     gs_fq_scan_args a;
@@ -73,24 +74,22 @@ static int input_alloc(input *in, uint32_t n)
     memset(in, 0, sizeof *in);
     in->n = n;
     in->enq = malloc((n + 1) * sizeof *in->enq);
-    in->enq32 = malloc((n + 1) * sizeof *in->enq32);
     in->pred = malloc((n + 1) * sizeof *in->pred);
     in->key = malloc((n + 1) * sizeof *in->key);
     in->kterm = malloc(MAX_KEYS * sizeof *in->kterm);
-    in->blockmax = malloc((n / GS_FQ_BLOCK + 2) * sizeof *in->blockmax);
-    return in->enq && in->enq32 && in->pred && in->key && in->kterm && in->blockmax ? 0 : -1;
+    return in->enq && in->pred && in->key && in->kterm ? 0 : -1;
 }
 
 static void input_free(input *in)
 {
-    free(in->enq), free(in->enq32), free(in->pred), free(in->key), free(in->kterm), free(in->blockmax);
+    free(in->enq), free(in->pred), free(in->key), free(in->kterm);
 }
 
 /* Random columns shaped like a queue's: times never decrease with the slot,
  * a coarse clock (many equal times, so many equal scores) or a fine one,
  * holes and ineligible keys. `collapse` puts the times at 1e6 s plus
- * multiples of 1e-7 s, where the float offsets cannot order them. */
-static void input_fill(input *in, uint32_t lo, int collapse, int with_pred, int with_prefilter)
+ * multiples of 1e-7 s (scores a few ulps apart). */
+static void input_fill(input *in, uint32_t lo, int collapse, int with_pred, int with_bound)
 {
     uint32_t n = in->n;
     in->nkeys = 2 + rndu(rndu(2) ? 6 : MAX_KEYS - 2);
@@ -105,10 +104,7 @@ static void input_fill(input *in, uint32_t lo, int collapse, int with_pred, int 
         /* the queue never stores a prediction below GS_FQ_PRED_MIN */
         in->pred[s] = rndu(3) == 0 ? (float)GS_FQ_PRED_MIN : (float)(0.01 * (1 + rndu(5000)));
     }
-    double t0 = n ? in->enq[0] : 0.0;
     double now = clock + (rndu(3) == 0 ? 0.0 : rndu(1000) / 8.0);
-    for (uint32_t s = 0; s < n; s++)
-        in->enq32[s] = (float)(in->enq[s] - t0);
     double max_wait = n > lo ? now - in->enq[lo] : 0.0;
     double w_wait = rndu(4) == 0 ? 0.0 : rnd01() * 2;
     in->a = (gs_fq_scan_args){
@@ -116,19 +112,24 @@ static void input_fill(input *in, uint32_t lo, int collapse, int with_pred, int 
         .now = now, .wscale = max_wait > 0 ? w_wait / max_wait : 0.0,
         .wpred = with_pred ? rnd01() * 2 : 0.0, .lo = lo, .hi = n,
     };
-    if (with_prefilter) {
-        in->a.enq32 = in->enq32;
-        in->a.now32 = now - t0;
-        in->a.blockmax = in->blockmax;
-        in->a.quant = ldexp(clock - t0, -23);
-    }
+    in->a.have_kmax = with_bound;
+}
+
+/* The largest key term, as the queue hands it to the kernels. */
+static void input_bound(input *in)
+{
+    double kmax = -INFINITY;
+    for (uint32_t k = 1; k < in->nkeys; k++)
+        kmax = in->kterm[k] > kmax ? in->kterm[k] : kmax;
+    in->a.kmax = kmax;
 }
 
 static int ncase, nfail;
 
 /* Compares NEON, scalar and the literal loop on one input; 0 if equal. */
-static int compare(const input *in, const char *what, int round)
+static int compare(input *in, const char *what, int round)
 {
+    input_bound(in);
     gs_fq_best ref, got, lit = literal(&in->a);
     gs_fq_scan_scalar(&in->a, &ref);
     memset(&got, 0xa5, sizeof got);
@@ -182,7 +183,7 @@ static void case_all_edges(void)
 }
 
 /* Random sizes up to a few blocks, with and without predictions and the
- * prefilter. */
+ * bound. */
 static void case_random(void)
 {
     rng_state = 12345;
@@ -198,11 +199,11 @@ static void case_random(void)
         bad += compare(&in, "random", rounds++) != 0;
         input_free(&in);
     }
-    report("random queues, predictions and prefilter on or off", bad, rounds);
+    report("random queues, predictions and the bound on or off", bad, rounds);
 }
 
-/* Many prefilter blocks, and times whose float offsets collapse: the
- * approximate pass cannot order them, the exact pass must. */
+/* Many blocks, and times a few ulps apart in score: the bound that stops
+ * the scan must hold exactly. */
 static void case_many_blocks(void)
 {
     rng_state = 4242;
@@ -226,7 +227,7 @@ static void case_many_blocks(void)
         bad += compare(&in, "many_blocks_pred", rounds++) != 0;
         input_free(&in);
     }
-    report("many blocks and collapsing float offsets", bad, rounds);
+    report("many blocks and times 1e-7 s apart at 1e6 s", bad, rounds);
 }
 
 /* The vector kernels only choose the block; the reference then finds the
@@ -262,6 +263,7 @@ static void case_near_ties_across_blocks(void)
         in.a = (gs_fq_scan_args){
             .enq = in.enq, .key = in.key, .pred = with_pred ? in.pred : NULL, .kterm = in.kterm,
             .now = now, .wscale = ws, .wpred = with_pred ? rnd01() : 0.0, .lo = 0, .hi = N,
+            .have_kmax = round % 4 < 2,
         };
         bad += compare(&in, "near_ties", rounds++) != 0;
     }
@@ -269,39 +271,44 @@ static void case_near_ties_across_blocks(void)
     report("scores a few ulps apart in different blocks", bad, rounds);
 }
 
-/* A crafted case where the float prefilter orders two blocks the wrong way
- * round: slot A (block 0) wins exactly, slot B (block 1) looks better after
- * rounding. The error bound must keep block 0 a candidate. */
-static void case_prefilter_bound(void)
+/* The bound that stops the scan: a young task whose key term outweighs
+ * every older task's age is found, and a tie across blocks (the younger
+ * task's term makes up its shorter wait exactly) goes to the older task,
+ * an ulp more to the younger. */
+static void case_bound(void)
 {
-    enum { N = 2 * GS_FQ_BLOCK + 64 };
-    static double enq[N], blockmax[N / GS_FQ_BLOCK + 2];
-    static float enq32[N];
+    enum { N = 3 * GS_FQ_BLOCK + 40 };
+    static double enq[N];
     static uint32_t key[N];
-    double kterm[3] = {-INFINITY, 0.5, 0.53};
-    const uint32_t A = 100, B = GS_FQ_BLOCK + 200;
+    const uint32_t late = GS_FQ_BLOCK + 7;
+    double kterm[3] = {-INFINITY, 0.0, 5.0};
     for (uint32_t s = 0; s < N; s++)
-        enq[s] = 1e6;
-    enq[A] = 1e6 + 0.0313;
-    enq[B] = 1e6 + 0.0937;
-    key[A] = 1;
-    key[B] = 2;
-    for (uint32_t s = 0; s < N; s++)
-        enq32[s] = (float)enq[s];
+        enq[s] = 1000.0 + s, key[s] = 1;
+    key[N - 1] = 2;
     gs_fq_scan_args a = {
-        .enq = enq, .key = key, .kterm = kterm, .now = 1e6 + 1, .wscale = 1.0,
-        .lo = 0, .hi = N, .enq32 = enq32, .now32 = 1e6 + 1, .blockmax = blockmax,
-        .quant = ldexp(1e6 + 0.1, -23),
+        .enq = enq, .key = key, .kterm = kterm, .now = 5000.0, .wscale = 1e-6,
+        .lo = 0, .hi = N, .kmax = 5.0, .have_kmax = 1,
     };
     gs_fq_best ref, got;
+    int bad = 0;
     gs_fq_scan_scalar(&a, &ref);
     gs_fq_scan_neon(&a, &got);
-    int bad = enq32[A] != enq32[B] || ref.slot != A || got.slot != A ||
-              memcmp(&got.score, &ref.score, sizeof ref.score) != 0;
+    bad += ref.slot != N - 1 || got.slot != N - 1;
+    key[N - 1] = 1;
+    key[late] = 2;
+    a.wscale = 1.0;
+    kterm[2] = a.kmax = (double)late;
+    gs_fq_scan_scalar(&a, &ref);
+    gs_fq_scan_neon(&a, &got);
+    bad += ref.slot != 0 || got.slot != 0 || memcmp(&got.score, &ref.score, sizeof ref.score) != 0;
+    kterm[2] = a.kmax = nextafter(4000.0, INFINITY) - (a.now - enq[late]); /* an ulp more in the score */
+    gs_fq_scan_scalar(&a, &ref);
+    gs_fq_scan_neon(&a, &got);
+    bad += ref.slot != late || got.slot != late || memcmp(&got.score, &ref.score, sizeof ref.score) != 0;
     if (bad)
-        printf("# prefilter bound: scalar slot %" PRIu32 ", neon slot %" PRIu32 ", expected %" PRIu32 "\n",
-               ref.slot, got.slot, A);
-    report("the prefilter's error bound keeps the true best block", bad, 1);
+        printf("# bound: %d of 3 crafted cases differ (last: scalar slot %" PRIu32 ", neon slot %" PRIu32 ")\n",
+               bad, ref.slot, got.slot);
+    report("the bound never stops before the best slot", bad, 3);
 }
 
 int main(void)
@@ -318,7 +325,7 @@ int main(void)
     case_random();
     case_many_blocks();
     case_near_ties_across_blocks();
-    case_prefilter_bound();
+    case_bound();
     printf("# %d of %d cases failed\n", nfail, ncase);
     return nfail ? 1 : 0;
 }
