@@ -261,9 +261,11 @@ static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
     if (ten->backlog++ == 0) {
         ten->active_pos = q->nactive_tenants;
         q->active_tenants[q->nactive_tenants++] = t;
-        /* A returning tenant may not bank credit from its idle time. */
-        if (ten->vtime < q->vclock)
-            ten->vtime = q->vclock;
+        /* A returning tenant may not bank credit from its idle time
+         * (with the lag cap: no more than the cap). */
+        double floor = gs_fq_vtime_floor(q);
+        if (ten->vtime < floor)
+            ten->vtime = floor;
     }
 }
 
@@ -300,6 +302,7 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
     if (predicted <= 0)
         predicted = gs_fq_predict_key(q, k, q->keys[k].type, x);
     q->pred[s] = (float)predicted;
+    gs_fq_demand_add(q, q->keys[k].tenant, q->pred[s]);
     if (q->live == 0)
         q->lo = s;
     q->live++;
@@ -542,6 +545,7 @@ GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)
     if (s == GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_ENOENT, "cancel: no queued task has id %llu",
                         (unsigned long long)id);
+    gs_fq_demand_add(q, q->keys[q->key[s]].tenant, -(double)q->pred[s]);
     gs_fq_remove_slot(q, s);
     return gs_ok(&q->err);
 }
