@@ -161,3 +161,15 @@ def read_csv(path: str, workers: int = 32) -> Trace:
     if not weights:
         weights = [1.0] * n
     return Trace(tasks, n, weights, workers, os.path.basename(path))
+
+
+def come_and_go(ntenants: int = 10, load: float = 1.3, ntasks: int = 30000, workers: int = 32,
+                seed: int = 1) -> Trace:
+    """Tenant 0 alone for the first third of the tasks, then every tenant
+    at equal rates: the case where memory of old service matters (the
+    newcomers are owed nothing, tenant 0 is not owed its past either)."""
+    first = generate(1, [1.0], load, ntasks // 3, workers, seed, name="alone")
+    end = first.tasks[-1].arrival
+    rest = generate(ntenants, [1.0] * ntenants, load, ntasks - ntasks // 3, workers, seed + 1)
+    tasks = first.tasks + [t._replace(arrival=t.arrival + end) for t in rest.tasks]
+    return Trace(tasks, ntenants, [1.0] * ntenants, workers, f"come-and-go-n{ntenants}-load{load}")

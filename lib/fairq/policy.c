@@ -242,7 +242,7 @@ static double gs_fq_level(const gpusched_fairq *q)
     return hi;
 }
 
-/* The cap in stored units (true / vunit, per unit weight). */
+/* The cap in stored units (seconds / vunit). */
 static void gs_fq_frame_cap(const gpusched_fairq *q, gs_fq_frame *f)
 {
     f->capped = true;
