@@ -13,7 +13,8 @@ that arrived by T.
 - Windows: the horizon cut into equal windows; in each, the service done
   is divided by water-filling over what each tenant had available (its
   unserved work at the window's start plus its arrivals in it). Jain's
-  index over the tenants with a positive fair share of x = service / fair.
+  index over the tenants with a fair share of 2 mean task durations or
+  more of x = service / fair.
 - Waits: start - arrival for started tasks; tasks not started by the
   horizon count with horizon - arrival (censored, never left out).
   Slowdown = (wait + duration) / duration.
@@ -81,8 +82,13 @@ def lag_series(res, npoints: int = 100):
     return taus, lag
 
 
-def window_shares(res, nwin: int = 20):
-    """Window edges, served [nwin, n], fair [nwin, n], Jain per window."""
+def window_shares(res, nwin: int = 20, min_fair: float = None):
+    """Window edges, served [nwin, n], fair [nwin, n], Jain per window over
+    the tenants whose fair share in the window is at least min_fair
+    (default: 2 mean task durations; below, one task more or less swings
+    the ratio by 50% or more, and Jain would measure the granularity)."""
+    if min_fair is None:
+        min_fair = 2.0 * float(columns(res)[2].mean())
     edges = np.linspace(0.0, res.horizon, nwin + 1)
     s = service_at(res, edges)
     d = demand_at(res, edges)
@@ -93,7 +99,7 @@ def window_shares(res, nwin: int = 20):
     for k in range(nwin):
         avail = d[k + 1] - s[k]
         fair[k] = waterfill(served[k].sum(), avail, w)
-        m = fair[k] > 1e-9 * max(served[k].sum(), 1.0)
+        m = fair[k] >= min_fair
         x = served[k][m] / fair[k][m]
         jain[k] = x.sum() ** 2 / (len(x) * (x * x).sum()) if len(x) and (x * x).sum() > 0 else 1.0
     return edges, served, fair, jain
@@ -113,12 +119,14 @@ def summary(res, nwin: int = 20) -> Dict[str, float]:
     unit = float(dur.mean())
     _, lag = lag_series(res, 100)
     _, _, _, jain = window_shares(res, nwin)
+    _, _, _, jain5 = window_shares(res, 5)
     w, wt, wd, started = waits(res)
     slow = (w + wd) / wd
     q = len(lag)
     return {
         "jain_min": float(jain.min()),
         "jain_mean": float(jain.mean()),
+        "jain5_mean": float(jain5.mean()),
         "lag_max": float(lag.max() / unit),
         "lag_T4": float(lag[q // 4 - 1].max() / unit),
         "lag_T2": float(lag[q // 2 - 1].max() / unit),

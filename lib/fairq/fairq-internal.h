@@ -351,23 +351,24 @@ typedef struct gs_fq_frame {
     double wv;              /* W_VTIME */
     bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
     bool capped;            /* LAG_CAP on: the fair-share term is 0, 1/2 or 1 (gs_fq_cap_term) */
-    double cap;             /* with capped: LAG_CAP typical costs in stored units (seconds / vunit) */
+    double cap;             /* with capped: LAG_CAP typical costs / mean weight, stored units */
     double level;           /* with capped: the max-min fair level (stored units), +inf if all served */
     uint64_t candidates;
 } gs_fq_frame;
 
 /* The lag cap's fair-share term, before its weight: 1 for a tenant owed
- * more than the cap (its share w min(demand, level) minus its service), 0
- * for one served more than the cap beyond its share w level, 1/2 between.
- * Owed and ahead are costs (times the weight), so the cap does not grow
- * with the scale of the weights. */
+ * more than the cap (its share min(demand, level) minus its service, per
+ * unit weight), 0 for one served more than the cap beyond the level, 1/2
+ * between. The cap is per unit weight too (f->cap: the cap divided by the
+ * mean weight), so each tenant's allowance is in proportion to its share
+ * and does not change with the scale of the weights. */
 static inline double gs_fq_cap_term(const gs_fq_frame *f, const gs_fq_tenant *t)
 {
     double share = t->dtime < f->level ? t->dtime : f->level;
-    double owed = (share - t->vtime) * t->weight;
+    double owed = share - t->vtime;
     if (owed > f->cap)
         return 1.0;
-    double ahead = (t->vtime - f->level) * t->weight;
+    double ahead = t->vtime - f->level;
     return ahead > f->cap ? 0.0 : 0.5;
 }
 

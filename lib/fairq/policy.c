@@ -220,15 +220,20 @@ static double gs_fq_fill(const gpusched_fairq *q, double l)
 /* The weighted max-min fair level of the service given so far: the l with
  * sum_t w_t min(d_t, l) = sum_t w_t v_t, by bisection (the fill rises with
  * l); +inf when every demand is served. O(tenants) per step, 64 steps at
- * most: polls with the lag cap cost O(tenants) more. */
-static double gs_fq_level(const gpusched_fairq *q)
+ * most: polls with the lag cap cost O(tenants) more. Also the mean weight
+ * of the tenants that asked for anything (1 if none). */
+static double gs_fq_level(const gpusched_fairq *q, double *wmean)
 {
-    double served = 0, dmax = 0;
+    double served = 0, dmax = 0, wsum = 0;
+    uint32_t n = 0;
     for (uint32_t t = 0; t < q->ntenants; t++) {
         const gs_fq_tenant *x = &q->ten[t];
         served += x->weight * x->vtime;
         dmax = x->dtime > dmax ? x->dtime : dmax;
+        if (x->dtime > 0)
+            wsum += x->weight, n++;
     }
+    *wmean = n ? wsum / n : 1.0;
     if (gs_fq_fill(q, dmax) <= served)
         return INFINITY;
     double lo = 0, hi = dmax;
@@ -242,12 +247,13 @@ static double gs_fq_level(const gpusched_fairq *q)
     return hi;
 }
 
-/* The cap in stored units (seconds / vunit). */
+/* The cap per unit weight in stored units (seconds / weight / vunit). */
 static void gs_fq_frame_cap(const gpusched_fairq *q, gs_fq_frame *f)
 {
+    double wmean;
     f->capped = true;
-    f->level = gs_fq_level(q);
-    f->cap = q->p.lag_cap * gs_fq_typical_cost(q) / q->vunit;
+    f->level = gs_fq_level(q, &wmean);
+    f->cap = q->p.lag_cap * gs_fq_typical_cost(q) / wmean / q->vunit;
 }
 
 /* O(1) unless the fair-share term is on (then one pass over the

@@ -2,7 +2,7 @@
 through the simulator of examples/fairsim (doc/fairq.md states the bound):
 for every tenant t and time,
 
-    |lag_t| <= LAG_CAP * mean cost + 2 * max cost
+    |lag_t| <= (w_t / mean weight) * LAG_CAP * mean cost + 2 * max cost
 
 with lag against the cumulative weighted max-min fair share of the work
 started. With predictions off by up to 10x the bound grows by what the
@@ -42,10 +42,11 @@ def worst_excess(trace, policy, predict=None, slack_per_tenant=0.0):
     d = [t.duration for t in trace.tasks]
     mean, cmax = sum(d) / len(d), max(d)
     cap = policy.get("lag_cap", 4.0)
-    bound = cap * mean + 2 * cmax + slack_per_tenant
+    wmean = sum(trace.weights) / len(trace.weights)
+    bound = [w / wmean * cap * mean + 2 * cmax + slack_per_tenant for w in trace.weights]
     worst = 0.0
     for _, lag in lagcheck.lags(trace, res.start, res.horizon, 150):
-        worst = max(worst, max(abs(x) for x in lag) / bound)
+        worst = max(worst, max(abs(x) / b for x, b in zip(lag, bound)))
     return worst
 
 
