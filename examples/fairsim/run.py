@@ -107,7 +107,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--tasks", type=int, default=30000)
-    ap.add_argument("--policies", default="memoryless,stateful,lagcap")
+    ap.add_argument("--policies", default="memoryless,stateful,lagcap,lagcap-4")
     ap.add_argument("--scenario", action="append", help="kind,tenants,load (repeatable); default: all")
     ap.add_argument("--json", help="write the per-seed figures here")
     ap.add_argument("--pictures", help="write the pictures of zipf,10,1.3 and zipf,100,0.9 here")

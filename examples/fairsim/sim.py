@@ -22,8 +22,10 @@ POLICIES: Dict[str, dict] = {
     "memoryless": {"policy": "des"},
     # the virtual-time preset as it is today
     "stateful": {"policy": "stateful"},
-    # the preset this work adds (doc/fairq.md, doc/fairness-report.md)
+    # the preset this work adds (doc/fairq.md, doc/fairness-report.md): LAG_CAP 16
     "lagcap": {"policy": "lagcap"},
+    # the same with a tighter cap: fairer in short windows, a longer tail at load 0.9
+    "lagcap-4": {"policy": "lagcap", "lag_cap": 4.0},
 }
 
 

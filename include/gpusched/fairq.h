@@ -122,17 +122,19 @@ typedef enum gpusched_fairq_param {
     GPUSCHED_FAIRQ_PARAM_SEED = 11,       /**< Seed of the exploration generator, an integer in [0, 2^53]. */
     /** Lag cap in typical task costs, [0, 1e6]; 0 (default): off. With it
      *  (and W_VTIME > 0) the fair-share term compares each tenant's service
-     *  with its cumulative weighted max-min fair share of all service given
-     *  (demand is the predicted cost of its enqueued tasks): 1 for a tenant
-     *  owed more than the cap, 0 for one served more than the cap beyond
-     *  the fair level, 1/2 otherwise. A typical cost is the prediction from
-     *  every completion at their mean size (PRED_DEFAULT before the first).
-     *  Idle time is not forgotten (no virtual-clock clamp); HALF_LIFE
-     *  forgets old service and demand. With W_VTIME / 2 > W_WAIT +
-     *  W_BACKLOG + W_PRED the three tiers never mix and the oldest task of
-     *  the best tier wins; no tenant then exceeds its share by more than the
-     *  cap plus one task cost (doc/fairq.md). Polls rescore every task and
-     *  cost O(tenants) more while it is on. */
+     *  with its share of all service given: weighted max-min over the
+     *  cumulative demands (the predicted cost of each tenant's enqueued
+     *  tasks, corrected at completion). It is 1 for a tenant owed more
+     *  than its allowance, 0 for one served more than its allowance beyond
+     *  its share, 1/2 otherwise; the allowance is LAG_CAP typical costs
+     *  times the tenant's weight over the mean weight of the tenants that
+     *  asked for work. A typical cost is the prediction from every
+     *  completion at their mean size (PRED_DEFAULT before the first). Idle
+     *  time is not forgotten (no virtual-clock clamp); HALF_LIFE forgets
+     *  old service and demand alike. With W_VTIME / 2 > W_WAIT + W_BACKLOG
+     *  + W_PRED the tiers never mix and the oldest task of the best tier
+     *  wins (doc/fairq.md states the resulting bound). Polls rescore every
+     *  task and cost O(tenants) more while it is on. */
     GPUSCHED_FAIRQ_PARAM_LAG_CAP = 12,
 } gpusched_fairq_param;
 
@@ -143,7 +145,7 @@ typedef enum gpusched_fairq_policy {
     /** Stateful fair share: W_VTIME 1, W_WAIT 0.05, others 0 (LAG_CAP too). */
     GPUSCHED_FAIRQ_POLICY_STATEFUL = 2,
     /** Fair without the slow tail: oldest task first among the tenants
-     *  within the lag cap: W_VTIME 2, W_WAIT 0.9, LAG_CAP 4, others 0. */
+     *  within the lag cap: W_VTIME 2, W_WAIT 0.9, LAG_CAP 16, others 0. */
     GPUSCHED_FAIRQ_POLICY_LAGCAP = 3,
 } gpusched_fairq_policy;
 

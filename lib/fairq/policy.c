@@ -19,7 +19,7 @@ typedef struct gs_fq_param_info {
 
 /* LAG_CAP of the LAGCAP preset, in typical task costs (doc/fairness-report.md
  * measures the choice). */
-#define GS_FQ_LAGCAP_DEFAULT 4.0
+#define GS_FQ_LAGCAP_DEFAULT 16.0
 
 static const gs_fq_param_info gs_fq_param_table[] = {
     {GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GS_FQ_P(w_backlog), 0, 1e6, 0.1, false},

@@ -44,8 +44,8 @@ class Param(enum.IntEnum):
 class Policy(enum.IntEnum):
     """Weight presets: DES (memoryless: 0.1 backlog, 0.9 wait), STATEFUL
     (fair share: 1 virtual time, 0.05 wait) and LAGCAP (oldest task first
-    among the tenants within 4 typical task costs of their max-min share:
-    2 virtual time, 0.9 wait, lag_cap 4)."""
+    among the tenants within 16 typical task costs of their max-min share:
+    2 virtual time, 0.9 wait, lag_cap 16)."""
     DES = 1
     STATEFUL = 2
     LAGCAP = 3

@@ -7,7 +7,8 @@ for every tenant t and time,
 with lag against the cumulative weighted max-min fair share of the work
 started. With predictions off by up to 10x the bound grows by what the
 running tasks were mispredicted: at most one maximum task cost per worker.
-The memoryless policy breaks the bound on the same traces."""
+The memoryless policy breaks the bound (with the preset's LAG_CAP of 16)
+on 5 of the 6 traces, by up to 7x."""
 import os
 import random
 import sys
@@ -41,7 +42,7 @@ def worst_excess(trace, policy, predict=None, slack_per_tenant=0.0):
     res = sim.simulate(trace, policy, predict=predict)
     d = [t.duration for t in trace.tasks]
     mean, cmax = sum(d) / len(d), max(d)
-    cap = policy.get("lag_cap", 4.0)
+    cap = policy.get("lag_cap", 16.0)
     wmean = sum(trace.weights) / len(trace.weights)
     bound = [w / wmean * cap * mean + 2 * cmax + slack_per_tenant for w in trace.weights]
     worst = 0.0
@@ -52,10 +53,11 @@ def worst_excess(trace, policy, predict=None, slack_per_tenant=0.0):
 
 class TestBound(unittest.TestCase):
     def test_lagcap_within_bound_with_exact_predictions(self):
-        for seed in SEEDS:
-            tr = random_trace(seed)
-            w = worst_excess(tr, sim.POLICIES["lagcap"], predict=lambda i, t: t.duration)
-            self.assertLessEqual(w, 1.0, f"seed {seed}: lag {w:.2f} x the bound")
+        for name in ("lagcap", "lagcap-4"):  # LAG_CAP 16 (the preset) and 4
+            for seed in SEEDS:
+                tr = random_trace(seed)
+                w = worst_excess(tr, sim.POLICIES[name], predict=lambda i, t: t.duration)
+                self.assertLessEqual(w, 1.0, f"{name}, seed {seed}: lag {w:.2f} x the bound")
 
     def test_lagcap_within_bound_with_learned_predictions(self):
         for seed in SEEDS:
@@ -86,7 +88,7 @@ class TestParameter(unittest.TestCase):
             self.assertEqual(q.get_param("lag_cap"), 0.0)
             q.set_policy(Policy.LAGCAP)
             self.assertEqual(q.weights, {"backlog": 0.0, "wait": 0.9, "vtime": 2.0, "pred": 0.0})
-            self.assertEqual(q.get_param(Param.LAG_CAP), 4.0)
+            self.assertEqual(q.get_param(Param.LAG_CAP), 16.0)
             q.set_policy("stateful")
             self.assertEqual(q.get_param(Param.LAG_CAP), 0.0)
             with self.assertRaises(gpusched.OutOfRange):
