@@ -114,6 +114,23 @@ class TestParameter(unittest.TestCase):
             self.assertEqual(d.task_id, 2)  # within a large cap: oldest first
             self.assertEqual(d.term_vtime, 0.5)
 
+    def test_cancel_refunds_demand(self):
+        """Tenant 1's demand (8 s queued) makes the fair level 2 s, so
+        tenant 0, served 4 s, is beyond a 0.5 s cap (term 0); once tenant 1
+        cancels, the level is tenant 0's own service and it is within."""
+        with FairQueue(2, policy="lagcap", lag_cap=0.5) as q:
+            q.enqueue(1, 0, 0.0, predicted=4.0)
+            self.assertEqual(q.poll(0.0).task_id, 1)
+            q.enqueue(2, 1, 1.0, predicted=4.0)
+            q.enqueue(3, 1, 1.0, predicted=4.0)
+            q.enqueue(4, 0, 2.0, predicted=1.0)
+            self.assertEqual(q.peek(3.0).task_id, 2)
+            q.cancel(2)
+            q.cancel(3)
+            d = q.peek(3.0)
+            self.assertEqual(d.task_id, 4)
+            self.assertEqual(d.term_vtime, 0.5)
+
 
 if __name__ == "__main__":
     unittest.main()
