@@ -133,8 +133,8 @@ typedef enum gpusched_fairq_param {
      *  time is not forgotten (no virtual-clock clamp); HALF_LIFE forgets
      *  old service and demand alike. With W_VTIME / 2 > W_WAIT + W_BACKLOG
      *  + W_PRED the tiers never mix and the oldest task of the best tier
-     *  wins (doc/fairq.md states the resulting bound). Polls rescore every
-     *  task and cost O(tenants) more while it is on. */
+     *  wins (doc/fairq.md states the resulting bound). Polls cost
+     *  O(tenants) more while it is on. */
     GPUSCHED_FAIRQ_PARAM_LAG_CAP = 12,
 } gpusched_fairq_param;
 

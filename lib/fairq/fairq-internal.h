@@ -287,6 +287,10 @@ struct gpusched_fairq {
     /* Mirror of the backlogged tenants' fast-path fields, by position in
      * active_tenants, so the fast path streams contiguous arrays. */
     double *hot_b, *hot_e, *hot_v, *hot_s;
+    /* With the lag cap: minus each backlogged tenant's fair-share term
+     * (tier times W_VTIME), written per poll, read by the fast path as
+     * its virtual times with vmax 0 and scale 1 (gs_fq_heads_v). */
+    double *hot_t;
     uint64_t *hot_types;
     uint32_t *hot_slot;
     /* tenants per backlog value, so the largest backlog is kept in O(1) */
@@ -394,6 +398,11 @@ double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t 
 void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
                  gpusched_fairq_decision *d);
 bool gs_fq_heads_apply(const gpusched_fairq *q);
+/* The fast path's virtual-time inputs: the stored virtual times and the
+ * frame's range, or with the lag cap the tiers (hot_t) as (0 - (-x)) * 1,
+ * which is x exactly, so both paths score a tenant identically. */
+void gs_fq_heads_v(const gpusched_fairq *q, const gs_fq_frame *f, const double **v, double *vmax,
+                   double *vs, bool *vterm);
 /* The least virtual time a tenant gets when it becomes backlogged: the
  * virtual clock, or with the lag cap none (-inf: service is cumulative). */
 double gs_fq_vtime_floor(const gpusched_fairq *q);

@@ -247,13 +247,25 @@ static double gs_fq_level(const gpusched_fairq *q, double *wmean)
     return hi;
 }
 
-/* The cap per unit weight in stored units (seconds / weight / vunit). */
+/* The cap per unit weight in stored units (seconds / weight / vunit),
+ * and the tiers of the backlogged tenants for the fast path. */
 static void gs_fq_frame_cap(const gpusched_fairq *q, gs_fq_frame *f)
 {
     double wmean;
     f->capped = true;
     f->level = gs_fq_level(q, &wmean);
     f->cap = q->p.lag_cap * gs_fq_typical_cost(q) / wmean / q->vunit;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        q->hot_t[i] = -(gs_fq_cap_term(f, &q->ten[q->active_tenants[i]]) * f->wv);
+}
+
+void gs_fq_heads_v(const gpusched_fairq *q, const gs_fq_frame *f, const double **v, double *vmax,
+                   double *vs, bool *vterm)
+{
+    *v = f->capped ? q->hot_t : q->hot_v;
+    *vmax = f->capped ? 0.0 : f->vmax;
+    *vs = f->capped ? 1.0 : f->vscale;
+    *vterm = f->capped || f->vmax > f->vmin;
 }
 
 /* O(1) unless the fair-share term is on (then one pass over the
@@ -270,14 +282,14 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
     f->cap = f->level = 0;
     if (q->p.w_vtime > 0)
         gs_fq_frame_vtime(q, f);
-    if (q->p.w_vtime > 0 && q->p.lag_cap > 0)
-        gs_fq_frame_cap(q, f);
     f->max_wait = q->live ? now - q->enq[q->lo] : 0;
     f->wscale = f->max_wait > 0 ? q->p.w_wait / f->max_wait : 0;
     f->bscale = maxb > 0 ? q->p.w_backlog / maxb : 0;
     f->vscale = f->vmax > f->vmin ? q->p.w_vtime / (f->vmax - f->vmin) : 0;
     f->wv = q->p.w_vtime;
     f->candidates = 0;
+    if (q->p.w_vtime > 0 && q->p.lag_cap > 0)
+        gs_fq_frame_cap(q, f); /* last: the tiers it writes need f->wv */
 }
 
 void gs_fq_frame_keys(gpusched_fairq *q, gs_fq_frame *f)
@@ -330,13 +342,10 @@ void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, gpus
 /* The fast path is exact when, within one (tenant, type) FIFO, an older
  * task never scores below a younger one: true when the only per-task term
  * is the wait (W_WAIT >= 0), i.e. without the prediction term and without
- * exploration. The lag cap keeps that order, but the fast path's kernels
- * compute the normalized fair-share term themselves, so it takes the full
- * rescore, whose tenant terms come from gs_fq_tenant_term(). */
+ * exploration. The lag cap keeps that order (its term is per tenant). */
 bool gs_fq_heads_apply(const gpusched_fairq *q)
 {
-    bool capped = q->p.w_vtime > 0 && q->p.lag_cap > 0;
-    return q->p.w_pred == 0 && q->p.explore == 0 && q->p.scan_full == 0 && !capped;
+    return q->p.w_pred == 0 && q->p.explore == 0 && q->p.scan_full == 0;
 }
 
 /* Decay scales every virtual time and the clock alike, so the normalized

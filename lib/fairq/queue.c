@@ -68,10 +68,11 @@ GPUSCHED_API int gpusched_fairq_new(uint32_t max_tenants, const gpusched_allocat
     q->hot_e = gs_calloc(&a, max_tenants, sizeof *q->hot_e);
     q->hot_v = gs_calloc(&a, max_tenants, sizeof *q->hot_v);
     q->hot_s = gs_calloc(&a, max_tenants, sizeof *q->hot_s);
+    q->hot_t = gs_calloc(&a, max_tenants, sizeof *q->hot_t);
     q->hot_types = gs_calloc(&a, max_tenants, sizeof *q->hot_types);
     q->hot_slot = gs_calloc(&a, max_tenants, sizeof *q->hot_slot);
     if (!q->ten || !q->active_tenants || !q->hot_b || !q->hot_e || !q->hot_v || !q->hot_s ||
-        !q->hot_types || !q->hot_slot) {
+        !q->hot_t || !q->hot_types || !q->hot_slot) {
         gpusched_fairq_free(q);
         return GPUSCHED_ENOMEM;
     }
@@ -101,7 +102,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
         return;
     const gs_alloc *a = &q->alloc;
     void *arrays[] = {q->id, q->enq, q->enq32, q->blockmax, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
-                      q->hot_types, q->hot_slot,
+                      q->hot_t, q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)

@@ -132,5 +132,43 @@ class TestParameter(unittest.TestCase):
             self.assertEqual(d.term_vtime, 0.5)
 
 
+class TestFastPath(unittest.TestCase):
+    def test_fast_path_matches_the_full_rescore(self):
+        """The lag cap on the fast path (tiers read as virtual times) and on
+        the full rescore pick the same tasks with the same scores, with
+        weights, type masks, completions and cancels."""
+        rnd = random.Random(5)
+        kw = dict(policy="lagcap", lag_cap=2)
+        with FairQueue(7, **kw) as fast, FairQueue(7, scan=1, **kw) as full:
+            for q in (fast, full):
+                for t in range(7):
+                    q.set_tenant_weight(t, 1.0 + t % 3)
+            t, i, running, picked = 0.0, 0, [], 0
+            for _ in range(3000):
+                t += rnd.expovariate(2.0)
+                for _ in range(rnd.randint(0, 3)):
+                    args = (i, rnd.randrange(7), t, rnd.randrange(4), rnd.uniform(1, 50))
+                    fast.enqueue(*args)
+                    full.enqueue(*args)
+                    i += 1
+                if rnd.random() < 0.05 and len(fast):
+                    victim = fast.peek(t).task_id
+                    fast.cancel(victim)
+                    full.cancel(victim)
+                mask = rnd.choice([None, [0], [1, 2], [3], [0, 1, 2, 3]])
+                a, b = fast.poll(t, mask), full.poll(t, mask)
+                self.assertEqual(a is None, b is None)
+                if a is not None:
+                    self.assertEqual((a.task_id, a.score, a.term_vtime), (b.task_id, b.score, b.term_vtime))
+                    running.append(a.task_id)
+                    picked += 1
+                while len(running) > 4:
+                    j = running.pop(rnd.randrange(len(running)))
+                    d = rnd.uniform(0.5, 30)
+                    fast.complete(j, d)
+                    full.complete(j, d)
+            self.assertGreater(picked, 2000)
+
+
 if __name__ == "__main__":
     unittest.main()
