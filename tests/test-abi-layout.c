@@ -138,8 +138,10 @@ Test(layout, fairq_enums)
 {
     cr_assert_eq(GPUSCHED_FAIRQ_PARAM_W_BACKLOG, 1);
     cr_assert_eq(GPUSCHED_FAIRQ_PARAM_SEED, 11);
+    cr_assert_eq(GPUSCHED_FAIRQ_PARAM_LAG_CAP, 12);
     cr_assert_eq(GPUSCHED_FAIRQ_POLICY_DES, 1);
     cr_assert_eq(GPUSCHED_FAIRQ_POLICY_STATEFUL, 2);
+    cr_assert_eq(GPUSCHED_FAIRQ_POLICY_LAGCAP, 3);
     cr_assert_eq(GPUSCHED_FAIRQ_TENANT_SERVICE, 5);
     cr_assert_eq(sizeof(gpusched_fairq_param), sizeof(int));
 }

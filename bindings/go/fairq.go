@@ -27,6 +27,7 @@ const (
 	ParamLog           Param = C.GPUSCHED_FAIRQ_PARAM_LOG
 	ParamExplore       Param = C.GPUSCHED_FAIRQ_PARAM_EXPLORE
 	ParamSeed          Param = C.GPUSCHED_FAIRQ_PARAM_SEED
+	ParamLagCap        Param = C.GPUSCHED_FAIRQ_PARAM_LAG_CAP
 )
 
 // Policy is a preset of the four weights (gpusched_fairq_policy).
@@ -36,6 +37,7 @@ type Policy uint32
 const (
 	PolicyDES      Policy = C.GPUSCHED_FAIRQ_POLICY_DES      // 0.1 backlog + 0.9 wait, memoryless
 	PolicyStateful Policy = C.GPUSCHED_FAIRQ_POLICY_STATEFUL // adds the per-tenant virtual time
+	PolicyLagCap   Policy = C.GPUSCHED_FAIRQ_POLICY_LAGCAP   // oldest first among tenants within the lag cap
 )
 
 // TenantValue names a per-tenant figure (gpusched_fairq_tenant_value).

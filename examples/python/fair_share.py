@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Fair share: one tenant floods the queue, two others trickle in. Workers
-poll under the memoryless policy (DES: 0.1 backlog + 0.9 wait) and under the
-stateful fair-share policy, and the example prints which share of the work
-each tenant received while all three compete (the first 150 s) and how
-long its tasks waited.
+poll under the memoryless policy (DES: 0.1 backlog + 0.9 wait), under the
+stateful fair-share policy and under the lag-capped one (LAGCAP), and the
+example prints which share of the work each tenant received while all
+three compete (the first 150 s) and how long its tasks waited.
 
     GPUSCHED_LIBRARY=build/lib/libgpusched.so.0.2 PYTHONPATH=python \
         python3 examples/python/fair_share.py
@@ -72,7 +72,7 @@ def run(policy):
 
 
 def main():
-    for policy in ("des", "stateful"):
+    for policy in ("des", "stateful", "lagcap"):
         service, waits, stats, decisions = run(policy)
         total = sum(service)
         print(f"policy {policy} ({decisions} decisions logged)")

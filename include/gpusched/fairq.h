@@ -120,14 +120,33 @@ typedef enum gpusched_fairq_param {
     GPUSCHED_FAIRQ_PARAM_LOG = 9,         /**< 1: append a decision record per poll; 0: do not. */
     GPUSCHED_FAIRQ_PARAM_EXPLORE = 10,    /**< Softmax temperature for exploration, [0, 1e6]; 0: greedy. */
     GPUSCHED_FAIRQ_PARAM_SEED = 11,       /**< Seed of the exploration generator, an integer in [0, 2^53]. */
+    /** Lag cap in typical task costs, [0, 1e6]; 0 (default): off. With it
+     *  (and W_VTIME > 0) the fair-share term compares each tenant's service
+     *  with its share of all service given: weighted max-min over the
+     *  cumulative demands (the predicted cost of each tenant's enqueued
+     *  tasks, corrected at completion). It is 1 for a tenant owed more
+     *  than its allowance, 0 for one served more than its allowance beyond
+     *  its share, 1/2 otherwise; the allowance is LAG_CAP typical costs
+     *  times the tenant's weight over the mean weight of the tenants that
+     *  asked for work. A typical cost is the prediction from every
+     *  completion at their mean size (PRED_DEFAULT before the first). Idle
+     *  time is not forgotten (no virtual-clock clamp); HALF_LIFE forgets
+     *  old service and demand alike. With W_VTIME / 2 > W_WAIT + W_BACKLOG
+     *  + W_PRED the tiers never mix and the oldest task of the best tier
+     *  wins (doc/fairq.md states the resulting bound). Polls cost
+     *  O(tenants) more while it is on. */
+    GPUSCHED_FAIRQ_PARAM_LAG_CAP = 12,
 } gpusched_fairq_param;
 
 /** Weight presets for gpusched_fairq_policy_set(). */
 typedef enum gpusched_fairq_policy {
-    /** The memoryless model policy: W_BACKLOG 0.1, W_WAIT 0.9, others 0. */
+    /** The memoryless model policy: W_BACKLOG 0.1, W_WAIT 0.9, others 0 (LAG_CAP too). */
     GPUSCHED_FAIRQ_POLICY_DES = 1,
-    /** Stateful fair share: W_VTIME 1, W_WAIT 0.05, others 0. */
+    /** Stateful fair share: W_VTIME 1, W_WAIT 0.05, others 0 (LAG_CAP too). */
     GPUSCHED_FAIRQ_POLICY_STATEFUL = 2,
+    /** Fair without the slow tail: oldest task first among the tenants
+     *  within the lag cap: W_VTIME 2, W_WAIT 0.9, LAG_CAP 16, others 0. */
+    GPUSCHED_FAIRQ_POLICY_LAGCAP = 3,
 } gpusched_fairq_policy;
 
 /** Per-tenant values for gpusched_fairq_tenant_get(). */

@@ -244,6 +244,7 @@ typedef struct gs_fq_key {
 typedef struct gs_fq_tenant {
     double weight;
     double vtime;           /* virtual time / q->vunit (see gs_fq_decay) */
+    double dtime;           /* demand (cost enqueued) / weight / q->vunit: the lag cap's reference */
     double service;
     double oldest_enq;
     uint64_t types;         /* bit per type with queued tasks */
@@ -269,6 +270,7 @@ typedef struct gs_fq_params {
     double seed;
     double scan_full;       /* 1: never take the fast path */
     double log_on;
+    double lag_cap;         /* in typical task costs; 0: the normalized fair-share term */
 } gs_fq_params;
 
 struct gpusched_fairq {
@@ -300,6 +302,10 @@ struct gpusched_fairq {
     /* Mirror of the backlogged tenants' fast-path fields, by position in
      * active_tenants, so the fast path streams contiguous arrays. */
     double *hot_b, *hot_e, *hot_v, *hot_s;
+    /* With the lag cap: minus each backlogged tenant's fair-share term
+     * (tier times W_VTIME), written per poll, read by the fast path as
+     * its virtual times with vmax 0 and scale 1 (gs_fq_heads_v). */
+    double *hot_t;
     uint64_t *hot_types;
     uint32_t *hot_slot;
     /* tenants per backlog value, so the largest backlog is kept in O(1) */
@@ -365,14 +371,37 @@ typedef struct gs_fq_frame {
     double wv;              /* W_VTIME */
     bool have_v;            /* vmin, vmax computed (only when W_VTIME > 0) */
     double kmax;            /* largest eligible key term (gs_fq_frame_keys) */
+    bool capped;            /* LAG_CAP on: the fair-share term is 0, 1/2 or 1 (gs_fq_cap_term) */
+    double cap;             /* with capped: LAG_CAP typical costs / mean weight, stored units */
+    double level;           /* with capped: the max-min fair level (stored units), +inf if all served */
     uint64_t candidates;
 } gs_fq_frame;
+
+/* The lag cap's fair-share term, before its weight: 1 for a tenant owed
+ * more than the cap (its share min(demand, level) minus its service, per
+ * unit weight), 0 for one served more than the cap beyond the level, 1/2
+ * between. The cap is per unit weight too (f->cap: the cap divided by the
+ * mean weight), so each tenant's allowance is in proportion to its share
+ * and does not change with the scale of the weights. */
+static inline double gs_fq_cap_term(const gs_fq_frame *f, const gs_fq_tenant *t)
+{
+    double share = t->dtime < f->level ? t->dtime : f->level;
+    double owed = share - t->vtime;
+    if (owed > f->cap)
+        return 1.0;
+    double ahead = t->vtime - f->level;
+    return ahead > f->cap ? 0.0 : 0.5;
+}
 
 /* A tenant's part of the score, identical for every path. */
 static inline double gs_fq_tenant_term(const gs_fq_frame *f, const gs_fq_tenant *t)
 {
     double b = (double)t->backlog * f->bscale;
-    double v = f->vmax > f->vmin ? (f->vmax - t->vtime) * f->vscale : f->wv;
+    double v;
+    if (f->capped)
+        v = gs_fq_cap_term(f, t) * f->wv;
+    else
+        v = f->vmax > f->vmin ? (f->vmax - t->vtime) * f->vscale : f->wv;
     return b + v;
 }
 
@@ -389,10 +418,23 @@ double gs_fq_slot_score(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t 
 void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t slot,
                  gpusched_fairq_decision *d);
 bool gs_fq_heads_apply(const gpusched_fairq *q);
+/* The fast path's virtual-time inputs: the stored virtual times and the
+ * frame's range, or with the lag cap the tiers (hot_t) as (0 - (-x)) * 1,
+ * which is x exactly, so both paths score a tenant identically. */
+void gs_fq_heads_v(const gpusched_fairq *q, const gs_fq_frame *f, const double **v, double *vmax,
+                   double *vs, bool *vterm);
+/* The least virtual time a tenant gets when it becomes backlogged: the
+ * virtual clock, or with the lag cap none (-inf: service is cumulative). */
+double gs_fq_vtime_floor(const gpusched_fairq *q);
+/* Charges (or, negative, refunds) tenant t's demand with a cost. */
+void gs_fq_demand_add(gpusched_fairq *q, uint32_t t, double cost);
 void gs_fq_decay(gpusched_fairq *q, double now);
 
 /* predict.c */
 double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, double x);
+/* The cost of a typical task: the prediction from every completion at
+ * their mean size (PRED_DEFAULT before the first). The unit of LAG_CAP. */
+double gs_fq_typical_cost(const gpusched_fairq *q);
 void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration);
 /* log(1 + size), not log1p: sizes are counts (bytes), where the two agree
  * to the last digit that matters, and log is twice as fast. */

@@ -17,6 +17,10 @@ typedef struct gs_fq_param_info {
 
 #define GS_FQ_P(field) offsetof(gs_fq_params, field)
 
+/* LAG_CAP of the LAGCAP preset, in typical task costs (doc/fairness-report.md
+ * measures the choice). */
+#define GS_FQ_LAGCAP_DEFAULT 16.0
+
 static const gs_fq_param_info gs_fq_param_table[] = {
     {GPUSCHED_FAIRQ_PARAM_W_BACKLOG, GS_FQ_P(w_backlog), 0, 1e6, 0.1, false},
     {GPUSCHED_FAIRQ_PARAM_W_WAIT, GS_FQ_P(w_wait), 0, 1e6, 0.9, false},
@@ -29,6 +33,7 @@ static const gs_fq_param_info gs_fq_param_table[] = {
     {GPUSCHED_FAIRQ_PARAM_LOG, GS_FQ_P(log_on), 0, 1, 0, true},
     {GPUSCHED_FAIRQ_PARAM_EXPLORE, GS_FQ_P(explore), 0, 1e6, 0, false},
     {GPUSCHED_FAIRQ_PARAM_SEED, GS_FQ_P(seed), 0, 9007199254740992.0, 0, true},
+    {GPUSCHED_FAIRQ_PARAM_LAG_CAP, GS_FQ_P(lag_cap), 0, 1e6, 0, false},
 };
 
 static const gs_fq_param_info *gs_fq_param_find(uint32_t id)
@@ -102,9 +107,17 @@ GPUSCHED_API int gpusched_fairq_policy_set(gpusched_fairq *q, uint32_t policy)
     switch (policy) {
     case GPUSCHED_FAIRQ_POLICY_DES:
         q->p.w_backlog = 0.1, q->p.w_wait = 0.9, q->p.w_vtime = 0, q->p.w_pred = 0;
+        q->p.lag_cap = 0;
         break;
     case GPUSCHED_FAIRQ_POLICY_STATEFUL:
         q->p.w_backlog = 0, q->p.w_wait = 0.05, q->p.w_vtime = 1, q->p.w_pred = 0;
+        q->p.lag_cap = 0;
+        break;
+    case GPUSCHED_FAIRQ_POLICY_LAGCAP:
+        /* W_VTIME / 2 above W_WAIT: the three tiers of the fair-share
+         * term never mix, and within a tier the oldest task wins. */
+        q->p.w_backlog = 0, q->p.w_wait = 0.9, q->p.w_vtime = 2, q->p.w_pred = 0;
+        q->p.lag_cap = GS_FQ_LAGCAP_DEFAULT;
         break;
     default:
         return gs_error(&q->err, GPUSCHED_EINVAL, "set_policy: unknown policy %u", policy);
@@ -177,6 +190,84 @@ static void gs_fq_frame_vtime(const gpusched_fairq *q, gs_fq_frame *f)
     f->have_v = true;
 }
 
+/* The lag cap measures service against a cumulative max-min fair share,
+ * so a returning tenant keeps what it did not receive while idle (its
+ * share was not owed then: it asked for nothing more). HALF_LIFE is what
+ * forgets old service and old demand alike. */
+double gs_fq_vtime_floor(const gpusched_fairq *q)
+{
+    return q->p.w_vtime > 0 && q->p.lag_cap > 0 ? -INFINITY : q->vclock;
+}
+
+void gs_fq_demand_add(gpusched_fairq *q, uint32_t t, double cost)
+{
+    gs_fq_tenant *ten = &q->ten[t];
+    ten->dtime += cost / ten->weight / q->vunit;
+}
+
+/* Service (weighted) that tenants would have at fair level l: each gets
+ * min(demand, l) per unit weight. */
+static double gs_fq_fill(const gpusched_fairq *q, double l)
+{
+    double s = 0;
+    for (uint32_t t = 0; t < q->ntenants; t++) {
+        const gs_fq_tenant *x = &q->ten[t];
+        s += x->weight * (x->dtime < l ? x->dtime : l);
+    }
+    return s;
+}
+
+/* The weighted max-min fair level of the service given so far: the l with
+ * sum_t w_t min(d_t, l) = sum_t w_t v_t, by bisection (the fill rises with
+ * l); +inf when every demand is served. O(tenants) per step, 64 steps at
+ * most: polls with the lag cap cost O(tenants) more. Also the mean weight
+ * of the tenants that asked for anything (1 if none). */
+static double gs_fq_level(const gpusched_fairq *q, double *wmean)
+{
+    double served = 0, dmax = 0, wsum = 0;
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < q->ntenants; t++) {
+        const gs_fq_tenant *x = &q->ten[t];
+        served += x->weight * x->vtime;
+        dmax = x->dtime > dmax ? x->dtime : dmax;
+        if (x->dtime > 0)
+            wsum += x->weight, n++;
+    }
+    *wmean = n ? wsum / n : 1.0;
+    if (gs_fq_fill(q, dmax) <= served)
+        return INFINITY;
+    double lo = 0, hi = dmax;
+    for (int i = 0; i < 64 && hi - lo > 1e-12 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (gs_fq_fill(q, mid) < served)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* The cap per unit weight in stored units (seconds / weight / vunit),
+ * and the tiers of the backlogged tenants for the fast path. */
+static void gs_fq_frame_cap(const gpusched_fairq *q, gs_fq_frame *f)
+{
+    double wmean;
+    f->capped = true;
+    f->level = gs_fq_level(q, &wmean);
+    f->cap = q->p.lag_cap * gs_fq_typical_cost(q) / wmean / q->vunit;
+    for (uint32_t i = 0; i < q->nactive_tenants; i++)
+        q->hot_t[i] = -(gs_fq_cap_term(f, &q->ten[q->active_tenants[i]]) * f->wv);
+}
+
+void gs_fq_heads_v(const gpusched_fairq *q, const gs_fq_frame *f, const double **v, double *vmax,
+                   double *vs, bool *vterm)
+{
+    *v = f->capped ? q->hot_t : q->hot_v;
+    *vmax = f->capped ? 0.0 : f->vmax;
+    *vs = f->capped ? 1.0 : f->vscale;
+    *vterm = f->capped || f->vmax > f->vmin;
+}
+
 /* O(1) unless the fair-share term is on (then one pass over the
  * backlogged tenants for the range of virtual times). */
 void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f)
@@ -187,6 +278,8 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
     f->max_backlog = maxb;
     f->vmin = f->vmax = 0;
     f->have_v = false;
+    f->capped = false;
+    f->cap = f->level = 0;
     if (q->p.w_vtime > 0)
         gs_fq_frame_vtime(q, f);
     f->max_wait = q->live ? now - q->enq[q->lo] : 0;
@@ -195,6 +288,8 @@ void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame
     f->vscale = f->vmax > f->vmin ? q->p.w_vtime / (f->vmax - f->vmin) : 0;
     f->wv = q->p.w_vtime;
     f->candidates = 0;
+    if (q->p.w_vtime > 0 && q->p.lag_cap > 0)
+        gs_fq_frame_cap(q, f); /* last: the tiers it writes need f->wv */
 }
 
 /* Arrays, bounds and the frame in locals: the stores to kterm could alias
@@ -246,7 +341,7 @@ void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, gpus
     gs_fq_frame v = *f;
     if (!v.have_v)
         gs_fq_frame_vtime(q, &v); /* for the record only: the score ignored it */
-    d->term_vtime = gs_fq_vtime_term(t->vtime, v.vmin, v.vmax);
+    d->term_vtime = v.capped ? gs_fq_cap_term(&v, t) : gs_fq_vtime_term(t->vtime, v.vmin, v.vmax);
     d->term_pred = wait / (wait + (double)q->pred[s]);
     d->predicted = q->pred[s];
     d->probability = 1.0;
@@ -258,7 +353,7 @@ void gs_fq_terms(const gpusched_fairq *q, const gs_fq_frame *f, uint32_t s, gpus
 /* The fast path is exact when, within one (tenant, type) FIFO, an older
  * task never scores below a younger one: true when the only per-task term
  * is the wait (W_WAIT >= 0), i.e. without the prediction term and without
- * exploration. */
+ * exploration. The lag cap keeps that order (its term is per tenant). */
 bool gs_fq_heads_apply(const gpusched_fairq *q)
 {
     return q->p.w_pred == 0 && q->p.explore == 0 && q->p.scan_full == 0;
@@ -277,8 +372,10 @@ void gs_fq_decay(gpusched_fairq *q, double now)
     q->decay_time = now;
     if (q->vunit >= 0x1p-64)
         return;
-    for (uint32_t t = 0; t < q->ntenants; t++)
+    for (uint32_t t = 0; t < q->ntenants; t++) {
         q->ten[t].vtime *= q->vunit;
+        q->ten[t].dtime *= q->vunit;
+    }
     q->vclock *= q->vunit;
     q->vunit = 1.0;
     for (uint32_t i = 0; i < q->nactive_tenants; i++)

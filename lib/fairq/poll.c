@@ -17,10 +17,10 @@
 static void gs_fq_heads_pass(const gpusched_fairq *q, const gs_fq_frame *f, gs_fq_best *b)
 {
     gs_fq_heads_args a = {
-        .b = q->hot_b, .e = q->hot_e, .v = q->hot_v, .slot = q->hot_slot, .s = q->hot_s,
-        .n = q->nactive_tenants, .vterm = f->vmax > f->vmin,
-        .now = f->now, .bs = f->bscale, .ws = f->wscale, .wv = f->wv, .vmax = f->vmax, .vs = f->vscale,
+        .b = q->hot_b, .e = q->hot_e, .slot = q->hot_slot, .s = q->hot_s,
+        .n = q->nactive_tenants, .now = f->now, .bs = f->bscale, .ws = f->wscale, .wv = f->wv,
     };
+    gs_fq_heads_v(q, f, &a.v, &a.vmax, &a.vs, &a.vterm);
     q->heads(&a, b);
 }
 

@@ -68,6 +68,15 @@ double gs_fq_predict_key(const gpusched_fairq *q, uint32_t key, uint32_t type, d
     return q->p.pred_default;
 }
 
+double gs_fq_typical_cost(const gpusched_fairq *q)
+{
+    double logd;
+    if (!gs_fq_moments_predict(&q->all_pred, q->all_pred.mx, &logd))
+        return q->p.pred_default;
+    double d = exp(logd);
+    return d > GS_FQ_PRED_MIN ? (d < 1e12 ? d : 1e12) : GS_FQ_PRED_MIN;
+}
+
 void gs_fq_learn(gpusched_fairq *q, uint32_t key, uint32_t type, double x, double duration)
 {
     double y = log(duration > GS_FQ_PRED_MIN ? duration : GS_FQ_PRED_MIN);

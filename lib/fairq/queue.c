@@ -68,10 +68,11 @@ GPUSCHED_API int gpusched_fairq_new(uint32_t max_tenants, const gpusched_allocat
     q->hot_e = gs_calloc(&a, max_tenants, sizeof *q->hot_e);
     q->hot_v = gs_calloc(&a, max_tenants, sizeof *q->hot_v);
     q->hot_s = gs_calloc(&a, max_tenants, sizeof *q->hot_s);
+    q->hot_t = gs_calloc(&a, max_tenants, sizeof *q->hot_t);
     q->hot_types = gs_calloc(&a, max_tenants, sizeof *q->hot_types);
     q->hot_slot = gs_calloc(&a, max_tenants, sizeof *q->hot_slot);
     if (!q->ten || !q->active_tenants || !q->hot_b || !q->hot_e || !q->hot_v || !q->hot_s ||
-        !q->hot_types || !q->hot_slot) {
+        !q->hot_t || !q->hot_types || !q->hot_slot) {
         gpusched_fairq_free(q);
         return GPUSCHED_ENOMEM;
     }
@@ -101,7 +102,7 @@ GPUSCHED_API void gpusched_fairq_free(gpusched_fairq *q)
         return;
     const gs_alloc *a = &q->alloc;
     void *arrays[] = {q->id, q->enq, q->key, q->next, q->pred, q->x, q->ten, q->bhist, q->hot_b, q->hot_e, q->hot_v, q->hot_s,
-                      q->hot_types, q->hot_slot,
+                      q->hot_t, q->hot_types, q->hot_slot,
                       q->active_tenants, q->keys, q->key_code, q->key_pred, q->kterm,
                       q->active_keys, q->run_id, q->run, q->log};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -259,9 +260,11 @@ static void gs_fq_tenant_backlog_inc(gpusched_fairq *q, uint32_t t)
     if (ten->backlog++ == 0) {
         ten->active_pos = q->nactive_tenants;
         q->active_tenants[q->nactive_tenants++] = t;
-        /* A returning tenant may not bank credit from its idle time. */
-        if (ten->vtime < q->vclock)
-            ten->vtime = q->vclock;
+        /* A returning tenant may not bank credit from its idle time
+         * (with the lag cap: no more than the cap). */
+        double floor = gs_fq_vtime_floor(q);
+        if (ten->vtime < floor)
+            ten->vtime = floor;
     }
 }
 
@@ -295,6 +298,7 @@ static void gs_fq_append(gpusched_fairq *q, uint64_t id, uint32_t k, double enq,
     if (predicted <= 0)
         predicted = gs_fq_predict_key(q, k, q->keys[k].type, x);
     q->pred[s] = (float)predicted;
+    gs_fq_demand_add(q, q->keys[k].tenant, q->pred[s]);
     if (q->live == 0)
         q->lo = s;
     q->live++;
@@ -532,6 +536,7 @@ GPUSCHED_API int gpusched_fairq_cancel(gpusched_fairq *q, uint64_t id)
     if (s == GS_FQ_NONE)
         return gs_error(&q->err, GPUSCHED_ENOENT, "cancel: no queued task has id %llu",
                         (unsigned long long)id);
+    gs_fq_demand_add(q, q->keys[q->key[s]].tenant, -(double)q->pred[s]);
     gs_fq_remove_slot(q, s);
     return gs_ok(&q->err);
 }

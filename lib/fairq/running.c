@@ -64,6 +64,7 @@ GPUSCHED_API int gpusched_fairq_complete(gpusched_fairq *q, uint64_t id, double 
     gs_fq_tenant *t = &q->ten[r.tenant];
     double delta = actual_duration - r.charged;
     t->vtime += delta / t->weight / q->vunit;
+    gs_fq_demand_add(q, r.tenant, delta);
     t->service += delta;
     t->running--;
     gs_fq_hot_sync(q, r.tenant);

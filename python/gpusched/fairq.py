@@ -38,13 +38,17 @@ class Param(enum.IntEnum):
     LOG = 9
     EXPLORE = 10
     SEED = 11
+    LAG_CAP = 12
 
 
 class Policy(enum.IntEnum):
-    """Weight presets: DES (memoryless: 0.1 backlog, 0.9 wait) and STATEFUL
-    (fair share: 1 virtual time, 0.05 wait)."""
+    """Weight presets: DES (memoryless: 0.1 backlog, 0.9 wait), STATEFUL
+    (fair share: 1 virtual time, 0.05 wait) and LAGCAP (oldest task first
+    among the tenants within 16 typical task costs of their max-min share:
+    2 virtual time, 0.9 wait, lag_cap 16)."""
     DES = 1
     STATEFUL = 2
+    LAGCAP = 3
 
 
 class TenantValue(enum.IntEnum):
@@ -148,7 +152,7 @@ class FairQueue(u.Handle):
                  half_life: Optional[float] = None, pred_alpha: Optional[float] = None,
                  pred_default: Optional[float] = None, scan: Optional[float] = None,
                  log: Optional[float] = None, explore: Optional[float] = None,
-                 seed: Optional[float] = None) -> None:
+                 seed: Optional[float] = None, lag_cap: Optional[float] = None) -> None:
         """Creates an empty queue for `max_tenants` tenants with the DES
         policy, then applies `policy` (a :class:`Policy` or its name), then
         each keyword parameter given (not None), named after :class:`Param`
@@ -157,7 +161,8 @@ class FairQueue(u.Handle):
         params = {Param.W_BACKLOG: w_backlog, Param.W_WAIT: w_wait, Param.W_VTIME: w_vtime,
                   Param.W_PRED: w_pred, Param.HALF_LIFE: half_life,
                   Param.PRED_ALPHA: pred_alpha, Param.PRED_DEFAULT: pred_default,
-                  Param.SCAN: scan, Param.LOG: log, Param.EXPLORE: explore, Param.SEED: seed}
+                  Param.SCAN: scan, Param.LOG: log, Param.EXPLORE: explore, Param.SEED: seed,
+                  Param.LAG_CAP: lag_cap}
         out = ctypes.c_void_p()
         lib.check(lib.fairq_new(u.integer("max_tenants", max_tenants, 1, MAX_TENANTS), None,
                                 ctypes.byref(out)), function="gpusched_fairq_new")
