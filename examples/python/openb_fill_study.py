@@ -69,6 +69,12 @@ POLICIES = {
     "fgd-pack": (make_fgd(pack=True), "count"),
     "fgd-demand": (make_fgd(), "demand"),
     "fgd-demand-pack": (make_fgd(pack=True), "demand"),
+    "fgd-pack-tol10": (make_fgd(pack=True, tol=10.0), "count"),
+    "fgd-pack-tol50": (make_fgd(pack=True, tol=50.0), "count"),
+    "fgd-pack-tol150": (make_fgd(pack=True, tol=150.0), "count"),
+    "fgd-demand-pack-tol50": (make_fgd(pack=True, tol=50.0), "demand"),
+    "fgd-holes": (make_fgd(pack=True, holes=True), "count"),
+    "fgd-demand-holes": (make_fgd(pack=True, holes=True), "demand"),
 }
 
 
@@ -82,9 +88,11 @@ def data_dir(arg):
     return os.path.join(root, "tests", "data", "openb")
 
 
-def read_nodes(path):
+def read_nodes(path, every=1):
+    """The node list; every: keep one node in that many (a smaller cluster
+    of the same mix, for quick runs)."""
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))[::every]
     models = sorted({r["model"] for r in rows})
     index = {m: i for i, m in enumerate(models)}
     cl = op.Cluster([int(r["cpu_milli"]) for r in rows], [int(r["memory_mib"]) for r in rows],
@@ -216,13 +224,15 @@ def main():
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--inflate", type=float, default=1.3)
+    ap.add_argument("--every", type=int, default=1, metavar="N",
+                    help="keep one node in N (a smaller cluster, for quick runs)")
     ap.add_argument("--plot", metavar="DIR", help="draw the allocation curves (seed 0)")
     ap.add_argument("--check-margin", type=float, default=None,
                     help="fail if FGD ends more than this many points below BestFit")
     args = ap.parse_args()
 
     root = data_dir(args.data)
-    cl, model_index = read_nodes(os.path.join(root, NODES))
+    cl, model_index = read_nodes(os.path.join(root, NODES), args.every)
     total = int(cl.cap_gpu.sum())
     policies = args.policies.split(",")
     for p in policies:

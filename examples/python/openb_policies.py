@@ -191,9 +191,9 @@ class FGD:
     since that shape was last scored.
     """
 
-    def __init__(self, cl, shapes, rng, pack=False, tol=0.0):
+    def __init__(self, cl, shapes, rng, pack=False, tol=0.0, holes=False):
         self.cl, self.sh = cl, shapes
-        self.pack, self.tol = pack, tol
+        self.pack, self.tol, self.holes = pack, tol, holes
         self.cur = fragmentation(shapes, cl.gf, cl.cf, cl.mf, cl.model)
         self.cur_version = cl.version.copy()
         n_shapes = len(shapes.cpu)
@@ -259,17 +259,35 @@ class FGD:
         best = delta.min()
         if not np.isfinite(best):
             return None
+        cpu, mem, k, milli, _ = pod
+        if self.holes and k == 1 and milli < FULL:
+            hole = self._hole(pod, delta)
+            if hole is not None:
+                return hole
         if self.pack:
             cand = np.flatnonzero(delta <= best + self.tol + 1e-9)
-            cpu, mem, k, milli, _ = pod
             gleft = cl.gf[cand].sum(axis=1) - k * milli
             cleft = (cl.cf[cand] - cpu) / cl.cap_cpu[cand]
             n = int(cand[np.lexsort((cleft, gleft))[0]])
         else:
             n = int(np.argmin(delta))
-        _, _, k, milli, _ = pod
         if k == 0:
             return n, []
         if milli < FULL:
             return n, [int(self.gpu[s, n])]
         return n, whole_gpus(cl.gf[n], k)
+
+    def _hole(self, pod, delta):
+        """A fraction into the shared GPU it fills best (the least free
+        share left), ties by the least fragmentation growth."""
+        cl = self.cl
+        milli = pod[3]
+        ok = np.isfinite(delta)[:, None] & (cl.gf >= milli) & (cl.gf < FULL)
+        if not ok.any():
+            return None
+        left = np.where(ok, cl.gf - milli, FULL + 1)
+        per_node = left.min(axis=1)
+        m = per_node.min()
+        cand = np.flatnonzero(per_node == m)
+        n = int(cand[np.argmin(delta[cand])])
+        return n, [int(np.argmin(left[n]))]
