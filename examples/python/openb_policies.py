@@ -178,22 +178,28 @@ class FGD:
     expected fragmentation grows least.
 
     Options beyond the paper (each a policy of the study):
-    - weight='demand': a shape weighs its count times its GPU request, so
-      fragmentation against an 8-GPU pod counts as much as the 8 GPUs it
-      would have taken; the paper weighs shapes by count ('count').
-    - pack=True: among nodes within tol of the least growth, the one left
-      with the least free GPU, then the least free cpu share (packing
-      breaks the many ties, for example between empty nodes or for pods
-      without GPUs, instead of node order).
+    - the target workload (Shapes) may weigh a shape by its count times its
+      GPU request (the study's fgd-demand policies), so fragmentation
+      against an 8-GPU pod counts as much as the 8 GPUs it would have
+      taken; the paper weighs shapes by count.
+    - pack=True: among the nodes whose growth is within tol milli-GPU of
+      the least (whole_tol for whole-GPU pods, tol when not given), the one
+      left with the least free GPU, then the least free cpu share. With
+      tol 0 packing only breaks the many exact ties (empty nodes of one
+      kind, pods without GPUs) instead of node order; with a band it
+      prefers packing whenever FGD's estimate barely separates the nodes.
+    - holes=True: a fraction goes first to the shared GPU it fills best
+      (least free share left), FGD deciding only among equals.
 
     The growth of node n for shape s only changes when n changes, so it is
     cached per (shape, node) and recomputed only for the nodes changed
     since that shape was last scored.
     """
 
-    def __init__(self, cl, shapes, rng, pack=False, tol=0.0, holes=False):
+    def __init__(self, cl, shapes, rng, pack=False, tol=0.0, holes=False, whole_tol=None):
         self.cl, self.sh = cl, shapes
         self.pack, self.tol, self.holes = pack, tol, holes
+        self.whole_tol = tol if whole_tol is None else whole_tol
         self.cur = fragmentation(shapes, cl.gf, cl.cf, cl.mf, cl.model)
         self.cur_version = cl.version.copy()
         n_shapes = len(shapes.cpu)
@@ -265,7 +271,8 @@ class FGD:
             if hole is not None:
                 return hole
         if self.pack:
-            cand = np.flatnonzero(delta <= best + self.tol + 1e-9)
+            tol = self.whole_tol if milli >= FULL else self.tol
+            cand = np.flatnonzero(delta <= best + tol + 1e-9)
             gleft = cl.gf[cand].sum(axis=1) - k * milli
             cleft = (cl.cf[cand] - cpu) / cl.cap_cpu[cand]
             n = int(cand[np.lexsort((cleft, gleft))[0]])
