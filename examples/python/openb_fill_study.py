@@ -70,6 +70,7 @@ POLICIES = {
     "fgd-demand": (make_fgd(), "demand"),
     "fgd-demand-pack": (make_fgd(pack=True), "demand"),
     "fgd-band": (make_fgd(pack=True, tol=150.0, whole_tol=0.0), "count"),
+    "fgd-band-fill": (make_fgd(pack=True, tol=150.0, whole_tol=0.0, fill=True), "count"),
     "fgd-holes": (make_fgd(pack=True, holes=True), "count"),
 }
 

@@ -196,9 +196,11 @@ class FGD:
     since that shape was last scored.
     """
 
-    def __init__(self, cl, shapes, rng, pack=False, tol=0.0, holes=False, whole_tol=None):
+    def __init__(self, cl, shapes, rng, pack=False, tol=0.0, holes=False, whole_tol=None,
+                 fill=False):
         self.cl, self.sh = cl, shapes
         self.pack, self.tol, self.holes = pack, tol, holes
+        self.fill = unfillable(shapes) if fill else None
         self.whole_tol = tol if whole_tol is None else whole_tol
         self.cur = fragmentation(shapes, cl.gf, cl.cf, cl.mf, cl.model)
         self.cur_version = cl.version.copy()
@@ -275,6 +277,13 @@ class FGD:
             cand = np.flatnonzero(delta <= best + tol + 1e-9)
             gleft = cl.gf[cand].sum(axis=1) - k * milli
             cleft = (cl.cf[cand] - cpu) / cl.cap_cpu[cand]
+            if self.fill is not None and k == 1 and milli < FULL:
+                gf = cl.gf[cand]
+                waste = np.where(gf >= milli, self.fill[np.maximum(gf - milli, 0)], FULL + 1)
+                w = waste.min(axis=1)
+                n = int(cand[np.lexsort((cleft, gleft, w))[0]])
+                row = np.where(waste[np.flatnonzero(cand == n)[0]] == w.min(), cl.gf[n], FULL + 1)
+                return n, [int(np.argmin(row))]
             n = int(cand[np.lexsort((cleft, gleft))[0]])
         else:
             n = int(np.argmin(delta))
@@ -298,3 +307,27 @@ class FGD:
         cand = np.flatnonzero(per_node == m)
         n = int(cand[np.argmin(delta[cand])])
         return n, [int(np.argmin(left[n]))]
+
+
+def unfillable(sh, min_share=0.01):
+    """fill[r]: the least free share a GPU with r milli free can be left
+    with, filling it with fractions of the shapes that are at least
+    min_share of the workload (any number of each)."""
+    sizes = sorted({int(m) for m, f, p in zip(sh.milli, sh.frac, sh.p) if f}
+                   - {0})
+    share = {}
+    for m, f, p in zip(sh.milli, sh.frac, sh.p):
+        if f:
+            share[int(m)] = share.get(int(m), 0.0) + p
+    sizes = [m for m in sizes if share[m] >= min_share]
+    reach = np.zeros(FULL + 1, dtype=bool)
+    reach[0] = True
+    for r in range(1, FULL + 1):
+        reach[r] = any(r >= m and reach[r - m] for m in sizes)
+    fill = np.zeros(FULL + 1, dtype=np.int64)
+    best = 0
+    for r in range(FULL + 1):
+        if reach[r]:
+            best = r
+        fill[r] = r - best
+    return fill
