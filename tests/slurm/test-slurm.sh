@@ -1,0 +1,102 @@
+#!/bin/bash
+# The Slurm integration test (doc/slurm.md): a real cluster on this machine
+# (cluster.sh: munged, slurmctld, one slurmd per node, 4 blocks x 4 racks x
+# 4 nodes x 4 GPUs by default), gpusched-slurm placing its jobs, and a mix
+# of sleep jobs: single GPUs, whole racks, multi-rack gangs, a sliced gang,
+# a gang that can never fit, a high-priority gang that needs preemption and
+# a node drained mid-run. Checks from scontrol that every job ran on the
+# nodes the library chose, with all its nodes at once, that no GPU was
+# held twice, and that the waiting gang's reason is in the log and in its
+# comment. Exit 77 (skipped) only when Slurm is not installed.
+# Usage: test-slurm.sh PATH/TO/gpusched-slurm
+set -u
+daemon=${1:-}
+here=$(cd "$(dirname "$0")" && pwd)
+for p in munged slurmctld slurmd sbatch scontrol squeue; do
+    command -v "$p" >/dev/null || { echo "SKIP: $p not installed (tools/deps installs slurm-wlm)"; exit 77; }
+done
+[ -x "$daemon" ] || { echo "SKIP: gpusched-slurm not built (no libslurm-dev)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root to run jobs as their user"; exit 77; }
+
+: "${GS_BLOCKS:=4}" "${GS_RACKS:=4}" "${GS_NODES:=4}" "${GS_GPUS:=4}"
+GS_DIR=$(mktemp -d /tmp/gpusched-slurm.XXXXXX)
+export GS_DIR GS_BLOCKS GS_RACKS GS_NODES GS_GPUS
+# shellcheck source=cluster.sh
+. "$here/cluster.sh"
+dpid="" spid=""
+cleanup() {
+    [ -n "$spid" ] && { touch "$GS_DIR/stop"; wait "$spid" 2>/dev/null; }
+    [ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+    scancel --quiet --full -p gpu 2>/dev/null
+    gs_cluster_stop
+    [ -n "${GS_KEEP:-}" ] && echo "kept $GS_DIR" || rm -rf "$GS_DIR"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+t0=$(date +%s)
+
+gs_cluster_start || { echo "FAIL: the cluster did not start"; tail -20 "$GS_DIR"/log/slurmctld.log; exit 1; }
+echo "cluster up: $((GS_BLOCKS * GS_RACKS * GS_NODES)) nodes in $(( $(date +%s) - t0 )) s"
+"$daemon" -P -p gpu -l root,block,rack -s "$GS_DIR/counters" -i 500 2> "$GS_DIR/daemon.log" &
+dpid=$!
+python3 "$here/check.py" sample "$GS_DIR" &
+spid=$!
+
+sub() { sbatch -H --parsable -o /dev/null "$@" --wrap "sleep 600"; }
+low="--requeue --nice=100"
+singles=""
+for i in 1 2 3 4 5 6; do singles="$singles $(sub $low --gpus=1)"; done
+racks="$(sub $low -N4 --gres=gpu:4 --switches=1) $(sub $low -N4 --gres=gpu:4 --switches=1)"
+gangs="$(sub --requeue --nice=50 -N8 --gres=gpu:4) $(sub --requeue --nice=50 -N12 --gres=gpu:4)"
+sliced=$(sub $low --gpus=32 --comment "gpusched: slice=16@rack")
+never=$(sub -N5 --gres=gpu:4 --switches=1)
+
+# Waits until the jobs run (or times out); prints those that do not.
+wait_running() {
+    local i j left
+    for ((i = 0; i < 60; i++)); do
+        left=""
+        for j in "$@"; do
+            [ "$(squeue -h -j "$j" -o %T 2>/dev/null)" = RUNNING ] || left="$left $j"
+        done
+        [ -z "$left" ] && return 0
+        sleep 1
+    done
+    echo "$left"
+    return 1
+}
+wait_running $singles $racks $gangs $sliced >/dev/null || fail "jobs not running after 60 s: $(wait_running $singles $racks $gangs $sliced)"
+
+# A node running a single-GPU job is drained mid-run: the daemon reports
+# the job hit and places nothing there from then on.
+first=${singles%% *}; first=${first# }
+[ -z "$first" ] && first=$(echo $singles | cut -d' ' -f1)
+drained=$(squeue -h -j "$first" -o %N)
+scontrol update nodename="$drained" state=drain reason=gpusched-test
+sleep 2
+
+# 128 GPUs at the highest priority: more than is free, so the library
+# chooses victims among the lower-priority requeueable jobs.
+urgent=$(sub --nice=-100 -N32 --gres=gpu:4)
+wait_running "$urgent" >/dev/null || fail "the high-priority gang $urgent did not start"
+sleep 3
+touch "$GS_DIR/stop"; wait "$spid"; spid=""
+
+log=$GS_DIR/daemon.log
+grep -q "job $urgent: requeued job" "$log" || fail "no victim requeued for job $urgent"
+grep -q "job $urgent: placed on .*" "$log" || fail "job $urgent not placed"
+grep -q "job $never: waits: required rack" "$log" || fail "the reason job $never waits is not in the log"
+squeue -h -j "$never" -o %k | grep -q "gpusched: waits: " || fail "the reason job $never waits is not in its comment"
+grep -q "node $drained: draining; jobs hit: .*$first" "$log" || fail "the drain of $drained did not report job $first"
+after=$(sed -n "/node $drained: draining/,\$p" "$log" | grep "placed on" | grep -E "(on |,)$drained(,|:| )" || true)
+[ -z "$after" ] || fail "placed on drained node $drained: $after"
+grep -q 'gpusched_slurm_decisions_total{outcome="placed"} [1-9]' "$GS_DIR/counters" || fail "counters: no placement counted"
+python3 "$here/check.py" verify "$GS_DIR" "$GS_GPUS" || fail "scontrol shows a job off its placement or a GPU held twice"
+
+echo "--- daemon log"
+cat "$log"
+echo "--- counters"
+grep -v _bucket "$GS_DIR/counters"
+echo "--- $(( $(date +%s) - t0 )) s, $fails failures"
+[ "$fails" -eq 0 ]
