@@ -8,6 +8,10 @@ verify DIR GPUS_PER_NODE: checks the samples: every running job ran on the
   nodes its comment says the library chose ("placed on ..."), started with
   all its nodes at once, and no GPU was held by two jobs at the same time.
   Prints one line per violation and exits 1 if there is any.
+report DIR GPUS_PER_NODE: the side-by-side figures of one run (doc/slurm.md)
+  as JSON: from DIR/kinds (job id and kind per line), the samples and
+  `scontrol show job`: racks and blocks each gang spans, GPUs stranded on
+  partly used nodes, gangs started, submit-to-start seconds.
 """
 import itertools
 import json
@@ -121,9 +125,60 @@ def verify(d, gpus_per_node):
     return 1 if bad else 0
 
 
+def spans(nodes):
+    racks = {re.sub(r"n\d+$", "", n) for n in nodes}
+    blocks = {re.sub(r"r\d+n\d+$", "", n) for n in nodes}
+    return len(racks), len(blocks)
+
+
+def times(job):
+    text = subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout
+    sub = re.search(r"SubmitTime=(\S+)", text)
+    st = re.search(r"StartTime=(\S+)", text)
+    state = re.search(r"JobState=(\S+)", text)
+    if not sub or not st or st.group(1) in ("Unknown", "None"):
+        return None
+    t = [time.mktime(time.strptime(x, "%Y-%m-%dT%H:%M:%S")) for x in (sub.group(1), st.group(1))]
+    return t[1] - t[0] if state and state.group(1) == "RUNNING" else None
+
+
+def report(d, gpus_per_node):
+    with open(os.path.join(d, "samples.jsonl")) as f:
+        samples = [json.loads(line) for line in f if line.strip()]
+    kinds = {}
+    with open(os.path.join(d, "kinds")) as f:
+        for line in f:
+            job, kind = line.split()
+            kinds[int(job)] = kind
+    ran = {}
+    for s in samples:
+        for j in s["jobs"]:
+            ran[j["id"]] = j["nodes"]
+    last = samples[-1]["jobs"] if samples else []
+    used = {}
+    for j in last:
+        for node, idx in j["gres"].items():
+            used[node] = used.get(node, 0) + len(idx)
+    stranded = sum(gpus_per_node - u for u in used.values() if 0 < u < gpus_per_node)
+    gangs = {}
+    for job, kind in sorted(kinds.items()):
+        if kind == "single":
+            continue
+        nodes = ran.get(job)
+        gangs[f"{kind} {job}"] = {"started": nodes is not None,
+                                 "racks_blocks": list(spans(nodes)) if nodes else None}
+    waits = [t for t in (times(j) for j in kinds) if t is not None]
+    out = {"gangs": gangs, "stranded_gpus": stranded,
+           "gangs_started": sum(g["started"] for g in gangs.values()), "gangs_total": len(gangs),
+           "start_s_mean": round(sum(waits) / len(waits), 1) if waits else None}
+    print(json.dumps(out, indent=1))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "sample":
         sample(sys.argv[2])
+    elif sys.argv[1] == "report":
+        report(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "verify":
         sys.exit(verify(sys.argv[2], int(sys.argv[3])))
     else:

@@ -43,43 +43,22 @@ dpid=$!
 python3 "$here/check.py" sample "$GS_DIR" &
 spid=$!
 
-sub() { sbatch -H --parsable -o /dev/null "$@" --wrap "sleep 600"; }
-low="--requeue --nice=100"
-singles=""
-for i in 1 2 3 4 5 6; do singles="$singles $(sub $low --gpus=1)"; done
-racks="$(sub $low -N4 --gres=gpu:4 --switches=1) $(sub $low -N4 --gres=gpu:4 --switches=1)"
-gangs="$(sub --requeue --nice=50 -N8 --gres=gpu:4) $(sub --requeue --nice=50 -N12 --gres=gpu:4)"
-sliced=$(sub $low --gpus=32 --comment "gpusched: slice=16@rack")
-never=$(sub -N5 --gres=gpu:4 --switches=1)
-
-# Waits until the jobs run (or times out); prints those that do not.
-wait_running() {
-    local i j left
-    for ((i = 0; i < 60; i++)); do
-        left=""
-        for j in "$@"; do
-            [ "$(squeue -h -j "$j" -o %T 2>/dev/null)" = RUNNING ] || left="$left $j"
-        done
-        [ -z "$left" ] && return 0
-        sleep 1
-    done
-    echo "$left"
-    return 1
-}
-wait_running $singles $racks $gangs $sliced >/dev/null || fail "jobs not running after 60 s: $(wait_running $singles $racks $gangs $sliced)"
+# shellcheck source=mix.sh
+. "$here/mix.sh"
+GS_HOLD=-H gs_submit_mix
+left=$(gs_wait_running 60 $singles $racks $gangs $sliced) || fail "jobs not running after 60 s:$left"
 
 # A node running a single-GPU job is drained mid-run: the daemon reports
 # the job hit and places nothing there from then on.
-first=${singles%% *}; first=${first# }
-[ -z "$first" ] && first=$(echo $singles | cut -d' ' -f1)
+first=$(echo $singles | cut -d' ' -f1)
 drained=$(squeue -h -j "$first" -o %N)
 scontrol update nodename="$drained" state=drain reason=gpusched-test
 sleep 2
 
 # 128 GPUs at the highest priority: more than is free, so the library
 # chooses victims among the lower-priority requeueable jobs.
-urgent=$(sub --nice=-100 -N32 --gres=gpu:4)
-wait_running "$urgent" >/dev/null || fail "the high-priority gang $urgent did not start"
+urgent=$(GS_HOLD=-H gs_submit_urgent)
+gs_wait_running 60 "$urgent" >/dev/null || fail "the high-priority gang $urgent did not start"
 sleep 3
 touch "$GS_DIR/stop"; wait "$spid"; spid=""
 
