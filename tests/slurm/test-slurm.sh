@@ -26,7 +26,7 @@ export GS_DIR GS_BLOCKS GS_RACKS GS_NODES GS_GPUS
 dpid="" spid=""
 cleanup() {
     [ -n "$spid" ] && { touch "$GS_DIR/stop"; wait "$spid" 2>/dev/null; }
-    [ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+    [ -n "$dpid" ] && { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; }
     scancel --quiet --full -p gpu 2>/dev/null
     gs_cluster_stop
     [ -n "${GS_KEEP:-}" ] && echo "kept $GS_DIR" || rm -rf "$GS_DIR"
@@ -61,6 +61,11 @@ urgent=$(GS_HOLD=-H gs_submit_urgent)
 gs_wait_running 60 "$urgent" >/dev/null || fail "the high-priority gang $urgent did not start"
 sleep 3
 touch "$GS_DIR/stop"; wait "$spid"; spid=""
+
+# The daemon stops on SIGTERM; a non-zero status (a sanitizer report in the
+# instrumented build, say) fails the test.
+kill "$dpid"; wait "$dpid"; drc=$?; dpid=""
+[ "$drc" -eq 0 ] || fail "gpusched-slurm exited with status $drc"
 
 log=$GS_DIR/daemon.log
 grep -q "job $urgent: requeued job" "$log" || fail "no victim requeued for job $urgent"
