@@ -17,7 +17,7 @@ size_t gss_comment_user_part(const char *comment)
 /* Writes "<user part> | <status>" unless the comment says so already. */
 int gss_comment_set(const slurm_job_info_t *j, const char *status)
 {
-    char buf[1024];
+    char buf[4096];
     size_t user = gss_comment_user_part(j->comment);
     snprintf(buf, sizeof buf, "%.*s | gpusched: %s", (int)user, user ? j->comment : "", status);
     if (j->comment && strcmp(j->comment, buf) == 0)

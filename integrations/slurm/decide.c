@@ -28,23 +28,6 @@ static int ours(const gss_state *s, const slurm_job_info_t *j)
     return !s->opt->partition || (j->partition && strcmp(j->partition, s->opt->partition) == 0);
 }
 
-/* "b0r0n0,b0r0n1" from the result's nodes. */
-static void node_list(const gss_state *s, char *buf, size_t cap, uint32_t *count)
-{
-    const uint32_t *nodes;
-    const uint64_t *masks;
-    uint32_t n = 0;
-    size_t len = 0;
-    buf[0] = 0;
-    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
-    for (uint32_t i = 0; i < n; i++) {
-        char name[GPUSCHED_MAX_NAME + 1];
-        if (gpusched_topo_node_name(s->topo, nodes[i], name, sizeof name) == 0 && len + sizeof name + 1 < cap)
-            len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? "," : "", name);
-    }
-    *count = n;
-}
-
 static int release(uint32_t job_id, const char *nodes, uint32_t count)
 {
     job_desc_msg_t d;
@@ -114,7 +97,7 @@ static int place(gss_state *s, gss_request *r, int *preempted)
 
 static void wait_reason(gss_state *s, const slurm_job_info_t *j, const char *why)
 {
-    char status[600];
+    char status[2200];
     snprintf(status, sizeof status, "waits: %s", why);
     if (gss_comment_set(j, status) > 0)
         gss_log("job %u: waits: %s", j->job_id, why);
@@ -161,10 +144,11 @@ static void decide_one(gss_state *s, const slurm_job_info_t *j)
         wait_reason(s, j, "pods share a node, which Slurm's per-node GRES cannot express: use --gpus=N");
         return;
     }
-    char nodes[8192];
+    char all[65536], nodes[2048];
     uint32_t count;
-    node_list(s, nodes, sizeof nodes, &count);
-    char status[600];
+    gss_result_nodes(s, all, sizeof all, &count);
+    gss_hostlist_compress(all, nodes, sizeof nodes);
+    char status[2200];
     snprintf(status, sizeof status, "placed on %s%s", nodes, preempted ? " (after preemption)" : "");
     gss_comment_set(j, status);
     if (release(j->job_id, nodes, count) != 0) {

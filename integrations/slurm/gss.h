@@ -60,6 +60,7 @@ uint32_t gss_gres_gpus(const char *gres);
 /* hostlist.c */
 typedef int (*gss_host_fn)(void *user, const char *name, uint32_t index);
 int gss_hostlist_each(const char *list, gss_host_fn fn, void *user);
+void gss_hostlist_compress(const char *list, char *buf, size_t cap);
 
 /* jobs.c */
 gss_job *gss_jobs_find(gss_state *s, uint32_t id);
@@ -84,6 +85,9 @@ uint32_t gss_tres_gpus(const char *tres);
 
 /* decide.c */
 void gss_decide(gss_state *s, const job_info_msg_t *jobs);
+
+/* result.c */
+void gss_result_nodes(const gss_state *s, char *buf, size_t cap, uint32_t *count);
 
 /* comment.c */
 size_t gss_comment_user_part(const char *comment);

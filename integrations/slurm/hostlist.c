@@ -21,3 +21,15 @@ int gss_hostlist_each(const char *list, gss_host_fn fn, void *user)
     slurm_hostlist_destroy(hl);
     return rc;
 }
+
+/* "b0r0n0,b0r0n1,b0r0n2" as "b0r0n[0-2]": what the log, the comment and
+ * req_nodes carry, so that a gang of thousands of nodes stays one short
+ * line. Falls back to the list as given if it does not fit. */
+void gss_hostlist_compress(const char *list, char *buf, size_t cap)
+{
+    hostlist_t hl = slurm_hostlist_create(list);
+    if (!hl || slurm_hostlist_ranged_string(hl, cap, buf) < 0)
+        snprintf(buf, cap, "%s", list);
+    if (hl)
+        slurm_hostlist_destroy(hl);
+}

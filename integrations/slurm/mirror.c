@@ -18,6 +18,24 @@ static uint32_t health_of(uint32_t state)
     return GPUSCHED_NODE_UP;
 }
 
+/* Where a job hit by a node going down or draining would go now, with its
+ * shape kept (a plan only: Slurm requeues or keeps the job itself). */
+static void plan_repair(gss_state *s, uint64_t job_id)
+{
+    char all[65536], nodes[2048];
+    uint32_t count;
+    int rc = gpusched_placer_move(s->placer, job_id, 0, s->res);
+    if (rc == 0) {
+        gss_result_nodes(s, all, sizeof all, &count);
+        gss_hostlist_compress(all, nodes, sizeof nodes);
+        gss_log("job %llu: repair plan: to %s: %s", (unsigned long long)job_id, nodes,
+                gpusched_place_result_message(s->res));
+    } else if (rc == GPUSCHED_ENOSPC) {
+        gss_log("job %llu: repair plan: none: %s", (unsigned long long)job_id,
+                gpusched_place_result_message(s->res));
+    }
+}
+
 static void report_hit(gss_state *s, const char *name, uint32_t health, const uint64_t *hit, uint32_t n)
 {
     static const char *const word[] = {"up", "cordoned", "draining", "down"};
@@ -28,6 +46,9 @@ static void report_hit(gss_state *s, const char *name, uint32_t health, const ui
     gss_log("node %s: %s; jobs hit:%s", name, word[health], n ? list : " none");
     s->stats.node_events++;
     s->stats.jobs_hit += n;
+    if (health != GPUSCHED_NODE_UP)
+        for (uint32_t i = 0; i < n; i++)
+            plan_repair(s, hit[i]);
 }
 
 void gss_mirror_nodes(gss_state *s, const node_info_msg_t *nodes)

@@ -105,7 +105,7 @@ def verify(d, gpus_per_node):
             m = re.search(r"placed on (\S+)", j["comment"])
             if not m:
                 bad.append(f"job {j['id']} runs on {','.join(j['nodes'])} with no placement by the library")
-            elif sorted(m.group(1).split(",")) != sorted(j["nodes"]):
+            elif sorted(expand(m.group(1))) != sorted(j["nodes"]):
                 bad.append(f"job {j['id']} runs on {','.join(j['nodes'])}, the library chose {m.group(1)}")
             if len(j["nodes"]) != j["num_nodes"]:
                 bad.append(f"job {j['id']} runs on {len(j['nodes'])} of its {j['num_nodes']} nodes")

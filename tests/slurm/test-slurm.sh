@@ -73,8 +73,10 @@ grep -q "job $urgent: placed on .*" "$log" || fail "job $urgent not placed"
 grep -q "job $never: waits: required rack" "$log" || fail "the reason job $never waits is not in the log"
 squeue -h -j "$never" -o %k | grep -q "gpusched: waits: " || fail "the reason job $never waits is not in its comment"
 grep -q "node $drained: draining; jobs hit: .*$first" "$log" || fail "the drain of $drained did not report job $first"
-after=$(sed -n "/node $drained: draining/,\$p" "$log" | grep "placed on" | grep -E "(on |,)$drained(,|:| )" || true)
-[ -z "$after" ] || fail "placed on drained node $drained: $after"
+grep -q "job $first: repair plan: " "$log" || fail "no repair plan logged for job $first"
+for list in $(sed -n "/node $drained: draining/,\$p" "$log" | sed -n 's/.*: placed on \([^:]*\): .*/\1/p'); do
+    scontrol show hostnames "$list" | grep -qx "$drained" && fail "placed on drained node $drained: $list"
+done
 grep -q 'gpusched_slurm_decisions_total{outcome="placed"} [1-9]' "$GS_DIR/counters" || fail "counters: no placement counted"
 python3 "$here/check.py" verify "$GS_DIR" "$GS_GPUS" || fail "scontrol shows a job off its placement or a GPU held twice"
 
