@@ -75,9 +75,13 @@ SlurmdTimeout=60
 MessageTimeout=20
 PreemptType=preempt/none
 JobRequeue=1
-PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm
 CONF
-    [ -n "${GS_JOB_SUBMIT:-}" ] && echo "JobSubmitPlugins=lua" >> "$GS_DIR/slurm.conf"
+    # GS_JOB_SUBMIT=path/to/job_submit.lua: the rule that holds every job
+    # (integrations/slurm), read by slurmctld from beside slurm.conf.
+    if [ -n "${GS_JOB_SUBMIT:-}" ]; then
+        cp "$GS_JOB_SUBMIT" "$GS_DIR/job_submit.lua"
+        echo "JobSubmitPlugins=lua" >> "$GS_DIR/slurm.conf"
+    fi
     # Every node has the same GPU count: one line without NodeName= serves
     # all. Slurm's gres/gpu drops GPUs that have no File=, so each GPU is an
     # empty file in $GS_DIR/dev (no cgroup confines devices here, so a

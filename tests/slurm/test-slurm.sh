@@ -20,7 +20,10 @@ done
 
 : "${GS_BLOCKS:=4}" "${GS_RACKS:=4}" "${GS_NODES:=4}" "${GS_GPUS:=4}"
 GS_DIR=$(mktemp -d /tmp/gpusched-slurm.XXXXXX)
-export GS_DIR GS_BLOCKS GS_RACKS GS_NODES GS_GPUS
+# The shipped job_submit rule holds every job of the partition: the mix is
+# also submitted with sbatch -H, the urgent gang only through the rule.
+GS_JOB_SUBMIT=$here/../../integrations/slurm/job_submit.lua
+export GS_DIR GS_BLOCKS GS_RACKS GS_NODES GS_GPUS GS_JOB_SUBMIT
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
 dpid="" spid=""
@@ -57,7 +60,7 @@ sleep 2
 
 # 128 GPUs at the highest priority: more than is free, so the library
 # chooses victims among the lower-priority requeueable jobs.
-urgent=$(GS_HOLD=-H gs_submit_urgent)
+urgent=$(GS_HOLD="" gs_submit_urgent)
 gs_wait_running 60 "$urgent" >/dev/null || fail "the high-priority gang $urgent did not start"
 sleep 3
 touch "$GS_DIR/stop"; wait "$spid"; spid=""
