@@ -36,7 +36,7 @@ gs_write_conf() {
     local b r n i=0 port nodelist=""
     cat > "$GS_DIR/slurm.conf" <<CONF
 ClusterName=gstest
-SlurmctldHost=localhost
+SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$GS_PORT_BASE
 SlurmUser=root
 SlurmdUser=root
