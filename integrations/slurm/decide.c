@@ -47,15 +47,20 @@ static int release(uint32_t job_id, const char *nodes, uint32_t count)
     return slurm_update_job(&d);
 }
 
-/* Requeues every victim of the plan (held, so each comes back to the
- * daemon's queue); stops at the first failure. */
+/* Requeues every victim of the plan, held, so that each comes back to the
+ * daemon's queue (a victim not started yet is only held again); stops at
+ * the first failure. */
 static int requeue_victims(gss_state *s, uint32_t job_id)
 {
     const uint64_t *ids;
     uint32_t n;
     gpusched_preempt_plan_victims(s->plan, &ids, &n);
     for (uint32_t i = 0; i < n; i++) {
-        if (slurm_requeue((uint32_t)ids[i], JOB_REQUEUE_HOLD) != 0) {
+        const gss_job *v = gss_jobs_find(s, (uint32_t)ids[i]);
+        /* Placed but not started: Slurm cannot requeue it, a hold does. */
+        int rc = v && !v->seen_running ? gss_job_hold((uint32_t)ids[i])
+                                       : slurm_requeue((uint32_t)ids[i], JOB_REQUEUE_HOLD);
+        if (rc != 0) {
             gss_log("job %u: victim %llu not requeued: %s", job_id, (unsigned long long)ids[i],
                     slurm_strerror(slurm_get_errno()));
             return -1;

@@ -68,6 +68,7 @@ int gss_jobs_add(gss_state *s, uint32_t id, int seen_running);
 void gss_jobs_drop(gss_state *s, uint32_t id);
 int32_t gss_job_priority(const slurm_job_info_t *j);
 int gss_job_is_held(const slurm_job_info_t *j);
+int gss_job_hold(uint32_t id);
 
 /* mirror.c */
 void gss_mirror_nodes(gss_state *s, const node_info_msg_t *nodes);

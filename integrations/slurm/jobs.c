@@ -50,3 +50,14 @@ int gss_job_is_held(const slurm_job_info_t *j)
     return (j->job_state & JOB_STATE_BASE) == JOB_PENDING && j->priority == 0 &&
            (j->state_reason == WAIT_HELD || j->state_reason == WAIT_HELD_USER);
 }
+
+/* Puts a job back on hold (priority 0, as `scontrol hold` does): a placed
+ * job that Slurm has not started yet goes back to the daemon's queue. */
+int gss_job_hold(uint32_t id)
+{
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id;
+    d.priority = 0;
+    return slurm_update_job(&d);
+}

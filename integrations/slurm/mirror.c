@@ -184,6 +184,32 @@ static const slurm_job_info_t *find_job(const job_info_msg_t *jobs, uint32_t id)
     return NULL;
 }
 
+/* Whether any node of the job's allocation is not up. */
+static int on_unhealthy_node(const gss_state *s, uint32_t id)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    if (gpusched_cluster_job_allocation(s->cluster, id, &nodes, &masks, &n, NULL) < 0)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (s->health[nodes[i]] != GPUSCHED_NODE_UP)
+            return 1;
+    return 0;
+}
+
+/* A placed job not started yet whose node went down or drained would wait
+ * for it forever: it is held again, so that the next pass places it anew. */
+static int replace_if_stuck(gss_state *s, const gss_job *held, const slurm_job_info_t *j)
+{
+    if (held->seen_running || !on_unhealthy_node(s, held->id))
+        return 0;
+    if (gss_job_hold(j->job_id) != 0)
+        return 0;
+    gss_log("job %u: a node it was placed on is no longer up before it started: placed again", j->job_id);
+    return 1;
+}
+
 /* Whether a job the cluster holds should stay: running, or placed and
  * released by the daemon but not started by Slurm yet. */
 static int keep(const gss_job *held, const slurm_job_info_t *j)
@@ -203,7 +229,7 @@ void gss_mirror_jobs(gss_state *s, const job_info_msg_t *jobs)
     for (uint32_t i = 0; i < s->njobs;) {
         gss_job *held = &s->jobs[i];
         const slurm_job_info_t *j = find_job(jobs, held->id);
-        if (keep(held, j)) {
+        if (keep(held, j) && !(j && !is_running(j) && replace_if_stuck(s, held, j))) {
             i++;
             continue;
         }
