@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 for p in munged slurmctld slurmd sbatch scontrol squeue; do
     command -v "$p" >/dev/null || { echo "SKIP: $p not installed (tools/deps installs slurm-wlm)"; exit 77; }
 done
-[ -x "$daemon" ] || { echo "SKIP: gpusched-slurm not built (no libslurm-dev)"; exit 77; }
+[ -x "$daemon" ] || { echo "SKIP: gpusched-slurm not built (no libslurm-dev, or -Dslurm=disabled)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root to run jobs as their user"; exit 77; }
 
 : "${GS_BLOCKS:=4}" "${GS_RACKS:=4}" "${GS_NODES:=4}" "${GS_GPUS:=4}"
