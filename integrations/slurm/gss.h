@@ -3,7 +3,9 @@
  * topology.c (Slurm's switch tree and GRES into a gpusched topology),
  * mirror.c (node states and running jobs into the cluster, each poll),
  * request.c (a pending job into a placement request), decide.c (place,
- * preempt, set the node list, release), stats.c (counters), main.c. */
+ * preempt, set the node list, release), jobs.c (the jobs the cluster
+ * holds; a Slurm job's priority and hold), comment.c (the job's comment),
+ * hostlist.c and result.c (node lists), stats.c (counters), log.c, main.c. */
 #ifndef GSS_H
 #define GSS_H
 
