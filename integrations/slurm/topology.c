@@ -1,7 +1,8 @@
 /* The topology from Slurm itself: the switch tree of topology/tree
  * (slurm_load_topo) gives the levels and domains, each node's GPU GRES
- * count its GPUs, its features its labels. A node under no leaf switch, or
- * with no GPU, is left out: the daemon never places on it. */
+ * count its GPUs, its features its labels. A node under no leaf switch,
+ * with no GPU, or outside the daemon's partition is left out: the daemon
+ * never places on it. */
 #include "gss.h"
 
 #include <stdlib.h>
@@ -123,6 +124,27 @@ static int add_node(gpusched_topo_builder *b, const topo_info_response_msg_t *t,
     return rc;
 }
 
+/* The nodes of the daemon's partition, or NULL (every node) without -p:
+ * a job of the partition can only start on them. */
+static int partition_nodes(const gss_options *opt, hostlist_t *out)
+{
+    partition_info_msg_t *parts = NULL;
+    *out = NULL;
+    if (!opt->partition)
+        return 0;
+    if (slurm_load_partitions(0, &parts, SHOW_ALL) != 0) {
+        gss_log("slurm_load_partitions: %s", slurm_strerror(slurm_get_errno()));
+        return -1;
+    }
+    for (uint32_t i = 0; i < parts->record_count && !*out; i++)
+        if (parts->partition_array[i].name && strcmp(parts->partition_array[i].name, opt->partition) == 0)
+            *out = slurm_hostlist_create(parts->partition_array[i].nodes ? parts->partition_array[i].nodes : "");
+    slurm_free_partition_info_msg(parts);
+    if (!*out)
+        gss_log("partition %s: not found", opt->partition);
+    return *out ? 0 : -1;
+}
+
 static int build(const gss_options *opt, const topo_info_response_msg_t *t, const node_info_msg_t *nodes,
                  gpusched_topo **out)
 {
@@ -130,6 +152,7 @@ static int build(const gss_options *opt, const topo_info_response_msg_t *t, cons
     int *parent = malloc((nsw ? nsw : 1) * sizeof *parent);
     leaf_of leaves = {0};
     gpusched_topo_builder *b = NULL;
+    hostlist_t part = NULL;
     int rc = -1;
     if (!parent)
         goto done;
@@ -160,11 +183,13 @@ static int build(const gss_options *opt, const topo_info_response_msg_t *t, cons
         goto done;
     for (uint32_t l = 0; l < nlevels; l++)
         np[l] = names[l];
+    if (partition_nodes(opt, &part) < 0)
+        goto done;
     if (gpusched_topo_builder_new(NULL, &b) < 0 || gpusched_topo_builder_levels_set(b, nlevels, np) < 0)
         goto done;
     for (uint32_t i = 0; i < nodes->record_count; i++) {
         const node_info_t *ni = &nodes->node_array[i];
-        if (!ni->name || gss_gres_gpus(ni->gres) == 0)
+        if (!ni->name || gss_gres_gpus(ni->gres) == 0 || (part && slurm_hostlist_find(part, ni->name) < 0))
             continue;
         int leaf = -1;
         for (uint32_t k = 0; k < leaves.n && leaf < 0; k++)
@@ -186,6 +211,8 @@ done:
     free(leaves.node);
     free(leaves.sw);
     free(parent);
+    if (part)
+        slurm_hostlist_destroy(part);
     gpusched_topo_builder_free(b);
     return rc < 0 ? -1 : 0;
 }
