@@ -144,14 +144,20 @@ static void decide_one(gss_state *s, const slurm_job_info_t *j)
         wait_reason(s, j, gpusched_placer_errmsg(s->placer));
         return;
     }
+    char message[1024];
+    snprintf(message, sizeof message, "%s", gpusched_place_result_message(s->res));
     if (!pods_fit_slurm(s, &r)) {
-        gpusched_cluster_release(s->cluster, j->job_id);
-        wait_reason(s, j, "pods share a node, which Slurm's per-node GRES cannot express: use --gpus=N");
-        return;
+        if (gss_pods_spread(s, &r) < 0) {
+            wait_reason(s, j, "the pods fit only if some share a node, and Slurm gives each node of the "
+                              "job the same GPU count: ask --gpus=N, or fewer nodes");
+            return;
+        }
+        snprintf(message, sizeof message, "%u pods of %u GPUs on distinct nodes", r.nodes_wanted,
+                 r.req.pod_gpus);
     }
     char all[65536], nodes[2048];
     uint32_t count;
-    gss_result_nodes(s, all, sizeof all, &count);
+    gss_job_nodes(s, j->job_id, all, sizeof all, &count);
     gss_hostlist_compress(all, nodes, sizeof nodes);
     char status[2200];
     snprintf(status, sizeof status, "placed on %s%s", nodes, preempted ? " (after preemption)" : "");
@@ -162,7 +168,7 @@ static void decide_one(gss_state *s, const slurm_job_info_t *j)
         return;
     }
     gss_jobs_add(s, j->job_id, 0);
-    gss_log("job %u: placed on %s: %s", j->job_id, nodes, gpusched_place_result_message(s->res));
+    gss_log("job %u: placed on %s: %s", j->job_id, nodes, message);
     if (preempted)
         s->stats.preempted++;
     else

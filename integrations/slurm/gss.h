@@ -5,7 +5,8 @@
  * request.c (a pending job into a placement request), decide.c (place,
  * preempt, set the node list, release), jobs.c (the jobs the cluster
  * holds; a Slurm job's priority and hold), comment.c (the job's comment),
- * hostlist.c and result.c (node lists), stats.c (counters), log.c, main.c. */
+ * pods.c (n nodes of g GPUs on distinct nodes), hostlist.c and result.c
+ * (node lists), stats.c (counters), log.c, main.c. */
 #ifndef GSS_H
 #define GSS_H
 
@@ -91,6 +92,10 @@ void gss_decide(gss_state *s, const job_info_msg_t *jobs);
 
 /* result.c */
 void gss_result_nodes(const gss_state *s, char *buf, size_t cap, uint32_t *count);
+void gss_job_nodes(gss_state *s, uint64_t id, char *buf, size_t cap, uint32_t *count);
+
+/* pods.c */
+int gss_pods_spread(gss_state *s, const gss_request *r);
 
 /* comment.c */
 size_t gss_comment_user_part(const char *comment);

@@ -49,7 +49,10 @@ spid=$!
 # shellcheck source=mix.sh
 . "$here/mix.sh"
 GS_HOLD=-H gs_submit_mix
-left=$(gs_wait_running 60 $singles $racks $gangs $sliced) || fail "jobs not running after 60 s:$left"
+# Three nodes of 2 GPUs: the library packs such pods two to a node, Slurm
+# gives each node of the job 2 GPUs, so the daemon spreads them.
+spread=$(GS_HOLD=-H gs_sub --requeue --nice=100 -N3 --gres=gpu:2)
+left=$(gs_wait_running 60 $singles $racks $gangs $sliced $spread) || fail "jobs not running after 60 s:$left"
 
 # A node running a single-GPU job is drained mid-run: the daemon reports
 # the job hit and places nothing there from then on.
@@ -73,6 +76,7 @@ kill "$dpid"; wait "$dpid"; drc=$?; dpid=""
 log=$GS_DIR/daemon.log
 grep -q "job $urgent: requeued job" "$log" || fail "no victim requeued for job $urgent"
 grep -q "job $urgent: placed on .*" "$log" || fail "job $urgent not placed"
+grep -q "job $spread: placed on .*: 3 pods of 2 GPUs on distinct nodes" "$log" || fail "job $spread not spread"
 grep -q "job $never: waits: required rack" "$log" || fail "the reason job $never waits is not in the log"
 squeue -h -j "$never" -o %k | grep -q "gpusched: waits: " || fail "the reason job $never waits is not in its comment"
 grep -q "node $drained: draining; jobs hit: .*$first" "$log" || fail "the drain of $drained did not report job $first"
