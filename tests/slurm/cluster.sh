@@ -145,13 +145,42 @@ gs_kill_pidfile() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null
 }
 
+# Cancels every job and waits (up to 20 s) until none is left: a job's
+# slurmstepd and processes belong to no slurmd once it is gone, so they
+# are ended while slurmd still runs.
+gs_drain_jobs() {
+    local i
+    [ -f "$GS_DIR/slurmctld.pid" ] && kill -0 "$(cat "$GS_DIR/slurmctld.pid")" 2>/dev/null || return 0
+    timeout 20 squeue -h -o %i 2>/dev/null | xargs -r timeout 20 scancel --quiet --full 2>/dev/null
+    for ((i = 0; i < 20; i++)); do
+        [ -z "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && return 0
+        sleep 1
+    done
+}
+
+# A slurmstepd of this cluster still there (its slurmd was stopped first):
+# found by the SLURM_CONF it inherited, ended with its processes, by pid.
+gs_kill_stray_steps() {
+    local p kid pgid
+    for p in $(pgrep -x slurmstepd); do
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_CONF=$GS_DIR/slurm.conf" || continue
+        for kid in $(pgrep -P "$p"); do
+            # The job's script leads its own process group (its sleep too).
+            pgid=$(ps -o pgid= -p "$kid" | tr -d ' ')
+            if [ -n "$pgid" ] && [ "$pgid" = "$kid" ]; then kill -9 -- "-$pgid" 2>/dev/null; else kill -9 "$kid" 2>/dev/null; fi
+        done
+        kill -9 "$p" 2>/dev/null
+    done
+}
+
 # Stops every process started by gs_cluster_start, each by its pid file.
 gs_cluster_stop() {
     local f
+    gs_drain_jobs
     for f in "$GS_DIR"/slurmd-*.pid; do gs_kill_pidfile "$f"; done
     gs_kill_pidfile "$GS_DIR/slurmctld.pid"
-    # slurmstepd children of a killed slurmd end with their sleep jobs
-    # (KillWait); munged goes last so the daemons can still authenticate.
+    # munged goes last so the daemons can still authenticate.
     sleep 1
+    gs_kill_stray_steps
     gs_kill_pidfile "$GS_DIR/munge/munged.pid"
 }
