@@ -26,6 +26,8 @@ cleanup() {
     dpid="" spid="" GS_DIR=""
 }
 trap cleanup EXIT
+# A timeout (meson test sends SIGTERM) or ^C still runs the cleanup.
+trap "exit 1" TERM INT
 
 run() {
     local mode=$1

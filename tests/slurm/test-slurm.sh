@@ -35,6 +35,8 @@ cleanup() {
     [ -n "${GS_KEEP:-}" ] && echo "kept $GS_DIR" || rm -rf "$GS_DIR"
 }
 trap cleanup EXIT
+# A timeout (meson test sends SIGTERM) or ^C still runs the cleanup.
+trap "exit 1" TERM INT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 t0=$(date +%s)
