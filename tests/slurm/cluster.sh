@@ -115,14 +115,25 @@ gs_cluster_start() {
     chmod 700 "$GS_DIR/munge"; chmod 400 "$GS_DIR/munge/munge.key"
     munged --force --key-file="$GS_DIR/munge/munge.key" --socket="$GS_DIR/munge/munge.sock" \
         --pid-file="$GS_DIR/munge/munged.pid" --log-file="$GS_DIR/log/munged.log" \
-        --seed-file="$GS_DIR/munge/seed" || return 1
-    slurmctld -c -i -f "$SLURM_CONF" || return 1
+        --seed-file="$GS_DIR/munge/seed" || { echo "cluster: munged failed" >&2; return 1; }
+    slurmctld -c -i -f "$SLURM_CONF" || { echo "cluster: slurmctld failed" >&2; return 1; }
     local name
     for name in ${GS_NODELIST//,/ }; do
         mkdir -p "$GS_DIR/spool/$name"
-        slurmd -N "$name" -f "$SLURM_CONF" || return 1
+        slurmd -N "$name" -f "$SLURM_CONF" || { echo "cluster: slurmd -N $name failed" >&2; return 1; }
     done
     gs_wait_idle
+}
+
+# What a failed start left in the logs: slurmctld's, munged's and those of
+# the slurmd that wrote anything (one that refused to start says why there).
+gs_cluster_logs() {
+    local f
+    for f in "$GS_DIR"/log/*.log; do
+        [ -s "$f" ] || continue
+        echo "--- $f"
+        tail -20 "$f"
+    done
 }
 
 # Waits until every node is idle (slurmd registered) or gives up.

@@ -41,7 +41,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 t0=$(date +%s)
 
-gs_cluster_start || { echo "FAIL: the cluster did not start"; tail -20 "$GS_DIR"/log/slurmctld.log; exit 1; }
+gs_cluster_start || { echo "FAIL: the cluster did not start"; gs_cluster_logs; exit 1; }
 echo "cluster up: $((GS_BLOCKS * GS_RACKS * GS_NODES)) nodes in $(( $(date +%s) - t0 )) s"
 "$daemon" -P -p gpu -l root,block,rack -s "$GS_DIR/counters" -i 500 2> "$GS_DIR/daemon.log" &
 dpid=$!
