@@ -7,7 +7,8 @@
 # a node drained mid-run. Checks from scontrol that every job ran on the
 # nodes the library chose, with all its nodes at once, that no GPU was
 # held twice, and that the waiting gang's reason is in the log and in its
-# comment. Exit 77 (skipped) only when Slurm is not installed.
+# comment. Exit 77 (skipped) only without Slurm, the daemon, root or a
+# cgroup filesystem.
 # Usage: test-slurm.sh PATH/TO/gpusched-slurm
 set -u
 daemon=${1:-}
@@ -17,6 +18,12 @@ for p in munged slurmctld slurmd sbatch scontrol squeue; do
 done
 [ -x "$daemon" ] || { echo "SKIP: gpusched-slurm not built (no libslurm-dev, or -Dslurm=disabled)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root to run jobs as their user"; exit 77; }
+# Slurm 22.05's slurmd refuses to start without a cgroup filesystem, even
+# with proctrack/linuxproc and task/none (its cgroup plugin initializes
+# regardless). Every systemd host and container runtime mounts one; a bare
+# chroot does not (tools/fresh-root-check binds the host's).
+grep -q ' /sys/fs/cgroup[ /]' /proc/mounts ||
+    { echo "SKIP: no cgroup filesystem on /sys/fs/cgroup (slurmd needs one)"; exit 77; }
 
 : "${GS_BLOCKS:=4}" "${GS_RACKS:=4}" "${GS_NODES:=4}" "${GS_GPUS:=4}"
 GS_DIR=$(mktemp -d /tmp/gpusched-slurm.XXXXXX)
