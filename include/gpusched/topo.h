@@ -52,6 +52,8 @@ extern "C" {
 #define GPUSCHED_MAX_CLASSES 255
 /** Longest name of a level, node, domain component, class or label (bytes, without NUL). */
 #define GPUSCHED_MAX_NAME 63
+/** Most named scalar resources (cpu, memory, ...) one topology declares. */
+#define GPUSCHED_MAX_RESOURCES 8
 /** "No level", "no domain", "no class": a value no index takes. */
 #define GPUSCHED_NONE UINT32_MAX
 /**
@@ -123,6 +125,39 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
                                                 const char *name, uint32_t gpus,
                                                 const char *gpu_class, const char *const *labels,
                                                 uint32_t nlabels);
+
+/**
+ * Declares a named scalar resource that nodes have besides GPUs, for
+ * example `cpu` (milli-cores by convention) or `memory` (MiB), `nic`,
+ * `disk`. Resources are indexed in declaration order; declaring a name
+ * already declared gives its index and changes nothing. A node's capacity of
+ * a resource is 0 until set. The words `gpus`, `class`, `labels` and `count`
+ * are the text format's node keys and cannot name a resource.
+ * @param b The builder.
+ * @param name The resource's name (the name rules of the other names).
+ * @param[out] index The resource's index (may be NULL).
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `b` is NULL, or the name is invalid or reserved.
+ * @retval GPUSCHED_ELIMIT #GPUSCHED_MAX_RESOURCES already declared.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_topo_builder_resource_add(gpusched_topo_builder *b, const char *name,
+                                                    uint32_t *index);
+
+/**
+ * Sets a node's capacity of a declared resource. The library never
+ * interprets the unit: requests ask in the same unit.
+ * @param b The builder.
+ * @param node The node's name (added before).
+ * @param resource The resource's index.
+ * @param amount The node's capacity (any uint32 value).
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `b` or `node` is NULL, or `resource` is not declared.
+ * @retval GPUSCHED_ENOENT No node of that name.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_topo_builder_node_resource_set(gpusched_topo_builder *b, const char *node,
+                                                         uint32_t resource, uint32_t amount);
 
 /**
  * Adds the content of a topology text (doc/topology-format.md) to the builder.
@@ -327,6 +362,14 @@ GPUSCHED_API uint32_t gpusched_topo_label_count(const gpusched_topo *t);
 GPUSCHED_API const char *gpusched_topo_label_name(const gpusched_topo *t, uint32_t label);
 /** Finds a label by name. @retval GPUSCHED_ENOENT Not found. */
 GPUSCHED_API int gpusched_topo_label_find(const gpusched_topo *t, const char *name, uint32_t *label);
+/** Number of declared resources (0 .. #GPUSCHED_MAX_RESOURCES). Added in 0.2.3. */
+GPUSCHED_API uint32_t gpusched_topo_resource_count(const gpusched_topo *t);
+/** Name of resource `resource`, or NULL if out of range. Added in 0.2.3. */
+GPUSCHED_API const char *gpusched_topo_resource_name(const gpusched_topo *t, uint32_t resource);
+/** Finds a resource by name. @retval GPUSCHED_ENOENT Not found. Added in 0.2.3. */
+GPUSCHED_API int gpusched_topo_resource_find(const gpusched_topo *t, const char *name, uint32_t *resource);
+/** `node`'s capacity of `resource` (0 if either is out of range). Added in 0.2.3. */
+GPUSCHED_API uint32_t gpusched_topo_node_resource(const gpusched_topo *t, uint32_t node, uint32_t resource);
 /** Bytes of memory the topology holds (arrays, names and indexes). */
 GPUSCHED_API size_t gpusched_topo_memory_bytes(const gpusched_topo *t);
 

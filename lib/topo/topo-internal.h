@@ -51,6 +51,12 @@ struct gpusched_topo {
     char **class_names;          /* nclasses */
     char *label_names[64];
 
+    /* Named scalar resources (cpu, memory, ...): node_res[r][n] is node n's
+     * capacity of resource r, for r < nres; NULL beyond. */
+    uint32_t nres;
+    char *res_names[GPUSCHED_MAX_RESOURCES];
+    uint32_t *node_res[GPUSCHED_MAX_RESOURCES];
+
     gs_names *names;             /* node and domain names, or a generator */
 };
 
