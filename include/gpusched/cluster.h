@@ -62,6 +62,10 @@ typedef enum gpusched_gpu_state {
     GPUSCHED_GPU_FREE = 0,      /**< Neither allocated nor reserved. */
     GPUSCHED_GPU_RESERVED = 1,  /**< Held by a reservation. */
     GPUSCHED_GPU_ALLOCATED = 2, /**< Held by a running job. */
+    GPUSCHED_GPU_SHARED = 3,    /**< Fractions of it held by one or more jobs
+                                     (gpusched_cluster_gpu_milli_free() says how
+                                     much is left); no single job is reported.
+                                     Added in 0.2.3. */
 } gpusched_gpu_state;
 
 /** Job flag: the job may be preempted. */
@@ -199,6 +203,37 @@ GPUSCHED_API int gpusched_cluster_nodes_state(gpusched_cluster *c, uint32_t firs
  */
 GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, uint32_t gpu,
                                             uint32_t *state, uint64_t *job_id);
+
+/**
+ * A node's free amount of a resource the topology declares
+ * (gpusched_topo_resource_count()): its capacity less what the pods placed
+ * there with that resource hold.
+ * @param c The cluster.
+ * @param node Node index.
+ * @param resource Resource index.
+ * @param[out] amount The free amount.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` or `amount` is NULL.
+ * @retval GPUSCHED_ERANGE `node` or `resource` is out of range.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_cluster_node_resource_free(gpusched_cluster *c, uint32_t node, uint32_t resource,
+                                                     uint32_t *amount);
+
+/**
+ * The free milli-GPU of one GPU: 1000 for a free GPU, 0 for a GPU held
+ * whole or reserved, 1000 less the fractions held for a shared GPU.
+ * @param c The cluster.
+ * @param node Node index.
+ * @param gpu GPU index on the node.
+ * @param[out] milli Free milli-GPU, 0 to 1000.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` or `milli` is NULL.
+ * @retval GPUSCHED_ERANGE `node` or `gpu` is out of range.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_cluster_gpu_milli_free(gpusched_cluster *c, uint32_t node, uint32_t gpu,
+                                                 uint32_t *milli);
 
 /**
  * The jobs that hold GPUs on a node, each once, in order of their lowest GPU

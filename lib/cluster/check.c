@@ -39,22 +39,28 @@ static int gs_check_pairs(gpusched_cluster *c, const gs_hold *h, uint32_t holder
     if (h->npairs == 0 || (h->npairs > GS_HOLD_INLINE && !h->p.out.masks))
         return GS_BAD(c, "%s %llu: %u pairs, storage does not match", what, (unsigned long long)h->id,
                       h->npairs);
+    /* A job with a podx may hold no GPU on a node (pods without GPUs); its
+     * fractions' GPUs are shared, held by no one job. */
+    const bool shared = h->podx && h->podx->milli;
+    const uint32_t mark = shared ? GS_HOLDER_SHARED : holder;
     for (uint32_t i = 0; i < h->npairs; i++) {
         uint32_t n = nodes[i];
-        if (n >= t->nnodes || (i && n <= nodes[i - 1]) || !masks[i] ||
+        if (n >= t->nnodes || (i && n <= nodes[i - 1]) || (!masks[i] && !h->podx) ||
             (masks[i] & ~gs_node_all_mask(t->node_gpus[n])))
             return GS_BAD(c, "%s %llu: pair %u (node %u, mask 0x%llx) is invalid", what,
                           (unsigned long long)h->id, i, n, (unsigned long long)masks[i]);
         uint32_t *e = &expect[t->node_gpu_base[n]];
         for (uint64_t m = masks[i]; m; m &= m - 1) {
             uint32_t g = gs_ctz64(m);
-            if (e[g])
+            if (e[g] && !(shared && e[g] == GS_HOLDER_SHARED))
                 return GS_BAD(c, "%s %llu: node %u GPU %u is held twice", what, (unsigned long long)h->id,
                               n, g);
-            e[g] = holder;
+            e[g] = mark;
         }
         gpus += gs_popcount64(masks[i]);
     }
+    if (shared)
+        gpus = 0;
     if (gpus != h->ngpus)
         return GS_BAD(c, "%s %llu: %u GPUs recorded, %u in its pairs", what, (unsigned long long)h->id,
                       h->ngpus, gpus);
@@ -77,6 +83,8 @@ static int gs_check_nodes(gpusched_cluster *c, const uint32_t *expect)
                 return GS_BAD(c, "node %u GPU %u: holder %#x, the jobs and reservations say %#x", n, g,
                               h[g], e[g]);
             uint64_t bit = (uint64_t)1 << g;
+            if (e[g] == GS_HOLDER_SHARED)
+                continue;
             if (!e[g] || ((e[g] & GS_HOLDER_RESV) && c->resv.rec[e[g] & ~GS_HOLDER_RESV].lent))
                 free |= bit;
             else if (e[g] & GS_HOLDER_RESV)
@@ -143,7 +151,7 @@ static int gs_check_all(gpusched_cluster *c, uint32_t *expect, gpusched_cluster 
         return GS_BAD(c, "%u reservations lent outside a transaction", lent);
     if (lent != c->nlent)
         return GS_BAD(c, "%u reservations lent, %u counted", lent, c->nlent);
-    if ((rc = gs_check_nodes(c, expect)))
+    if ((rc = gs_check_nodes(c, expect)) || (rc = gs_pods_check(c)))
         return rc;
     gs_aggs_compute(scratch, c);
     if ((rc = gs_check_aggs(c, scratch)))

@@ -60,6 +60,10 @@
 #include "topo/topo-internal.h"
 
 #define GS_HOLDER_RESV 0x80000000u
+/* A GPU shared by jobs that each hold a fraction of it (pods.c): no single
+ * job holds it, so its holder entry names none. Never a reservation's:
+ * reservation slots stay below GS_HOLD_MAX_SLOTS. */
+#define GS_HOLDER_SHARED 0xffffffffu
 #define GS_HOLD_MAX_SLOTS 0x7fffffffu
 
 /* Pairs kept inline in the record: the common small jobs (one node, or the
@@ -96,7 +100,24 @@ typedef struct gs_hold {
     int32_t priority;
     uint32_t tenant;
     int64_t protected_until;
+    /* Jobs placed with resources or GPU fractions: what they hold beyond
+     * their GPU masks (pods.c). NULL for every whole-GPU job. */
+    struct gs_podx *podx;
 } gs_hold;
+
+/* What a job with resources or GPU fractions holds beyond its masks, so
+ * that a release gives back exactly what the claim took. Pods of one job
+ * share one shape. */
+typedef struct gs_podx {
+    uint32_t milli;         /* 1..999: each pod holds this much of one GPU, the
+                             * GPUs of the masks (one pod per GPU); 0: the
+                             * masks' GPUs are held whole */
+    uint32_t pod_gpus;      /* whole GPUs per pod (milli 0) */
+    uint32_t nres;          /* resources the pods ask for: pod_res[0..nres) */
+    uint32_t pod_res[GPUSCHED_MAX_RESOURCES];
+    uint32_t npairs;
+    uint32_t pods[];        /* per pair of the job: pods on that node */
+} gs_podx;
 
 /* The smallest job descriptor accepted: 0.2.0's, before protected_until. */
 #define GS_JOB_MIN_SIZE offsetof(gpusched_job, protected_until)
@@ -185,6 +206,8 @@ typedef struct gs_op {
     uint32_t slot;          /* validation: the record RELEASE, UPDATE, RELEASE_TO_RESV name */
     uint32_t own;           /* validation: CLAIM's own reservation slot + 1, 0: none */
     gs_hold *found;         /* RELEASE: the job the caller already looked up, or NULL */
+    const gs_podx *podx;    /* CLAIM with resources or fractions (borrowed), or NULL */
+    gs_podx *podx_copy;     /* commit: the record's copy of podx, prepared */
     void *block;            /* commit: the pair block prepared */
     uint32_t merged;        /* commit: pairs of a reservation after a merge */
 } gs_op;
@@ -270,6 +293,20 @@ struct gpusched_cluster {
      * scanned, per job released). */
     uint32_t nodes_not_up;
     uint32_t *gpu_holder;           /* topo->ngpus entries */
+
+    /* Resources and GPU fractions (pods.c). res_free[r][n]: node n's free
+     * amount of topology resource r (r < topo->nres). gpu_milli_used[g]:
+     * milli-GPU held by fractions on GPU g; such a GPU is shared: its bit
+     * is in node_shared[n], not in node_free[n], and its holder is
+     * GS_HOLDER_SHARED. Both arrays exist from the first fraction on (NULL
+     * before: no GPU is shared). podx_jobs counts jobs with a podx. */
+    uint32_t *res_free[GPUSCHED_MAX_RESOURCES];
+    uint16_t *gpu_milli_used;
+    uint64_t *node_shared;
+    uint32_t podx_jobs;
+    /* Bumped by every change of resources or fractions: placers' caches of
+     * pod scores compare it. */
+    uint64_t podx_gen;
 
     gs_agg agg[GS_MAX_LEVELS];
     /* The whole cluster. */

@@ -49,6 +49,19 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
 
 
 
+/* Resources and GPU fractions (pods.c): the state's arrays, a claim's
+ * validation (alone in its transaction), its allocations, its application,
+ * a podx job's release, the invariants. */
+int gs_pods_create(struct gpusched_cluster *c);
+void gs_pods_destroy(struct gpusched_cluster *c);
+size_t gs_pods_bytes(const struct gpusched_cluster *c);
+size_t gs_podx_size(uint32_t npairs);
+int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi);
+int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);
+void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op);
+void gs_pods_release(struct gpusched_cluster *c, gs_hold *h);
+int gs_pods_check(struct gpusched_cluster *c);
+
 /* Applies a validated claim with its prepared pair block (ops.c): consumes
  * the job's reservation, inserts the job, claims its GPUs. */
 void gs_cluster_commit_apply(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,

@@ -52,7 +52,7 @@ int gs_cluster_create(gpusched_topo *topo, const gs_alloc *a, gpusched_cluster *
     c->node_health = gs_calloc(a, topo->nnodes, sizeof *c->node_health);
     c->gpu_holder = gs_calloc(a, (size_t)topo->ngpus, sizeof *c->gpu_holder);
     if (!c->node_free || !c->node_resv || !c->node_health || !c->gpu_holder ||
-        gs_aggs_alloc(c, a)) {
+        gs_aggs_alloc(c, a) || gs_pods_create(c)) {
         c->topo = NULL;
         gpusched_cluster_unref(c);
         return GPUSCHED_ENOMEM;
@@ -100,6 +100,7 @@ void gs_cluster_destroy(gpusched_cluster *c)
     gs_free(&a, c->node_resv);
     gs_free(&a, c->node_health);
     gs_free(&a, c->gpu_holder);
+    gs_pods_destroy(c);
     gpusched_topo_unref(c->topo);
     gs_free(&a, c);
 }
@@ -127,7 +128,7 @@ GPUSCHED_API size_t gpusched_cluster_memory_bytes(const gpusched_cluster *c)
     const struct gpusched_topo *t = c->topo;
     return sizeof *c + (size_t)t->nnodes * (2 * sizeof(uint64_t) + sizeof(uint8_t)) +
            (size_t)t->ngpus * sizeof(uint32_t) + gs_aggs_bytes(c) + gs_holdtab_bytes(&c->jobs) +
-           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c) + gs_pindex_bytes(c);
+           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c) + gs_pindex_bytes(c) + gs_pods_bytes(c);
 }
 
 int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node)
@@ -197,7 +198,9 @@ GPUSCHED_API int gpusched_cluster_gpu_state(gpusched_cluster *c, uint32_t node, 
                         c->topo->node_gpus[node]);
     uint32_t h = c->gpu_holder[c->topo->node_gpu_base[node] + gpu];
     uint64_t id = 0;
-    if (h & GS_HOLDER_RESV) {
+    if (h == GS_HOLDER_SHARED) {
+        *state = GPUSCHED_GPU_SHARED;
+    } else if (h & GS_HOLDER_RESV) {
         *state = GPUSCHED_GPU_RESERVED;
         id = c->resv.rec[h & ~GS_HOLDER_RESV].id;
     } else if (h) {

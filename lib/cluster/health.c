@@ -8,6 +8,8 @@ static uint32_t gs_node_job_slots(const gpusched_cluster *c, uint32_t node, uint
     const uint32_t *h = &c->gpu_holder[c->topo->node_gpu_base[node]];
     uint64_t allocated = gs_cluster_node_allocated(c, node);
     uint32_t n = 0;
+    if (c->node_shared)
+        allocated &= ~c->node_shared[node];
     for (; allocated; allocated &= allocated - 1) {
         uint32_t s = h[gs_ctz64(allocated)] - 1;
         uint32_t k = 0;
@@ -19,18 +21,37 @@ static uint32_t gs_node_job_slots(const gpusched_cluster *c, uint32_t node, uint
     return n;
 }
 
+/* Whether podx job `h` has pods on `node` that hold no whole GPU there
+ * (fractions or pods without GPUs): the holder entries do not name it. */
+static bool gs_podx_on_node(const gs_hold *h, uint32_t node)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++)
+        if (nodes[i] == node)
+            return h->podx->milli || masks[i] == 0;
+    return false;
+}
+
 static int gs_node_jobs_out(gpusched_cluster *c, uint32_t node, uint64_t *ids, uint32_t cap, uint32_t *count)
 {
     uint32_t slots[GPUSCHED_MAX_NODE_GPUS];
-    uint32_t n = gs_node_job_slots(c, node, slots);
+    uint32_t n = gs_node_job_slots(c, node, slots), total = n;
+    for (uint32_t k = 0; c->podx_jobs && k < c->jobs.count; k++)
+        total += c->jobs.rec[c->jobs.live[k]].podx && gs_podx_on_node(&c->jobs.rec[c->jobs.live[k]], node);
     if (count)
-        *count = n;
-    if (n > cap)
-        return gs_error(&c->err, GPUSCHED_ERANGE, "node %u holds %u jobs, the buffer %u", node, n, cap);
-    if (n && !ids)
+        *count = total;
+    if (total > cap)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "node %u holds %u jobs, the buffer %u", node, total, cap);
+    if (total && !ids)
         return gs_error(&c->err, GPUSCHED_EINVAL, "ids is NULL");
     for (uint32_t i = 0; i < n; i++)
         ids[i] = c->jobs.rec[slots[i]].id;
+    for (uint32_t k = 0; c->podx_jobs && k < c->jobs.count; k++) {
+        const gs_hold *h = &c->jobs.rec[c->jobs.live[k]];
+        if (h->podx && gs_podx_on_node(h, node))
+            ids[n++] = h->id;
+    }
     return 0;
 }
 

@@ -8,7 +8,9 @@
 
 static const char *gs_holder_desc(const gpusched_cluster *c, uint32_t h, char *buf, size_t cap)
 {
-    if (h & GS_HOLDER_RESV)
+    if (h == GS_HOLDER_SHARED)
+        snprintf(buf, cap, "shared by GPU fractions");
+    else if (h & GS_HOLDER_RESV)
         snprintf(buf, cap, "reserved for job %llu",
                  (unsigned long long)c->resv.rec[h & ~GS_HOLDER_RESV].id);
     else if (h)
@@ -197,6 +199,10 @@ GPUSCHED_API int gpusched_cluster_allocate(gpusched_cluster *c, const gpusched_j
 
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
+    if (h->podx) {
+        gs_pods_release(c, h);
+        return;
+    }
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     if (h->npairs <= GS_BATCH_MIN_PAIRS) {

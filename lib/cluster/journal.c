@@ -166,6 +166,9 @@ GPUSCHED_API int gpusched_cluster_journal_start(gpusched_cluster *c, gpusched_jo
 {
     if (!c)
         return GPUSCHED_EINVAL;
+    if (c->podx_jobs)
+        return gs_error(&c->err, GPUSCHED_ESTATE,
+                        "%u jobs hold resources or GPU fractions: the journal does not record them yet", c->podx_jobs);
     c->journal.on = true;
     c->journal.sink = sink;
     c->journal.user = user;

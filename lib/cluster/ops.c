@@ -73,6 +73,8 @@ void gs_ovl_node(const gs_ovl *o, uint32_t node, uint64_t *given, uint64_t *take
 
 static int validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
 {
+    if (op->podx)
+        return gs_pods_validate_claim(c, op, multi);
     const uint64_t id = op->job.id;
     gs_ovl_ent *e = multi ? ovl_get(&c->txn.ids_ovl, id) : NULL;
     if (e && (e->a & ID_CLAIMED))
@@ -109,6 +111,8 @@ static int validate_release(struct gpusched_cluster *c, gs_op *op, bool multi)
     if (!multi)
         return 0;
     e->a |= ID_RELEASED;
+    if (h->podx && h->podx->milli)
+        return 0; /* its GPUs stay shared with other jobs, or may */
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     for (uint32_t i = 0; i < h->npairs; i++)
@@ -136,6 +140,10 @@ static int validate_one(struct gpusched_cluster *c, gs_op *op)
         const gs_hold *h = gs_cluster_job_find(c, id);
         if (!h)
             return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)id);
+        if (h->podx)
+            return gs_error(&c->err, GPUSCHED_EINVAL,
+                            "job %llu holds resources or GPU fractions: reservations do not hold them yet",
+                            (unsigned long long)id);
         op->slot = gs_hold_slot(&c->jobs, h);
         const gs_hold *r = gs_cluster_resv_find(c, op->id2);
         op->merged = r ? gs_resv_merged_count(r, h->npairs, gs_hold_nodes(h)) : h->npairs;
@@ -230,6 +238,8 @@ int gs_ops_prepare(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         gs_op *op = &ops[i];
         if (op->kind == GS_OP_CLAIM) {
             rc = block_for(c, op, op->n, "allocation");
+            if (!rc && op->podx)
+                rc = gs_pods_prepare(c, op);
         } else if (op->kind == GS_OP_RESERVE || op->kind == GS_OP_RELEASE_TO_RESV) {
             const uint64_t rid = op->kind == GS_OP_RESERVE ? op->job.id : op->id2;
             if (!gs_cluster_resv_find(c, rid))
@@ -273,6 +283,11 @@ void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         gs_op *op = &ops[i];
         switch (op->kind) {
         case GS_OP_CLAIM:
+            if (op->podx) {
+                gs_pods_apply_claim(c, op);
+                gs_pindex_mark(c, op->n, op->nodes);
+                break;
+            }
             gs_cluster_commit_apply(c, &op->job, op->n, op->nodes, op->masks, op->block,
                                     op->own ? &c->resv.rec[op->own - 1] : NULL);
             gs_pindex_mark(c, op->n, op->nodes);

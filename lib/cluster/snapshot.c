@@ -79,6 +79,9 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
         return gs_error(&c->err, GPUSCHED_EINVAL, "len is NULL");
     if (c->txn.open)
         return gs_error(&c->err, GPUSCHED_ESTATE, "a transaction is open on this cluster");
+    if (c->podx_jobs)
+        return gs_error(&c->err, GPUSCHED_ESTATE,
+                        "%u jobs hold resources or GPU fractions: snapshots do not record them yet", c->podx_jobs);
     size_t topo_len = 0;
     int rc = gs_topo_image_size(c->topo, &topo_len);
     if (rc)

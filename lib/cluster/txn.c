@@ -119,8 +119,10 @@ int gs_txn_lend_job(struct gpusched_cluster *c, gs_hold *h)
     const uint64_t *masks = gs_hold_masks(h);
     gs_tgroup *g = push_group(c, GS_TG_LEND_JOB, slot, h->npairs);
     gs_flip *f = x->flips + g->first;
+    /* A job's fractions are not lent: other jobs share their GPUs. */
+    const bool shared = h->podx && h->podx->milli;
     for (uint32_t i = 0; i < h->npairs; i++)
-        f[i] = (gs_flip){nodes[i], masks[i] & ~c->node_free[nodes[i]], 0};
+        f[i] = (gs_flip){nodes[i], shared ? 0 : masks[i] & ~c->node_free[nodes[i]], 0};
     gs_cluster_flips_apply(c, f, g->n);
     h->lent = 1;
     x->job_group[slot] = x->ngroups;
@@ -172,7 +174,7 @@ int gs_txn_unlend_resv(struct gpusched_cluster *c, gs_hold *r)
 static uint32_t holder_resv(const struct gpusched_cluster *c, uint32_t node, uint32_t gpu)
 {
     uint32_t h = c->gpu_holder[gs_cl_gpu_base(c, node) + gpu];
-    return (h & GS_HOLDER_RESV) ? h & ~GS_HOLDER_RESV : UINT32_MAX;
+    return (h & GS_HOLDER_RESV) && h != GS_HOLDER_SHARED ? h & ~GS_HOLDER_RESV : UINT32_MAX;
 }
 
 int gs_txn_hold(struct gpusched_cluster *c, uint64_t for_job, uint32_t n, const uint32_t *nodes,
@@ -231,6 +233,15 @@ int gs_txn_stage_claim(struct gpusched_cluster *c, const gpusched_job *job, uint
     return 0;
 }
 
+int gs_txn_stage_claim_pods(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                            const uint32_t *nodes, const uint64_t *masks, const gs_podx *podx)
+{
+    int rc = gs_txn_stage_claim(c, job, n, nodes, masks);
+    if (!rc)
+        c->txn.ops[c->txn.nops - 1].podx = podx;
+    return rc;
+}
+
 int gs_txn_stage_release(struct gpusched_cluster *c, uint64_t id)
 {
     gs_op *op = gs_txn_stage(c, GS_OP_RELEASE);
@@ -266,7 +277,9 @@ static int commit_ops(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
     if (rc) {
         for (uint32_t i = 0; i < n; i++) {
             gs_free(&c->alloc, ops[i].block);
+            gs_free(&c->alloc, ops[i].podx_copy);
             ops[i].block = NULL;
+            ops[i].podx_copy = NULL;
         }
         return rc;
     }

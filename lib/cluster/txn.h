@@ -63,6 +63,10 @@ void gs_txn_undo_to(struct gpusched_cluster *c, uint32_t mark);
 
 /* Claim GPUs for job `job` (a full, checked descriptor) at commit; a
  * reservation of the job is consumed (GPUs it does not use become free). */
+/* gs_txn_stage_claim for pods with resources or GPU fractions: `podx`
+ * (npairs == n, borrowed until the commit) says what each pair holds. */
+int gs_txn_stage_claim_pods(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n,
+                            const uint32_t *nodes, const uint64_t *masks, const gs_podx *podx);
 int gs_txn_stage_claim(struct gpusched_cluster *c, const gpusched_job *job, uint32_t n, const uint32_t *nodes,
                        const uint64_t *masks);
 /* Release running job `id` at commit. */

@@ -1,0 +1,346 @@
+/* Resources and GPU fractions: the state a job placed with cpu, memory or
+ * a fraction of a GPU holds beyond its GPU masks (gs_podx), its claim,
+ * its release and the queries. The whole-GPU paths never come here: a job
+ * without a podx is claimed and released exactly as before.
+ *
+ * A shared GPU (some fraction of it held) is neither free nor held by one
+ * job: its bit leaves node_free for node_shared, its holder entry is
+ * GS_HOLDER_SHARED and gpu_milli_used says how much is held. When its last
+ * fraction goes, it is free again. So every aggregate of free GPUs keeps
+ * counting fully free GPUs only, which is what whole-GPU requests need. */
+#include <string.h>
+
+#include "cluster-write.h"
+
+int gs_pods_create(struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    for (uint32_t r = 0; r < t->nres; r++) {
+        c->res_free[r] = gs_malloc(&c->alloc, (size_t)t->nnodes * sizeof *c->res_free[r]);
+        if (!c->res_free[r])
+            return GPUSCHED_ENOMEM;
+        memcpy(c->res_free[r], t->node_res[r], (size_t)t->nnodes * sizeof *c->res_free[r]);
+    }
+    return 0;
+}
+
+void gs_pods_destroy(struct gpusched_cluster *c)
+{
+    for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++)
+        gs_free(&c->alloc, c->res_free[r]);
+    gs_free(&c->alloc, c->gpu_milli_used);
+    gs_free(&c->alloc, c->node_shared);
+}
+
+size_t gs_pods_bytes(const struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    size_t b = (size_t)t->nres * t->nnodes * sizeof(uint32_t);
+    if (c->gpu_milli_used)
+        b += (size_t)t->ngpus * sizeof(uint16_t) + (size_t)t->nnodes * sizeof(uint64_t);
+    return b;
+}
+
+size_t gs_podx_size(uint32_t npairs)
+{
+    return sizeof(gs_podx) + (size_t)npairs * sizeof(uint32_t);
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+static int check_res(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint32_t pods)
+{
+    const struct gpusched_topo *t = c->topo;
+    for (uint32_t r = 0; r < x->nres; r++) {
+        uint64_t want = (uint64_t)pods * x->pod_res[r];
+        if (want > c->res_free[r][node])
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u has %u %s free, %u pods ask for %llu", i,
+                            node, c->res_free[r][node], t->res_names[r], pods, (unsigned long long)want);
+    }
+    return 0;
+}
+
+static int check_gpus(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint64_t mask,
+                      uint32_t pods)
+{
+    const uint32_t gpus = gs_cl_node_gpus(c, node);
+    const uint64_t all = gs_node_all_mask(gpus);
+    const uint32_t n = (uint32_t)__builtin_popcountll(mask);
+    if (mask & ~all)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u", i,
+                        node, gpus, (unsigned long long)mask, gs_ctz64(mask & ~all));
+    if (x->milli == 0) {
+        if ((uint64_t)pods * x->pod_gpus != n)
+            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of %u GPUs on node %u, mask has %u GPUs",
+                            i, pods, x->pod_gpus, node, n);
+        uint64_t taken = mask & ~c->node_free[node];
+        if (taken)
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is not free", i, node,
+                            gs_ctz64(taken));
+        return 0;
+    }
+    if (n != pods)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of a GPU fraction on node %u, mask has %u GPUs",
+                        i, pods, node, n);
+    const uint64_t shared = c->node_shared ? c->node_shared[node] : 0;
+    for (uint64_t m = mask; m; m &= m - 1) {
+        const uint32_t g = gs_ctz64(m);
+        const uint64_t bit = (uint64_t)1 << g;
+        uint32_t used = 0;
+        if (shared & bit)
+            used = c->gpu_milli_used[gs_cl_gpu_base(c, node) + g];
+        else if (!(c->node_free[node] & bit))
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is held whole", i, node, g);
+        if (used + x->milli > 1000)
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u has %u milli free, a pod asks for %u",
+                            i, node, g, 1000 - used, x->milli);
+    }
+    return 0;
+}
+
+int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
+{
+    const gs_podx *x = op->podx;
+    if (multi)
+        return gs_error(&c->err, GPUSCHED_EINVAL,
+                        "job %llu: a claim with resources or GPU fractions is committed alone, not with other changes",
+                        (unsigned long long)op->job.id);
+    if (c->journal.on)
+        return gs_error(&c->err, GPUSCHED_EINVAL,
+                        "job %llu: the journal does not record claims with resources or GPU fractions yet",
+                        (unsigned long long)op->job.id);
+    if (op->n == 0 || x->npairs != op->n)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: empty allocation", (unsigned long long)op->job.id);
+    if (x->nres > c->topo->nres || x->milli >= 1000)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: bad pod shape", (unsigned long long)op->job.id);
+    if (gs_cluster_job_find(c, op->job.id))
+        return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is already running", (unsigned long long)op->job.id);
+    if (c->resv.count && gs_cluster_resv_find(c, op->job.id))
+        return gs_error(&c->err, GPUSCHED_EINVAL,
+                        "job %llu has a reservation: reservations do not hold resources or GPU fractions yet",
+                        (unsigned long long)op->job.id);
+    for (uint32_t i = 0; i < op->n; i++) {
+        const uint32_t node = op->nodes[i];
+        if (node >= c->topo->nnodes)
+            return gs_error(&c->err, GPUSCHED_ERANGE, "pair %u: node %u out of range (the topology has %u)", i,
+                            node, c->topo->nnodes);
+        if (i > 0 && node <= op->nodes[i - 1])
+            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u follows node %u (nodes must be ascending)",
+                            i, node, op->nodes[i - 1]);
+        if (x->pods[i] == 0)
+            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: no pod on node %u", i, node);
+        if (c->nodes_not_up && c->node_health[node] != GPUSCHED_NODE_UP)
+            return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
+                            c->node_health[node]);
+        int rc = check_res(c, x, i, node, x->pods[i]);
+        if (!rc)
+            rc = check_gpus(c, x, i, node, op->masks[i], x->pods[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
+{
+    const struct gpusched_topo *t = c->topo;
+    if (op->podx->milli && !c->gpu_milli_used) {
+        c->gpu_milli_used = gs_calloc(&c->alloc, (size_t)t->ngpus, sizeof *c->gpu_milli_used);
+        c->node_shared = gs_calloc(&c->alloc, t->nnodes, sizeof *c->node_shared);
+        if (!c->gpu_milli_used || !c->node_shared) {
+            gs_free(&c->alloc, c->gpu_milli_used);
+            gs_free(&c->alloc, c->node_shared);
+            c->gpu_milli_used = NULL;
+            c->node_shared = NULL;
+            return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for GPU fractions");
+        }
+    }
+    const size_t size = gs_podx_size(op->n);
+    op->podx_copy = gs_malloc(&c->alloc, size);
+    if (!op->podx_copy)
+        return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for a job's resources");
+    memcpy(op->podx_copy, op->podx, size);
+    return 0;
+}
+
+/* ---- application ------------------------------------------------------- */
+
+static void res_add(struct gpusched_cluster *c, const gs_podx *x, uint32_t node, uint32_t pods, int sign)
+{
+    for (uint32_t r = 0; r < x->nres; r++) {
+        const uint32_t amount = pods * x->pod_res[r];
+        c->res_free[r][node] = sign > 0 ? c->res_free[r][node] + amount : c->res_free[r][node] - amount;
+    }
+}
+
+/* Fractions of `milli` on the GPUs of `mask`, taken (sign > 0) or given
+ * back; a GPU whose last fraction goes is free again. */
+static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t milli, int sign)
+{
+    const uint64_t old = gs_cluster_node_avail(c, node);
+    const uint32_t base = gs_cl_gpu_base(c, node);
+    for (; mask; mask &= mask - 1) {
+        const uint32_t g = gs_ctz64(mask);
+        const uint64_t bit = (uint64_t)1 << g;
+        uint16_t *used = &c->gpu_milli_used[base + g];
+        if (sign > 0) {
+            *used = (uint16_t)(*used + milli);
+            c->node_free[node] &= ~bit;
+            c->node_shared[node] |= bit;
+            c->gpu_holder[base + g] = GS_HOLDER_SHARED;
+        } else if ((*used = (uint16_t)(*used - milli)) == 0) {
+            c->node_free[node] |= bit;
+            c->node_shared[node] &= ~bit;
+            c->gpu_holder[base + g] = 0;
+        }
+    }
+    gs_cluster_node_changed(c, node, old);
+}
+
+void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op)
+{
+    gs_hold *h = gs_holdtab_insert(&c->jobs, op->job.id, op->nodes[0]);
+    const gpusched_job *job = &op->job;
+    h->start_time = job->start_time;
+    h->cost_hint = job->cost_hint;
+    h->protected_until = job->protected_until;
+    h->priority = job->priority;
+    h->tenant = job->tenant;
+    h->flags = job->flags;
+    gs_hold_set_pairs(h, op->n, op->nodes, op->masks, op->block);
+    h->podx = op->podx_copy;
+    op->podx_copy = NULL;
+    const gs_podx *x = h->podx;
+    const uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
+    for (uint32_t i = 0; i < op->n; i++) {
+        const uint32_t node = op->nodes[i];
+        res_add(c, x, node, x->pods[i], -1);
+        if (x->milli)
+            milli_move(c, node, op->masks[i], x->milli, +1);
+        else if (op->masks[i])
+            gs_cluster_node_move(c, node, op->masks[i], 0, c->node_resv[node], holder);
+    }
+    if (x->milli)
+        h->ngpus = 0; /* no GPU is held whole */
+    c->podx_jobs++;
+    c->podx_gen++;
+}
+
+void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
+{
+    const gs_podx *x = h->podx;
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        res_add(c, x, nodes[i], x->pods[i], +1);
+        if (x->milli)
+            milli_move(c, nodes[i], masks[i], x->milli, -1);
+        else if (masks[i])
+            gs_cluster_node_move(c, nodes[i], masks[i], masks[i], c->node_resv[nodes[i]], 0);
+    }
+    gs_free(&c->alloc, h->podx);
+    h->podx = NULL;
+    c->podx_jobs--;
+    c->podx_gen++;
+    gs_holdtab_remove(&c->jobs, &c->alloc, h);
+}
+
+/* ---- invariants -------------------------------------------------------- */
+
+/* Rebuilds the free resources and the milli held per GPU from the jobs and
+ * compares them with the state. */
+int gs_pods_check(struct gpusched_cluster *c)
+{
+    const struct gpusched_topo *t = c->topo;
+    if (!c->podx_jobs && !c->gpu_milli_used && t->nres == 0)
+        return 0;
+    uint64_t *used = gs_calloc(&c->alloc, (size_t)t->nnodes * (t->nres ? t->nres : 1), sizeof *used);
+    uint32_t *milli = c->gpu_milli_used ? gs_calloc(&c->alloc, (size_t)t->ngpus, sizeof *milli) : NULL;
+    int rc = 0;
+    if (!used || (c->gpu_milli_used && !milli)) {
+        rc = gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory checking resources");
+        goto out;
+    }
+    uint32_t seen = 0;
+    for (uint32_t k = 0; k < c->jobs.count && !rc; k++) {
+        const gs_hold *h = &c->jobs.rec[c->jobs.live[k]];
+        const gs_podx *x = h->podx;
+        if (!x)
+            continue;
+        seen++;
+        const uint32_t *nodes = gs_hold_nodes(h);
+        const uint64_t *masks = gs_hold_masks(h);
+        for (uint32_t i = 0; i < h->npairs && !rc; i++) {
+            for (uint32_t r = 0; r < x->nres; r++)
+                used[(size_t)r * t->nnodes + nodes[i]] += (uint64_t)x->pods[i] * x->pod_res[r];
+            if (!x->milli)
+                continue;
+            if (!milli)
+                rc = gs_error(&c->err, GPUSCHED_EINVAL, "check: job %llu holds fractions, no GPU is shared",
+                              (unsigned long long)h->id);
+            for (uint64_t m = masks[i]; m && !rc; m &= m - 1)
+                milli[t->node_gpu_base[nodes[i]] + gs_ctz64(m)] += x->milli;
+        }
+    }
+    if (!rc && seen != c->podx_jobs)
+        rc = gs_error(&c->err, GPUSCHED_EINVAL, "check: %u jobs hold resources, the count says %u", seen,
+                      c->podx_jobs);
+    for (uint32_t r = 0; r < t->nres && !rc; r++)
+        for (uint32_t n = 0; n < t->nnodes && !rc; n++)
+            if ((uint64_t)c->res_free[r][n] + used[(size_t)r * t->nnodes + n] != t->node_res[r][n])
+                rc = gs_error(&c->err, GPUSCHED_EINVAL, "check: node %u: %s free %u + held %llu != capacity %u", n,
+                              t->res_names[r], c->res_free[r][n],
+                              (unsigned long long)used[(size_t)r * t->nnodes + n], t->node_res[r][n]);
+    for (uint32_t n = 0; milli && n < t->nnodes && !rc; n++) {
+        for (uint32_t g = 0; g < t->node_gpus[n] && !rc; g++) {
+            const uint32_t i = t->node_gpu_base[n] + g;
+            const uint64_t bit = (uint64_t)1 << g;
+            const bool shared = (c->node_shared[n] & bit) != 0;
+            if (milli[i] != c->gpu_milli_used[i] || milli[i] > 1000 || shared != (milli[i] > 0) ||
+                (shared && ((c->node_free[n] | c->node_resv[n]) & bit)) ||
+                (shared != (c->gpu_holder[i] == GS_HOLDER_SHARED)))
+                rc = gs_error(&c->err, GPUSCHED_EINVAL,
+                              "check: node %u GPU %u: jobs hold %u milli, the state says %u (shared %d, holder 0x%x)",
+                              n, g, milli[i], c->gpu_milli_used[i], shared, c->gpu_holder[i]);
+        }
+    }
+out:
+    gs_free(&c->alloc, used);
+    gs_free(&c->alloc, milli);
+    return rc;
+}
+
+/* ---- queries ----------------------------------------------------------- */
+
+GPUSCHED_API int gpusched_cluster_node_resource_free(gpusched_cluster *c, uint32_t node, uint32_t resource,
+                                                     uint32_t *amount)
+{
+    if (!c || !amount)
+        return c ? gs_error(&c->err, GPUSCHED_EINVAL, "node resource: amount is NULL") : GPUSCHED_EINVAL;
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc)
+        return rc;
+    if (resource >= c->topo->nres)
+        return gs_error(&c->err, GPUSCHED_ERANGE, "resource %u out of range (the topology declares %u)", resource,
+                        c->topo->nres);
+    *amount = c->res_free[resource][node];
+    return gs_ok(&c->err);
+}
+
+GPUSCHED_API int gpusched_cluster_gpu_milli_free(gpusched_cluster *c, uint32_t node, uint32_t gpu, uint32_t *milli)
+{
+    if (!c || !milli)
+        return c ? gs_error(&c->err, GPUSCHED_EINVAL, "GPU milli: milli is NULL") : GPUSCHED_EINVAL;
+    int rc = gs_cluster_node_arg(c, node);
+    if (rc)
+        return rc;
+    if (gpu >= c->topo->node_gpus[node])
+        return gs_error(&c->err, GPUSCHED_ERANGE, "node %u has %u GPUs, GPU %u asked", node,
+                        c->topo->node_gpus[node], gpu);
+    const uint64_t bit = (uint64_t)1 << gpu;
+    if (c->node_shared && (c->node_shared[node] & bit))
+        *milli = 1000u - c->gpu_milli_used[c->topo->node_gpu_base[node] + gpu];
+    else
+        *milli = (c->node_free[node] & bit) ? 1000u : 0u;
+    return gs_ok(&c->err);
+}
