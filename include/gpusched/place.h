@@ -35,6 +35,20 @@
  * fragmented cluster. A failure reads the aggregates of the levels its
  * constraints name (doc/placement.md, "Cost").
  *
+ * Pods with resources: a request that sets `gpu_milli` (1 to 999),
+ * per-pod `resources`, `gpu_classes` or `pods` places `pods` identical
+ * pods (split #GPUSCHED_SPLIT_PODS), each asking for its resources (cpu,
+ * memory, ... as the topology declares them) and either `pod_gpus` whole
+ * GPUs (0: none) or a fraction of one GPU. A node holds as many pods as
+ * every one of its free amounts allows; one gang never puts two of its
+ * fractions on one GPU. The search is then: the required level's domain
+ * that holds the gang with the least room to spare, inside it the fewest
+ * domains of the preferred level, and nodes by the request's `policy`
+ * (#gpusched_place_policy). It is complete: if the pods fit somewhere, they
+ * are placed. Not with such requests yet: slices, whole nodes, batches,
+ * preemption, reservations; and a cluster holding such jobs is not
+ * snapshotted or journaled yet (GPUSCHED_ESTATE).
+ *
  * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
  * memory of the search so that placements allocate nothing in steady state.
  * A result (#gpusched_place_result) is reusable from call to call.
@@ -119,13 +133,49 @@ typedef struct gpusched_place_request {
     int64_t now;                /**< Preemption and defragmentation: the caller's clock
                                      now, compared with each job's `protected_until`.
                                      Added in 0.2.1. */
+    /* Pods with resources and GPU fractions (added in 0.2.3): see
+     * "Pods with resources" in the group's description. */
+    uint32_t pods;              /**< Pods of the gang; 0: `gpus` / `pod_gpus` (or `gpus`
+                                     for a fraction). Needed for pods without GPUs. */
+    uint32_t gpu_milli;         /**< 1 to 999: each pod holds this much of one GPU
+                                     (milli-GPU, shared with other pods); 0 or 1000:
+                                     whole GPUs. */
+    const uint64_t *resources;  /**< Per pod: `resources[i]` of topology resource i
+                                     (gpusched_topo_resource_find()), for i <
+                                     `resource_count`; NULL when the count is 0. */
+    uint32_t resource_count;    /**< Entries in `resources`, at most the topology's
+                                     resource count. */
+    uint32_t gpu_class_count;   /**< Entries in `gpu_classes`. */
+    const uint32_t *gpu_classes;/**< GPU classes the pods may use, any of them (OpenB's
+                                     "A|B|C"); with `gpu_class` also set, that class is
+                                     one more. NULL when the count is 0. */
+    uint32_t policy;            /**< How pods choose nodes: a #gpusched_place_policy
+                                     (0: #GPUSCHED_POLICY_DEFAULT). */
 } gpusched_place_request;
 
 /** Initializer for #gpusched_place_request: sets size, every level and the
  *  class to #GPUSCHED_NONE, zeroes the rest. */
 #define GPUSCHED_PLACE_REQUEST_INIT                                                     \
     { sizeof(gpusched_place_request), 0, NULL, 0, 0, 0, GPUSCHED_NONE, GPUSCHED_NONE, \
-      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0, 0, 0 }
+      {0, 0}, {GPUSCHED_NONE, GPUSCHED_NONE}, GPUSCHED_NONE, 0, 0, NULL, 0, 0, 0,     \
+      0, 0, NULL, 0, 0, NULL, 0 }
+
+/** How pods with resources or fractions choose their nodes and GPUs
+ *  (doc/resources.md). Explicitly numbered, never renumbered. */
+typedef enum gpusched_place_policy {
+    /** The library's best: #GPUSCHED_POLICY_FRAG today. */
+    GPUSCHED_POLICY_DEFAULT = 0,
+    /** The first node (lowest index) that holds the pods. */
+    GPUSCHED_POLICY_FIRST_FIT = 1,
+    /** The node left with the least free cpu, memory and GPU (shares of
+     *  its capacity, summed). */
+    GPUSCHED_POLICY_BEST_FIT = 2,
+    /** Fragmentation-aware: the node whose expected unusable GPU capacity,
+     *  over the workload's pod shapes (gpusched_placer_workload_set(), or
+     *  the shapes the placer has seen), grows least; near-ties go to the
+     *  fullest node. */
+    GPUSCHED_POLICY_FRAG = 3,
+} gpusched_place_policy;
 
 /** Why a placement did not fit. Explicitly numbered, never renumbered. */
 typedef enum gpusched_place_reason {
@@ -203,6 +253,27 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
 GPUSCHED_API int gpusched_placer_place_batch(gpusched_placer *p, uint32_t n,
                                              const gpusched_place_request *const *reqs,
                                              gpusched_place_result *const *results, uint32_t *placed);
+
+/**
+ * Sets the workload #GPUSCHED_POLICY_FRAG expects: the shapes of the pods
+ * that will come and their weights (for example counts in a trace). Each
+ * shape is a request (its pod fields: `pod_gpus`, `gpu_milli`, `resources`,
+ * classes); a whole-GPU request counts as pods of `pod_gpus` GPUs. Without
+ * a workload (n = 0, the default) the placer learns it: every request it
+ * places with that policy adds its shape, weighted by count.
+ * @param p The placer.
+ * @param n Number of shapes (at most 1024); 0 returns to learning.
+ * @param shapes `n` requests.
+ * @param weights `n` finite weights >= 0.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL A NULL array, shape or invalid shape (the message
+ *         names it), or a bad weight; the workload is unchanged.
+ * @retval GPUSCHED_ELIMIT More than 1024 shapes.
+ * @retval GPUSCHED_ENOMEM Out of memory; the workload is unchanged.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_placer_workload_set(gpusched_placer *p, uint32_t n,
+                                              const gpusched_place_request *const *shapes, const double *weights);
 
 /* ---- results ----------------------------------------------------------- */
 

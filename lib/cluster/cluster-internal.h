@@ -119,6 +119,11 @@ typedef struct gs_podx {
     uint32_t pods[];        /* per pair of the job: pods on that node */
 } gs_podx;
 
+static inline size_t gs_podx_size(uint32_t npairs)
+{
+    return sizeof(gs_podx) + (size_t)npairs * sizeof(uint32_t);
+}
+
 /* The smallest job descriptor accepted: 0.2.0's, before protected_until. */
 #define GS_JOB_MIN_SIZE offsetof(gpusched_job, protected_until)
 

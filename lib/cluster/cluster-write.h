@@ -55,7 +55,6 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
 int gs_pods_create(struct gpusched_cluster *c);
 void gs_pods_destroy(struct gpusched_cluster *c);
 size_t gs_pods_bytes(const struct gpusched_cluster *c);
-size_t gs_podx_size(uint32_t npairs);
 int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi);
 int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op);

@@ -41,11 +41,6 @@ size_t gs_pods_bytes(const struct gpusched_cluster *c)
     return b;
 }
 
-size_t gs_podx_size(uint32_t npairs)
-{
-    return sizeof(gs_podx) + (size_t)npairs * sizeof(uint32_t);
-}
-
 /* ---- validation -------------------------------------------------------- */
 
 static int check_res(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint32_t pods)

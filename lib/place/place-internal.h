@@ -29,6 +29,23 @@ typedef struct gs_pl_cons {
     uint32_t size;
 } gs_pl_cons;
 
+/* One pod's shape, for requests with resources or GPU fractions (pods.c)
+ * and for the fragmentation policy's workload (frag.c). */
+typedef struct gs_pod_shape {
+    uint32_t pod_gpus;          /* whole GPUs per pod (milli 0) */
+    uint32_t milli;             /* 1..999: a fraction of one GPU; 0: whole GPUs or none */
+    uint32_t nres;              /* res[0..nres) asked, the rest 0 */
+    uint32_t res[GPUSCHED_MAX_RESOURCES];
+    bool any_class;
+    uint64_t classes[4];        /* allowed classes (bit c), when !any_class */
+    double weight;              /* workload shapes only */
+} gs_pod_shape;
+
+static inline bool gs_shape_class_ok(const gs_pod_shape *s, uint32_t cls)
+{
+    return s->any_class || (s->classes[cls >> 6] >> (cls & 63) & 1);
+}
+
 /* A validated, normalized request. */
 typedef struct gs_pl_req {
     gpusched_place_request in;  /* the caller's fields, copied in (in.job: NULL) */
@@ -51,6 +68,12 @@ typedef struct gs_pl_req {
     uint32_t unit[GS_PL_LEVELS];
     uint32_t ratio[GS_PL_LEVELS];
     gs_key weight[GS_PL_LEVELS];/* key weight of one domain at level l (0: not counted) */
+    /* Pods with resources or fractions (pods.c): placed by gs_pl_pods_place
+     * instead of the GPU search. */
+    bool pods_path;
+    uint32_t npods;
+    uint32_t policy;
+    gs_pod_shape shape;
 } gs_pl_req;
 
 /* Memory for one search: chunks that never move, released by mark. */
@@ -132,6 +155,17 @@ struct gpusched_placer {
     int32_t sub_level;
     gs_key sub_key;
     uint32_t *sub_best;         /* the children chosen, ascending */
+    /* Pods (pods.c): per node, pods of the current shape it holds (only
+     * nodes of the region scanned are valid), the chosen pairs' pod counts
+     * and the record the commit copies. */
+    uint32_t *pod_cap;
+    gs_podx *podx;
+    uint32_t podx_cap;
+    /* The fragmentation policy's workload (frag.c): caller-given shapes
+     * (wl_fixed), or the shapes of the requests seen, weighted by count. */
+    gs_pod_shape *wl;
+    uint32_t nwl, wl_cap;
+    bool wl_fixed;
 };
 
 /* request.c: gs_pl_req_load validates and normalizes a request;
@@ -140,6 +174,9 @@ struct gpusched_placer {
  * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
+/* GPUSCHED_EINVAL (message names `what`) for a request with resources or
+ * fractions: the callers that only handle whole GPUs yet. */
+int gs_pl_req_whole_gpus(gpusched_placer *p, const gs_pl_req *r, const char *what);
 /* The request counted down to the lowest domain level instead of nodes,
  * for a first try whose node count the search then checks against the
  * fewest nodes anywhere (search.c). False when that try does not apply:
@@ -267,6 +304,23 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
                   bool *applicable);
 /* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
 int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
+
+/* pods.c: requests with resources or GPU fractions. gs_pl_pods_load
+ * validates the pod fields of a request gs_pl_req_load has copied in;
+ * gs_pl_pods_place places it (plan-only, or staged for commit in the open
+ * transaction): 0, GPUSCHED_ENOSPC (res explains) or an error. */
+int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r);
+int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* Pods of `s` that node n holds now, at most `limit` (0: not eligible). */
+uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint32_t limit);
+
+/* frag.c: the fragmentation-aware choice of one pod's node and GPU among
+ * nodes [first, end) with pod_cap set; *node is GPUSCHED_NONE when none.
+ * gs_pl_wl_learn counts a request's shape in the learned workload. */
+int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
+                      uint64_t *mask);
+void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s);
+void gs_pl_wl_free(gpusched_placer *p);
 
 /* explain.c: fills the result's reason and message for a failure. */
 void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res);

@@ -38,6 +38,9 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     }
     gs_free(&a, p->avoid_gen);
     gs_free(&a, p->sub_best);
+    gs_free(&a, p->pod_cap);
+    gs_free(&a, p->podx);
+    gs_pl_wl_free(p);
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);
@@ -219,6 +222,28 @@ static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const 
     return 0;
 }
 
+/* Pods with resources or fractions: their own search (pods.c), staged in
+ * the open transaction like the GPU search's. */
+static int place_pods(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    next_generation(p);
+    for (uint32_t i = 0; i < r->in.avoid_count; i++)
+        p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
+    gs_arena_reset(&p->arena);
+    gs_pl_result_reset(res, p->nlevels);
+    p->req = r;
+    int rc = gs_pl_req_not_running(p, r);
+    if (!rc)
+        rc = gs_pl_pods_place(p, r, res);
+    p->req = NULL;
+    if (rc && rc != GPUSCHED_ENOSPC) {
+        gs_pl_result_reset(res, p->nlevels);
+        if (rc == GPUSCHED_ENOMEM || p->err.msg[0] == '\0')
+            return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
+    }
+    return rc;
+}
+
 GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
 {
     if (!p)
@@ -232,7 +257,7 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
     gs_err_clear(&p->err);
-    rc = gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
+    rc = r.pods_path ? place_pods(p, &r, res) : gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
     int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_FLAG_COMMIT), &res, &req, 1);
     return rc ? rc : frc;
 }
@@ -251,6 +276,8 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
             return gs_error(&p->err, GPUSCHED_EINVAL, "place batch: %s %u is NULL", reqs[i] ? "result" : "request", i);
         gs_pl_req r;
         int rc = gs_pl_req_load(p, reqs[i], &r);
+        if (rc == 0)
+            rc = gs_pl_req_whole_gpus(p, &r, "place batch");
         if (rc == 0)
             rc = gs_pl_req_not_running(p, &r);
         if (rc) {

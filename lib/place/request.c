@@ -222,6 +222,17 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
         gs_holdtab_prefetch(&p->c->jobs, r->job.id);
     if (q->flags & ~GPUSCHED_PLACE_FLAG_COMMIT)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: unknown flags 0x%x", q->flags & ~GPUSCHED_PLACE_FLAG_COMMIT);
+    if ((rc = gs_pl_pods_load(p, r)))
+        return rc;
+    if (r->pods_path) {
+        if ((rc = check_level(p, q->required_level, "required_level", false)) ||
+            (rc = check_level(p, q->preferred_level, "preferred_level", true)) || (rc = check_filters(p, q)))
+            return rc;
+        r->split = GPUSCHED_SPLIT_PODS;
+        r->pref = q->preferred_level == GPUSCHED_NONE ? (int32_t)p->nlevels : (int32_t)q->preferred_level;
+        r->stop = q->required_level == GPUSCHED_NONE ? -1 : (int32_t)q->required_level;
+        return 0;
+    }
     if (!q->gpus)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is 0");
     if (q->preempt_policy > GPUSCHED_PREEMPT_COST_FIRST)
@@ -261,6 +272,14 @@ bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out)
     *out = *r;
     out->pref = L - 1;
     return derive_weights(p, out) == 0;
+}
+
+int gs_pl_req_whole_gpus(gpusched_placer *p, const gs_pl_req *r, const char *what)
+{
+    if (r->pods_path)
+        return gs_error(&p->err, GPUSCHED_EINVAL,
+                        "%s: requests with resources, GPU fractions or class lists are not supported here yet", what);
+    return 0;
 }
 
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r)

@@ -235,7 +235,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
                         !req ? "request" : !res ? "result" : "plan");
     gs_pl_req r;
     int rc = gs_pl_req_load(p, req, &r);
-    if (rc || (rc = gs_pl_req_not_running(p, &r)))
+    if (rc || (rc = gs_pl_req_whole_gpus(p, &r, "preempt")) || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);

@@ -9,7 +9,9 @@
  * priority not above the gang's. Neither while protected. */
 bool gs_pp_eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers)
 {
-    if (h->id == r->job.id || r->in.now < h->protected_until)
+    /* Jobs with resources or GPU fractions are not evicted or moved yet:
+     * the what-if searches count GPUs only. */
+    if (h->id == r->job.id || r->in.now < h->protected_until || h->podx)
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;

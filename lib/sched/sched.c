@@ -441,7 +441,7 @@ static int load_request(gpusched_sched *s, const gpusched_place_request *in, gpu
         return gs_error(&s->err, GPUSCHED_EINVAL,
                         "submit: request's job, flags, preempt_policy and now must be 0 (the scheduler sets them)");
     gs_pl_req r;
-    if ((rc = gs_pl_req_load(s->p, out, &r)))
+    if ((rc = gs_pl_req_load(s->p, out, &r)) || (rc = gs_pl_req_whole_gpus(s->p, &r, "sched")))
         return gs_error(&s->err, rc, "submit: %s", gpusched_placer_errmsg(s->p));
     return 0;
 }
