@@ -92,6 +92,8 @@ static int gs_nodes_reserve(gpusched_topo_builder *b)
         GS_GROW(b, b->node_gpus, cap);
         GS_GROW(b, b->node_class, cap);
         GS_GROW(b, b->node_labels, cap);
+        for (uint32_t r = 0; r < b->nres; r++)
+            GS_GROW(b, b->node_res[r], cap);
         b->ncap = cap;
     }
     return gs_hindex_reserve(&b->node_index, &b->alloc, 1);
@@ -174,6 +176,8 @@ int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span 
     b->node_gpus[n] = (uint8_t)gpus;
     b->node_class[n] = (uint8_t)cls;
     b->node_labels[n] = labels;
+    for (uint32_t r = 0; r < b->nres; r++)
+        b->node_res[r][n] = 0;
     gs_hindex_insert(&b->node_index, n, name_hash);
     b->ngpus += gpus;
     return gs_ok(&b->err);
@@ -220,6 +224,55 @@ int gs_builder_label(gpusched_topo_builder *b, const char *name, size_t len, uin
     return gs_intern(b, b->label_name, &b->nlabels, GPUSCHED_MAX_LABELS, "label", name, len, id);
 }
 
+bool gs_resource_reserved(const char *name, size_t len)
+{
+    static const char *const keys[] = {"gpus", "class", "labels", "count"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i]) == len && !memcmp(keys[i], name, len))
+            return true;
+    return false;
+}
+
+uint32_t gs_builder_resource_find(const gpusched_topo_builder *b, const char *name, size_t len)
+{
+    for (uint32_t r = 0; r < b->nres; r++)
+        if (gs_pool_eq(&b->pool, b->res_name[r], name, len))
+            return r;
+    return GPUSCHED_NONE;
+}
+
+int gs_builder_resource(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id)
+{
+    uint32_t r = gs_builder_resource_find(b, name, len);
+    if (r != GPUSCHED_NONE) {
+        *id = r;
+        return 0;
+    }
+    const char *why = gs_name_check(name, len);
+    if (why)
+        return gs_error(&b->err, GPUSCHED_EINVAL, "resource name '%.*s' %s", (int)(len > 63 ? 63 : len),
+                        name, why);
+    if (gs_resource_reserved(name, len))
+        return gs_error(&b->err, GPUSCHED_EINVAL, "resource name '%.*s' is reserved (a node key)", (int)len,
+                        name);
+    if (b->nres == GPUSCHED_MAX_RESOURCES)
+        return gs_error(&b->err, GPUSCHED_ELIMIT, "resource '%.*s': more than %d resources", (int)len, name,
+                        GPUSCHED_MAX_RESOURCES);
+    int rc = gs_pool_reserve(&b->pool, &b->alloc, len + 1);
+    if (rc)
+        return gs_reserve_error(b, rc);
+    /* Every node so far has none of it; the array has the nodes' capacity,
+     * so that the next add needs no other allocation. */
+    uint32_t *caps = gs_calloc(&b->alloc, b->ncap, sizeof *caps);
+    if (!caps)
+        return gs_reserve_error(b, GPUSCHED_ENOMEM);
+    r = b->nres++;
+    b->res_name[r] = gs_pool_add(&b->pool, name, len);
+    b->node_res[r] = caps;
+    *id = r;
+    return 0;
+}
+
 int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span *names)
 {
     if (b->nlevels)
@@ -250,7 +303,7 @@ int gs_builder_levels(gpusched_topo_builder *b, uint32_t nlevels, const gs_span 
 
 void gs_builder_mark(const gpusched_topo_builder *b, gs_bmark *m)
 {
-    *m = (gs_bmark){b->nlevels, b->nnodes, b->nclasses, b->nlabels, b->pool.len, {0}, b->ngpus};
+    *m = (gs_bmark){b->nlevels, b->nnodes, b->nclasses, b->nlabels, b->nres, b->pool.len, {0}, b->ngpus};
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         m->ndom[l] = b->lv[l].n;
 }
@@ -279,6 +332,14 @@ void gs_builder_rollback(gpusched_topo_builder *b, const gs_bmark *m)
             gs_hindex_insert(&lv->index, d, gs_dom_hash(lv->parent[d], s, strlen(s)));
         }
     }
+    /* Resources declared since the mark go with their arrays. The nodes
+     * that stay had their capacities set before the mark: a parse only
+     * writes those of the nodes it adds. */
+    for (uint32_t r = m->nres; r < b->nres; r++) {
+        gs_free(&b->alloc, b->node_res[r]);
+        b->node_res[r] = NULL;
+    }
+    b->nres = m->nres;
     b->nlevels = m->nlevels;
     b->nclasses = m->nclasses;
     b->nlabels = m->nlabels;
@@ -320,6 +381,8 @@ GPUSCHED_API void gpusched_topo_builder_free(gpusched_topo_builder *b)
     gs_free(&a, b->node_gpus);
     gs_free(&a, b->node_class);
     gs_free(&a, b->node_labels);
+    for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++)
+        gs_free(&a, b->node_res[r]);
     gs_hindex_free(&b->node_index, &a);
     gs_free(&a, b->pool.buf);
     gs_free(&a, b);
@@ -394,4 +457,38 @@ GPUSCHED_API int gpusched_topo_builder_add_node(gpusched_topo_builder *b, const 
     if (rc)
         gs_builder_rollback(b, &m);
     return rc;
+}
+
+GPUSCHED_API int gpusched_topo_builder_resource_add(gpusched_topo_builder *b, const char *name,
+                                                    uint32_t *index)
+{
+    if (!b)
+        return GPUSCHED_EINVAL;
+    if (!name)
+        return gs_error(&b->err, GPUSCHED_EINVAL, "resource name is NULL");
+    uint32_t r;
+    int rc = gs_builder_resource(b, name, strlen(name), &r);
+    if (rc)
+        return rc;
+    if (index)
+        *index = r;
+    return gs_ok(&b->err);
+}
+
+GPUSCHED_API int gpusched_topo_builder_node_resource_set(gpusched_topo_builder *b, const char *node,
+                                                         uint32_t resource, uint32_t amount)
+{
+    if (!b)
+        return GPUSCHED_EINVAL;
+    if (!node)
+        return gs_error(&b->err, GPUSCHED_EINVAL, "node name is NULL");
+    if (resource >= b->nres)
+        return gs_error(&b->err, GPUSCHED_EINVAL, "resource %u is not declared (%u declared)", resource,
+                        b->nres);
+    size_t len = strlen(node);
+    uint32_t n = gs_node_lookup(b, node, len, gs_hash32(node, len, 0));
+    if (n == GPUSCHED_NONE)
+        return gs_error(&b->err, GPUSCHED_ENOENT, "no node named '%.*s'", (int)(len > 63 ? 63 : len), node);
+    b->node_res[resource][n] = amount;
+    return gs_ok(&b->err);
 }

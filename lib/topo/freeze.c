@@ -52,6 +52,9 @@ static void gs_sort_nodes(gpusched_topo *t, const gpusched_topo_builder *b, cons
         t->node_labels[pos] = b->node_labels[n];
         names[pos] = b->node_name[n];
     }
+    for (uint32_t r = 0; r < b->nres; r++)
+        for (uint32_t n = 0; n < b->nnodes; n++)
+            t->node_res[r][perm[n]] = b->node_res[r][n];
     memmove(ds + 1, ds, (size_t)nl * sizeof *ds);
     ds[0] = 0;
 }
@@ -88,7 +91,11 @@ static int gs_freeze_meta(gpusched_topo *t, const gpusched_topo_builder *b)
         classes[c] = gs_pool_str(&b->pool, b->class_name[c]);
     for (uint32_t i = 0; i < b->nlabels; i++)
         labels[i] = gs_pool_str(&b->pool, b->label_name[i]);
-    return gs_topo_set_meta(t, levels, b->nclasses, classes, b->nlabels, labels);
+    const char *res[GPUSCHED_MAX_RESOURCES];
+    for (uint32_t r = 0; r < b->nres; r++)
+        res[r] = gs_pool_str(&b->pool, b->res_name[r]);
+    int rc = gs_topo_set_meta(t, levels, b->nclasses, classes, b->nlabels, labels);
+    return rc ? rc : gs_topo_set_resources(t, b->nres, res);
 }
 
 static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)

@@ -38,12 +38,19 @@ struct gpusched_topo_builder {
      * the previous add is checked before hashing. */
     uint32_t last_dom[GS_MAX_LEVELS];
 
+    /* Named scalar resources: pool offsets of their names, and for each
+     * declared one (r < nres) every node's capacity, in insertion order,
+     * ncap entries. */
+    uint32_t nres;
+    uint32_t res_name[GPUSCHED_MAX_RESOURCES];
+    uint32_t *node_res[GPUSCHED_MAX_RESOURCES];
+
     gs_pool pool;
 };
 
 /* What a rollback restores: every count that only grows. */
 typedef struct gs_bmark {
-    uint32_t nlevels, nnodes, nclasses, nlabels, pool_len;
+    uint32_t nlevels, nnodes, nclasses, nlabels, nres, pool_len;
     uint32_t ndom[GS_MAX_LEVELS];
     uint64_t ngpus;
 } gs_bmark;
@@ -66,6 +73,13 @@ const char *gs_name_check(const char *s, size_t len);
  * Atomic: on error nothing changes. */
 int gs_builder_class(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
 int gs_builder_label(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
+/* Declares a resource (or finds it: then nothing changes); EINVAL for a bad
+ * or reserved name, ELIMIT past GPUSCHED_MAX_RESOURCES. Atomic. */
+int gs_builder_resource(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
+/* Finds a declared resource; GPUSCHED_NONE if absent. */
+uint32_t gs_builder_resource_find(const gpusched_topo_builder *b, const char *name, size_t len);
+/* The node keys of the text format, which cannot name a resource. */
+bool gs_resource_reserved(const char *name, size_t len);
 
 /* add_node with lengths instead of NUL-terminated strings (the parser's
  * entry point) and class/labels already interned. Errors go to b->err
@@ -77,7 +91,9 @@ typedef struct gs_span {
 int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
                    uint32_t cls, uint64_t labels);
 /* gs_builder_add for a caller that has already checked levels, GPUs and
- * every name (the parser checks them to report columns). */
+ * every name (the parser checks them to report columns). The new node's
+ * capacity of every declared resource is 0; the caller may then write
+ * b->node_res[r][b->nnodes - 1]. */
 int gs_builder_add_valid(gpusched_topo_builder *b, const gs_span *path, gs_span name, uint32_t gpus,
                          uint32_t cls, uint64_t labels);
 /* Starts loading the node-index slot of `name` into the cache, so that the

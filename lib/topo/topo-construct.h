@@ -15,6 +15,9 @@ void gs_topo_destroy(gpusched_topo *t);
 /* Copies level, class and label names into one block owned by the names. */
 int gs_topo_set_meta(gpusched_topo *t, const char *const *levels, uint32_t nclasses,
                      const char *const *classes, uint32_t nlabels, const char *const *labels);
+/* Declares `nres` resources (at most GPUSCHED_MAX_RESOURCES): copies their
+ * names and allocates every node's capacity of each, zeroed. */
+int gs_topo_set_resources(gpusched_topo *t, uint32_t nres, const char *const *names);
 /* From node_gpus: node_gpu_base, ngpus, max_node_gpus. ELIMIT if the GPUs
  * do not fit 32-bit global indexes. */
 int gs_topo_finish_gpus(gpusched_topo *t);

@@ -52,6 +52,10 @@ void gs_topo_destroy(gpusched_topo *t)
     gs_free(&a, t->node_leaf);
     gs_free(&a, t->node_gpu_base);
     gs_free(&a, t->class_names);
+    for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++) {
+        gs_free(&a, t->res_names[r]);
+        gs_free(&a, t->node_res[r]);
+    }
     gs_names_free(&a, t->names);
     gs_free(&a, t);
 }
@@ -92,6 +96,19 @@ int gs_topo_set_meta(gpusched_topo *t, const char *const *levels, uint32_t nclas
     t->class_names = cls;
     t->nclasses = nclasses;
     t->nlabels = nlabels;
+    return 0;
+}
+
+int gs_topo_set_resources(gpusched_topo *t, uint32_t nres, const char *const *names)
+{
+    /* Set one by one: a failure leaves what is set to gs_topo_destroy. */
+    for (uint32_t r = 0; r < nres; r++) {
+        t->res_names[r] = gs_strdup(&t->alloc, names[r]);
+        t->node_res[r] = gs_calloc(&t->alloc, t->nnodes, sizeof *t->node_res[r]);
+        if (!t->res_names[r] || !t->node_res[r])
+            return GPUSCHED_ENOMEM;
+        t->nres = r + 1;
+    }
     return 0;
 }
 
@@ -341,6 +358,23 @@ GPUSCHED_API int gpusched_topo_label_find(const gpusched_topo *t, const char *na
     return t ? gs_find_in((char *const *)t->label_names, t->nlabels, name, label) : GPUSCHED_EINVAL;
 }
 
+GPUSCHED_API uint32_t gpusched_topo_resource_count(const gpusched_topo *t) { return t ? t->nres : 0; }
+
+GPUSCHED_API const char *gpusched_topo_resource_name(const gpusched_topo *t, uint32_t resource)
+{
+    return t && resource < t->nres ? t->res_names[resource] : NULL;
+}
+
+GPUSCHED_API int gpusched_topo_resource_find(const gpusched_topo *t, const char *name, uint32_t *resource)
+{
+    return t ? gs_find_in((char *const *)t->res_names, t->nres, name, resource) : GPUSCHED_EINVAL;
+}
+
+GPUSCHED_API uint32_t gpusched_topo_node_resource(const gpusched_topo *t, uint32_t node, uint32_t resource)
+{
+    return t && node < t->nnodes && resource < t->nres ? t->node_res[resource][node] : 0;
+}
+
 GPUSCHED_API size_t gpusched_topo_memory_bytes(const gpusched_topo *t)
 {
     if (!t)
@@ -362,5 +396,7 @@ GPUSCHED_API size_t gpusched_topo_memory_bytes(const gpusched_topo *t)
         bytes += strlen(t->class_names[c]) + 1;
     for (uint32_t i = 0; i < t->nlabels; i++)
         bytes += strlen(t->label_names[i]) + 1;
+    for (uint32_t r = 0; r < t->nres; r++)
+        bytes += strlen(t->res_names[r]) + 1 + (size_t)t->nnodes * sizeof(uint32_t);
     return bytes;
 }

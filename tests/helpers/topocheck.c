@@ -59,6 +59,20 @@ void topo_assert_valid(const gpusched_topo *t)
     }
     cr_assert_eq(t->ngpus, gpus);
     cr_assert_eq(t->max_node_gpus, max);
+    /* Resources: what the cluster and the placer read directly. */
+    cr_assert_leq(t->nres, GPUSCHED_MAX_RESOURCES);
+    for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++) {
+        if (r < t->nres) {
+            cr_assert_not_null(t->res_names[r]);
+            cr_assert_not_null(t->node_res[r]);
+            uint32_t back;
+            cr_assert_eq(gpusched_topo_resource_find(t, t->res_names[r], &back), 0);
+            cr_assert_eq(back, r);
+        } else {
+            cr_assert_null(t->res_names[r], "resource %u past nres has a name", r);
+            cr_assert_null(t->node_res[r], "resource %u past nres has capacities", r);
+        }
+    }
 }
 
 void topo_assert_equal(const gpusched_topo *a, const gpusched_topo *b)
@@ -73,6 +87,10 @@ void topo_assert_equal(const gpusched_topo *a, const gpusched_topo *b)
         cr_assert_str_eq(gpusched_topo_class_name(a, c), gpusched_topo_class_name(b, c));
     for (uint32_t i = 0; i < gpusched_topo_label_count(a); i++)
         cr_assert_str_eq(gpusched_topo_label_name(a, i), gpusched_topo_label_name(b, i));
+    uint32_t R = gpusched_topo_resource_count(a);
+    cr_assert_eq(R, gpusched_topo_resource_count(b));
+    for (uint32_t r = 0; r < R; r++)
+        cr_assert_str_eq(gpusched_topo_resource_name(a, r), gpusched_topo_resource_name(b, r));
     char x[1024], y[1024];
     for (uint32_t l = 0; l < L; l++) {
         cr_assert_str_eq(gpusched_topo_level_name(a, l), gpusched_topo_level_name(b, l));
@@ -91,6 +109,9 @@ void topo_assert_equal(const gpusched_topo *a, const gpusched_topo *b)
         cr_assert_eq(gpusched_topo_node_gpus(a, n), gpusched_topo_node_gpus(b, n));
         cr_assert_eq(gpusched_topo_node_class(a, n), gpusched_topo_node_class(b, n));
         cr_assert_eq(gpusched_topo_node_labels(a, n), gpusched_topo_node_labels(b, n));
+        for (uint32_t r = 0; r < R; r++)
+            cr_assert_eq(gpusched_topo_node_resource(a, n, r), gpusched_topo_node_resource(b, n, r),
+                         "node %u resource %u", n, r);
         gpusched_topo_node_name(a, n, x, sizeof x);
         gpusched_topo_node_name(b, n, y, sizeof y);
         cr_assert_str_eq(x, y);
