@@ -554,9 +554,11 @@ static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resul
     if (o > 0 && (size_t)o < sizeof res->msg) {
         if (s->milli)
             snprintf(res->msg + o, sizeof res->msg - (size_t)o, " GPU %u milli (a pod asks %u)", max_milli, s->milli);
-        else
+        else if (s->pod_gpus)
             snprintf(res->msg + o, sizeof res->msg - (size_t)o, " %u free GPUs (a pod asks %u)", max_gpus,
                      s->pod_gpus);
+        else if (o > 0 && res->msg[o - 1] == ',')
+            res->msg[o - 1] = '\0';
     }
 }
 

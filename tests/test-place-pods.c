@@ -1,0 +1,513 @@
+/* Pods with resources, GPU fractions and class lists: the cluster's state
+ * through claims and releases, the errors, the policies, and completeness
+ * against an exhaustive reference on small random clusters. */
+#include <stdlib.h>
+
+#include "place-test.h"
+
+static const char *const lv2[] = {"block", "rack"};
+
+/* blocks x racks x nodes of `gpus` GPUs, cpu and memory per node given
+ * by the callback (NULL: 8000 and 32768), classes alternating a100/h100
+ * by node when `two_classes`. */
+typedef void (*pd_res_fn)(uint32_t node, uint32_t *cpu, uint32_t *mem);
+
+static gpusched_topo *pd_topo(uint32_t blocks, uint32_t racks, uint32_t nodes, uint32_t gpus, bool two_classes,
+                              pd_res_fn fn)
+{
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, lv2), 0);
+    uint32_t cpu_id, mem_id;
+    cr_assert_eq(gpusched_topo_builder_resource_add(b, "cpu", &cpu_id), 0);
+    cr_assert_eq(gpusched_topo_builder_resource_add(b, "memory", &mem_id), 0);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < blocks; i++)
+        for (uint32_t j = 0; j < racks; j++)
+            for (uint32_t n = 0; n < nodes; n++, k++) {
+                char bn[16], rn[16], nn[16];
+                snprintf(bn, sizeof bn, "b%u", i);
+                snprintf(rn, sizeof rn, "r%u", j);
+                snprintf(nn, sizeof nn, "n%u", k);
+                const char *path[] = {bn, rn};
+                cr_assert_eq(gpusched_topo_builder_add_node(b, path, nn, gpus, two_classes && (k & 1) ? "h100" : "a100",
+                                                            NULL, 0),
+                             0);
+                uint32_t cpu = 8000, mem = 32768;
+                if (fn)
+                    fn(k, &cpu, &mem);
+                cr_assert_eq(gpusched_topo_builder_node_resource_set(b, nn, cpu_id, cpu), 0);
+                cr_assert_eq(gpusched_topo_builder_node_resource_set(b, nn, mem_id, mem), 0);
+            }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0, "%s", gpusched_topo_builder_errmsg(b));
+    gpusched_topo_builder_free(b);
+    return t;
+}
+
+/* A pod request: `pods` pods of (cpu, mem) and `milli` of a GPU (1..999)
+ * or `gpus` whole GPUs. */
+static gpusched_place_request pd_req(uint64_t *res, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
+                                     uint32_t milli)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.split = GPUSCHED_SPLIT_PODS;
+    q.pods = pods;
+    q.pod_gpus = gpus;
+    q.gpu_milli = milli;
+    res[0] = cpu;
+    res[1] = mem;
+    q.resources = res;
+    q.resource_count = 2;
+    return q;
+}
+
+static uint32_t res_free(gpusched_cluster *c, uint32_t node, uint32_t r)
+{
+    uint32_t v = 0;
+    cr_assert_eq(gpusched_cluster_node_resource_free(c, node, r, &v), 0, "%s", gpusched_cluster_errmsg(c));
+    return v;
+}
+
+static uint32_t milli_free(gpusched_cluster *c, uint32_t node, uint32_t gpu)
+{
+    uint32_t v = 0;
+    cr_assert_eq(gpusched_cluster_gpu_milli_free(c, node, gpu, &v), 0, "%s", gpusched_cluster_errmsg(c));
+    return v;
+}
+
+static void check(gpusched_cluster *c)
+{
+    cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+}
+
+static int place(pt_env *e, gpusched_place_request *q, uint64_t id, bool commit)
+{
+    gpusched_job job;
+    pt_req_job(q, &job, id);
+    q->flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+    int rc = gpusched_placer_place(e->p, q, e->res);
+    q->job = NULL;
+    return rc;
+}
+
+static uint32_t placed_node(pt_env *e, uint64_t *mask)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_place_result_nodes(e->res, &nodes, &masks, &n), 0);
+    cr_assert_eq(n, 1);
+    if (mask)
+        *mask = masks[0];
+    return nodes[0];
+}
+
+Test(place_pods, fractions_share_a_gpu_and_give_it_back)
+{
+    pt_env e = pt_env_on(pd_topo(1, 1, 2, 4, false, NULL));
+    uint64_t res[2];
+    gpusched_place_request q = pd_req(res, 1, 1000, 4096, 0, 500);
+    q.policy = GPUSCHED_POLICY_BEST_FIT;
+    cr_assert_eq(place(&e, &q, 1, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    uint64_t m1;
+    uint32_t n1 = placed_node(&e, &m1);
+    cr_assert_eq(__builtin_popcountll(m1), 1);
+    uint32_t g1 = (uint32_t)__builtin_ctzll(m1);
+    cr_assert_eq(milli_free(e.c, n1, g1), 500);
+    cr_assert_eq(res_free(e.c, n1, 0), 7000);
+    cr_assert_eq(res_free(e.c, n1, 1), 32768 - 4096);
+    uint32_t state;
+    uint64_t holder;
+    cr_assert_eq(gpusched_cluster_gpu_state(e.c, n1, g1, &state, &holder), 0);
+    cr_assert_eq(state, GPUSCHED_GPU_SHARED);
+    uint64_t free_gpus;
+    cr_assert_eq(gpusched_cluster_domain_free_gpus(e.c, GPUSCHED_NONE, 0, &free_gpus), 0);
+    cr_assert_eq(free_gpus, 7, "a shared GPU is not free for whole-GPU requests");
+    check(e.c);
+
+    /* The second half goes to the same GPU: the fullest with room. */
+    cr_assert_eq(place(&e, &q, 2, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    uint64_t m2;
+    cr_assert_eq(placed_node(&e, &m2), n1);
+    cr_assert_eq(m2, m1);
+    cr_assert_eq(milli_free(e.c, n1, g1), 0);
+    check(e.c);
+    /* Node jobs list both fractions. */
+    uint64_t ids[8];
+    uint32_t count;
+    cr_assert_eq(gpusched_cluster_node_jobs(e.c, n1, ids, 8, &count), 0);
+    cr_assert_eq(count, 2);
+
+    /* A whole-GPU gang of every free GPU still fits: 7 of 8. */
+    gpusched_place_request w = GPUSCHED_PLACE_REQUEST_INIT;
+    w.gpus = 7;
+    cr_assert_eq(place(&e, &w, 3, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    w.gpus = 8;
+    cr_assert_eq(place(&e, &w, 3, false), GPUSCHED_ENOSPC);
+
+    cr_assert_eq(gpusched_cluster_release(e.c, 1), 0);
+    cr_assert_eq(milli_free(e.c, n1, g1), 500);
+    cr_assert_eq(gpusched_cluster_gpu_state(e.c, n1, g1, &state, &holder), 0);
+    cr_assert_eq(state, GPUSCHED_GPU_SHARED);
+    check(e.c);
+    cr_assert_eq(gpusched_cluster_release(e.c, 2), 0);
+    cr_assert_eq(milli_free(e.c, n1, g1), 1000);
+    cr_assert_eq(res_free(e.c, n1, 0), 8000);
+    cr_assert_eq(gpusched_cluster_gpu_state(e.c, n1, g1, &state, &holder), 0);
+    cr_assert_eq(state, GPUSCHED_GPU_FREE);
+    cr_assert_eq(gpusched_cluster_domain_free_gpus(e.c, GPUSCHED_NONE, 0, &free_gpus), 0);
+    cr_assert_eq(free_gpus, 8);
+    check(e.c);
+    pt_env_free(&e);
+}
+
+Test(place_pods, whole_gpus_cpu_only_and_gangs)
+{
+    pt_env e = pt_env_on(pd_topo(2, 2, 2, 4, false, NULL));
+    uint64_t res[2];
+    /* A cpu-only pod takes no GPU. */
+    gpusched_place_request q = pd_req(res, 1, 6000, 1024, 0, 0);
+    cr_assert_eq(place(&e, &q, 1, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    uint64_t m;
+    uint32_t n = placed_node(&e, &m);
+    cr_assert_eq(m, 0);
+    cr_assert_eq(res_free(e.c, n, 0), 2000);
+    check(e.c);
+    uint64_t ids[4];
+    uint32_t count;
+    cr_assert_eq(gpusched_cluster_node_jobs(e.c, n, ids, 4, &count), 0);
+    cr_assert_eq(count, 1);
+    cr_assert_eq(ids[0], 1);
+
+    /* 6 pods of 2 GPUs and 3000 cpu, required in one block: 2 pods per
+     * node at most (cpu 8000), 4 nodes per block: fits, never on the cpu-
+     * only pod's node beyond its 2000 cpu. */
+    gpusched_place_request g = pd_req(res, 6, 3000, 1024, 2, 0);
+    g.required_level = 0;
+    cr_assert_eq(place(&e, &g, 2, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    const uint32_t *pods;
+    uint32_t np;
+    cr_assert_eq(gpusched_place_result_pods(e.res, &pods, &np), 0);
+    cr_assert_eq(np, 6);
+    const uint32_t *doms;
+    uint32_t nd;
+    cr_assert_eq(gpusched_place_result_domains(e.res, 0, &doms, &nd), 0);
+    cr_assert_eq(nd, 1);
+    check(e.c);
+    /* 8 pods of 3000 cpu in one block: at most 2 per node, and the block
+     * with the cpu-only pod has a node with room for none. */
+    gpusched_place_request big = pd_req(res, 8, 3000, 1024, 0, 0);
+    big.required_level = 0;
+    const uint32_t gang_block = doms[0];
+    cr_assert_eq(gpusched_topo_node_domain(e.t, n, 0, &nd), 0);
+    cr_assert_eq(nd, gang_block, "the gang packs into the block already used");
+    cr_assert_eq(place(&e, &big, 3, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_place_result_domains(e.res, 0, &doms, &nd), 0);
+    cr_assert_eq(nd, 1);
+    cr_assert_eq(doms[0], 1 - gang_block);
+    big.pods = 9; /* the cluster holds 8 */
+    cr_assert_eq(place(&e, &big, 3, false), GPUSCHED_ENOSPC);
+    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_SPLIT);
+    cr_assert(strstr(gpusched_place_result_message(e.res), "hold 8 of 9 pods"), "%s",
+              gpusched_place_result_message(e.res));
+    big.pods = 5; /* a rack holds 4 */
+    big.required_level = 1;
+    cr_assert_eq(place(&e, &big, 3, false), GPUSCHED_ENOSPC);
+    cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_REQUIRED);
+    cr_assert(strstr(gpusched_place_result_message(e.res), "the best rack holds 4 of 5 pods"), "%s",
+              gpusched_place_result_message(e.res));
+    cr_assert_eq(gpusched_cluster_release(e.c, 2), 0);
+    cr_assert_eq(gpusched_cluster_release(e.c, 1), 0);
+    check(e.c);
+    for (uint32_t i = 0; i < 8; i++)
+        cr_assert_eq(res_free(e.c, i, 0), 8000);
+    pt_env_free(&e);
+}
+
+Test(place_pods, bad_input_changes_nothing)
+{
+    pt_env e = pt_env_on(pd_topo(1, 2, 2, 4, true, NULL));
+    uint64_t res[3];
+    gpusched_place_request q;
+    struct {
+        const char *what;
+        int rc;
+        const char *needle;
+    } cases[] = {
+        {"milli over 1000", GPUSCHED_EINVAL, "gpu_milli"},
+        {"fraction of two GPUs", GPUSCHED_EINVAL, "a fraction is of one GPU"},
+        {"too many resources", GPUSCHED_ERANGE, "declares 2 resources"},
+        {"amount too big", GPUSCHED_EINVAL, "more than a node can have"},
+        {"class out of range", GPUSCHED_ERANGE, "gpu_classes[0]"},
+        {"split any", GPUSCHED_EINVAL, "split pods"},
+        {"slices", GPUSCHED_EINVAL, "slices"},
+        {"gpus disagree", GPUSCHED_EINVAL, "gpus is 5"},
+        {"no pods", GPUSCHED_EINVAL, "pods is 0"},
+        {"policy", GPUSCHED_EINVAL, "policy 9"},
+        {"resources NULL", GPUSCHED_EINVAL, "resources is NULL"},
+    };
+    uint32_t bad_class = 7;
+    for (uint32_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        q = pd_req(res, 1, 1000, 1000, 0, 500);
+        switch (i) {
+        case 0: q.gpu_milli = 1001; break;
+        case 1: q.pod_gpus = 2; break;
+        case 2: q.resource_count = 3; res[2] = 1; break;
+        case 3: res[0] = (uint64_t)UINT32_MAX + 1; break;
+        case 4: q.gpu_classes = &bad_class; q.gpu_class_count = 1; break;
+        case 5: q.split = GPUSCHED_SPLIT_ANY; break;
+        case 6: q.slice_gpus[0] = 1; q.slice_level[0] = 1; break;
+        case 7: q.pods = 2; q.gpus = 5; break;
+        case 8: q.pods = 0; q.gpu_milli = 0; break;
+        case 9: q.policy = 9; break;
+        case 10: q.resources = NULL; break;
+        }
+        int rc = place(&e, &q, 1, true);
+        cr_assert_eq(rc, cases[i].rc, "%s: rc %d: %s", cases[i].what, rc, gpusched_placer_errmsg(e.p));
+        cr_assert(strstr(gpusched_placer_errmsg(e.p), cases[i].needle), "%s: message \"%s\"", cases[i].what,
+                  gpusched_placer_errmsg(e.p));
+        cr_assert_eq(gpusched_cluster_job_count(e.c), 0, "%s: nothing placed", cases[i].what);
+    }
+    /* A pod bigger than every node: "does not fit" with the numbers. */
+    q = pd_req(res, 1, 9000, 1000, 1, 0);
+    cr_assert_eq(place(&e, &q, 1, true), GPUSCHED_ENOSPC);
+    const char *msg = gpusched_place_result_message(e.res);
+    cr_assert(strstr(msg, "cpu 8000 (a pod asks 9000)"), "%s", msg);
+    /* Only h100 (odd nodes) allowed, and a fraction: lands on an h100. */
+    uint32_t h100;
+    cr_assert_eq(gpusched_topo_class_find(e.t, "h100", &h100), 0);
+    q = pd_req(res, 1, 1000, 1000, 0, 250);
+    q.gpu_classes = &h100;
+    q.gpu_class_count = 1;
+    cr_assert_eq(place(&e, &q, 1, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_topo_node_class(e.t, placed_node(&e, NULL)), h100);
+    /* The places that do not take pods yet say so and change nothing. */
+    gpusched_place_result *rs[1] = {e.res};
+    const gpusched_place_request *qs[1] = {&q};
+    cr_assert_eq(gpusched_placer_place_batch(e.p, 1, qs, rs, NULL), GPUSCHED_EINVAL);
+    cr_assert(strstr(gpusched_placer_errmsg(e.p), "not supported"), "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_placer_move(e.p, 1, 0, e.res), GPUSCHED_EINVAL);
+    size_t len;
+    cr_assert_eq(gpusched_cluster_snapshot(e.c, NULL, 0, &len), GPUSCHED_ESTATE);
+    cr_assert_eq(gpusched_cluster_journal_start(e.c, NULL, NULL), GPUSCHED_ESTATE);
+    check(e.c);
+    pt_env_free(&e);
+}
+
+/* Node 0: cpu 2000 (just one 1-GPU pod's worth); node 1: cpu 16000. */
+static void tight_cpu(uint32_t node, uint32_t *cpu, uint32_t *mem)
+{
+    *cpu = node == 0 ? 2000 : 16000;
+    *mem = 65536;
+}
+
+Test(place_pods, frag_keeps_cpu_where_gpus_need_it)
+{
+    pt_env e = pt_env_on(pd_topo(1, 1, 2, 2, false, tight_cpu));
+    uint64_t res[2], wres[2];
+    /* The workload: pods of 1 GPU and 2000 cpu. */
+    gpusched_place_request w = pd_req(wres, 1, 2000, 1024, 1, 0);
+    const gpusched_place_request *shapes[] = {&w};
+    const double weights[] = {10};
+    cr_assert_eq(gpusched_placer_workload_set(e.p, 1, shapes, weights), 0, "%s", gpusched_placer_errmsg(e.p));
+    /* A cpu-only pod of 2000: best fit fills node 0 (least left), which
+     * strands its two GPUs; the fragmentation policy takes node 1. */
+    gpusched_place_request q = pd_req(res, 1, 2000, 1024, 0, 0);
+    q.policy = GPUSCHED_POLICY_BEST_FIT;
+    cr_assert_eq(place(&e, &q, 1, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 0);
+    q.policy = GPUSCHED_POLICY_FRAG;
+    cr_assert_eq(place(&e, &q, 1, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 1);
+    q.policy = GPUSCHED_POLICY_DEFAULT;
+    cr_assert_eq(place(&e, &q, 1, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 1, "the default is the fragmentation policy");
+    q.policy = GPUSCHED_POLICY_FIRST_FIT;
+    cr_assert_eq(place(&e, &q, 1, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 0);
+    /* Bad workloads leave it as it was. */
+    const double bad[] = {-1};
+    cr_assert_eq(gpusched_placer_workload_set(e.p, 1, shapes, bad), GPUSCHED_EINVAL);
+    const double nan_w[] = {0.0 / 0.0};
+    cr_assert_eq(gpusched_placer_workload_set(e.p, 1, shapes, nan_w), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_placer_workload_set(e.p, 1, NULL, weights), GPUSCHED_EINVAL);
+    q.policy = GPUSCHED_POLICY_FRAG;
+    cr_assert_eq(place(&e, &q, 1, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 1);
+    pt_env_free(&e);
+}
+
+Test(place_pods, frag_learns_the_workload)
+{
+    pt_env e = pt_env_on(pd_topo(1, 1, 2, 2, false, tight_cpu));
+    uint64_t res[2];
+    /* Nothing learned yet: the first pods are placed by best fit until
+     * shapes are known; after 1-GPU pods with 2000 cpu were seen, a cpu-only
+     * pod avoids the node whose cpu the GPUs need. */
+    gpusched_place_request g = pd_req(res, 1, 2000, 1024, 1, 0);
+    for (uint64_t id = 1; id <= 3; id++)
+        cr_assert_eq(place(&e, &g, id, false), 0);
+    gpusched_place_request q = pd_req(res, 1, 2000, 1024, 0, 0);
+    cr_assert_eq(place(&e, &q, 9, false), 0);
+    cr_assert_eq(placed_node(&e, NULL), 1);
+    pt_env_free(&e);
+}
+
+/* ---- completeness against an exhaustive reference ---------------------- */
+
+typedef struct ref_node {
+    uint32_t cpu, mem, cls, domain[2];
+    uint32_t ngpus;
+    uint32_t milli[4]; /* free milli per GPU */
+} ref_node;
+
+/* Whether node v holds k pods of the shape (fractions on distinct GPUs). */
+static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem, uint32_t gpus, uint32_t milli)
+{
+    if ((uint64_t)k * cpu > v->cpu || (uint64_t)k * mem > v->mem)
+        return false;
+    uint32_t ok = 0, full = 0;
+    for (uint32_t g = 0; g < v->ngpus; g++) {
+        ok += milli && v->milli[g] >= milli;
+        full += v->milli[g] == 1000;
+    }
+    if (milli)
+        return k <= ok;
+    return (uint64_t)k * gpus <= full;
+}
+
+/* Tries every assignment of `pods` pods to nodes (pods are identical:
+ * non-decreasing node sequences). */
+static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
+                     uint32_t milli, uint32_t cls_mask, int32_t req_level)
+{
+    uint32_t seq[8] = {0};
+    for (;;) {
+        uint32_t cnt[8] = {0};
+        bool ok = true;
+        for (uint32_t i = 0; i < pods; i++)
+            cnt[seq[i]]++;
+        for (uint32_t n = 0; n < nn && ok; n++)
+            ok = !cnt[n] || ((cls_mask >> v[n].cls & 1) && ref_holds(&v[n], cnt[n], cpu, mem, gpus, milli));
+        if (ok && req_level >= 0)
+            for (uint32_t i = 1; i < pods && ok; i++)
+                ok = v[seq[i]].domain[req_level] == v[seq[0]].domain[req_level];
+        if (ok)
+            return true;
+        /* next non-decreasing sequence */
+        int32_t i = (int32_t)pods - 1;
+        while (i >= 0 && seq[i] == nn - 1)
+            i--;
+        if (i < 0)
+            return false;
+        seq[i]++;
+        for (uint32_t j = (uint32_t)i + 1; j < pods; j++)
+            seq[j] = seq[i];
+    }
+}
+
+Test(place_pods, complete_against_exhaustive_reference)
+{
+    pt_rng r = {0x9e3779b97f4a7c15ull};
+    uint32_t cases = 0, fits = 0;
+    for (uint32_t round = 0; round < 300; round++) {
+        /* 1-2 blocks x 1-2 racks x 1-2 nodes of 1-4 GPUs, random cpu/mem. */
+        const uint32_t B = 1 + pt_below(&r, 2), R = 1 + pt_below(&r, 2), N = 1 + pt_below(&r, 2);
+        const uint32_t G = 1 + pt_below(&r, 4);
+        gpusched_topo_builder *b;
+        cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+        cr_assert_eq(gpusched_topo_builder_levels_set(b, 2, lv2), 0);
+        cr_assert_eq(gpusched_topo_builder_resource_add(b, "cpu", NULL), 0);
+        cr_assert_eq(gpusched_topo_builder_resource_add(b, "memory", NULL), 0);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < B; i++)
+            for (uint32_t j = 0; j < R; j++)
+                for (uint32_t n = 0; n < N; n++, k++) {
+                    char bn[8], rn[8], nn[8];
+                    snprintf(bn, sizeof bn, "b%u", i);
+                    snprintf(rn, sizeof rn, "r%u", j);
+                    snprintf(nn, sizeof nn, "n%u", k);
+                    const char *path[] = {bn, rn};
+                    cr_assert_eq(gpusched_topo_builder_add_node(b, path, nn, G, pt_below(&r, 3) ? "a" : "b", NULL, 0), 0);
+                    cr_assert_eq(gpusched_topo_builder_node_resource_set(b, nn, 0, 1000 * (1 + pt_below(&r, 8))), 0);
+                    cr_assert_eq(gpusched_topo_builder_node_resource_set(b, nn, 1, 1024 * (1 + pt_below(&r, 8))), 0);
+                }
+        gpusched_topo *t;
+        cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
+        gpusched_topo_builder_free(b);
+        pt_env e = pt_env_on(t);
+        const uint32_t nn = gpusched_topo_node_count(t);
+        /* Fill at random with pods of every kind. */
+        uint64_t res[2];
+        for (uint64_t id = 1; id <= 6; id++) {
+            uint32_t kind = pt_below(&r, 3);
+            gpusched_place_request q = pd_req(res, 1 + pt_below(&r, 2), 500 * pt_below(&r, 4), 512 * pt_below(&r, 4),
+                                              kind == 0 ? 1 + pt_below(&r, 2) : 0,
+                                              kind == 1 ? 100 * (1 + pt_below(&r, 9)) : 0);
+            if (kind == 2 && !res[0] && !res[1])
+                res[0] = 500;
+            q.policy = 1 + pt_below(&r, 3);
+            int rc = place(&e, &q, id, true);
+            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "fill: %d %s", rc, gpusched_placer_errmsg(e.p));
+        }
+        check(e.c);
+        /* The reference's view, from the public queries. */
+        ref_node v[8];
+        uint32_t cls_a;
+        bool have_a = gpusched_topo_class_find(t, "a", &cls_a) == 0;
+        for (uint32_t n = 0; n < nn; n++) {
+            v[n].cpu = res_free(e.c, n, 0);
+            v[n].mem = res_free(e.c, n, 1);
+            v[n].cls = gpusched_topo_node_class(t, n);
+            v[n].ngpus = G;
+            cr_assert_eq(gpusched_topo_node_domain(t, n, 0, &v[n].domain[0]), 0);
+            cr_assert_eq(gpusched_topo_node_domain(t, n, 1, &v[n].domain[1]), 0);
+            for (uint32_t g = 0; g < G; g++)
+                v[n].milli[g] = milli_free(e.c, n, g);
+        }
+        for (uint32_t trial = 0; trial < 8; trial++) {
+            uint32_t kind = pt_below(&r, 3);
+            uint32_t pods = 1 + pt_below(&r, 4);
+            gpusched_place_request q = pd_req(res, pods, 500 * pt_below(&r, 5), 512 * pt_below(&r, 5),
+                                              kind == 0 ? 1 + pt_below(&r, 2) : 0,
+                                              kind == 1 ? 100 * (1 + pt_below(&r, 9)) : 0);
+            if (kind == 2 && !res[0] && !res[1])
+                res[0] = 1000;
+            int32_t req_level = (int32_t)pt_below(&r, 3) - 1;
+            q.required_level = req_level < 0 ? GPUSCHED_NONE : (uint32_t)req_level;
+            q.policy = pt_below(&r, 4);
+            uint32_t cls_mask = 3;
+            if (have_a && pt_below(&r, 3) == 0) {
+                q.gpu_classes = &cls_a;
+                q.gpu_class_count = 1;
+                cls_mask = 1u << cls_a;
+            }
+            bool want = ref_fits(v, nn, pods, (uint32_t)res[0], (uint32_t)res[1], q.pod_gpus, q.gpu_milli,
+                                 cls_mask, req_level);
+            int rc = place(&e, &q, 100 + trial, true);
+            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%d %s", rc, gpusched_placer_errmsg(e.p));
+            cr_assert_eq(rc == 0, want,
+                         "round %u trial %u: library %s, reference %s (pods %u cpu %llu mem %llu gpus %u milli %u req %d): %s",
+                         round, trial, rc ? "no" : "fits", want ? "fits" : "no", pods, (unsigned long long)res[0],
+                         (unsigned long long)res[1], q.pod_gpus, q.gpu_milli, req_level,
+                         gpusched_place_result_message(e.res));
+            cases++;
+            if (rc == 0) {
+                fits++;
+                check(e.c); /* the commit kept every capacity */
+                const uint32_t *doms;
+                uint32_t nd;
+                if (req_level >= 0) {
+                    cr_assert_eq(gpusched_place_result_domains(e.res, (uint32_t)req_level, &doms, &nd), 0);
+                    cr_assert_eq(nd, 1);
+                }
+                cr_assert_eq(gpusched_cluster_release(e.c, 100 + trial), 0);
+                check(e.c);
+            }
+        }
+        pt_env_free(&e);
+    }
+    cr_assert_gt(fits, cases / 10, "the cases exercise placements (%u of %u fit)", fits, cases);
+    cr_assert_lt(fits, cases - cases / 10, "and failures (%u of %u fit)", fits, cases);
+}
