@@ -79,6 +79,7 @@ extern const gsb_scenario gsb_cluster_scenarios[];
 extern const gsb_scenario gsb_fairq_scenarios[];
 extern const gsb_scenario gsb_preempt_scenarios[];
 extern const gsb_scenario gsb_sched_scenarios[];
+extern const gsb_scenario gsb_pods_scenarios[];
 
 #ifdef __cplusplus
 }

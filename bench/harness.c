@@ -33,6 +33,7 @@ const gsb_scenario *const gsb_tables[] = {
     gsb_fairq_scenarios,
     gsb_preempt_scenarios,
     gsb_sched_scenarios,
+    gsb_pods_scenarios,
     NULL,
 };
 

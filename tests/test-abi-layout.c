@@ -52,7 +52,19 @@ Test(layout, place_request)
     PIN(gpusched_place_request, avoid_count, 64 + 2 * P, 4);
     PIN(gpusched_place_request, preempt_policy, 68 + 2 * P, 4);
     PIN(gpusched_place_request, now, 72 + 2 * P, 8);
-    cr_assert_eq(sizeof(gpusched_place_request), 80 + 2 * P);
+    /* 0.2.3: pods with resources and GPU fractions. */
+    PIN(gpusched_place_request, pods, 80 + 2 * P, 4);
+    PIN(gpusched_place_request, gpu_milli, 84 + 2 * P, 4);
+    PIN(gpusched_place_request, resources, 88 + 2 * P, P);
+    PIN(gpusched_place_request, resource_count, 88 + 3 * P, 4);
+    PIN(gpusched_place_request, gpu_class_count, 92 + 3 * P, 4);
+    PIN(gpusched_place_request, gpu_classes, 96 + 3 * P, P);
+    PIN(gpusched_place_request, policy, 96 + 4 * P, 4);
+    /* LP64 pads the last 4 bytes to the 8-byte alignment. */
+    cr_assert_eq(sizeof(gpusched_place_request), P == 8 ? 136 : 116);
+    cr_assert_eq(sizeof(gpusched_place_policy), sizeof(int));
+    cr_assert_eq(GPUSCHED_POLICY_FRAG, 3);
+    cr_assert_eq(GPUSCHED_GPU_SHARED, 3);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     cr_assert_eq(q.size, sizeof q);
     cr_assert_eq(q.required_level, GPUSCHED_NONE);

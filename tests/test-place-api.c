@@ -192,7 +192,7 @@ Test(place_api, bad_requests_say_which_field)
     big.q = req(8, &job);
     big.extra = 1;
     big.q.size = sizeof big;
-    REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 96 is non-zero but this library knows only 96 bytes");
+    REJECT(&e, &big.q, GPUSCHED_E2BIG, "place request: byte 136 is non-zero but this library knows only 136 bytes");
     big.extra = 0;
     cr_assert_eq(gpusched_placer_place(e.p, &big.q, e.res), 0);
     cr_assert_str_eq(gpusched_placer_errmsg(e.p), "");
