@@ -98,9 +98,10 @@ static double res_left(const gpusched_placer *p, uint32_t n, const gs_nview *v)
 
 typedef struct gs_cand {
     uint32_t node;
+    uint32_t fits;              /* the node's state holds the pod (cached with it) */
+    uint32_t milli_left;
     uint64_t mask;
     double growth;
-    uint32_t milli_left;
     double res_left;
 } gs_cand;
 
@@ -109,22 +110,18 @@ typedef struct gs_cand {
 static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, gs_cand *out)
 {
     const gs_pod_shape *s = &r->shape;
-    gs_nview v;
-    view_of(p, n, &v);
-    for (uint32_t i = 0; i < s->nres; i++)
-        v.res[i] -= s->res[i];
-    view_sums(&v);
-    gs_nview before;
+    gs_nview before, v;
     view_of(p, n, &before);
     view_sums(&before);
+    v = before;
+    for (uint32_t i = 0; i < s->nres; i++)
+        v.res[i] -= s->res[i];
     const double f0 = node_frag(p, &before);
     out->node = n;
-    out->growth = 0;
     if (s->milli) {
         double best = 0;
-        uint32_t best_g = 64;
-        uint32_t tried = 0; /* free amounts already tried: one GPU per amount */
-        uint16_t seen[GPUSCHED_MAX_NODE_GPUS];
+        uint32_t best_g = 64, tried = 0;
+        uint16_t seen[GPUSCHED_MAX_NODE_GPUS]; /* one GPU per free amount */
         for (uint32_t g = 0; g < v.ngpus; g++) {
             const uint16_t f = v.free[g];
             if (f < s->milli)
@@ -172,37 +169,170 @@ static bool packs_better(const gs_cand *a, const gs_cand *b)
     return a->node < b->node;
 }
 
+/* ---- the cache --------------------------------------------------------------- */
+
+/* A shape's candidates, per node, as of the node state whose fingerprint
+ * is stored: a placement scores only the nodes that changed since the
+ * shape was last placed (usually the one the last pod went to). */
+typedef struct gs_fslot {
+    gs_pod_shape shape;
+    uint64_t epoch;             /* wl_epoch the growths were computed in */
+    uint64_t used;              /* fclock of the last use: LRU */
+    uint64_t *fp;               /* per node: state fingerprint, 0: none */
+    gs_cand *cand;              /* per node */
+} gs_fslot;
+
+/* Scans of fewer nodes are not cached: a rack costs less to rescore than
+ * to fingerprint and store. */
+#define GS_FCACHE_MIN_NODES 256u
+/* Memory the cache may take: slots of nnodes entries each. */
+#define GS_FCACHE_BYTES ((size_t)64 << 20)
+
+static inline uint64_t fp_mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
+}
+
+/* Everything the candidate of node n depends on: free and shared GPUs,
+ * the milli held on shared ones, free resources, health (labels and
+ * avoided nodes, which belong to the request, are checked afresh). Never 0. */
+static uint64_t node_fp(const gpusched_placer *p, uint32_t n)
+{
+    const struct gpusched_cluster *c = p->c;
+    uint64_t h = fp_mix(0x51ed27, c->node_free[n]);
+    if (c->nodes_not_up)
+        h = fp_mix(h, c->node_health[n]);
+    if (c->node_shared && c->node_shared[n]) {
+        h = fp_mix(h, c->node_shared[n]);
+        const uint16_t *used = &c->gpu_milli_used[gs_cl_gpu_base(c, n)];
+        for (uint64_t m = c->node_shared[n]; m; m &= m - 1)
+            h = fp_mix(h, used[gs_ctz64(m)]);
+    }
+    for (uint32_t i = 0; i < p->t->nres; i++)
+        h = fp_mix(h, c->res_free[i][n]);
+    return h | 1;
+}
+
+static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s);
+
 int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
                       uint64_t *mask)
 {
-    uint32_t ncand = 0;
-    for (uint32_t n = first; n < end; n++)
-        ncand += p->pod_cap[n] != 0;
     *node = GPUSCHED_NONE;
-    if (!ncand)
-        return 0;
-    gs_cand *cand = gs_arena_get(&p->arena, (size_t)ncand * sizeof *cand);
-    if (!cand)
+    gs_fslot *slot = end - first >= GS_FCACHE_MIN_NODES ? fslot_for(p, &r->shape) : NULL;
+    gs_cand *cand = NULL;
+    if (!slot && !(cand = gs_arena_get(&p->arena, (size_t)(end - first) * sizeof *cand)))
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
+    /* Pass 1: every candidate's growth, the least of them. */
     double least = 0;
     uint32_t k = 0;
     for (uint32_t n = first; n < end; n++) {
-        if (!p->pod_cap[n])
-            continue;
-        node_cand(p, r, n, &cand[k]);
-        if (k == 0 || cand[k].growth < least)
-            least = cand[k].growth;
+        gs_cand *x;
+        if (slot) {
+            x = &slot->cand[n];
+            const uint64_t fp = node_fp(p, n);
+            if (slot->fp[n] != fp) {
+                x->fits = gs_pl_pod_fits_state(p, r, n);
+                if (x->fits)
+                    node_cand(p, r, n, x);
+                slot->fp[n] = fp;
+            }
+            if (!x->fits || !gs_pl_pod_node_ok(p, r, n))
+                continue;
+        } else {
+            if (!gs_pl_pod_node_ok(p, r, n) || !gs_pl_pod_fits_state(p, r, n))
+                continue;
+            x = &cand[k];
+            node_cand(p, r, n, x);
+        }
+        if (k == 0 || x->growth < least)
+            least = x->growth;
         k++;
     }
+    if (!k)
+        return 0;
+    /* Pass 2: within the band, the node that packs best. */
     const bool whole = r->shape.pod_gpus != 0;
     const double band = (whole ? 0.0 : GS_FRAG_BAND) + 1e-6 * (1.0 + (least < 0 ? -least : least));
     const gs_cand *best = NULL;
-    for (uint32_t i = 0; i < k; i++)
-        if (cand[i].growth <= least + band && (!best || packs_better(&cand[i], best)))
-            best = &cand[i];
+    if (slot) {
+        for (uint32_t n = first; n < end; n++)
+            if (slot->cand[n].fits && slot->cand[n].growth <= least + band &&
+                (!best || packs_better(&slot->cand[n], best)) && gs_pl_pod_node_ok(p, r, n))
+                best = &slot->cand[n];
+    } else {
+        for (uint32_t i = 0; i < k; i++)
+            if (cand[i].growth <= least + band && (!best || packs_better(&cand[i], best)))
+                best = &cand[i];
+    }
     *node = best->node;
     *mask = best->mask;
     return 0;
+}
+
+static bool same_shape(const gs_pod_shape *a, const gs_pod_shape *b);
+
+static void fslot_free(gpusched_placer *p, gs_fslot *f)
+{
+    gs_free(&p->alloc, f->fp);
+    gs_free(&p->alloc, f->cand);
+    f->fp = NULL;
+    f->cand = NULL;
+}
+
+/* The slot of shape s, valid for the current workload: found, or made
+ * (the least recently used one reused when the cache is full). NULL when
+ * out of memory: the choice is then computed without the cache. */
+static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
+{
+    const uint32_t nn = p->t->nnodes;
+    if (!p->max_fslots) {
+        size_t per = (size_t)nn * (sizeof(uint64_t) + sizeof(gs_cand));
+        size_t m = GS_FCACHE_BYTES / (per ? per : 1);
+        p->max_fslots = m > 256 ? 256 : m < 1 ? 1 : (uint32_t)m;
+        if (!(p->fslots = gs_calloc(&p->alloc, p->max_fslots, sizeof *p->fslots)))
+            return NULL;
+    }
+    gs_fslot *f = NULL;
+    for (uint32_t i = 0; i < p->nfslots && !f; i++)
+        if (same_shape(&p->fslots[i].shape, s))
+            f = &p->fslots[i];
+    if (!f) {
+        if (p->nfslots < p->max_fslots) {
+            f = &p->fslots[p->nfslots];
+            if (!(f->fp = gs_calloc(&p->alloc, nn, sizeof *f->fp)) ||
+                !(f->cand = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->cand))) {
+                fslot_free(p, f);
+                return NULL;
+            }
+            p->nfslots++;
+        } else {
+            f = &p->fslots[0];
+            for (uint32_t i = 1; i < p->nfslots; i++)
+                if (p->fslots[i].used < f->used)
+                    f = &p->fslots[i];
+            memset(f->fp, 0, (size_t)nn * sizeof *f->fp);
+        }
+        f->shape = *s;
+        f->epoch = p->wl_epoch;
+    }
+    if (f->epoch != p->wl_epoch) {
+        memset(f->fp, 0, (size_t)nn * sizeof *f->fp);
+        f->epoch = p->wl_epoch;
+    }
+    f->used = ++p->fclock;
+    return f;
+}
+
+void gs_pl_frag_free(gpusched_placer *p)
+{
+    for (uint32_t i = 0; i < p->nfslots; i++)
+        fslot_free(p, &p->fslots[i]);
+    gs_free(&p->alloc, p->fslots);
+    p->fslots = NULL;
+    p->nfslots = p->max_fslots = 0;
 }
 
 /* ---- the workload ---------------------------------------------------------- */
@@ -220,32 +350,54 @@ static bool same_shape(const gs_pod_shape *a, const gs_pod_shape *b)
     return true;
 }
 
-static int wl_add(gpusched_placer *p, const gs_pod_shape *s, double weight)
+static int shapes_add(gpusched_placer *p, gs_pod_shape **arr, uint32_t *n, uint32_t *cap, const gs_pod_shape *s,
+                      double weight)
 {
-    for (uint32_t i = 0; i < p->nwl; i++)
-        if (same_shape(&p->wl[i], s)) {
-            p->wl[i].weight += weight;
+    for (uint32_t i = 0; i < *n; i++)
+        if (same_shape(&(*arr)[i], s)) {
+            (*arr)[i].weight += weight;
             return 0;
         }
-    if (p->nwl == GS_WL_MAX)
+    if (*n == GS_WL_MAX)
         return GPUSCHED_ELIMIT;
-    if (gs_grow(&p->alloc, (void **)&p->wl, &p->wl_cap, p->nwl + 1, sizeof *p->wl))
+    if (gs_grow(&p->alloc, (void **)arr, cap, *n + 1, sizeof **arr))
         return GPUSCHED_ENOMEM;
-    p->wl[p->nwl] = *s;
-    p->wl[p->nwl++].weight = weight;
+    (*arr)[*n] = *s;
+    (*arr)[(*n)++].weight = weight;
     return 0;
 }
 
+static int wl_add(gpusched_placer *p, const gs_pod_shape *s, double weight)
+{
+    return shapes_add(p, &p->wl, &p->nwl, &p->wl_cap, s, weight);
+}
+
+/* The learned counts become the workload after 1, 2, 4, ... 1024 requests,
+ * then every 1024: often enough to follow a changing mix, rarely enough
+ * that cached growths stay valid between refreshes. */
 void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s)
 {
-    (void)wl_add(p, s, 1.0); /* a full table keeps what it learned */
+    if (shapes_add(p, &p->learn, &p->nlearn, &p->learn_cap, s, 1.0))
+        return; /* a full table keeps what it learned */
+    if (p->next_refresh == 0)
+        p->next_refresh = 1;
+    if (++p->learned < p->next_refresh)
+        return;
+    p->next_refresh = p->next_refresh < 1024 ? 2 * p->next_refresh : p->next_refresh + 1024;
+    if (gs_grow(&p->alloc, (void **)&p->wl, &p->wl_cap, p->nlearn, sizeof *p->wl))
+        return;
+    memcpy(p->wl, p->learn, (size_t)p->nlearn * sizeof *p->wl);
+    p->nwl = p->nlearn;
+    p->wl_epoch++;
 }
 
 void gs_pl_wl_free(gpusched_placer *p)
 {
     gs_free(&p->alloc, p->wl);
-    p->wl = NULL;
-    p->nwl = p->wl_cap = 0;
+    gs_free(&p->alloc, p->learn);
+    p->wl = p->learn = NULL;
+    p->nwl = p->wl_cap = p->nlearn = p->learn_cap = 0;
+    p->learned = p->next_refresh = 0;
 }
 
 GPUSCHED_API int gpusched_placer_workload_set(gpusched_placer *p, uint32_t n,
@@ -286,7 +438,7 @@ GPUSCHED_API int gpusched_placer_workload_set(gpusched_placer *p, uint32_t n,
         }
     }
     if (rc) {
-        gs_pl_wl_free(p);
+        gs_free(&p->alloc, p->wl);
         p->wl = keep;
         p->nwl = keep_n;
         p->wl_cap = keep_cap;
@@ -294,5 +446,11 @@ GPUSCHED_API int gpusched_placer_workload_set(gpusched_placer *p, uint32_t n,
     }
     gs_free(&p->alloc, keep);
     p->wl_fixed = n > 0;
+    p->wl_epoch++;
+    /* Learning starts afresh from the next request. */
+    gs_free(&p->alloc, p->learn);
+    p->learn = NULL;
+    p->nlearn = p->learn_cap = 0;
+    p->learned = p->next_refresh = 0;
     return gs_ok(&p->err);
 }

@@ -166,6 +166,16 @@ struct gpusched_placer {
     gs_pod_shape *wl;
     uint32_t nwl, wl_cap;
     bool wl_fixed;
+    /* Learning: shapes counted here, copied to `wl` at refreshes (after
+     * 1, 2, 4, ... 1024 requests, then every 1024), so that cached
+     * growths stay valid between refreshes. wl_epoch counts changes of wl. */
+    gs_pod_shape *learn;
+    uint32_t nlearn, learn_cap;
+    uint64_t learned, next_refresh, wl_epoch;
+    /* Cached growths of recent request shapes (frag.c). */
+    struct gs_fslot *fslots;
+    uint32_t nfslots, max_fslots;
+    uint64_t fclock;
 };
 
 /* request.c: gs_pl_req_load validates and normalizes a request;
@@ -311,6 +321,10 @@ int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key
  * transaction): 0, GPUSCHED_ENOSPC (res explains) or an error. */
 int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r);
 int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* Whether node n passes the request's labels and avoided nodes, and
+ * whether its state (health, class, resources, GPUs) holds one pod. */
+bool gs_pl_pod_node_ok(const gpusched_placer *p, const gs_pl_req *r, uint32_t n);
+bool gs_pl_pod_fits_state(const gpusched_placer *p, const gs_pl_req *r, uint32_t n);
 /* Pods of `s` that node n holds now, at most `limit` (0: not eligible). */
 uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint32_t limit);
 
@@ -321,6 +335,7 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
                       uint64_t *mask);
 void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s);
 void gs_pl_wl_free(gpusched_placer *p);
+void gs_pl_frag_free(gpusched_placer *p);
 
 /* explain.c: fills the result's reason and message for a failure. */
 void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res);

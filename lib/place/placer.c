@@ -41,6 +41,7 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     gs_free(&a, p->pod_cap);
     gs_free(&a, p->podx);
     gs_pl_wl_free(p);
+    gs_pl_frag_free(p);
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++)
         gs_free(&a, p->out_doms[l]);
     gs_arena_free(&p->arena);

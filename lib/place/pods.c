@@ -157,6 +157,29 @@ uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n,
     return k < cap ? k : cap;
 }
 
+bool gs_pl_pod_node_ok(const gpusched_placer *p, const gs_pl_req *r, uint32_t n)
+{
+    const gpusched_place_request *q = &r->in;
+    const uint64_t labels = p->t->node_labels[n];
+    return (labels & q->labels_required) == q->labels_required && !(labels & q->labels_forbidden) &&
+           !(q->avoid_count && p->avoid_gen[n] == p->gen);
+}
+
+bool gs_pl_pod_fits_state(const gpusched_placer *p, const gs_pl_req *r, uint32_t n)
+{
+    const struct gpusched_cluster *c = p->c;
+    const gs_pod_shape *s = &r->shape;
+    if ((c->nodes_not_up && c->node_health[n] != GPUSCHED_NODE_UP) || !gs_shape_class_ok(s, p->t->node_class[n]))
+        return false;
+    for (uint32_t i = 0; i < s->nres; i++)
+        if (c->res_free[i][n] < s->res[i])
+            return false;
+    const uint64_t avail = c->node_free[n];
+    if (s->milli)
+        return avail || milli_room(c, n, 0, s->milli);
+    return gs_popcount64(avail) >= s->pod_gpus;
+}
+
 /* The GPUs `pods` pods take on node n: for fractions the fullest GPUs
  * with room (a shared GPU is filled before a free one is broken), else
  * the lowest free GPUs. */
@@ -330,7 +353,7 @@ static int choose_one(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32
         return gs_pl_frag_choose(p, r, a, b, node, mask);
     double best = 0;
     for (uint32_t n = a; n < b; n++) {
-        if (!p->pod_cap[n])
+        if (!gs_pl_pod_node_ok(p, r, n) || !gs_pl_pod_fits_state(p, r, n))
             continue;
         uint64_t m = pod_mask(p, r, n, 1);
         if (r->policy == GPUSCHED_POLICY_FIRST_FIT) {
@@ -564,16 +587,16 @@ static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resul
 
 /* ---- the placement ------------------------------------------------------- */
 
-/* The lowest domain a single pod goes to: packing, the one with the least
+/* A single pod: the lowest domain by packing, the one with the least
  * free GPUs among those that hold the pod (ties: lowest index), so that
- * emptier racks stay whole for gangs. Fills pod_cap of its nodes. */
-static uint32_t pick_leaf(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end)
+ * emptier racks stay whole for gangs; the policy among its nodes. */
+static int place_one_pod(gpusched_placer *p, const gs_pl_req *r, uint32_t *node, uint64_t *mask)
 {
     const struct gpusched_cluster *c = p->c;
-    const uint32_t l = p->nlevels - 1;
+    const uint32_t l = p->nlevels - 1, end = p->t->ndom[l];
     for (;;) {
         uint32_t best = GPUSCHED_NONE, best_free = UINT32_MAX;
-        for (uint32_t d = first; d < end; d++) {
+        for (uint32_t d = 0; d < end; d++) {
             if (p->cap_gen[l][d] == p->gen) /* tried: holds nothing */
                 continue;
             uint32_t f = c->agg[l].free_gpus[d];
@@ -582,8 +605,14 @@ static uint32_t pick_leaf(gpusched_placer *p, const gs_pl_req *r, uint32_t first
                 best = d;
             }
         }
-        if (best == GPUSCHED_NONE || scan_leaves(p, r, best, best + 1) > 0)
-            return best;
+        *node = GPUSCHED_NONE;
+        if (best == GPUSCHED_NONE)
+            return 0;
+        uint32_t a, b;
+        node_range(p, (int32_t)l, best, &a, &b);
+        int rc = choose_one(p, r, a, b, node, mask);
+        if (rc || *node != GPUSCHED_NONE)
+            return rc;
         p->cap_gen[l][best] = p->gen;
     }
 }
@@ -602,16 +631,14 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
     /* A single pod without a required level: one lowest domain, by
      * packing, then the policy among its nodes. */
     if (r->npods == 1 && req < 0) {
-        uint32_t leaf = pick_leaf(p, r, 0, t->ndom[p->nlevels - 1]);
-        if (leaf == GPUSCHED_NONE) {
+        uint32_t node;
+        uint64_t mask = 0;
+        if ((rc = place_one_pod(p, r, &node, &mask)))
+            return rc;
+        if (node == GPUSCHED_NONE) {
             explain(p, r, res, 0, -1, 0);
             return GPUSCHED_ENOSPC;
         }
-        uint32_t a, b, node;
-        uint64_t mask = 0;
-        node_range(p, (int32_t)p->nlevels - 1, leaf, &a, &b);
-        if ((rc = choose_one(p, r, a, b, &node, &mask)))
-            return rc;
         gs_pod_pick pick = {node, 1};
         if ((rc = fill_result(p, r, res, &pick, 1, &mask)))
             return rc;
