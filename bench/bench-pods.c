@@ -288,7 +288,11 @@ static void pf_fill_trace(gsb_ctx *b, const char *label, const char *file)
                {GPUSCHED_POLICY_BEST_FIT, "bestfit"},
                {GPUSCHED_POLICY_FRAG, "frag"}};
     const uint32_t seeds = gsb_quick(b) ? 1 : 5;
+    /* GSB_FILL_POLICY=name runs one policy only (profiling). */
+    const char *only = getenv("GSB_FILL_POLICY");
     for (uint32_t k = 0; k < sizeof pol / sizeof pol[0]; k++) {
+        if (only && strcmp(only, pol[k].name))
+            continue;
         double a100 = 0, a130 = 0, ns = 0, pods = 0;
         for (uint32_t seed = 0; seed < seeds; seed++) {
             pf_run run;

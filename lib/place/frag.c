@@ -56,32 +56,95 @@ static void view_sums(gs_nview *v)
     }
 }
 
-/* Free milli of node view v that shape m cannot use. */
-static uint32_t shape_frag(const gs_pod_shape *m, const gs_nview *v)
+/* The workload compiled for node_frag, rebuilt when it changes: shapes
+ * in a compact array, and the distinct fractions they ask for, so that
+ * the free milli a node loses to each fraction size is summed once per
+ * node, not once per shape. */
+typedef struct gs_cshape {
+    double w;
+    uint32_t res[GPUSCHED_MAX_RESOURCES];
+    uint16_t milli;
+    uint8_t kind;               /* 0: no GPU, 1: a fraction, 2: whole GPUs */
+    uint8_t gpus;
+    uint16_t need;              /* fractions: index into gs_wlc.need */
+    uint8_t any_class;
+    const gs_pod_shape *src;    /* its class set */
+} gs_cshape;
+
+typedef struct gs_wlc {
+    uint64_t epoch;
+    uint64_t *fb_fp;            /* per node: fingerprint of fb_val's state, 0: none */
+    double *fb_val;             /* per node: F as it is */
+    uint32_t m, nres, nneed;
+    gs_cshape *s;
+    uint16_t need[GS_WL_MAX];
+} gs_wlc;
+
+static int wlc_build(gpusched_placer *p)
 {
-    if (!gs_shape_class_ok(m, v->cls))
-        return v->total;
-    for (uint32_t i = 0; i < m->nres; i++)
-        if (m->res[i] > v->res[i])
-            return v->total;
-    if (m->milli) {
-        if (v->maxfree < m->milli)
-            return v->total;
-        uint32_t lost = 0;
-        for (uint32_t g = 0; g < v->ngpus; g++)
-            lost += v->free[g] < m->milli ? v->free[g] : 0;
-        return lost;
+    gs_wlc *c = p->wlc;
+    if (!c && !(c = p->wlc = gs_calloc(&p->alloc, 1, sizeof *c)))
+        return GPUSCHED_ENOMEM;
+    if (c->s && c->epoch == p->wl_epoch)
+        return 0;
+    gs_free(&p->alloc, c->s);
+    if (!(c->s = gs_calloc(&p->alloc, p->nwl ? p->nwl : 1, sizeof *c->s)))
+        return GPUSCHED_ENOMEM;
+    if (c->fb_fp)
+        memset(c->fb_fp, 0, (size_t)p->t->nnodes * sizeof *c->fb_fp);
+    c->m = p->nwl;
+    c->nneed = c->nres = 0;
+    for (uint32_t i = 0; i < p->nwl; i++) {
+        const gs_pod_shape *w = &p->wl[i];
+        gs_cshape *x = &c->s[i];
+        x->w = w->weight;
+        memcpy(x->res, w->res, sizeof x->res);
+        if (w->nres > c->nres)
+            c->nres = w->nres;
+        x->milli = (uint16_t)w->milli;
+        x->kind = w->milli ? 1 : w->pod_gpus ? 2 : 0;
+        x->gpus = (uint8_t)w->pod_gpus;
+        x->any_class = w->any_class;
+        x->src = w;
+        if (w->milli) {
+            uint32_t k = 0;
+            while (k < c->nneed && c->need[k] != w->milli)
+                k++;
+            if (k == c->nneed)
+                c->need[c->nneed++] = (uint16_t)w->milli;
+            x->need = (uint16_t)k;
+        }
     }
-    if (m->pod_gpus)
-        return v->nfull < m->pod_gpus ? v->total : v->total - 1000 * v->nfull;
+    c->epoch = p->wl_epoch;
     return 0;
 }
 
+/* The expected free milli of node view v that the workload's pods cannot
+ * use, times the total weight. */
 static double node_frag(const gpusched_placer *p, const gs_nview *v)
 {
+    const gs_wlc *c = p->wlc;
+    uint32_t lost[GS_WL_MAX];
+    for (uint32_t k = 0; k < c->nneed; k++) {
+        uint32_t l = 0;
+        for (uint32_t g = 0; g < v->ngpus; g++)
+            l += v->free[g] < c->need[k] ? v->free[g] : 0;
+        lost[k] = l;
+    }
+    const uint32_t whole_lost = v->total - 1000 * v->nfull;
     double f = 0;
-    for (uint32_t i = 0; i < p->nwl; i++)
-        f += p->wl[i].weight * shape_frag(&p->wl[i], v);
+    for (uint32_t i = 0; i < c->m; i++) {
+        const gs_cshape *x = &c->s[i];
+        bool ok = x->any_class || gs_shape_class_ok(x->src, v->cls);
+        for (uint32_t r = 0; r < c->nres; r++)
+            ok &= x->res[r] <= v->res[r];
+        uint32_t frag = v->total;
+        if (ok)
+            frag = x->kind == 0 ? 0
+                   : x->kind == 1 ? (v->maxfree >= x->milli ? lost[x->need] : v->total)
+                                  : (v->nfull >= x->gpus ? whole_lost : v->total);
+        f += x->w * frag;
+    }
     return f;
 }
 
@@ -105,9 +168,52 @@ typedef struct gs_cand {
     double res_left;
 } gs_cand;
 
+/* Everything the candidate of node n depends on: free and shared GPUs,
+ * the milli held on shared ones, free resources, health (labels and
+ * avoided nodes, which belong to the request, are checked afresh), as a
+ * sum of independent products (a few cycles: this runs for every node of
+ * every placement). A collision could only make a cached growth stale;
+ * the chosen node's candidate is always recomputed, so a placement is
+ * never invalid. Never 0. */
+static uint64_t node_fp(const gpusched_placer *p, uint32_t n)
+{
+    static const uint64_t K[GPUSCHED_MAX_RESOURCES] = {
+        0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull,
+        0xa0761d6478bd642full, 0xe7037ed1a0b428dbull, 0x8ebc6af09c88c6e3ull, 0x589965cc75374cc3ull};
+    const struct gpusched_cluster *c = p->c;
+    uint64_t h = c->node_free[n] * 0xff51afd7ed558ccdull;
+    if (c->nodes_not_up)
+        h += (uint64_t)c->node_health[n] * 0xc4ceb9fe1a85ec53ull;
+    if (c->node_shared && c->node_shared[n]) {
+        h += c->node_shared[n] * 0x27d4eb2f165667c5ull;
+        const uint16_t *used = &c->gpu_milli_used[gs_cl_gpu_base(c, n)];
+        for (uint64_t m = c->node_shared[n]; m; m &= m - 1) {
+            const uint32_t g = gs_ctz64(m);
+            h += (uint64_t)used[g] * K[g & 7] * (2 * g + 1);
+        }
+    }
+    for (uint32_t i = 0; i < p->t->nres; i++)
+        h += (uint64_t)c->res_free[i][n] * K[i] * 0x2545f4914f6cdd1dull;
+    return h | 1;
+}
+
+/* F of node n as it is: shared by every shape's candidates, cached by the
+ * node's fingerprint when the cluster is large enough to cache at all. */
+static double frag_before(const gpusched_placer *p, uint32_t n, uint64_t fp, const gs_nview *v)
+{
+    gs_wlc *c = p->wlc;
+    if (!c->fb_fp || !fp)
+        return node_frag(p, v);
+    if (c->fb_fp[n] != fp) {
+        c->fb_val[n] = node_frag(p, v);
+        c->fb_fp[n] = fp;
+    }
+    return c->fb_val[n];
+}
+
 /* The best GPU choice on node n (the least growth; ties: the fullest GPU)
  * and its candidate record. */
-static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, gs_cand *out)
+static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint64_t fp, gs_cand *out)
 {
     const gs_pod_shape *s = &r->shape;
     gs_nview before, v;
@@ -116,7 +222,7 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
     v = before;
     for (uint32_t i = 0; i < s->nres; i++)
         v.res[i] -= s->res[i];
-    const double f0 = node_frag(p, &before);
+    const double f0 = frag_before(p, n, fp, &before);
     out->node = n;
     if (s->milli) {
         double best = 0;
@@ -188,39 +294,14 @@ typedef struct gs_fslot {
 /* Memory the cache may take: slots of nnodes entries each. */
 #define GS_FCACHE_BYTES ((size_t)64 << 20)
 
-static inline uint64_t fp_mix(uint64_t h, uint64_t x)
-{
-    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
-}
-
-/* Everything the candidate of node n depends on: free and shared GPUs,
- * the milli held on shared ones, free resources, health (labels and
- * avoided nodes, which belong to the request, are checked afresh). Never 0. */
-static uint64_t node_fp(const gpusched_placer *p, uint32_t n)
-{
-    const struct gpusched_cluster *c = p->c;
-    uint64_t h = fp_mix(0x51ed27, c->node_free[n]);
-    if (c->nodes_not_up)
-        h = fp_mix(h, c->node_health[n]);
-    if (c->node_shared && c->node_shared[n]) {
-        h = fp_mix(h, c->node_shared[n]);
-        const uint16_t *used = &c->gpu_milli_used[gs_cl_gpu_base(c, n)];
-        for (uint64_t m = c->node_shared[n]; m; m &= m - 1)
-            h = fp_mix(h, used[gs_ctz64(m)]);
-    }
-    for (uint32_t i = 0; i < p->t->nres; i++)
-        h = fp_mix(h, c->res_free[i][n]);
-    return h | 1;
-}
-
 static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s);
 
 int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
                       uint64_t *mask)
 {
     *node = GPUSCHED_NONE;
+    if (wlc_build(p))
+        return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
     gs_fslot *slot = end - first >= GS_FCACHE_MIN_NODES ? fslot_for(p, &r->shape) : NULL;
     gs_cand *cand = NULL;
     if (!slot && !(cand = gs_arena_get(&p->arena, (size_t)(end - first) * sizeof *cand)))
@@ -236,7 +317,7 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
             if (slot->fp[n] != fp) {
                 x->fits = gs_pl_pod_fits_state(p, r, n);
                 if (x->fits)
-                    node_cand(p, r, n, x);
+                    node_cand(p, r, n, fp, x);
                 slot->fp[n] = fp;
             }
             if (!x->fits || !gs_pl_pod_node_ok(p, r, n))
@@ -245,7 +326,7 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
             if (!gs_pl_pod_node_ok(p, r, n) || !gs_pl_pod_fits_state(p, r, n))
                 continue;
             x = &cand[k];
-            node_cand(p, r, n, x);
+            node_cand(p, r, n, 0, x);
         }
         if (k == 0 || x->growth < least)
             least = x->growth;
@@ -269,6 +350,17 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
     }
     *node = best->node;
     *mask = best->mask;
+    if (slot) {
+        /* The chosen node's candidate afresh: its mask is the state's. */
+        gs_cand now;
+        if (gs_pl_pod_fits_state(p, r, *node)) {
+            node_cand(p, r, *node, 0, &now);
+            *mask = now.mask;
+        } else {
+            slot->fp[*node] = 0;
+            return gs_pl_frag_choose(p, r, first, end, node, mask);
+        }
+    }
     return 0;
 }
 
@@ -288,6 +380,16 @@ static void fslot_free(gpusched_placer *p, gs_fslot *f)
 static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
 {
     const uint32_t nn = p->t->nnodes;
+    gs_wlc *c = p->wlc;
+    if (!c->fb_fp) {
+        c->fb_val = gs_malloc(&p->alloc, (size_t)nn * sizeof *c->fb_val);
+        c->fb_fp = c->fb_val ? gs_calloc(&p->alloc, nn, sizeof *c->fb_fp) : NULL;
+        if (!c->fb_fp) {
+            gs_free(&p->alloc, c->fb_val);
+            c->fb_val = NULL;
+            return NULL;
+        }
+    }
     if (!p->max_fslots) {
         size_t per = (size_t)nn * (sizeof(uint64_t) + sizeof(gs_cand));
         size_t m = GS_FCACHE_BYTES / (per ? per : 1);
@@ -328,6 +430,13 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
 
 void gs_pl_frag_free(gpusched_placer *p)
 {
+    if (p->wlc) {
+        gs_free(&p->alloc, p->wlc->s);
+        gs_free(&p->alloc, p->wlc->fb_fp);
+        gs_free(&p->alloc, p->wlc->fb_val);
+    }
+    gs_free(&p->alloc, p->wlc);
+    p->wlc = NULL;
     for (uint32_t i = 0; i < p->nfslots; i++)
         fslot_free(p, &p->fslots[i]);
     gs_free(&p->alloc, p->fslots);

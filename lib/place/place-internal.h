@@ -173,6 +173,7 @@ struct gpusched_placer {
     uint32_t nlearn, learn_cap;
     uint64_t learned, next_refresh, wl_epoch;
     /* Cached growths of recent request shapes (frag.c). */
+    struct gs_wlc *wlc;         /* the workload compiled for scoring */
     struct gs_fslot *fslots;
     uint32_t nfslots, max_fslots;
     uint64_t fclock;
