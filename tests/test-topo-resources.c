@@ -372,9 +372,11 @@ static uint32_t node_res(const gpusched_topo *t, const char *node, const char *r
     return gpusched_topo_node_resource(t, n, r);
 }
 
-/* Export, parse, export: the same topology and the same text. */
+/* Export, parse, export: the same topology and the same text; and the
+ * image round trip. */
 static void text_roundtrip(const gpusched_topo *t)
 {
+    topo_assert_roundtrips(t);
     size_t len, len2;
     char *text = topo_export_string(t, &len);
     gpusched_topo *back = parse_ok(text);
@@ -539,4 +541,48 @@ Test(topo_resources, text_allocation_failures)
 {
     struct parse_ctx c = {res_text, NULL};
     cr_assert_gt(failalloc_sweep_retry(parse_op, parse_undo, &c), 10);
+}
+
+/* ---- the binary image, through snapshots ----------------------------------- */
+
+static void *snapshot_of(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    void *buf = malloc(*len);
+    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0);
+    return buf;
+}
+
+Test(topo_resources, snapshot_restore_keeps_resources)
+{
+    gpusched_topo *t = parse_ok(res_text);
+    topo_assert_roundtrips(t);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    size_t len, len2;
+    void *snap = snapshot_of(c, &len);
+    gpusched_cluster *back;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(snap, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    const gpusched_topo *bt = gpusched_cluster_topo(back);
+    topo_assert_valid(bt);
+    topo_assert_equal(t, bt);
+    cr_assert_eq(gpusched_topo_resource_count(bt), 2);
+    cr_assert_eq(node_res(bt, "n3", "memory"), 262144);
+    cr_assert_eq(node_res(bt, "full", "memory"), UINT32_MAX);
+    cr_assert_eq(node_res(bt, "small", "cpu"), 0);
+    void *snap2 = snapshot_of(back, &len2);
+    cr_assert(len2 == len && !memcmp(snap, snap2, len), "restore then snapshot changed the bytes");
+    /* A cut anywhere, the topology image's included, is refused cleanly. */
+    for (size_t n = 0; n < len; n += 7) {
+        gpusched_cluster *x = NULL;
+        int rc = gpusched_cluster_restore(snap, n, NULL, &x, err, sizeof err);
+        cr_assert(rc == GPUSCHED_ECORRUPT, "cut at %zu: %s", n, gpusched_err_name(rc));
+        cr_assert_null(x);
+    }
+    free(snap);
+    free(snap2);
+    gpusched_cluster_unref(back);
+    gpusched_cluster_unref(c);
+    gpusched_topo_unref(t);
 }
