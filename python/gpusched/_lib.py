@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, Un
 from ._errors import LibraryError, error_class
 
 #: The library version this binding was written for (major, minor, micro).
-BINDING_VERSION: Tuple[int, int, int] = (0, 2, 2)
+BINDING_VERSION: Tuple[int, int, int] = (0, 2, 3)
 #: The library file it loads: before 1.0 the SONAME carries the minor
 #: version too (meson.build derives both from the project version; a test
 #: compares them with the build's).
