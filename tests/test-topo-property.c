@@ -1,6 +1,8 @@
 /* Property test: random nodes in random insertion order, frozen, against a
  * plain reference that sorts by first appearance with qsort, plus the text
- * and image round trips of every random topology. */
+ * and image round trips of every random topology. Resources are declared
+ * before and between the nodes and set in any order, from a generator of
+ * their own so that the shapes stay those of the test without them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +20,35 @@ typedef struct ref_node {
     char cls[16];
     uint32_t nlabels;
     char labels[3][16];
+    uint32_t res[4];                            /* capacities; 0 unless set */
     uint32_t seq;                               /* insertion index */
     uint32_t first[GPUSCHED_MAX_LEVELS];   /* first insertion under each ancestor */
 } ref_node;
 
-static uint64_t rng;
+static uint64_t rng, rng_res;
 
-static uint32_t rnd(uint32_t n)
+static uint32_t rnd_from(uint64_t *s, uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng % n);
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s % n);
+}
+
+static uint32_t rnd(uint32_t n) { return rnd_from(&rng, n); }
+static uint32_t rnd_res(uint32_t n) { return rnd_from(&rng_res, n); }
+
+/* A capacity: often 0 or the extremes, else anything. */
+static uint32_t rnd_amount(void)
+{
+    switch (rnd_res(4)) {
+    case 0:
+        return 0;
+    case 1:
+        return UINT32_MAX - rnd_res(2);
+    default:
+        return (uint32_t)(rng_res >> 7);
+    }
 }
 
 static uint32_t ref_levels;
@@ -61,7 +80,7 @@ static void full_path(const ref_node *r, uint32_t l, char *buf)
     }
 }
 
-static void check_against_reference(const gpusched_topo *t, ref_node *ref, uint32_t n)
+static void check_against_reference(const gpusched_topo *t, ref_node *ref, uint32_t n, uint32_t nres)
 {
     /* The reference order: ancestors by their first appearance, then
      * insertion order. */
@@ -93,6 +112,9 @@ static void check_against_reference(const gpusched_topo *t, ref_node *ref, uint3
             mask |= 1ull << bit;
         }
         cr_assert_eq(gpusched_topo_node_labels(t, i), mask);
+        cr_assert_eq(gpusched_topo_resource_count(t), nres);
+        for (uint32_t r = 0; r < nres; r++)
+            cr_assert_eq(gpusched_topo_node_resource(t, i, r), ref[i].res[r], "node %u resource %u", i, r);
         for (uint32_t l = 0; l < ref_levels; l++) {
             uint32_t d, found;
             cr_assert_eq(gpusched_topo_node_domain(t, i, l, &d), 0);
@@ -110,6 +132,7 @@ static void one_case(uint32_t iter)
     static const char *const lnames[] = {"zone", "block", "rack", "shelf", "tray"};
     static const char *const classes[] = {"h100", "a100", "gb200", "default"};
     static const char *const labs[] = {"ib", "nvme", "spot", "fast"};
+    static const char *const rnames[] = {"cpu", "memory", "nic", "disk"};
     static ref_node ref[MAXN];
     ref_levels = 1 + rnd(4);
     uint32_t n = 1 + rnd(MAXN);
@@ -117,8 +140,15 @@ static void one_case(uint32_t iter)
     gpusched_topo_builder *b;
     cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
     cr_assert_eq(gpusched_topo_builder_levels_set(b, ref_levels, lnames), 0);
+    /* Resources: some before the first node, the rest at a random node. */
+    uint32_t want_res = rnd_res(5), nres = rnd_res(want_res + 1), declare_at = rnd_res(n);
+    for (uint32_t r = 0; r < nres; r++)
+        cr_assert_eq(gpusched_topo_builder_resource_add(b, rnames[r], NULL), 0);
     uint32_t added = 0;
     for (uint32_t i = 0; i < n; i++) {
+        if (i == declare_at)
+            for (; nres < want_res; nres++)
+                cr_assert_eq(gpusched_topo_builder_resource_add(b, rnames[nres], NULL), 0);
         ref_node *r = &ref[added];
         memset(r, 0, sizeof *r);
         for (uint32_t l = 0; l < ref_levels; l++)
@@ -145,12 +175,19 @@ static void one_case(uint32_t iter)
                      gpusched_topo_builder_errmsg(b));
         if (!dup)
             r->seq = added++;
+        /* A capacity of this node or of any earlier one, set or replaced. */
+        for (uint32_t k = nres && added ? rnd_res(3) : 0; k > 0; k--) {
+            ref_node *x = &ref[rnd_res(added)];
+            uint32_t res = rnd_res(nres), v = rnd_amount();
+            cr_assert_eq(gpusched_topo_builder_node_resource_set(b, x->name, res, v), 0);
+            x->res[res] = v;
+        }
     }
     gpusched_topo *t;
     cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0);
     gpusched_topo_builder_free(b);
     topo_assert_valid(t);
-    check_against_reference(t, ref, added);
+    check_against_reference(t, ref, added, nres);
     topo_assert_roundtrips(t);
     gpusched_topo_unref(t);
 }
@@ -158,6 +195,7 @@ static void one_case(uint32_t iter)
 Test(topo_property, random_builds_match_the_reference)
 {
     rng = 0x243f6a8885a308d3ull;
+    rng_res = 0xa4093822299f31d0ull;
     for (uint32_t iter = 0; iter < 150; iter++)
         one_case(iter);
 }

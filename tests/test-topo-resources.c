@@ -1,6 +1,7 @@
 /* Named scalar resources per node (cpu, memory, ...): the builder calls,
  * freeze's renumbering, the accessors and the fields the cluster reads. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -350,4 +351,238 @@ Test(topo_resources, allocation_failures)
 {
     gpusched_topo *t = NULL;
     cr_assert_gt(failalloc_sweep(build_op, build_undo, &t), 10);
+}
+
+/* ---- the text format ----------------------------------------------------- */
+
+static gpusched_topo *parse_ok(const char *text)
+{
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, strlen(text), NULL, &t, err, sizeof err), 0, "%s", err);
+    topo_assert_valid(t);
+    return t;
+}
+
+static uint32_t node_res(const gpusched_topo *t, const char *node, const char *res)
+{
+    uint32_t n, r;
+    cr_assert_eq(gpusched_topo_node_find(t, node, &n), 0, "%s", node);
+    cr_assert_eq(gpusched_topo_resource_find(t, res, &r), 0, "%s", res);
+    return gpusched_topo_node_resource(t, n, r);
+}
+
+/* Export, parse, export: the same topology and the same text; and the
+ * image round trip. */
+static void text_roundtrip(const gpusched_topo *t)
+{
+    topo_assert_roundtrips(t);
+    size_t len, len2;
+    char *text = topo_export_string(t, &len);
+    gpusched_topo *back = parse_ok(text);
+    topo_assert_equal(t, back);
+    char *again = topo_export_string(back, &len2);
+    cr_assert_str_eq(again, text);
+    free(text);
+    free(again);
+    gpusched_topo_unref(back);
+}
+
+static const char res_text[] = "levels block rack\n"
+                               "resources cpu memory\n"
+                               "node b0/r[0-1] n[0-] count=2 gpus=8 cpu=64000 memory=262144\n"
+                               "node b1/r0 small gpus=1 memory=1024 # no cpu: 0\n"
+                               "node b1/r0 bare gpus=2 class=a100\n"
+                               "node b1/r0 full gpus=4 memory=4294967295 cpu=0\n";
+
+Test(topo_resources, text_declares_and_sets)
+{
+    gpusched_topo *t = parse_ok(res_text);
+    cr_assert_eq(gpusched_topo_resource_count(t), 2);
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 0), "cpu");
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 1), "memory");
+    /* Every node of the ranged line has the line's values. */
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        cr_assert_eq(node_res(t, name, "cpu"), 64000);
+        cr_assert_eq(node_res(t, name, "memory"), 262144);
+    }
+    cr_assert_eq(node_res(t, "small", "cpu"), 0);
+    cr_assert_eq(node_res(t, "small", "memory"), 1024);
+    cr_assert_eq(node_res(t, "bare", "cpu"), 0);
+    cr_assert_eq(node_res(t, "bare", "memory"), 0);
+    cr_assert_eq(node_res(t, "full", "memory"), UINT32_MAX);
+    gpusched_topo_unref(t);
+}
+
+Test(topo_resources, export_writes_declarations_and_nonzero_values)
+{
+    gpusched_topo *t = parse_ok(res_text);
+    size_t len;
+    char *s = topo_export_string(t, &len);
+    cr_assert_str_eq(s, "# libgpusched topology: 7 nodes, 39 GPUs\n"
+                        "levels block rack\n"
+                        "classes default a100\n"
+                        "resources cpu memory\n"
+                        "node b0/r0 n0 gpus=8 class=default cpu=64000 memory=262144\n"
+                        "node b0/r0 n1 gpus=8 class=default cpu=64000 memory=262144\n"
+                        "node b0/r1 n2 gpus=8 class=default cpu=64000 memory=262144\n"
+                        "node b0/r1 n3 gpus=8 class=default cpu=64000 memory=262144\n"
+                        "node b1/r0 small gpus=1 class=default memory=1024\n"
+                        "node b1/r0 bare gpus=2 class=a100\n"
+                        "node b1/r0 full gpus=4 class=default memory=4294967295\n");
+    free(s);
+    text_roundtrip(t);
+    gpusched_topo_unref(t);
+}
+
+/* A declared resource nobody has is still declared after a round trip, and
+ * resources keep their indexes whatever order the values come in. */
+Test(topo_resources, round_trips_keep_indexes_and_unused_resources)
+{
+    gpusched_topo *t = parse_ok("resources nic disk gpu-mem\n"
+                                "levels rack\n"
+                                "labels ib\n"
+                                "node r0 a gpus=1 gpu-mem=80 nic=2 labels=ib\n"
+                                "node r1 b gpus=1\n");
+    cr_assert_eq(gpusched_topo_resource_count(t), 3);
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 2), "gpu-mem");
+    cr_assert_eq(node_res(t, "a", "nic"), 2);
+    cr_assert_eq(node_res(t, "a", "disk"), 0);
+    text_roundtrip(t);
+    gpusched_topo_unref(t);
+
+    /* The most a node line holds: 8 resources beside every other key. */
+    t = parse_ok("levels rack\nlabels x y\nresources r0 r1 r2 r3 r4 r5 r6 r7\n"
+                 "node k[0-1] n[0-] count=2 gpus=64 class=c labels=x,y r7=7 r6=6 r5=5 r4=4 r3=3 r2=2 r1=1 r0=4294967295\n");
+    cr_assert_eq(gpusched_topo_resource_count(t), GPUSCHED_MAX_RESOURCES);
+    for (uint32_t n = 0; n < 4; n++)
+        for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++)
+            cr_assert_eq(gpusched_topo_node_resource(t, n, r), r ? r : UINT32_MAX);
+    text_roundtrip(t);
+    gpusched_topo_unref(t);
+}
+
+/* Resources declared through the API serve the text, and a `resources`
+ * line naming them again keeps their indexes. */
+Test(topo_resources, text_into_a_builder_with_resources)
+{
+    gpusched_topo_builder *b = new_builder(NULL);
+    uint32_t cpu;
+    cr_assert_eq(gpusched_topo_builder_resource_add(b, "cpu", &cpu), 0);
+    add(b, "b0", "r0", "api", 8);
+    cr_assert_eq(gpusched_topo_builder_node_resource_set(b, "api", cpu, 11), 0);
+    const char *text = "levels block rack\nresources memory cpu\nnode b0/r0 txt gpus=8 cpu=22 memory=33\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, text, strlen(text)), 0, "%s", gpusched_topo_builder_errmsg(b));
+    cr_assert_eq(gpusched_topo_builder_node_resource_set(b, "txt", cpu, 23), 0);
+    gpusched_topo *t = freeze(b);
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 0), "cpu");
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 1), "memory");
+    cr_assert_eq(node_res(t, "api", "cpu"), 11);
+    cr_assert_eq(node_res(t, "api", "memory"), 0);
+    cr_assert_eq(node_res(t, "txt", "cpu"), 23);
+    cr_assert_eq(node_res(t, "txt", "memory"), 33);
+    gpusched_topo_unref(t);
+    gpusched_topo_builder_free(b);
+}
+
+/* A failed parse takes back the resources it declared and the nodes it
+ * added with their values; the values of the nodes before it stay. */
+Test(topo_resources, failed_parse_takes_back_its_resources)
+{
+    gpusched_topo_builder *b = new_builder(NULL);
+    const char *good = "resources cpu\nnode b0/r0 a gpus=8 cpu=5\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, good, strlen(good)), 0);
+    const char *bad = "resources memory nic\nnode b0/r0 x gpus=8 cpu=6 nic=1 memory=2\nnode b0/r0 a gpus=8\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, bad, strlen(bad)), GPUSCHED_EPARSE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "line 3, column 12: duplicate node name 'a'");
+    cr_assert_eq(b->nres, 1);
+    cr_assert_eq(b->nnodes, 1);
+    const char *nic = "node b0/r0 y gpus=1 nic=1\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, nic, strlen(nic)), GPUSCHED_EPARSE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "line 1, column 21: unknown property 'nic'");
+    /* Declared again after the rollback, the resource starts from 0. */
+    const char *again = "resources disk\nnode b0/r0 z gpus=1\n";
+    cr_assert_eq(gpusched_topo_builder_parse(b, again, strlen(again)), 0);
+    gpusched_topo *t = freeze(b);
+    cr_assert_eq(gpusched_topo_resource_count(t), 2);
+    cr_assert_str_eq(gpusched_topo_resource_name(t, 1), "disk");
+    cr_assert_eq(node_res(t, "a", "cpu"), 5);
+    cr_assert_eq(node_res(t, "a", "disk"), 0);
+    cr_assert_eq(node_res(t, "z", "disk"), 0);
+    cr_assert_eq(node_res(t, "z", "cpu"), 0);
+    gpusched_topo_unref(t);
+    gpusched_topo_builder_free(b);
+}
+
+struct parse_ctx {
+    const char *text;
+    gpusched_topo *t;
+};
+
+static int parse_op(failalloc *fa, void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    return gpusched_topo_parse(c->text, strlen(c->text), &fa->a, &c->t, NULL, 0);
+}
+
+static void parse_undo(void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    topo_assert_valid(c->t);
+    gpusched_topo *ref = parse_ok(c->text);
+    topo_assert_equal(c->t, ref);
+    gpusched_topo_unref(ref);
+    gpusched_topo_unref(c->t);
+}
+
+Test(topo_resources, text_allocation_failures)
+{
+    struct parse_ctx c = {res_text, NULL};
+    cr_assert_gt(failalloc_sweep_retry(parse_op, parse_undo, &c), 10);
+}
+
+/* ---- the binary image, through snapshots ----------------------------------- */
+
+static void *snapshot_of(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    void *buf = malloc(*len);
+    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0);
+    return buf;
+}
+
+Test(topo_resources, snapshot_restore_keeps_resources)
+{
+    gpusched_topo *t = parse_ok(res_text);
+    topo_assert_roundtrips(t);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    size_t len, len2;
+    void *snap = snapshot_of(c, &len);
+    gpusched_cluster *back;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(snap, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    const gpusched_topo *bt = gpusched_cluster_topo(back);
+    topo_assert_valid(bt);
+    topo_assert_equal(t, bt);
+    cr_assert_eq(gpusched_topo_resource_count(bt), 2);
+    cr_assert_eq(node_res(bt, "n3", "memory"), 262144);
+    cr_assert_eq(node_res(bt, "full", "memory"), UINT32_MAX);
+    cr_assert_eq(node_res(bt, "small", "cpu"), 0);
+    void *snap2 = snapshot_of(back, &len2);
+    cr_assert(len2 == len && !memcmp(snap, snap2, len), "restore then snapshot changed the bytes");
+    /* A cut anywhere, the topology image's included, is refused cleanly. */
+    for (size_t n = 0; n < len; n += 7) {
+        gpusched_cluster *x = NULL;
+        int rc = gpusched_cluster_restore(snap, n, NULL, &x, err, sizeof err);
+        cr_assert(rc == GPUSCHED_ECORRUPT, "cut at %zu: %s", n, gpusched_err_name(rc));
+        cr_assert_null(x);
+    }
+    free(snap);
+    free(snap2);
+    gpusched_cluster_unref(back);
+    gpusched_cluster_unref(c);
+    gpusched_topo_unref(t);
 }

@@ -161,7 +161,7 @@ struct bad_case {
 /* One case per error class; each message names line and column. */
 static const struct bad_case bad_cases[] = {
     {"node b0/r0 n0 gpus=8\n", "line 1, column 1: 'node' before 'levels'"},
-    {"levels block rack\nfrobnicate\n", "line 2, column 1: unknown directive 'frobnicate' (node, levels, classes or labels expected)"},
+    {"levels block rack\nfrobnicate\n", "line 2, column 1: unknown directive 'frobnicate' (node, levels, classes, labels or resources expected)"},
     {"levels\n", "line 1, column 1: 'levels' needs at least one name"},
     {"levels a b c d e f g h i\n", "line 1, column 24: more than 8 levels"},
     {"levels rack rack\n", "line 1, column 8: level name 'rack' appears twice"},
@@ -210,6 +210,25 @@ static const struct bad_case bad_cases[] = {
      "line 3, column 6: the line brings the topology to 16777217 nodes, a text may declare at most 16777216"},
     {"levels r\nnode r0 a gpus=1\nnode r[0-1023] n[0-] count=1024 gpus=64\n",
      "line 3, column 6: the line brings the topology to 67108865 GPUs, a text may declare at most 67108864"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=4294967296\n",
+     "line 3, column 26: number '4294967296' is too large"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=99999999999\n",
+     "line 3, column 26: number '99999999999' is too large"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=-5\n",
+     "line 3, column 26: '-5' is not a decimal number"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=1.5\n",
+     "line 3, column 27: '1.5' is not a decimal number"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=\n", "line 3, column 26: a number is expected"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 nic=5\n", "line 3, column 22: unknown property 'nic'"},
+    {"levels block rack\nnode b0/r0 n0 gpus=8 cpu=1\nresources cpu\n", "line 2, column 22: unknown property 'cpu'"},
+    {"levels block rack\nresources cpu\nnode b0/r0 n0 gpus=8 cpu=1 cpu=2\n",
+     "line 3, column 28: property 'cpu' given twice"},
+    {"levels block rack\nresources cpu gpus\n", "line 2, column 15: resource name 'gpus' is reserved (a node key)"},
+    {"levels block rack\nresources count\n", "line 2, column 11: resource name 'count' is reserved (a node key)"},
+    {"levels block rack\nresources cp!u\n", "line 2, column 13: unexpected character '!' in a name"},
+    {"levels block rack\nresources a b c d e f g h i\n", "line 2, column 27: resource 'i': more than 8 resources"},
+    {"levels block rack\nresources a b c d\nresources e f g h a i\n",
+     "line 3, column 21: resource 'i': more than 8 resources"},
     {"levels rack\n", "end of text: no 'node' line"},
     {"# nothing\n", "end of text: no 'levels' line"},
 };
@@ -376,10 +395,11 @@ static uint64_t fuzz_next(uint64_t *s)
  * the builder as it was. */
 Test(topo_text, mutated_text_fails_cleanly)
 {
-    static const char alphabet[] = "node levels classes labels gpus=count=class=labels=[]-/,#\n\t 0129az_.\r";
-    const char *base = "levels zone rack\nclasses a b\nlabels x y\n"
-                       "node z[0-2]/r[0-3] n[0-] count=2 gpus=8 class=b labels=y\n"
-                       "node z0/r0 extra gpus=2 # tail\n";
+    static const char alphabet[] = "node levels classes labels resources gpus=count=class=labels=cpu=mem="
+                                   "[]-/,#\n\t 0129az_.\r";
+    const char *base = "levels zone rack\nclasses a b\nlabels x y\nresources cpu mem\n"
+                       "node z[0-2]/r[0-3] n[0-] count=2 gpus=8 class=b labels=y cpu=4 mem=4294967295\n"
+                       "node z0/r0 extra gpus=2 mem=9 # tail\n";
     size_t blen = strlen(base);
     uint64_t seed = 0x5851f42d4c957f2dull;
     gpusched_topo_builder *b;
@@ -409,13 +429,13 @@ Test(topo_text, mutated_text_fails_cleanly)
                 len--;
             }
         }
-        uint32_t nodes = b->nnodes, classes = b->nclasses, labels = b->nlabels;
+        uint32_t nodes = b->nnodes, classes = b->nclasses, labels = b->nlabels, res = b->nres;
         int rc = gpusched_topo_builder_parse(b, text, len);
         if (rc) {
             cr_assert_eq(rc, GPUSCHED_EPARSE, "%s", gpusched_err_name(rc));
             cr_assert_eq(strncmp(gpusched_topo_builder_errmsg(b), "line ", 5), 0, "%s",
                          gpusched_topo_builder_errmsg(b));
-            cr_assert(b->nnodes == nodes && b->nclasses == classes && b->nlabels == labels);
+            cr_assert(b->nnodes == nodes && b->nclasses == classes && b->nlabels == labels && b->nres == res);
         } else {
             /* A mutation that still parses adds nodes; start over so the
              * next iteration's names are free again. */

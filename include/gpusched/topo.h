@@ -272,7 +272,7 @@ GPUSCHED_API void gpusched_topo_unref(gpusched_topo *t);
 
 /**
  * Writes the topology in the text format; parsing the output gives an
- * identical topology (same numbering, names, classes, labels) as long as
+ * identical topology (same numbering, names, classes, labels, resources) as long as
  * it is within #GPUSCHED_MAX_TEXT_NODES nodes and
  * #GPUSCHED_MAX_TEXT_GPUS GPUs (a larger one exports, but its text is
  * refused by the parser). Uniform and

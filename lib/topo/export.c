@@ -58,6 +58,7 @@ static void gs_header(gs_out *o, const gpusched_topo *t)
     gs_put(o, "\n", 1);
     gs_name_lines(o, "classes", t->class_names, t->nclasses);
     gs_name_lines(o, "labels", t->label_names, t->nlabels);
+    gs_name_lines(o, "resources", t->res_names, t->nres);
 }
 
 static void gs_props(gs_out *o, const gpusched_topo *t, uint32_t node)
@@ -74,6 +75,15 @@ static void gs_props(gs_out *o, const gpusched_topo *t, uint32_t node)
                 gs_put(o, ",", 1);
             gs_puts(o, t->label_names[gs_ctz64(m)]);
         }
+    }
+    /* Only non-zero capacities: 0 is what the parser gives a node without. */
+    for (uint32_t r = 0; r < t->nres; r++) {
+        if (!t->node_res[r][node])
+            continue;
+        gs_put(o, " ", 1);
+        gs_puts(o, t->res_names[r]);
+        gs_put(o, "=", 1);
+        gs_putu(o, t->node_res[r][node]);
     }
     gs_put(o, "\n", 1);
 }

@@ -26,6 +26,13 @@ static void gs_wname(gs_wr *w, const char *s)
 
 static bool gs_is_uniform(const gpusched_topo *t) { return t->names->kind == GS_NAMES_UNIFORM; }
 
+/* Version 3 only where there is something version 2 cannot hold, so that
+ * the image of a topology without resources stays what it was. */
+static uint32_t gs_version_of(const gpusched_topo *t)
+{
+    return t->nres ? GS_TOPO_IMAGE_VERSION : GS_TOPO_IMAGE_VERSION_PLAIN;
+}
+
 static size_t gs_names_size(const gpusched_topo *t)
 {
     size_t n = 0;
@@ -35,6 +42,10 @@ static size_t gs_names_size(const gpusched_topo *t)
         n += 1 + strlen(t->class_names[c]);
     for (uint32_t i = 0; i < t->nlabels; i++)
         n += 1 + strlen(t->label_names[i]);
+    if (t->nres)
+        n += 4;
+    for (uint32_t r = 0; r < t->nres; r++)
+        n += 1 + strlen(t->res_names[r]);
     return n;
 }
 
@@ -61,6 +72,7 @@ int gs_topo_image_size(const gpusched_topo *t, size_t *size)
     else
         n += 4ull * t->nlevels + 4 +
              gs_stored_arrays(t->nlevels, t->ndom, t->nnodes, t->nlabels, t->names->pool.len);
+    n += 4ull * t->nres * t->nnodes;
     *size = (size_t)n;
     return 0;
 }
@@ -101,7 +113,7 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
         return GPUSCHED_ERANGE;
     gs_wr w = {buf};
     gs_wr_bytes(&w, GS_IMG_MAGIC, 8);
-    gs_wr_u32(&w, GS_TOPO_IMAGE_VERSION);
+    gs_wr_u32(&w, gs_version_of(t));
     gs_wr_u32(&w, gs_is_uniform(t) ? GS_NAMES_UNIFORM : GS_NAMES_STORED);
     gs_wr_u64(&w, size);
     gs_wr_u64(&w, 0); /* checksum, filled last */
@@ -115,6 +127,10 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
         gs_wname(&w, t->class_names[c]);
     for (uint32_t i = 0; i < t->nlabels; i++)
         gs_wname(&w, t->label_names[i]);
+    if (t->nres)
+        gs_wr_u32(&w, t->nres);
+    for (uint32_t r = 0; r < t->nres; r++)
+        gs_wname(&w, t->res_names[r]);
     if (gs_is_uniform(t)) {
         for (uint32_t l = 0; l <= t->nlevels; l++)
             gs_wr_u32(&w, t->names->fanout[l]);
@@ -122,6 +138,9 @@ int gs_topo_image_write(const gpusched_topo *t, uint8_t *buf, size_t cap, size_t
     } else {
         gs_write_stored(&w, t);
     }
+    for (uint32_t r = 0; r < t->nres; r++)
+        for (uint32_t n = 0; n < t->nnodes; n++)
+            gs_wr_u32(&w, t->node_res[r][n]);
     gs_wr sum = {buf + 24};
     gs_wr_u64(&sum, gs_checksum64(buf + GS_IMG_BODY, size - GS_IMG_BODY));
     return 0;
@@ -179,10 +198,11 @@ static int gs_rname(gs_ird *r, char *dst)
 }
 
 typedef struct gs_imeta {
-    uint32_t kind, nlevels, nnodes, nclasses, nlabels;
+    uint32_t version, kind, nlevels, nnodes, nclasses, nlabels, nres;
     char levels[GS_MAX_LEVELS][GPUSCHED_MAX_NAME + 1];
     char (*classes)[GPUSCHED_MAX_NAME + 1];   /* caller's scratch, 255 entries */
     char labels[GPUSCHED_MAX_LABELS][GPUSCHED_MAX_NAME + 1];
+    char res[GPUSCHED_MAX_RESOURCES][GPUSCHED_MAX_NAME + 1];
 } gs_imeta;
 
 static int gs_rdistinct(gs_ird *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_t n)
@@ -198,6 +218,29 @@ static int gs_rdistinct(gs_ird *r, char (*names)[GPUSCHED_MAX_NAME + 1], uint32_
     return 0;
 }
 
+/* Version 3: the resource count and names. A version 3 image without a
+ * resource would be written as version 2, so it is not canonical. */
+static int gs_read_res_names(gs_ird *r, gs_imeta *m)
+{
+    size_t at = gs_pos(r);
+    int rc = gs_r32(r, &m->nres);
+    if (rc)
+        return rc;
+    if (m->nres < 1 || m->nres > GPUSCHED_MAX_RESOURCES)
+        return gs_corrupt_at(r, "resource count out of range", at);
+    for (uint32_t i = 0; i < m->nres; i++) {
+        at = gs_pos(r);
+        if ((rc = gs_rname(r, m->res[i])))
+            return rc;
+        if (gs_resource_reserved(m->res[i], strlen(m->res[i])))
+            return gs_corrupt_at(r, "reserved resource name", at);
+        for (uint32_t k = 0; k < i; k++)
+            if (!strcmp(m->res[k], m->res[i]))
+                return gs_corrupt_at(r, "duplicate resource name", at);
+    }
+    return 0;
+}
+
 static int gs_read_meta(gs_ird *r, gs_imeta *m, uint32_t max_nodes, size_t *length)
 {
     int rc = gs_need(r, GS_IMG_HEADER);
@@ -206,9 +249,10 @@ static int gs_read_meta(gs_ird *r, gs_imeta *m, uint32_t max_nodes, size_t *leng
     const uint8_t *p = r->in.p; /* the header, read in place; the position stays 0 */
     if (memcmp(p, GS_IMG_MAGIC, 8))
         return gs_corrupt(r, "bad magic");
-    if (gs_le32(p + 8) != GS_TOPO_IMAGE_VERSION)
-        return gs_error(r->e, GPUSCHED_EVERSION, "topology image: version %u, this library reads %u",
-                        gs_le32(p + 8), GS_TOPO_IMAGE_VERSION);
+    m->version = gs_le32(p + 8);
+    if (m->version < GS_TOPO_IMAGE_VERSION_PLAIN || m->version > GS_TOPO_IMAGE_VERSION)
+        return gs_error(r->e, GPUSCHED_EVERSION, "topology image: version %u, this library reads %u to %u",
+                        m->version, GS_TOPO_IMAGE_VERSION_PLAIN, GS_TOPO_IMAGE_VERSION);
     m->kind = gs_le32(p + 12);
     uint64_t total = gs_le64(p + 16);
     if (m->kind != GS_NAMES_STORED && m->kind != GS_NAMES_UNIFORM)
@@ -231,9 +275,10 @@ static int gs_read_meta(gs_ird *r, gs_imeta *m, uint32_t max_nodes, size_t *leng
     if (m->nnodes > max_nodes)
         return gs_error(r->e, GPUSCHED_ECORRUPT, "topology image: %u nodes, more than the %u its container can hold",
                         m->nnodes, max_nodes);
-    if ((rc = gs_rdistinct(r, m->levels, m->nlevels)) || (rc = gs_rdistinct(r, m->classes, m->nclasses)))
+    if ((rc = gs_rdistinct(r, m->levels, m->nlevels)) || (rc = gs_rdistinct(r, m->classes, m->nclasses)) ||
+        (rc = gs_rdistinct(r, m->labels, m->nlabels)))
         return rc;
-    return gs_rdistinct(r, m->labels, m->nlabels);
+    return m->version == GS_TOPO_IMAGE_VERSION_PLAIN ? 0 : gs_read_res_names(r, m);
 }
 
 static int gs_set_meta(gpusched_topo *t, const gs_imeta *m)
@@ -246,6 +291,14 @@ static int gs_set_meta(gpusched_topo *t, const gs_imeta *m)
     for (uint32_t i = 0; i < m->nlabels; i++)
         lab[i] = m->labels[i];
     return gs_topo_set_meta(t, lv, m->nclasses, cls, m->nlabels, lab);
+}
+
+static int gs_set_resources(gpusched_topo *t, const gs_imeta *m)
+{
+    const char *res[GPUSCHED_MAX_RESOURCES];
+    for (uint32_t k = 0; k < m->nres; k++)
+        res[k] = m->res[k];
+    return gs_topo_set_resources(t, m->nres, res);
 }
 
 static int gs_read_uniform(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusched_topo **out)
@@ -261,8 +314,8 @@ static int gs_read_uniform(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpus
     const char *lv[GS_MAX_LEVELS];
     for (uint32_t l = 0; l < m->nlevels; l++)
         lv[l] = m->levels[l];
-    if (m->nclasses != 1 || m->nlabels != 0)
-        return gs_corrupt(r, "uniform topology with labels or several classes");
+    if (m->nclasses != 1 || m->nlabels != 0 || m->nres != 0)
+        return gs_corrupt(r, "uniform topology with labels, resources or several classes");
     gs_err scratch = {0};
     rc = gs_uniform_check_args(m->nlevels, lv, fan, gpus, m->classes[0], &scratch);
     uint64_t nodes = 1;
@@ -386,7 +439,8 @@ static int gs_read_stored(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusc
     }
     if (rc || (rc = gs_r32(r, &pool_len)))
         return rc;
-    uint64_t need = gs_stored_arrays(m->nlevels, ndom, m->nnodes, m->nlabels, pool_len);
+    uint64_t need = gs_stored_arrays(m->nlevels, ndom, m->nnodes, m->nlabels, pool_len) +
+                    4ull * m->nres * m->nnodes;
     if (need != gs_rd_left(&r->in))
         return gs_corrupt(r, need > gs_rd_left(&r->in) ? "truncated" : "trailing bytes");
     gpusched_topo *t = NULL;
@@ -395,6 +449,8 @@ static int gs_read_stored(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusc
         rc = gs_set_meta(t, m);
     if (!rc)
         rc = gs_names_new_stored(t, pool_len, true);
+    if (!rc)
+        rc = gs_set_resources(t, m);
     if (rc) {
         gs_topo_destroy(t);
         return gs_error(r->e, rc, "out of memory");
@@ -403,6 +459,10 @@ static int gs_read_stored(gs_ird *r, const gs_imeta *m, const gs_alloc *a, gpusc
         gs_topo_destroy(t);
         return rc;
     }
+    /* Any capacity is valid: the bytes were counted above. */
+    for (uint32_t k = 0; k < t->nres; k++)
+        for (uint32_t n = 0; n < t->nnodes; n++)
+            t->node_res[k][n] = gs_rd_u32(&r->in);
     *out = t;
     return 0;
 }

@@ -162,6 +162,8 @@ typedef struct gs_props {
     uint64_t labels;
     uint32_t gpus_col;
     bool have_gpus, have_count, have_class, have_labels;
+    uint32_t res_seen;                      /* bit r: NAME=VALUE of resource r given */
+    uint32_t res[GPUSCHED_MAX_RESOURCES];
 } gs_props;
 
 static int gs_prop_labels(gs_parser *p, const gs_tok *v, uint64_t *mask)
@@ -187,6 +189,24 @@ static int gs_prop_labels(gs_parser *p, const gs_tok *v, uint64_t *mask)
     return 0;
 }
 
+/* NAME=VALUE for a declared resource: a decimal uint32. */
+static int gs_prop_resource(gs_parser *p, const gs_tok *t, const gs_tok *key, const gs_tok *val,
+                            gs_props *pr)
+{
+    uint32_t r = gs_builder_resource_find(p->b, key->s, key->len);
+    if (r == GPUSCHED_NONE)
+        return gs_perr(p, t->col, "unknown property '%.*s'", GS_Q(key->len), key->s);
+    if (pr->res_seen & (1u << r))
+        return gs_perr(p, t->col, "property '%.*s' given twice", GS_Q(key->len), key->s);
+    uint64_t v;
+    int rc = gs_number(p, val->s, val->len, val->col, &v);
+    if (rc)
+        return rc;
+    pr->res_seen |= 1u << r;
+    pr->res[r] = (uint32_t)v;
+    return 0;
+}
+
 static int gs_prop(gs_parser *p, const gs_tok *t, gs_props *pr)
 {
     const char *eq = memchr(t->s, '=', t->len);
@@ -204,7 +224,7 @@ static int gs_prop(gs_parser *p, const gs_tok *t, gs_props *pr)
     else if (gs_tok_is(&key, "labels"))
         seen = &pr->have_labels;
     else
-        return gs_perr(p, t->col, "unknown property '%.*s'", GS_Q(key.len), key.s);
+        return gs_prop_resource(p, t, &key, &val, pr);
     if (*seen)
         return gs_perr(p, t->col, "property '%.*s' given twice", GS_Q(key.len), key.s);
     *seen = true;
@@ -310,6 +330,8 @@ static int gs_node_expand(gs_parser *p, const gs_tok *f, const gs_pat *path, con
             int rc = gs_builder_add_valid(b, comp, nm, (uint32_t)pr->gpus, pr->cls, pr->labels);
             if (rc)
                 return gs_pwrap(p, rc, f[2].col);
+            for (uint32_t m = pr->res_seen; m; m &= m - 1)
+                b->node_res[gs_ctz64(m)][b->nnodes - 1] = pr->res[gs_ctz64(m)];
         }
         for (uint32_t l = b->nlevels; l-- > 0;) {
             if (!path[l].range)
@@ -383,15 +405,17 @@ static int gs_levels_line(gs_parser *p, const gs_tok *f, uint32_t nf)
     return rc ? gs_pwrap(p, rc, f[1].col) : 0;
 }
 
-static int gs_names_line(gs_parser *p, const gs_tok *f, uint32_t nf, bool classes)
+typedef int (*gs_intern_fn)(gpusched_topo_builder *b, const char *name, size_t len, uint32_t *id);
+
+/* `classes`, `labels` or `resources`: names declared in order. */
+static int gs_names_line(gs_parser *p, const gs_tok *f, uint32_t nf, gs_intern_fn intern)
 {
     for (uint32_t i = 1; i < nf; i++) {
         uint32_t id;
         int rc = gs_name_chars(p, f[i].s, f[i].len, f[i].col);
         if (rc)
             return rc;
-        rc = classes ? gs_builder_class(p->b, f[i].s, f[i].len, &id)
-                     : gs_builder_label(p->b, f[i].s, f[i].len, &id);
+        rc = intern(p->b, f[i].s, f[i].len, &id);
         if (rc)
             return gs_pwrap(p, rc, f[i].col);
     }
@@ -422,10 +446,13 @@ static int gs_line(gs_parser *p, const char *s, size_t len)
     if (gs_tok_is(&f[0], "levels"))
         return gs_levels_line(p, f, nf);
     if (gs_tok_is(&f[0], "classes"))
-        return gs_names_line(p, f, nf, true);
+        return gs_names_line(p, f, nf, gs_builder_class);
     if (gs_tok_is(&f[0], "labels"))
-        return gs_names_line(p, f, nf, false);
-    return gs_perr(p, f[0].col, "unknown directive '%.*s' (node, levels, classes or labels expected)",
+        return gs_names_line(p, f, nf, gs_builder_label);
+    if (gs_tok_is(&f[0], "resources"))
+        return gs_names_line(p, f, nf, gs_builder_resource);
+    return gs_perr(p, f[0].col,
+                   "unknown directive '%.*s' (node, levels, classes, labels or resources expected)",
                    GS_Q(f[0].len), f[0].s);
 }
 

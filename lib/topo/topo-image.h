@@ -13,8 +13,13 @@
 
 #include "topo-internal.h"
 
-/* 2: the checksum is XXH64 (version 1 had FNV-1a 64); layout unchanged. */
-#define GS_TOPO_IMAGE_VERSION 2u
+/* 2: the checksum is XXH64 (version 1 had FNV-1a 64); layout unchanged.
+ * 3: version 2 plus named resources (their names after the label names,
+ * every node's capacities at the end). Written only for a topology that
+ * declares resources: any other is written as version 2, byte for byte as
+ * before. Both are read. */
+#define GS_TOPO_IMAGE_VERSION 3u
+#define GS_TOPO_IMAGE_VERSION_PLAIN 2u
 
 /* Exact size of the image of `t`. */
 int gs_topo_image_size(const gpusched_topo *t, size_t *size);

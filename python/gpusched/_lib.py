@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, NoReturn, Optional, Set, Tuple, Un
 from ._errors import LibraryError, error_class
 
 #: The library version this binding was written for (major, minor, micro).
-BINDING_VERSION: Tuple[int, int, int] = (0, 2, 2)
+BINDING_VERSION: Tuple[int, int, int] = (0, 2, 3)
 #: The library file it loads: before 1.0 the SONAME carries the minor
 #: version too (meson.build derives both from the project version; a test
 #: compares them with the build's).
@@ -133,6 +133,8 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_topo_builder_levels_set": (c_int, [_builder, c_uint32, _charpp]),
     "gpusched_topo_builder_add_node": (c_int, [_builder, _charpp, c_char_p, c_uint32,
                                                c_char_p, _charpp, c_uint32]),
+    "gpusched_topo_builder_resource_add": (c_int, [_builder, c_char_p, _u32p]),
+    "gpusched_topo_builder_node_resource_set": (c_int, [_builder, c_char_p, c_uint32, c_uint32]),
     "gpusched_topo_builder_parse": (c_int, [_builder, c_char_p, c_size_t]),
     "gpusched_topo_builder_freeze": (c_int, [_builder, P(_topo)]),
     "gpusched_topo_parse": (c_int, [c_char_p, c_size_t, _alloc, P(_topo), c_char_p, c_size_t]),
@@ -166,6 +168,10 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_topo_label_count": (c_uint32, [_topo]),
     "gpusched_topo_label_name": (c_char_p, [_topo, c_uint32]),
     "gpusched_topo_label_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_resource_count": (c_uint32, [_topo]),
+    "gpusched_topo_resource_name": (c_char_p, [_topo, c_uint32]),
+    "gpusched_topo_resource_find": (c_int, [_topo, c_char_p, _u32p]),
+    "gpusched_topo_node_resource": (c_uint32, [_topo, c_uint32, c_uint32]),
     "gpusched_topo_memory_bytes": (c_size_t, [_topo]),
     # cluster state (cluster.h)
     "gpusched_cluster_new": (c_int, [_topo, _alloc, P(_cluster)]),

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import array
 import ctypes
-from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _util as u
 from ._errors import OutOfRange
 from ._lib import lib
 
 __all__ = ["Topology", "TopologyBuilder", "NodesInfo", "MAX_LEVELS", "MAX_NODE_GPUS",
-           "MAX_LABELS", "MAX_CLASSES", "MAX_NAME", "NONE", "MAX_TEXT_NODES",
+           "MAX_LABELS", "MAX_CLASSES", "MAX_NAME", "MAX_RESOURCES", "NONE", "MAX_TEXT_NODES",
            "MAX_TEXT_GPUS", "Name"]
 
 
@@ -22,7 +22,7 @@ class NodesInfo(NamedTuple):
     label_masks: array.array
 
 
-#: A level, node, GPU class or label: its name or its index.
+#: A level, node, GPU class, label or resource: its name or its index.
 Name = Union[str, int]
 
 # The limits of topo.h (GPUSCHED_MAX_*, GPUSCHED_NONE, GPUSCHED_TOPO_TEXT_MAX_*;
@@ -32,6 +32,8 @@ MAX_NODE_GPUS = 64
 MAX_LABELS = 64
 MAX_CLASSES = 255
 MAX_NAME = 63
+#: Most named scalar resources (cpu, memory, ...) one topology declares.
+MAX_RESOURCES = 8
 #: The 0.1 name of :data:`MAX_NAME` (``GPUSCHED_TOPO_NAME_MAX``), kept as an alias.
 NAME_MAX = MAX_NAME
 NONE = 0xffffffff
@@ -75,6 +77,7 @@ class Topology(u.Handle):
     _levels: Tuple[str, ...]
     _classes: Tuple[str, ...]
     _labels: Tuple[str, ...]
+    _resources: Tuple[str, ...]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("use Topology.parse(), Topology.preset(), Topology.uniform() "
@@ -93,6 +96,8 @@ class Topology(u.Handle):
                               for i in range(lib.topo_class_count(ptr)))
         self._labels = tuple(_name(lib.topo_label_name(ptr, i))
                              for i in range(lib.topo_label_count(ptr)))
+        self._resources = tuple(_name(lib.topo_resource_name(ptr, i))
+                                for i in range(lib.topo_resource_count(ptr)))
         return self
 
     @staticmethod
@@ -198,6 +203,12 @@ class Topology(u.Handle):
             return self._find(lib.topo_label_find, "label", label)
         return u.u32("label", label, len(self._labels) - 1)
 
+    def resource(self, resource: Name) -> int:
+        """The index of a resource given by name or index."""
+        if isinstance(resource, str):
+            return self._find(lib.topo_resource_find, "resource", resource)
+        return u.u32("resource", resource, len(self._resources) - 1)
+
     def label_mask(self, labels: Union[str, Iterable[Name]]) -> int:
         """The bit mask of an iterable of labels (names or indices)."""
         if isinstance(labels, str):
@@ -250,6 +261,13 @@ class Topology(u.Handle):
         """The label names, by label bit."""
         self._h
         return self._labels
+
+    @property
+    def resources(self) -> List[str]:
+        """The names of the named scalar resources (``cpu``, ``memory``,
+        ...), by resource index; empty if the topology declares none."""
+        self._h
+        return list(self._resources)
 
     @property
     def memory_bytes(self) -> int:
@@ -329,6 +347,17 @@ class Topology(u.Handle):
         """The label names of a node, by label bit."""
         mask = lib.topo_node_labels(self._h, self.node(node))
         return tuple(self._labels[b] for b in u.mask_to_gpus(mask))
+
+    def node_resources(self, node: Name) -> Dict[str, int]:
+        """A node's capacity of every declared resource, by name (0 where
+        the topology gives none), for example
+        ``{"cpu": 64000, "memory": 262144}``."""
+        n = self.node(node)
+        return {name: lib.topo_node_resource(self._h, n, r) for r, name in enumerate(self._resources)}
+
+    def node_resource(self, node: Name, resource: Name) -> int:
+        """A node's capacity of one resource (name or index)."""
+        return lib.topo_node_resource(self._h, self.node(node), self.resource(resource))
 
     def nodes_info(self, first: int = 0, count: Optional[int] = None) -> NodesInfo:
         """GPU counts, class indices and label bit masks of nodes `first` to
@@ -420,6 +449,25 @@ class TopologyBuilder(u.Handle):
                                               u.text("gpu_class", gpu_class, optional=True),
                                               lbl if nl else None, nl),
                     "gpusched_topo_builder_add_node")
+
+    def add_resource(self, name: str) -> int:
+        """Declares a named scalar resource such as ``"cpu"`` (milli-cores by
+        convention) or ``"memory"`` (MiB) and returns its index; a name
+        already declared keeps its index. At most :data:`MAX_RESOURCES`;
+        ``gpus``, ``class``, ``labels`` and ``count`` are refused."""
+        idx = ctypes.c_uint32()
+        self._check(lib.topo_builder_resource_add(self._h, u.text("name", name), ctypes.byref(idx)),
+                    "gpusched_topo_builder_resource_add")
+        return idx.value
+
+    def set_node_resource(self, node: str, resource: int, amount: int) -> None:
+        """Sets the capacity of a node added before (by name) of a declared
+        resource (the index :meth:`add_resource` returned); nodes never set
+        have 0."""
+        self._check(lib.topo_builder_node_resource_set(self._h, u.text("node", node),
+                                                       u.u32("resource", resource),
+                                                       u.u32("amount", amount)),
+                    "gpusched_topo_builder_node_resource_set")
 
     def parse(self, text: Union[str, bytes]) -> None:
         """Adds the content of a topology text. Raises ParseError (line and

@@ -41,6 +41,16 @@ static const char mixed_text[] = "# zones of uneven racks\n"
                                  "node z1/r1 a1 gpus=2 class=a100\r\n"
                                  "node z1/r[2-3]x big[7-8] gpus=64\n";
 
+/* Named resources: declared, set on a ranged line and per node, one left
+ * at 0 everywhere. */
+static const char resources_text[] = "levels zone rack\n"
+                                     "classes h100\n"
+                                     "resources cpu memory nic\n"
+                                     "node z0/r[0-1] h[0-] count=2 gpus=8 class=h100 cpu=112000 memory=2097152\n"
+                                     "node z1/r0 big gpus=4 memory=4294967295 cpu=1\n"
+                                     "node z1/r0 bare gpus=1\n"
+                                     "node z1/r1 spare gpus=2 nic=2\n";
+
 static gpusched_topo *parse(const char *text)
 {
     gpusched_topo *t;
@@ -162,12 +172,15 @@ int main(int argc, char **argv)
     root = argv[1];
 
     gpusched_topo *mixed = parse(mixed_text), *tiny = preset("tiny"), *h100 = preset("h100-superpod");
+    gpusched_topo *res = parse(resources_text);
     put("topo-text", "mixed.txt", mixed_text, sizeof mixed_text - 1);
     text_seed("mixed-export.txt", mixed, false);
     text_seed("mixed-per-node.txt", mixed, true);
     text_seed("tiny.txt", tiny, false);
     text_seed("tiny-per-node.txt", tiny, true);
     text_seed("h100-superpod.txt", h100, false);
+    put("topo-text", "resources.txt", resources_text, sizeof resources_text - 1);
+    text_seed("resources-export.txt", res, false);
     /* Edge cases: the issue 12 line (2^32-2 nodes in 50 bytes), a second
      * text repeating its levels, names at the 63-byte limit. */
     static const char issue12[] = "levels r\nnode r[0-65534] n[0-] count=65535 gpus=1\n";
@@ -180,6 +193,7 @@ int main(int argc, char **argv)
     image_seed("mixed.img", mixed);
     image_seed("tiny.img", tiny);
     image_seed("h100-superpod.img", h100);
+    image_seed("resources.img", res);
 
     gpusched_cluster *c;
     int rc = gpusched_cluster_new(tiny, NULL, &c);
@@ -193,6 +207,9 @@ int main(int argc, char **argv)
     c = busy(mixed);
     snapshot_seed("mixed-busy.snap", c);
     gpusched_cluster_unref(c);
+    c = busy(res);
+    snapshot_seed("resources-busy.snap", c);
+    gpusched_cluster_unref(c);
 
     declog_seed("empty.log", 0);
     declog_seed("three.log", 3);
@@ -201,5 +218,6 @@ int main(int argc, char **argv)
     gpusched_topo_unref(mixed);
     gpusched_topo_unref(tiny);
     gpusched_topo_unref(h100);
+    gpusched_topo_unref(res);
     return 0;
 }

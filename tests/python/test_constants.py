@@ -94,6 +94,7 @@ DEFINES = {
     "GPUSCHED_MAX_LABELS": (topology, "MAX_LABELS"),
     "GPUSCHED_MAX_CLASSES": (topology, "MAX_CLASSES"),
     "GPUSCHED_MAX_NAME": (topology, "MAX_NAME"),
+    "GPUSCHED_MAX_RESOURCES": (topology, "MAX_RESOURCES"),
     "GPUSCHED_NONE": (topology, "NONE"),
     "GPUSCHED_MAX_TEXT_NODES": (topology, "MAX_TEXT_NODES"),
     "GPUSCHED_MAX_TEXT_GPUS": (topology, "MAX_TEXT_GPUS"),

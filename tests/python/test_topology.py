@@ -217,10 +217,11 @@ class TestBuilder(unittest.TestCase):
 
 def shape(t):
     """What makes two topologies identical, as plain values."""
-    return (t.levels, t.classes, t.labels, t.node_names(),
+    return (t.levels, t.classes, t.labels, t.resources, t.node_names(),
             [t.node_gpus(n) for n in range(t.node_count)],
             [t.node_class(n) for n in range(t.node_count)],
             [t.node_labels(n) for n in range(t.node_count)],
+            [t.node_resources(n) for n in range(t.node_count)],
             [t.domain_names(lv) for lv in range(len(t.levels))])
 
 
@@ -248,6 +249,116 @@ class TestText(unittest.TestCase):
         b = TopologyBuilder()
         with self.assertRaises(gpusched.ParseError):
             b.parse("this is not a topology\n")
+
+
+RES_TEXT = """levels block rack
+resources cpu memory
+node b0/r[0-1] n[0-] count=2 gpus=8 cpu=64000 memory=262144
+node b1/r0 small gpus=1 memory=1024
+node b1/r0 bare gpus=2
+"""
+
+
+@needs("gpusched_topo_resource_count", "gpusched_topo_resource_name", "gpusched_topo_resource_find",
+       "gpusched_topo_node_resource", "gpusched_topo_builder_resource_add",
+       "gpusched_topo_builder_node_resource_set")
+class TestResources(unittest.TestCase):
+    def test_from_text(self):
+        with Topology.parse(RES_TEXT) as t:
+            self.assertEqual(t.resources, ["cpu", "memory"])
+            for n in ("n0", "n1", "n2", "n3"):
+                self.assertEqual(t.node_resources(n), {"cpu": 64000, "memory": 262144})
+            self.assertEqual(t.node_resources("small"), {"cpu": 0, "memory": 1024})
+            self.assertEqual(t.node_resources("bare"), {"cpu": 0, "memory": 0})
+            self.assertEqual(t.node_resources(t.node("small")), t.node_resources("small"))
+            self.assertEqual(t.node_resource("small", "memory"), 1024)
+            self.assertEqual(t.node_resource(0, 0), 64000)
+            self.assertEqual(t.resource("memory"), 1)
+            self.assertEqual(t.resource(1), 1)
+            with self.assertRaises(gpusched.NotFound):
+                t.resource("nic")
+            with self.assertRaises(ValueError):
+                t.resource(2)
+            with self.assertRaises(gpusched.NotFound):
+                t.node_resources("n99")
+            # a copy: changing it changes nothing
+            t.resources.append("nic")
+            self.assertEqual(t.resources, ["cpu", "memory"])
+
+    def test_none_declared(self):
+        with gstest.tiny() as t:
+            self.assertEqual(t.resources, [])
+            self.assertEqual(t.node_resources("n3"), {})
+            with self.assertRaises(ValueError):
+                t.resource(0)
+
+    def test_parse_errors(self):
+        with self.assertRaises(gpusched.ParseError) as cm:
+            Topology.parse("levels r\nresources cpu\nnode r0 a gpus=1 cpu=-1\n")
+        self.assertIn("line 3, column 22", cm.exception.message)
+        with self.assertRaises(gpusched.ParseError) as cm:
+            Topology.parse("levels r\nresources cpu\nnode r0 a gpus=1 cpu=4294967296\n")
+        self.assertIn("too large", cm.exception.message)
+        with self.assertRaises(gpusched.ParseError) as cm:
+            Topology.parse("levels r\nnode r0 a gpus=1 cpu=1\n")
+        self.assertIn("unknown property 'cpu'", cm.exception.message)
+
+    def test_export_parse_snapshot_roundtrip(self):
+        t = Topology.parse(RES_TEXT)
+        text = t.export()
+        self.assertIn("resources cpu memory\n", text)
+        self.assertIn("node b1/r0 small gpus=1 class=default memory=1024\n", text)
+        self.assertEqual(shape(Topology.parse(text)), shape(t))
+        c = gpusched.Cluster(t)
+        back = gpusched.Cluster.restore(c.snapshot())
+        self.assertEqual(shape(back.topology), shape(t))
+        self.assertEqual(back.topology.node_resources("n2"), {"cpu": 64000, "memory": 262144})
+
+    def test_builder(self):
+        with TopologyBuilder(["rack"]) as b:
+            cpu = b.add_resource("cpu")
+            self.assertEqual(cpu, 0)
+            b.add_node(["r1"], "late", 8)
+            b.add_node(["r0"], "n0", 8)
+            mem = b.add_resource("memory")
+            self.assertEqual((mem, b.add_resource("cpu")), (1, 0))
+            b.set_node_resource("n0", cpu, 64000)
+            b.set_node_resource("n0", mem, 2**32 - 1)
+            b.set_node_resource("late", mem, 5)
+            t = b.freeze()
+        self.assertEqual(t.resources, ["cpu", "memory"])
+        self.assertEqual(t.node_resources("n0"), {"cpu": 64000, "memory": 2**32 - 1})
+        self.assertEqual(t.node_resources("late"), {"cpu": 0, "memory": 5})
+
+    def test_builder_errors(self):
+        b = TopologyBuilder(["rack"])
+        b.add_node(["r0"], "n0", 8)
+        for reserved in ("gpus", "class", "labels", "count"):
+            with self.assertRaises(gpusched.InvalidArgument) as cm:
+                b.add_resource(reserved)
+            self.assertIn("reserved", cm.exception.message)
+        with self.assertRaises(gpusched.InvalidArgument):
+            b.add_resource("has space")
+        with self.assertRaises(gpusched.InvalidArgument) as cm:
+            b.set_node_resource("n0", 0, 1)
+        self.assertIn("not declared", cm.exception.message)
+        for i in range(gpusched.topology.MAX_RESOURCES):
+            self.assertEqual(b.add_resource(f"r{i}"), i)
+        with self.assertRaises(gpusched.LimitExceeded):
+            b.add_resource("ninth")
+        with self.assertRaises(gpusched.NotFound) as cm:
+            b.set_node_resource("n9", 0, 1)
+        self.assertIn("n9", cm.exception.message)
+        with self.assertRaises(ValueError):
+            b.set_node_resource("n0", 0, -1)
+        with self.assertRaises(ValueError):
+            b.set_node_resource("n0", 0, 2**32)
+        with self.assertRaises(TypeError):
+            b.add_resource(7)
+        t = b.freeze()
+        self.assertEqual(len(t.resources), 8)
+        self.assertEqual(t.node_resources("n0"), {f"r{i}": 0 for i in range(8)})
+        b.close()
 
 
 if __name__ == "__main__":
