@@ -288,10 +288,81 @@ Test(place_pods, bad_input_changes_nothing)
     cr_assert_eq(gpusched_placer_place_batch(e.p, 1, qs, rs, NULL), GPUSCHED_EINVAL);
     cr_assert(strstr(gpusched_placer_errmsg(e.p), "not supported"), "%s", gpusched_placer_errmsg(e.p));
     cr_assert_eq(gpusched_placer_move(e.p, 1, 0, e.res), GPUSCHED_EINVAL);
-    size_t len;
-    cr_assert_eq(gpusched_cluster_snapshot(e.c, NULL, 0, &len), GPUSCHED_ESTATE);
-    cr_assert_eq(gpusched_cluster_journal_start(e.c, NULL, NULL), GPUSCHED_ESTATE);
     check(e.c);
+    pt_env_free(&e);
+}
+
+static unsigned char *snap(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    unsigned char *buf = malloc(*len);
+    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0, "%s", gpusched_cluster_errmsg(c));
+    return buf;
+}
+
+Test(place_pods, snapshot_and_journal_keep_pods)
+{
+    pt_env e = pt_env_on(pd_topo(1, 2, 2, 4, false, NULL));
+    /* The replica starts from the empty cluster's snapshot (version 2:
+     * no job holds resources yet) and follows the journal. */
+    size_t len0;
+    unsigned char *b0 = snap(e.c, &len0);
+    cr_assert_eq(b0[8], 2, "an image without pods stays version 2");
+    gpusched_cluster *replica;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(b0, len0, NULL, &replica, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_journal_start(e.c, NULL, NULL), 0);
+    uint64_t res[2];
+    gpusched_place_request q = pd_req(res, 1, 1000, 2048, 0, 300);
+    for (uint64_t id = 1; id <= 5; id++)
+        cr_assert_eq(place(&e, &q, id, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    q = pd_req(res, 3, 500, 512, 1, 0);
+    cr_assert_eq(place(&e, &q, 6, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    q = pd_req(res, 2, 700, 100, 0, 0);
+    cr_assert_eq(place(&e, &q, 7, true), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_cluster_release(e.c, 2), 0);
+    const void *jb;
+    size_t jlen;
+    cr_assert_eq(gpusched_cluster_journal_view(e.c, &jb, &jlen), 0);
+    uint32_t applied;
+    cr_assert_eq(gpusched_cluster_journal_apply(replica, jb, jlen, &applied), 0, "%s", gpusched_cluster_errmsg(replica));
+    cr_assert_eq(applied, 8);
+    check(replica);
+    size_t la, lb;
+    unsigned char *ba = snap(e.c, &la), *bb = snap(replica, &lb);
+    cr_assert_eq(ba[8], 3, "an image with pods is version 3");
+    cr_assert_eq(la, lb);
+    cr_assert_eq(memcmp(ba, bb, la), 0, "the replica holds what the journal recorded");
+    /* A restored image holds the same amounts, and releases give them back. */
+    gpusched_cluster *back;
+    cr_assert_eq(gpusched_cluster_restore(ba, la, NULL, &back, err, sizeof err), 0, "%s", err);
+    check(back);
+    uint32_t nn = gpusched_topo_node_count(e.t);
+    for (uint32_t n = 0; n < nn; n++) {
+        for (uint32_t r = 0; r < 2; r++)
+            cr_assert_eq(res_free(back, n, r), res_free(e.c, n, r));
+        for (uint32_t g = 0; g < 4; g++)
+            cr_assert_eq(milli_free(back, n, g), milli_free(e.c, n, g));
+    }
+    for (uint64_t id = 1; id <= 7; id++)
+        if (id != 2)
+            cr_assert_eq(gpusched_cluster_release(back, id), 0);
+    check(back);
+    for (uint32_t n = 0; n < nn; n++) {
+        cr_assert_eq(res_free(back, n, 0), 8000);
+        for (uint32_t g = 0; g < 4; g++)
+            cr_assert_eq(milli_free(back, n, g), 1000);
+    }
+    /* Every truncation of the version 3 image is refused. */
+    for (size_t cut = 0; cut < la; cut += 1 + cut / 8) {
+        gpusched_cluster *x = NULL;
+        cr_assert_neq(gpusched_cluster_restore(ba, cut, NULL, &x, err, sizeof err), 0, "cut %zu", cut);
+    }
+    gpusched_cluster_unref(back);
+    gpusched_cluster_unref(replica);
+    free(b0);
+    free(ba);
+    free(bb);
     pt_env_free(&e);
 }
 

@@ -9,8 +9,14 @@
 
 #define GS_JR_MAGIC 0x524a5347u /* "GSJR" */
 /* Version 2 appended protected_until to a job; version 1 records still
- * replay (their jobs are never protected). */
-#define GS_JR_VERSION 2u
+ * replay (their jobs are never protected). Version 3 adds the change
+ * GS_JR_CLAIM_PODS (a claim with what it holds beyond GPUs); it is written
+ * only for records that hold one, so that others stay version 2. */
+#define GS_JR_VERSION 3u
+#define GS_JR_VERSION_PODS 3u
+/* The record's kind byte of a claim with a podx (the op's kind stays
+ * GS_OP_CLAIM in memory). */
+#define GS_JR_CLAIM_PODS 8u
 #define GS_JR_VERSION_MIN 1u
 #define GS_JR_HEAD 24u
 #define GS_JR_TAIL 8u
@@ -24,7 +30,8 @@ static size_t op_size(const gs_op *op)
 {
     switch (op->kind) {
     case GS_OP_CLAIM:
-        return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
+        return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + (size_t)GS_JR_PAIR * op->n +
+               (op->podx ? 12 + 4 * (size_t)op->podx->nres + 4 * (size_t)op->n : 0);
     case GS_OP_RESERVE:
         return 1 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
     case GS_OP_RELEASE_TO_RESV:
@@ -58,13 +65,26 @@ static void put_pairs(gs_wr *w, uint32_t n, const uint32_t *nodes, const uint64_
     }
 }
 
+static void put_podx(gs_wr *w, const gs_podx *x, uint32_t n)
+{
+    gs_wr_u32(w, x->milli);
+    gs_wr_u32(w, x->pod_gpus);
+    gs_wr_u32(w, x->nres);
+    for (uint32_t r = 0; r < x->nres; r++)
+        gs_wr_u32(w, x->pod_res[r]);
+    for (uint32_t i = 0; i < n; i++)
+        gs_wr_u32(w, x->pods[i]);
+}
+
 static void put_op(gs_wr *w, const gs_op *op)
 {
-    gs_wr_u8(w, (uint8_t)op->kind);
+    gs_wr_u8(w, (uint8_t)(op->kind == GS_OP_CLAIM && op->podx ? GS_JR_CLAIM_PODS : op->kind));
     switch (op->kind) {
     case GS_OP_CLAIM:
         put_job(w, &op->job);
         put_pairs(w, op->n, op->nodes, op->masks);
+        if (op->podx)
+            put_podx(w, op->podx, op->n);
         break;
     case GS_OP_RESERVE:
         gs_wr_u64(w, op->job.id);
@@ -98,8 +118,11 @@ static size_t record_size(const gs_op *ops, uint32_t n)
 static void write_record(unsigned char *buf, size_t len, uint64_t seq, const gs_op *ops, uint32_t n)
 {
     gs_wr w = {buf};
+    bool pods = false;
+    for (uint32_t i = 0; i < n; i++)
+        pods = pods || (ops[i].kind == GS_OP_CLAIM && ops[i].podx);
     gs_wr_u32(&w, GS_JR_MAGIC);
-    gs_wr_u32(&w, GS_JR_VERSION);
+    gs_wr_u32(&w, pods ? GS_JR_VERSION_PODS : 2u);
     gs_wr_u32(&w, (uint32_t)(len - GS_JR_HEAD - GS_JR_TAIL));
     gs_wr_u32(&w, n);
     gs_wr_u64(&w, seq);
@@ -166,9 +189,6 @@ GPUSCHED_API int gpusched_cluster_journal_start(gpusched_cluster *c, gpusched_jo
 {
     if (!c)
         return GPUSCHED_EINVAL;
-    if (c->podx_jobs)
-        return gs_error(&c->err, GPUSCHED_ESTATE,
-                        "%u jobs hold resources or GPU fractions: the journal does not record them yet", c->podx_jobs);
     c->journal.on = true;
     c->journal.sink = sink;
     c->journal.user = user;
@@ -213,7 +233,35 @@ typedef struct gs_jr_scratch {
     uint32_t *nodes;
     uint64_t *masks;
     uint32_t pairs_cap;
+    gs_podx *podx;          /* a record holds at most one claim with a podx */
 } gs_jr_scratch;
+
+/* The podx of a claim with n pairs, into the scratch; the record's length
+ * bounds it. */
+static int get_podx(gs_rd *r, gs_op *op, gs_jr_scratch *s, const gs_alloc *a, uint32_t nres_max)
+{
+    if (op->podx || gs_rd_left(r) < 12)
+        return GPUSCHED_ECORRUPT;
+    uint32_t milli = gs_rd_u32(r), pod_gpus = gs_rd_u32(r), nres = gs_rd_u32(r);
+    if (nres > nres_max || milli >= 1000 || pod_gpus > GPUSCHED_MAX_NODE_GPUS ||
+        gs_rd_left(r) < 4 * ((size_t)nres + op->n))
+        return GPUSCHED_ECORRUPT;
+    gs_podx *x = gs_realloc_array(a, s->podx, 1, gs_podx_size(op->n));
+    if (!x)
+        return GPUSCHED_ENOMEM;
+    s->podx = x;
+    memset(x, 0, sizeof *x);
+    x->milli = milli;
+    x->pod_gpus = pod_gpus;
+    x->nres = nres;
+    for (uint32_t k = 0; k < nres; k++)
+        x->pod_res[k] = gs_rd_u32(r);
+    x->npairs = op->n;
+    for (uint32_t i = 0; i < op->n; i++)
+        x->pods[i] = gs_rd_u32(r);
+    op->podx = x;
+    return 0;
+}
 
 static void get_job(gs_rd *r, gpusched_job *j, uint32_t version)
 {
@@ -247,12 +295,23 @@ static int get_pairs(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
     return 0;
 }
 
-static int get_op(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used, uint32_t version)
+static int get_op(struct gpusched_cluster *c, gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used,
+                  uint32_t version, bool *pods_seen)
 {
     memset(op, 0, sizeof *op);
     op->kind = gs_rd_u8(r);
     int rc = 0;
     switch (op->kind) {
+    case GS_JR_CLAIM_PODS:
+        if (version < GS_JR_VERSION_PODS || *pods_seen)
+            return GPUSCHED_ECORRUPT;
+        *pods_seen = true;
+        op->kind = GS_OP_CLAIM;
+        get_job(r, &op->job, version);
+        rc = get_pairs(r, op, s, used);
+        if (!rc && !r->bad)
+            rc = get_podx(r, op, s, &c->alloc, c->topo->nres);
+        break;
     case GS_OP_CLAIM:
         get_job(r, &op->job, version);
         rc = get_pairs(r, op, s, used);
@@ -318,8 +377,9 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
         return gs_error(&c->err, GPUSCHED_ENOMEM, "journal record %u: out of memory", index);
     gs_rd body = {r->p, r->p + payload, false};
     uint32_t used = 0;
+    bool pods_seen = false;
     for (uint32_t i = 0; i < n; i++) {
-        int rc = get_op(&body, &s->ops[i], s, &used, version);
+        int rc = get_op(c, &body, &s->ops[i], s, &used, version, &pods_seen);
         if (rc == GPUSCHED_ENOMEM)
             return gs_error(&c->err, rc, "journal record %u: out of memory", index);
         if (rc)
@@ -378,6 +438,7 @@ GPUSCHED_API int gpusched_cluster_journal_apply(gpusched_cluster *c, const void 
     gs_free(&c->alloc, s.ops);
     gs_free(&c->alloc, s.nodes);
     gs_free(&c->alloc, s.masks);
+    gs_free(&c->alloc, s.podx);
     if (!rc)
         gs_err_clear(&c->err);
     return rc;

@@ -100,10 +100,6 @@ int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
         return gs_error(&c->err, GPUSCHED_EINVAL,
                         "job %llu: a claim with resources or GPU fractions is committed alone, not with other changes",
                         (unsigned long long)op->job.id);
-    if (c->journal.on)
-        return gs_error(&c->err, GPUSCHED_EINVAL,
-                        "job %llu: the journal does not record claims with resources or GPU fractions yet",
-                        (unsigned long long)op->job.id);
     if (op->n == 0 || x->npairs != op->n)
         return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: empty allocation", (unsigned long long)op->job.id);
     if (x->nres > c->topo->nres || x->milli >= 1000)

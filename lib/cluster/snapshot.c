@@ -11,8 +11,12 @@
 
 #define GS_SNAP_MAGIC "GSCLSNAP"
 /* Version 2 appended protected_until to a job's head; version 1 images
- * still load (their jobs are never protected). */
-#define GS_SNAP_VERSION 2u
+ * still load (their jobs are never protected). Version 3 follows each
+ * job's pairs with what it holds beyond GPUs (resources, fractions); it is
+ * written only when some job holds such things, so that other images stay
+ * version 2, byte for byte. */
+#define GS_SNAP_VERSION 3u
+#define GS_SNAP_VERSION_PODS 3u
 #define GS_SNAP_VERSION_MIN 1u
 #define GS_SNAP_HEADER 32u
 #define GS_SNAP_STATE_HEAD 24u
@@ -31,11 +35,34 @@ static void wr_pairs(gs_wr *w, const gs_hold *h)
     }
 }
 
+/* Version 3's per-job tail: 0, or 1 then milli, GPUs per pod, the
+ * resources asked per pod (count, amounts) and the pods per pair. */
+static size_t podx_len(const gs_hold *h)
+{
+    return 4 + (h->podx ? 12 + 4 * (size_t)h->podx->nres + 4 * (size_t)h->npairs : 0);
+}
+
+static void wr_podx(gs_wr *w, const gs_hold *h)
+{
+    const gs_podx *x = h->podx;
+    gs_wr_u32(w, x != NULL);
+    if (!x)
+        return;
+    gs_wr_u32(w, x->milli);
+    gs_wr_u32(w, x->pod_gpus);
+    gs_wr_u32(w, x->nres);
+    for (uint32_t r = 0; r < x->nres; r++)
+        gs_wr_u32(w, x->pod_res[r]);
+    for (uint32_t i = 0; i < h->npairs; i++)
+        gs_wr_u32(w, x->pods[i]);
+}
+
 static size_t gs_state_len(const gpusched_cluster *c)
 {
     size_t len = GS_SNAP_STATE_HEAD + c->topo->nnodes;
     for (uint32_t i = 0; i < c->jobs.count; i++)
-        len += GS_SNAP_JOB_HEAD + (size_t)GS_SNAP_PAIR * c->jobs.rec[c->jobs.live[i]].npairs;
+        len += GS_SNAP_JOB_HEAD + (size_t)GS_SNAP_PAIR * c->jobs.rec[c->jobs.live[i]].npairs +
+               (c->podx_jobs ? podx_len(&c->jobs.rec[c->jobs.live[i]]) : 0);
     for (uint32_t i = 0; i < c->resv.count; i++)
         len += GS_SNAP_RESV_HEAD + (size_t)GS_SNAP_PAIR * c->resv.rec[c->resv.live[i]].npairs;
     return len;
@@ -61,6 +88,8 @@ static void gs_state_write(const gpusched_cluster *c, gs_wr *w)
         gs_wr_u32(w, h->flags);
         gs_wr_u32(w, h->npairs);
         wr_pairs(w, h);
+        if (c->podx_jobs)
+            wr_podx(w, h);
     }
     for (uint32_t i = 0; i < c->resv.count; i++) {
         const gs_hold *h = &c->resv.rec[c->resv.live[i]];
@@ -79,9 +108,6 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
         return gs_error(&c->err, GPUSCHED_EINVAL, "len is NULL");
     if (c->txn.open)
         return gs_error(&c->err, GPUSCHED_ESTATE, "a transaction is open on this cluster");
-    if (c->podx_jobs)
-        return gs_error(&c->err, GPUSCHED_ESTATE,
-                        "%u jobs hold resources or GPU fractions: snapshots do not record them yet", c->podx_jobs);
     size_t topo_len = 0;
     int rc = gs_topo_image_size(c->topo, &topo_len);
     if (rc)
@@ -95,7 +121,7 @@ GPUSCHED_API int gpusched_cluster_snapshot(gpusched_cluster *c, void *buf, size_
         return gs_error(&c->err, GPUSCHED_EINVAL, "buf is NULL");
     gs_wr w = {buf};
     gs_wr_bytes(&w, GS_SNAP_MAGIC, 8);
-    gs_wr_u32(&w, GS_SNAP_VERSION);
+    gs_wr_u32(&w, c->podx_jobs ? GS_SNAP_VERSION_PODS : 2u);
     gs_wr_u32(&w, 0);
     gs_wr_u64(&w, topo_len);
     gs_wr_u64(&w, state_len);
@@ -118,7 +144,45 @@ typedef struct gs_restore {
     uint64_t *masks;
     uint32_t scratch_cap;
     uint32_t version;       /* the image's format version */
+    gs_podx *podx;          /* scratch for one job's podx */
 } gs_restore;
+
+/* Reads version 3's tail of a job with n pairs into s->podx; *has: whether
+ * the job holds anything beyond GPUs. */
+static int gs_read_podx(gs_restore *s, gs_rd *r, uint32_t n, uint32_t index, bool *has)
+{
+    *has = false;
+    if (gs_rd_left(r) < 4)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", index);
+    uint32_t flag = gs_rd_u32(r);
+    if (flag > 1)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: resources flag %u", index, flag);
+    if (!flag)
+        return 0;
+    if (gs_rd_left(r) < 12)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", index);
+    uint32_t milli = gs_rd_u32(r), pod_gpus = gs_rd_u32(r), nres = gs_rd_u32(r);
+    if (nres > s->c->topo->nres || milli >= 1000 || pod_gpus > GPUSCHED_MAX_NODE_GPUS)
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: pod shape (milli %u, GPUs %u, %u resources)", index,
+                        milli, pod_gpus, nres);
+    if (gs_rd_left(r) < 4 * ((size_t)nres + n))
+        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", index);
+    gs_podx *x = gs_realloc_array(&s->c->alloc, s->podx, 1, gs_podx_size(n));
+    if (!x)
+        return gs_error(s->err, GPUSCHED_ENOMEM, "out of memory reading job %u", index);
+    s->podx = x;
+    memset(x, 0, sizeof *x);
+    x->milli = milli;
+    x->pod_gpus = pod_gpus;
+    x->nres = nres;
+    for (uint32_t k = 0; k < nres; k++)
+        x->pod_res[k] = gs_rd_u32(r);
+    x->npairs = n;
+    for (uint32_t i = 0; i < n; i++)
+        x->pods[i] = gs_rd_u32(r);
+    *has = true;
+    return 0;
+}
 
 static int gs_read_pairs(gs_restore *s, gs_rd *r, uint32_t n, const char *what, uint32_t index)
 {
@@ -172,6 +236,11 @@ static int gs_restore_jobs(gs_restore *s, gs_rd *r, uint32_t njobs)
         if (rc)
             return rc;
         gs_op op = {.kind = GS_OP_CLAIM, .n = n, .nodes = s->nodes, .masks = s->masks};
+        bool has = false;
+        if (s->version >= GS_SNAP_VERSION_PODS && (rc = gs_read_podx(s, r, n, i, &has)))
+            return rc;
+        if (has)
+            op.podx = s->podx;
         if ((rc = gs_cluster_job_copy_in(s->c, &op.job, &j)) || (rc = gs_txn_commit_one(s->c, &op)))
             return gs_restore_fail(s, rc, "job", i);
     }
@@ -283,6 +352,7 @@ static int gs_restore_image(const unsigned char *b, size_t len, const gs_alloc *
     rc = gs_restore_state(&s, &st);
     gs_free(a, s.nodes);
     gs_free(a, s.masks);
+    gs_free(a, s.podx);
     if (rc) {
         gpusched_cluster_unref(s.c);
         return rc;

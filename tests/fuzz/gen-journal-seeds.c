@@ -64,6 +64,30 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/journal", argv[1]);
     put(dir, "every-kind", jr, len);
     put(dir, "first-record", jr, len > 200 ? 120 : len);
+    /* A record of fractions (version 3) onto the harness's base cluster. */
+    gpusched_cluster *c2 = NULL;
+    gpusched_placer *p2 = NULL;
+    if (gpusched_cluster_new(t, NULL, &c2) || gpusched_placer_new(c2, NULL, &p2))
+        return 1;
+    j = (gpusched_job)GPUSCHED_JOB_INIT;
+    j.id = 1;
+    gpusched_cluster_allocate(c2, &j, 2, nodes, masks);
+    gpusched_cluster_journal_start(c2, NULL, NULL);
+    for (uint32_t k = 0; k < 3; k++) {
+        gpusched_job f = GPUSCHED_JOB_INIT;
+        f.id = 40 + k;
+        gpusched_place_request fq = GPUSCHED_PLACE_REQUEST_INIT;
+        fq.job = &f, fq.flags = GPUSCHED_PLACE_FLAG_COMMIT, fq.split = GPUSCHED_SPLIT_PODS;
+        fq.pods = 1 + k, fq.gpu_milli = 300 + 100 * k;
+        if (gpusched_placer_place(p2, &fq, res))
+            return 1;
+    }
+    gpusched_cluster_release(c2, 41);
+    gpusched_cluster_journal_view(c2, &jr, &len);
+    snprintf(dir, sizeof dir, "%s/journal", argv[1]);
+    put(dir, "pods-fractions", jr, len);
+    gpusched_placer_free(p2);
+    gpusched_cluster_unref(c2);
     /* Operation streams: a few fixed byte patterns. */
     snprintf(dir, sizeof dir, "%s/api-seq", argv[1]);
     unsigned char ops[256];

@@ -138,6 +138,35 @@ static gpusched_cluster *busy(gpusched_topo *t)
     return c;
 }
 
+/* Pods holding resources and GPU fractions (snapshot version 3): two
+ * fractions sharing a GPU, a gang of two 1-GPU pods, a pod without GPUs. */
+static gpusched_cluster *pods_busy(gpusched_topo *t)
+{
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    int rc = gpusched_cluster_new(t, NULL, &c);
+    if (rc || (rc = gpusched_placer_new(c, NULL, &p)) || (rc = gpusched_place_result_new(NULL, &res)))
+        die("pods cluster", rc);
+    const uint32_t shapes[][4] = {{1, 0, 500, 1000}, {1, 0, 500, 1000}, {2, 1, 0, 2000}, {1, 0, 0, 3000}};
+    for (uint32_t i = 0; i < 4; i++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 300 + i;
+        uint64_t amounts[1] = {shapes[i][3]};
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        q.job = &j, q.flags = GPUSCHED_PLACE_FLAG_COMMIT, q.split = GPUSCHED_SPLIT_PODS;
+        q.pods = shapes[i][0], q.pod_gpus = shapes[i][1], q.gpu_milli = shapes[i][2];
+        q.resources = amounts, q.resource_count = 1;
+        if ((rc = gpusched_placer_place(p, &q, res))) {
+            fprintf(stderr, "gen-seeds: %s\n", gpusched_placer_errmsg(p));
+            die("pods", rc);
+        }
+    }
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    return c;
+}
+
 static void declog_seed(const char *name, int polls)
 {
     gpusched_fairq *q;
@@ -209,6 +238,9 @@ int main(int argc, char **argv)
     gpusched_cluster_unref(c);
     c = busy(res);
     snapshot_seed("resources-busy.snap", c);
+    gpusched_cluster_unref(c);
+    c = pods_busy(res);
+    snapshot_seed("pods-busy.snap", c);
     gpusched_cluster_unref(c);
 
     declog_seed("empty.log", 0);
