@@ -2,6 +2,7 @@
  * (a small topology chosen by the first byte), allocate, place, batch,
  * release, reserve, unreserve, release to a reservation, node health,
  * preempt, move, defrag (plan only or committed), snapshot and restore,
+ * pods with cpu, memory and GPU fractions,
  * and the fair queue's enqueue, poll and complete. After every step the
  * cluster passes its invariant checker; a failed or plan-only call left
  * the snapshot bytes as they were; and at the end the journal, replayed on
@@ -55,6 +56,9 @@ static uint64_t some_job(world *w, rd *r)
     return id;
 }
 
+/* Per-pod amounts a pod request points to (cpu, memory, one too many). */
+static uint64_t pod_res[3];
+
 static void request(rd *r, gpusched_place_request *q, gpusched_job *job, uint64_t id, bool commit)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
@@ -69,6 +73,20 @@ static void request(rd *r, gpusched_place_request *q, gpusched_job *job, uint64_
     q->pod_gpus = take(r, 5);
     q->required_level = take(r, 3) ? GPUSCHED_NONE : take(r, 2);
     q->flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+    if (take(r, 3) == 0) {
+        /* Pods: fractions, cpu and memory, sometimes invalid. */
+        q->gpus = take(r, 4) ? 0 : q->gpus;
+        q->pods = take(r, 5);
+        q->gpu_milli = take(r, 3) ? 0 : 100 * take(r, 12);
+        q->pod_gpus = take(r, 4);
+        q->split = take(r, 8) ? GPUSCHED_SPLIT_PODS : q->split;
+        pod_res[0] = 1000 * (uint64_t)take(r, 10);
+        pod_res[1] = 4096 * (uint64_t)take(r, 10);
+        pod_res[2] = take(r, 2);
+        q->resources = pod_res;
+        q->resource_count = take(r, 4);
+        q->policy = take(r, 5);
+    }
 }
 
 /* One operation; returns whether it was plan-only (`*plan_only`) and its code. */
@@ -176,12 +194,16 @@ static int step(world *w, rd *r, bool *plan_only)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     rd r = {data, size};
-    static const char *lv[] = {"zone", "rack"};
-    const uint32_t fan[][3] = {{1, 2, 3}, {2, 2, 2}, {1, 1, 4}};
+    /* Three small shapes of 2 levels, nodes of 4 GPUs with cpu and memory. */
+    static const char *const text[] = {
+        "levels zone rack\nresources cpu memory\nnode z0/r[0-1] n[0-] count=3 gpus=4 cpu=8000 memory=32768\n",
+        "levels zone rack\nresources cpu memory\nnode z[0-1]/r[0-1] n[0-] count=2 gpus=4 cpu=8000 memory=32768\n",
+        "levels zone rack\nresources cpu memory\nnode z0/r0 n[0-] count=4 gpus=4 cpu=4000 memory=65536\n"};
     world w = {.next_task = 1};
     char err[256];
     const uint32_t shape = take(&r, 3);
-    FUZZ_CHECK(gpusched_topo_uniform(2, lv, fan[shape], 4, NULL, NULL, &w.t, err, sizeof err) == 0, "topo: %s", err);
+    FUZZ_CHECK(gpusched_topo_parse(text[shape], strlen(text[shape]), NULL, &w.t, err, sizeof err) == 0, "topo: %s",
+               err);
     w.nnodes = gpusched_topo_node_count(w.t);
     FUZZ_CHECK(gpusched_cluster_new(w.t, NULL, &w.c) == 0 && gpusched_placer_new(w.c, NULL, &w.p) == 0 &&
                    gpusched_preempt_plan_new(NULL, &w.plan) == 0 && gpusched_fairq_new(4, NULL, &w.q) == 0,
