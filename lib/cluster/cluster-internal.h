@@ -119,6 +119,22 @@ typedef struct gs_podx {
     uint32_t pods[];        /* per pair of the job: pods on that node */
 } gs_podx;
 
+/* A lowest-level domain's summary: the largest and the total free amount
+ * of each resource over its nodes, the largest free milli of a shared GPU
+ * and how many GPUs are shared. Bounds, exact for the domain as it is. */
+typedef struct gs_leafsum {
+    uint32_t res_max[GPUSCHED_MAX_RESOURCES];
+    uint32_t res_max_n[GPUSCHED_MAX_RESOURCES];    /* nodes at res_max */
+    uint64_t res_sum[GPUSCHED_MAX_RESOURCES];
+    uint32_t shared_max;
+    uint32_t shared_max_n;                          /* shared GPUs at shared_max */
+    uint32_t shared_n;
+} gs_leafsum;
+
+/* The summary of lowest domain `leaf`, brought up to date; NULL when the
+ * cluster keeps none (no resource declared, no GPU ever shared). */
+const gs_leafsum *gs_pods_leaf(struct gpusched_cluster *c, uint32_t leaf);
+
 static inline size_t gs_podx_size(uint32_t npairs)
 {
     return sizeof(gs_podx) + (size_t)npairs * sizeof(uint32_t);
@@ -309,9 +325,14 @@ struct gpusched_cluster {
     uint16_t *gpu_milli_used;
     uint64_t *node_shared;
     uint32_t podx_jobs;
-    /* Bumped by every change of resources or fractions: placers' caches of
-     * pod scores compare it. */
+    /* Bumped by every change of resources or fractions. */
     uint64_t podx_gen;
+    /* Derived, kept lazily (pods.c): per lowest-level domain, what its
+     * nodes hold beyond whole GPUs, so that pod searches skip racks without
+     * visiting their nodes. NULL until the topology has resources or a GPU
+     * is shared. */
+    struct gs_leafsum *leafsum;
+    uint8_t *leaf_dirty;
 
     gs_agg agg[GS_MAX_LEVELS];
     /* The whole cluster. */

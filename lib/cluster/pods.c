@@ -12,9 +12,114 @@
 
 #include "cluster-write.h"
 
+static int leafsum_alloc(struct gpusched_cluster *c)
+{
+    const uint32_t nleaf = c->topo->ndom[c->topo->nlevels - 1];
+    c->leafsum = gs_malloc(&c->alloc, (size_t)nleaf * sizeof *c->leafsum);
+    c->leaf_dirty = gs_malloc(&c->alloc, nleaf);
+    if (!c->leafsum || !c->leaf_dirty) {
+        gs_free(&c->alloc, c->leafsum);
+        gs_free(&c->alloc, c->leaf_dirty);
+        c->leafsum = NULL;
+        c->leaf_dirty = NULL;
+        return GPUSCHED_ENOMEM;
+    }
+    memset(c->leaf_dirty, 1, nleaf);
+    return 0;
+}
+
+/* A set's largest value and how many members hold it (n = 0, max = 0: an
+ * empty set). */
+static void max_add(uint32_t *max, uint32_t *n, uint32_t v)
+{
+    if (*n == 0 || v > *max) {
+        *max = v;
+        *n = 1;
+    } else if (v == *max) {
+        ++*n;
+    }
+}
+
+/* A member's value goes from `old` to `now` (has_old/has_now: whether it
+ * is a member before and after). False when the last holder of the largest
+ * value left it: only a recount knows the new largest. */
+static bool max_move(uint32_t *max, uint32_t *n, bool has_old, uint32_t old, bool has_now, uint32_t now)
+{
+    bool lost = false;
+    if (has_old && old == *max && *n && --*n == 0)
+        lost = true;
+    if (has_now && (lost || now >= *max || *n == 0)) {
+        if (lost && now < *max)
+            return false; /* the others may hold more than `now` */
+        max_add(max, n, now);
+        return true;
+    }
+    if (lost)
+        *max = 0;
+    return !lost;
+}
+
+/* The summary follows a change of node's resource r. */
+static void leaf_res(struct gpusched_cluster *c, uint32_t node, uint32_t r, uint32_t old, uint32_t now)
+{
+    const uint32_t leaf = gs_cl_node_leaf(c, node);
+    if (!c->leafsum || c->leaf_dirty[leaf])
+        return;
+    gs_leafsum *s = &c->leafsum[leaf];
+    s->res_sum[r] += (uint64_t)now - old; /* wraps to the right sum */
+    if (!max_move(&s->res_max[r], &s->res_max_n[r], true, old, true, now))
+        c->leaf_dirty[leaf] = 1;
+}
+
+/* ... and of a GPU going from shared with `old` milli free (or not shared)
+ * to shared with `now` free (or not). The largest counts shared GPUs with
+ * some milli free. */
+static void leaf_gpu(struct gpusched_cluster *c, uint32_t node, bool was, uint32_t old, bool is, uint32_t now)
+{
+    const uint32_t leaf = gs_cl_node_leaf(c, node);
+    if (!c->leafsum || c->leaf_dirty[leaf])
+        return;
+    gs_leafsum *s = &c->leafsum[leaf];
+    s->shared_n += (uint32_t)is - (uint32_t)was;
+    if (!max_move(&s->shared_max, &s->shared_max_n, was && old, old, is && now, now))
+        c->leaf_dirty[leaf] = 1;
+}
+
+static void leaf_count(const struct gpusched_cluster *c, uint32_t leaf, gs_leafsum *s)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t l = t->nlevels - 1, a = t->dom_start[l][leaf], b = t->dom_start[l][leaf + 1];
+    memset(s, 0, sizeof *s);
+    for (uint32_t r = 0; r < t->nres; r++)
+        for (uint32_t n = a; n < b; n++) {
+            max_add(&s->res_max[r], &s->res_max_n[r], c->res_free[r][n]);
+            s->res_sum[r] += c->res_free[r][n];
+        }
+    for (uint32_t n = a; c->node_shared && n < b; n++)
+        for (uint64_t m = c->node_shared[n]; m; m &= m - 1) {
+            const uint32_t f = 1000u - c->gpu_milli_used[gs_cl_gpu_base(c, n) + gs_ctz64(m)];
+            if (f)
+                max_add(&s->shared_max, &s->shared_max_n, f);
+            s->shared_n++;
+        }
+}
+
+const gs_leafsum *gs_pods_leaf(struct gpusched_cluster *c, uint32_t leaf)
+{
+    if (!c->leafsum)
+        return NULL;
+    if (c->leaf_dirty[leaf]) {
+        leaf_count(c, leaf, &c->leafsum[leaf]);
+        c->leaf_dirty[leaf] = 0;
+    }
+    return &c->leafsum[leaf];
+}
+
 int gs_pods_create(struct gpusched_cluster *c)
 {
     const struct gpusched_topo *t = c->topo;
+    if (t->nres && leafsum_alloc(c))
+        return GPUSCHED_ENOMEM;
     for (uint32_t r = 0; r < t->nres; r++) {
         c->res_free[r] = gs_malloc(&c->alloc, (size_t)t->nnodes * sizeof *c->res_free[r]);
         if (!c->res_free[r])
@@ -28,6 +133,8 @@ void gs_pods_destroy(struct gpusched_cluster *c)
 {
     for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++)
         gs_free(&c->alloc, c->res_free[r]);
+    gs_free(&c->alloc, c->leafsum);
+    gs_free(&c->alloc, c->leaf_dirty);
     gs_free(&c->alloc, c->gpu_milli_used);
     gs_free(&c->alloc, c->node_shared);
 }
@@ -36,6 +143,8 @@ size_t gs_pods_bytes(const struct gpusched_cluster *c)
 {
     const struct gpusched_topo *t = c->topo;
     size_t b = (size_t)t->nres * t->nnodes * sizeof(uint32_t);
+    if (c->leafsum)
+        b += (size_t)t->ndom[t->nlevels - 1] * (sizeof(gs_leafsum) + 1);
     if (c->gpu_milli_used)
         b += (size_t)t->ngpus * sizeof(uint16_t) + (size_t)t->nnodes * sizeof(uint64_t);
     return b;
@@ -135,6 +244,8 @@ int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
 int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
 {
     const struct gpusched_topo *t = c->topo;
+    if (!c->leafsum && leafsum_alloc(c))
+        return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for GPU fractions");
     if (op->podx->milli && !c->gpu_milli_used) {
         c->gpu_milli_used = gs_calloc(&c->alloc, (size_t)t->ngpus, sizeof *c->gpu_milli_used);
         c->node_shared = gs_calloc(&c->alloc, t->nnodes, sizeof *c->node_shared);
@@ -159,8 +270,9 @@ int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
 static void res_add(struct gpusched_cluster *c, const gs_podx *x, uint32_t node, uint32_t pods, int sign)
 {
     for (uint32_t r = 0; r < x->nres; r++) {
-        const uint32_t amount = pods * x->pod_res[r];
-        c->res_free[r][node] = sign > 0 ? c->res_free[r][node] + amount : c->res_free[r][node] - amount;
+        const uint32_t amount = pods * x->pod_res[r], old = c->res_free[r][node];
+        c->res_free[r][node] = sign > 0 ? old + amount : old - amount;
+        leaf_res(c, node, r, old, c->res_free[r][node]);
     }
 }
 
@@ -174,6 +286,8 @@ static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask,
         const uint32_t g = gs_ctz64(mask);
         const uint64_t bit = (uint64_t)1 << g;
         uint16_t *used = &c->gpu_milli_used[base + g];
+        const uint32_t now_used = sign > 0 ? *used + milli : *used - milli;
+        leaf_gpu(c, node, *used != 0, 1000u - *used, now_used != 0, 1000u - now_used);
         if (sign > 0) {
             *used = (uint16_t)(*used + milli);
             c->node_free[node] &= ~bit;
@@ -294,6 +408,18 @@ int gs_pods_check(struct gpusched_cluster *c)
                               "check: node %u GPU %u: jobs hold %u milli, the state says %u (shared %d, holder 0x%x)",
                               n, g, milli[i], c->gpu_milli_used[i], shared, c->gpu_holder[i]);
         }
+    }
+    /* The summaries kept up to date incrementally match a recount. */
+    for (uint32_t leaf = 0; c->leafsum && !rc && leaf < t->ndom[t->nlevels - 1]; leaf++) {
+        gs_leafsum fresh;
+        if (c->leaf_dirty[leaf])
+            continue;
+        leaf_count(c, leaf, &fresh);
+        if (memcmp(&fresh, &c->leafsum[leaf], sizeof fresh))
+            rc = gs_error(&c->err, GPUSCHED_EINVAL,
+                          "check: the summary of lowest domain %u is stale (shared %u max %u x%u, counted %u max %u x%u)",
+                          leaf, c->leafsum[leaf].shared_n, c->leafsum[leaf].shared_max, c->leafsum[leaf].shared_max_n,
+                          fresh.shared_n, fresh.shared_max, fresh.shared_max_n);
     }
 out:
     gs_free(&c->alloc, used);

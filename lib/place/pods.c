@@ -216,17 +216,44 @@ static uint64_t pod_mask(const gpusched_placer *p, const gs_pl_req *r, uint32_t 
 
 /* ---- scanning ------------------------------------------------------------ */
 
-/* Whether a lowest-level domain may hold one pod, from the aggregates the
- * cluster keeps for every request: a bound, never a false "no". */
+/* An upper bound of the pods of the request's shape a lowest-level domain
+ * holds, at most `limit`, from the aggregates alone (the free-GPU histogram
+ * and the domain's summary of resources and shared GPUs): never below the
+ * truth, so a domain it rules out holds nothing. */
+static uint32_t leaf_ub(const gpusched_placer *p, const gs_pl_req *r, uint32_t leaf, uint32_t limit)
+{
+    struct gpusched_cluster *c = p->c;
+    const gs_pod_shape *s = &r->shape;
+    const uint32_t l = p->nlevels - 1;
+    const gs_leafsum *sum = gs_pods_leaf(c, leaf);
+    uint64_t ub = limit;
+    for (uint32_t i = 0; sum && i < s->nres; i++) {
+        if (!s->res[i])
+            continue;
+        if (sum->res_max[i] < s->res[i])
+            return 0;
+        const uint64_t k = sum->res_sum[i] / s->res[i];
+        ub = k < ub ? k : ub;
+    }
+    if (s->pod_gpus) {
+        /* Nodes with k free GPUs hold k / g pods each. */
+        uint64_t pods = 0;
+        const uint32_t *hist = &c->agg[l].hist[(size_t)leaf * c->hist_width];
+        for (uint32_t k = s->pod_gpus; k < c->hist_width && pods < ub; k++)
+            pods += (uint64_t)hist[k] * (k / s->pod_gpus);
+        ub = pods < ub ? pods : ub;
+    } else if (s->milli) {
+        uint64_t gpus = c->agg[l].free_gpus[leaf];
+        if (c->gpu_milli_used)
+            gpus += sum && sum->shared_max >= s->milli ? sum->shared_n : 0;
+        ub = gpus < ub ? gpus : ub;
+    }
+    return (uint32_t)ub;
+}
+
 static bool leaf_may(const gpusched_placer *p, const gs_pl_req *r, uint32_t leaf)
 {
-    const struct gpusched_cluster *c = p->c;
-    const uint32_t l = p->nlevels - 1;
-    if (r->shape.pod_gpus)
-        return gs_cluster_hist_at_least(c, l, leaf, r->shape.pod_gpus) > 0;
-    if (r->shape.milli && !c->gpu_milli_used)
-        return c->agg[l].free_gpus[leaf] > 0;
-    return true;
+    return leaf_ub(p, r, leaf, 1) > 0;
 }
 
 /* Fills pod_cap for the nodes of [first, end) lowest domains and returns
@@ -645,10 +672,34 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
         return r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT ? stage_commit(p, r, res, &pick) : 0;
     }
     leaf_range(p, -1, 0, &first, &end);
-    held = scan_leaves(p, r, first, end);
+    if (req >= 0 && req < (int32_t)p->nlevels - 1) {
+        /* Only the required level's domains whose bound holds the gang are
+         * scanned; the others' nodes count nothing. */
+        held = 0;
+        for (uint32_t d = 0; d < t->ndom[req]; d++) {
+            uint32_t f, e, a0, b0;
+            leaf_range(p, req, d, &f, &e);
+            uint64_t ub = 0;
+            for (uint32_t x = f; x < e && ub < r->npods; x++)
+                ub += leaf_ub(p, r, x, r->npods);
+            if (ub >= r->npods) {
+                held += scan_leaves(p, r, f, e);
+            } else {
+                node_range(p, req, d, &a0, &b0);
+                memset(p->pod_cap + a0, 0, (size_t)(b0 - a0) * sizeof *p->pod_cap);
+            }
+        }
+    } else {
+        held = scan_leaves(p, r, first, end);
+    }
     if (req >= 0) {
         uint64_t most;
         dom = tightest_domain(p, r, (uint32_t)req, &most);
+        if (dom == GPUSCHED_NONE && req < (int32_t)p->nlevels - 1) {
+            /* The explanation counts every node, pruned or not. */
+            held = scan_leaves(p, r, first, end);
+            (void)tightest_domain(p, r, (uint32_t)req, &most);
+        }
         if (dom == GPUSCHED_NONE) {
             explain(p, r, res, held, req, most);
             return GPUSCHED_ENOSPC;
