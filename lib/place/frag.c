@@ -533,6 +533,7 @@ GPUSCHED_API int gpusched_placer_workload_set(gpusched_placer *p, uint32_t n,
         } else if ((rc = gs_pl_req_load(p, shapes[i], &r)) == 0) {
             if (!r.pods_path) {
                 /* A whole-GPU request is a shape too: pods of pod_gpus GPUs. */
+                memset(&r.shape, 0, sizeof r.shape);
                 r.shape.pod_gpus = r.u0;
                 r.shape.any_class = r.in.gpu_class == GPUSCHED_NONE;
                 if (!r.shape.any_class)

@@ -68,6 +68,9 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
     r->pods_path = q->pods || q->gpu_milli || q->resource_count || q->gpu_class_count;
     if (!r->pods_path)
         return 0;
+    r->npods = 0;
+    r->policy = 0;
+    memset(&r->shape, 0, sizeof r->shape);
     if (q->split != GPUSCHED_SPLIT_PODS)
         return gs_error(&p->err, GPUSCHED_EINVAL,
                         "place request: pods with resources or a GPU fraction need split pods (split is %u)", q->split);

@@ -48,7 +48,7 @@ static int load_split(gpusched_placer *p, gs_pl_req *r)
     return 0;
 }
 
-static int check_filters(gpusched_placer *p, const gpusched_place_request *q)
+static inline int check_filters(gpusched_placer *p, const gpusched_place_request *q)
 {
     const struct gpusched_topo *t = p->t;
     if (q->gpu_class != GPUSCHED_NONE && q->gpu_class >= t->nclasses)
@@ -209,7 +209,10 @@ static int load_job(gpusched_placer *p, gs_pl_req *r)
 
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r)
 {
-    memset(r, 0, sizeof *r);
+    /* The pod fields at the end are set by gs_pl_pods_load, and only for
+     * pods: a whole-GPU request does not pay for clearing them. */
+    memset(r, 0, offsetof(gs_pl_req, pods_path));
+    r->pods_path = false;
     int rc = gs_struct_copy_in(&r->in, sizeof r->in, in, REQ_MIN_SIZE, &p->err, "place request");
     if (rc)
         return rc;
