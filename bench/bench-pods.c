@@ -354,6 +354,26 @@ static void pf_pod_1m(gsb_ctx *b)
     }
     if (gpusched_placer_new(c, NULL, &p) || gpusched_place_result_new(NULL, &res))
         return;
+    {
+        /* Memory per GPU as cluster.bytes_per_gpu counts it (topology and
+         * state, no job), with cpu and memory declared and one fraction
+         * placed, so that the per-GPU milli and shared masks exist. */
+        uint64_t one[2] = {1000, 1024};
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = 1ull << 40;
+        q.job = &job, q.split = GPUSCHED_SPLIT_PODS, q.pods = 1, q.gpu_milli = 500;
+        q.resources = one, q.resource_count = 2, q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+        if (gpusched_placer_place(p, &q, res))
+            fprintf(stderr, "bench-pods: %s\n", gpusched_placer_errmsg(p));
+        const double gpus = (double)gpusched_topo_gpu_count(t);
+        const size_t tb = gpusched_topo_memory_bytes(t), cb = gpusched_cluster_memory_bytes(c);
+        char params[160];
+        snprintf(params, sizeof params, "\"topo_bytes_per_gpu\": %.2f, \"state_bytes_per_gpu\": %.2f",
+                 (double)tb / gpus, (double)cb / gpus);
+        gsb_report(b, "place.pod.1m.bytes_per_gpu", (double)(tb + cb) / gpus, "B/GPU", params);
+        gpusched_cluster_release(c, job.id);
+    }
     /* 70% of the GPUs held: whole-GPU jobs on random nodes, 2 or 4 GPUs
      * (a node 70% full on average, some empty, some full). */
     const uint32_t nn = gpusched_topo_node_count(t);
