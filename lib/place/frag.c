@@ -94,10 +94,15 @@ static int wlc_build(gpusched_placer *p)
         memset(c->fb_fp, 0, (size_t)p->t->nnodes * sizeof *c->fb_fp);
     c->m = p->nwl;
     c->nneed = c->nres = 0;
+    /* Weights as probabilities: F is an expectation in milli-GPU, which the
+     * band compares with GS_FRAG_BAND. */
+    double total = 0;
+    for (uint32_t i = 0; i < p->nwl; i++)
+        total += p->wl[i].weight;
     for (uint32_t i = 0; i < p->nwl; i++) {
         const gs_pod_shape *w = &p->wl[i];
         gs_cshape *x = &c->s[i];
-        x->w = w->weight;
+        x->w = total > 0 ? w->weight / total : 0;
         memcpy(x->res, w->res, sizeof x->res);
         if (w->nres > c->nres)
             c->nres = w->nres;
@@ -120,7 +125,7 @@ static int wlc_build(gpusched_placer *p)
 }
 
 /* The expected free milli of node view v that the workload's pods cannot
- * use, times the total weight. */
+ * use. */
 static double node_frag(const gpusched_placer *p, const gs_nview *v)
 {
     const gs_wlc *c = p->wlc;
