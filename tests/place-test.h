@@ -63,7 +63,7 @@ static inline gpusched_topo *pt_uniform(uint32_t nlevels, const uint32_t *fanout
     return t;
 }
 
-/* A random tiny topology: 1 to 3 levels, uneven fanouts, nodes of 1 to 4
+/* A random tiny topology: 1 to 3 levels, uneven fanouts, nodes of 0 to 4
  * GPUs, two classes, two labels; at most `max_nodes` nodes. */
 static inline gpusched_topo *pt_random_topo(pt_rng *r, uint32_t max_nodes)
 {
@@ -98,7 +98,9 @@ static inline gpusched_topo *pt_random_topo(pt_rng *r, uint32_t max_nodes)
         for (uint32_t i = 0; i < 2; i++)
             if (pt_below(r, 3) == 0)
                 lab[nl++] = labels[i];
-        uint32_t gpus = uniform_gpus ? g0 : 1 + pt_below(r, 4);
+        /* Uneven sizes include nodes without GPUs (not the first: a
+         * topology has a GPU). */
+        uint32_t gpus = uniform_gpus ? g0 : n == 0 ? 1 + pt_below(r, 4) : pt_below(r, 5);
         cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, gpus, pt_below(r, 4) ? "a100" : "h100", lab, nl),
                      0, "%s", gpusched_topo_builder_errmsg(b));
     }

@@ -425,6 +425,50 @@ Test(place_pods, frag_learns_the_workload)
     pt_env_free(&e);
 }
 
+Test(place_pods, cpu_only_nodes_take_cpu_only_pods)
+{
+    static const char text[] = "levels rack\nresources cpu memory\n"
+                               "node r0 g0 gpus=4 cpu=16000 memory=65536\n"
+                               "node r0 c0 gpus=0 cpu=16000 memory=65536\n"
+                               "node r0 g1 gpus=4 cpu=16000 memory=65536\n";
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    pt_env e = pt_env_on(t);
+    uint32_t c0;
+    cr_assert_eq(gpusched_topo_node_find(t, "c0", &c0), 0);
+    uint64_t res[2];
+    /* Pods without GPUs go to the node without GPUs (frag: nothing lost
+     * there, and it packs best); GPU pods never do. */
+    gpusched_place_request q = pd_req(res, 1, 4000, 4096, 0, 0);
+    for (uint64_t id = 1; id <= 4; id++) {
+        cr_assert_eq(place(&e, &q, id, true), 0, "%s", gpusched_placer_errmsg(e.p));
+        cr_assert_eq(placed_node(&e, NULL), c0, "pod %llu", (unsigned long long)id);
+    }
+    q = pd_req(res, 1, 1000, 1024, 0, 500);
+    for (uint64_t id = 5; id <= 8; id++) {
+        cr_assert_eq(place(&e, &q, id, true), 0, "%s", gpusched_placer_errmsg(e.p));
+        cr_assert_neq(placed_node(&e, NULL), c0);
+    }
+    /* A whole-GPU gang of every GPU but the shared ones: the 0-GPU node
+     * counts for nothing. */
+    gpusched_place_request w = GPUSCHED_PLACE_REQUEST_INIT;
+    w.gpus = 6;
+    cr_assert_eq(place(&e, &w, 20, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    w.gpus = 8;
+    cr_assert_eq(place(&e, &w, 20, false), GPUSCHED_ENOSPC);
+    /* The fractions packed onto one node's shared GPUs; the other GPU
+     * node stays whole, and whole-node requests never take the 0-GPU one. */
+    w.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    w.gpus = 4;
+    cr_assert_eq(place(&e, &w, 20, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_neq(placed_node(&e, NULL), c0);
+    w.gpus = 8;
+    cr_assert_eq(place(&e, &w, 20, false), GPUSCHED_ENOSPC);
+    check(e.c);
+    pt_env_free(&e);
+}
+
 /* ---- completeness against an exhaustive reference ---------------------- */
 
 typedef struct ref_node {

@@ -104,8 +104,8 @@ Test(topo_builder, bad_input_changes_nothing)
     const char *lab[] = {"ib"};
     /* The duplicate carries a new class, label and domains: none may stay. */
     cr_assert_eq(gpusched_topo_builder_add_node(b, path2, "n0", 8, "a100", lab, 1), GPUSCHED_EEXIST);
-    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 0, NULL, NULL, 0), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 65, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "node 'n1': 65 GPUs, 0 to 64 allowed");
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n 1", 8, NULL, NULL, 0), GPUSCHED_EINVAL);
     cr_assert_str_eq(gpusched_topo_builder_errmsg(b),
                      "node name 'n 1' has a character outside [A-Za-z0-9_.:+-]");

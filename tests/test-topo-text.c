@@ -175,8 +175,7 @@ static const struct bad_case bad_cases[] = {
     {"levels block rack\n\nnode b0 n0 gpus=8\n", "line 3, column 6: the path has 1 components, 2 expected (one per level)"},
     {"levels block rack\nnode b0/r0/x n0 gpus=8\n", "line 2, column 11: the path has more than 2 components (one per level)"},
     {"levels block rack\nnode b0//r0 n0 gpus=8\n", "line 2, column 9: empty path component"},
-    {"levels block rack\nnode b0/r0 n0 gpus=65\n", "line 2, column 20: gpus=65, 1 to 64 allowed"},
-    {"levels block rack\nnode b0/r0 n0 gpus=0\n", "line 2, column 20: gpus=0, 1 to 64 allowed"},
+    {"levels block rack\nnode b0/r0 n0 gpus=65\n", "line 2, column 20: gpus=65, 0 to 64 allowed"},
     {"levels block rack\nnode b0/r0 n0 gpus=x8\n", "line 2, column 20: 'x8' is not a decimal number"},
     {"levels block rack\nnode b0/r0 n0 gpus=\n", "line 2, column 20: a number is expected"},
     {"levels block rack\nnode b0/r0 n0 gpus=99999999999\n", "line 2, column 20: number '99999999999' is too large"},
@@ -243,6 +242,38 @@ Test(topo_text, every_error_names_line_and_column)
         cr_expect_str_eq(err, bad_cases[i].msg, "case %zu: %s", i, err);
         cr_assert_null(t);
     }
+}
+
+Test(topo_text, nodes_without_gpus)
+{
+    static const char text[] = "levels block rack\nresources cpu memory\n"
+                               "node b0/r0 cpu0 gpus=0 cpu=96000 memory=393216\n"
+                               "node b0/r0 g0 gpus=8 cpu=64000\n";
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_topo_node_count(t), 2);
+    cr_assert_eq(gpusched_topo_gpu_count(t), 8);
+    uint32_t n;
+    cr_assert_eq(gpusched_topo_node_find(t, "cpu0", &n), 0);
+    cr_assert_eq(gpusched_topo_node_gpus(t, n), 0);
+    cr_assert_eq(gpusched_topo_node_resource(t, n, 0), 96000);
+    /* Export and parse again: the 0-GPU node comes back. */
+    char buf[1024];
+    size_t len;
+    cr_assert_eq(gpusched_topo_export(t, buf, sizeof buf, &len), 0);
+    gpusched_topo *back = NULL;
+    cr_assert_eq(gpusched_topo_parse(buf, len, NULL, &back, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_topo_node_find(back, "cpu0", &n), 0);
+    cr_assert_eq(gpusched_topo_node_gpus(back, n), 0);
+    gpusched_topo_unref(back);
+    gpusched_topo_unref(t);
+    /* A topology needs one GPU. */
+    static const char none[] = "levels block rack\nnode b0/r0 n0 gpus=0\n";
+    t = NULL;
+    cr_assert_eq(gpusched_topo_parse(none, sizeof none - 1, NULL, &t, err, sizeof err), GPUSCHED_ESTATE);
+    cr_assert_str_eq(err, "the topology has no GPU (every node has 0)");
+    cr_assert_null(t);
 }
 
 Test(topo_text, failed_parse_leaves_the_builder_unchanged)

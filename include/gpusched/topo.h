@@ -6,8 +6,9 @@
  * @brief The immutable physical shape of a cluster.
  *
  * A topology has 1 to #GPUSCHED_MAX_LEVELS named levels above the node
- * (for example zone, block, rack), then nodes with 1 to
- * #GPUSCHED_MAX_NODE_GPUS GPUs each. Level 0 is the top level. Every
+ * (for example zone, block, rack), then nodes with 0 to
+ * #GPUSCHED_MAX_NODE_GPUS GPUs each (0: cpu and memory only, for pods
+ * without GPUs) and, optionally, named resources such as cpu and memory. Level 0 is the top level. Every
  * domain at every level is one contiguous range of node indices; domains are
  * numbered per level in node order.
  *
@@ -111,7 +112,10 @@ GPUSCHED_API int gpusched_topo_builder_levels_set(gpusched_topo_builder *b, uint
  * @param path One domain name per level, top first (for example
  *        {"z0", "b3", "r12"}); a name is relative to its parent.
  * @param name The node's name, unique in the topology.
- * @param gpus 1 to #GPUSCHED_MAX_NODE_GPUS.
+ * @param gpus 0 to #GPUSCHED_MAX_NODE_GPUS (0, added in 0.2.3: a node with
+ *        resources only, such as cpu and memory; see
+ *        gpusched_topo_builder_resource_add()). A topology needs one GPU at
+ *        least.
  * @param gpu_class Class name such as "gb200"; NULL or "" means "default".
  * @param labels `nlabels` label names (NULL if none).
  * @param nlabels Number of labels.

@@ -111,8 +111,8 @@ int gs_builder_add(gpusched_topo_builder *b, const gs_span *path, gs_span name, 
 {
     if (!b->nlevels)
         return gs_error(&b->err, GPUSCHED_ESTATE, "levels are not set");
-    if (gpus < 1 || gpus > GPUSCHED_MAX_NODE_GPUS)
-        return gs_error(&b->err, GPUSCHED_EINVAL, "node '%.*s': %u GPUs, 1 to %d allowed",
+    if (gpus > GPUSCHED_MAX_NODE_GPUS)
+        return gs_error(&b->err, GPUSCHED_EINVAL, "node '%.*s': %u GPUs, 0 to %d allowed",
                         (int)(name.len > 63 ? 63 : name.len), name.s, gpus,
                         GPUSCHED_MAX_NODE_GPUS);
     const char *why = gs_name_check(name.s, name.len);

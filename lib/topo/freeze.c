@@ -104,6 +104,8 @@ static int gs_freeze(gpusched_topo_builder *b, gpusched_topo **out)
         return gs_error(&b->err, GPUSCHED_ESTATE, "levels are not set");
     if (!b->nnodes)
         return gs_error(&b->err, GPUSCHED_ESTATE, "the builder has no node");
+    if (b->ngpus == 0) /* a GPU scheduler's topology; the cluster sizes its GPU arrays by it */
+        return gs_error(&b->err, GPUSCHED_ESTATE, "the topology has no GPU (every node has 0)");
     if (b->ngpus > UINT32_MAX)
         return gs_error(&b->err, GPUSCHED_ELIMIT, "%llu GPUs, at most 2^32-1 allowed",
                         (unsigned long long)b->ngpus);

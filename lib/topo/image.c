@@ -373,7 +373,7 @@ static int gs_read_nodes(gs_ird *r, gpusched_topo *t)
     memcpy(t->node_gpus, gs_rd_bytes(&r->in, t->nnodes), t->nnodes);
     memcpy(t->node_class, gs_rd_bytes(&r->in, t->nnodes), t->nnodes);
     for (uint32_t n = 0; n < t->nnodes; n++) {
-        if (t->node_gpus[n] < 1 || t->node_gpus[n] > GPUSCHED_MAX_NODE_GPUS)
+        if (t->node_gpus[n] > GPUSCHED_MAX_NODE_GPUS)
             return gs_corrupt(r, "node GPU count out of range");
         if (t->node_class[n] >= t->nclasses)
             return gs_corrupt(r, "node class out of range");

@@ -367,8 +367,8 @@ static int gs_node_line(gs_parser *p, const gs_tok *f, uint32_t nf)
         return rc;
     if (!pr.have_gpus)
         return gs_perr(p, f[0].col, "'node' needs gpus=N");
-    if (pr.gpus < 1 || pr.gpus > GPUSCHED_MAX_NODE_GPUS)
-        return gs_perr(p, pr.gpus_col, "gpus=%llu, 1 to %d allowed", (unsigned long long)pr.gpus,
+    if (pr.gpus > GPUSCHED_MAX_NODE_GPUS)
+        return gs_perr(p, pr.gpus_col, "gpus=%llu, 0 to %d allowed", (unsigned long long)pr.gpus,
                        GPUSCHED_MAX_NODE_GPUS);
     if (!pr.have_class && (rc = gs_builder_class(b, "default", 7, &pr.cls)))
         return gs_pwrap(p, rc, f[0].col);

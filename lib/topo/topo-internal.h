@@ -39,7 +39,7 @@ struct gpusched_topo {
     uint32_t *dom_parent[GS_MAX_LEVELS];
 
     /* Per node, struct of arrays. */
-    uint8_t *node_gpus;          /* 1 .. 64 */
+    uint8_t *node_gpus;          /* 0 .. 64 (0: a node with cpu and memory only) */
     uint8_t *node_class;         /* index into class names */
     uint64_t *node_labels;       /* bit i: label i */
     uint32_t *node_leaf;         /* domain at level nlevels-1 */
