@@ -132,6 +132,10 @@ Test(place_pods, fractions_share_a_gpu_and_give_it_back)
     cr_assert_eq(placed_node(&e, &m2), n1);
     cr_assert_eq(m2, m1);
     cr_assert_eq(milli_free(e.c, n1, g1), 0);
+    uint64_t shared, left;
+    cr_assert_eq(gpusched_cluster_frag_shared(e.c, &shared, &left), 0);
+    cr_assert_eq(shared, 1);
+    cr_assert_eq(left, 0);
     check(e.c);
     /* Node jobs list both fractions. */
     uint64_t ids[8];
@@ -148,11 +152,17 @@ Test(place_pods, fractions_share_a_gpu_and_give_it_back)
 
     cr_assert_eq(gpusched_cluster_release(e.c, 1), 0);
     cr_assert_eq(milli_free(e.c, n1, g1), 500);
+    cr_assert_eq(gpusched_cluster_frag_shared(e.c, &shared, &left), 0);
+    cr_assert_eq(shared, 1);
+    cr_assert_eq(left, 500);
     cr_assert_eq(gpusched_cluster_gpu_state(e.c, n1, g1, &state, &holder), 0);
     cr_assert_eq(state, GPUSCHED_GPU_SHARED);
     check(e.c);
     cr_assert_eq(gpusched_cluster_release(e.c, 2), 0);
     cr_assert_eq(milli_free(e.c, n1, g1), 1000);
+    cr_assert_eq(gpusched_cluster_frag_shared(e.c, &shared, NULL), 0);
+    cr_assert_eq(shared, 0);
+    cr_assert_eq(gpusched_cluster_frag_shared(NULL, NULL, NULL), GPUSCHED_EINVAL);
     cr_assert_eq(res_free(e.c, n1, 0), 8000);
     cr_assert_eq(gpusched_cluster_gpu_state(e.c, n1, g1, &state, &holder), 0);
     cr_assert_eq(state, GPUSCHED_GPU_FREE);

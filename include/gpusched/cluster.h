@@ -339,6 +339,21 @@ GPUSCHED_API int gpusched_cluster_domain_histogram(gpusched_cluster *c, uint32_t
                                                    uint32_t *hist, uint32_t cap, uint32_t *len);
 
 /**
+ * Fragmentation by GPU fractions, O(1) (kept incrementally): the GPUs that
+ * pods share (some milli-GPU held by fractions) and the milli-GPU left free
+ * on them, which only fractions can use (whole-GPU gangs count a shared
+ * GPU as taken). A cluster without fractions answers 0 and 0. Every output
+ * may be NULL.
+ * @param c The cluster.
+ * @param[out] shared_gpus GPUs shared by fractions.
+ * @param[out] free_milli Milli-GPU free on them.
+ * @retval 0 Success.
+ * @retval GPUSCHED_EINVAL `c` is NULL.
+ * Added in 0.2.3.
+ */
+GPUSCHED_API int gpusched_cluster_frag_shared(gpusched_cluster *c, uint64_t *shared_gpus, uint64_t *free_milli);
+
+/**
  * Fragmentation metrics of one level, O(1) (kept incrementally). For the
  * level of nodes, pass `level` equal to gpusched_topo_level_count(): its
  * "domains" are the nodes. Definitions (doc/cluster.md):

@@ -325,6 +325,7 @@ struct gpusched_cluster {
     uint16_t *gpu_milli_used;
     uint64_t *node_shared;
     uint32_t podx_jobs;
+    uint64_t shared_gpus, shared_free_milli;    /* over node_shared */
     /* Bumped by every change of resources or fractions. */
     uint64_t podx_gen;
     /* Derived, kept lazily (pods.c): per lowest-level domain, what its

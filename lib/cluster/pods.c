@@ -288,6 +288,8 @@ static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask,
         uint16_t *used = &c->gpu_milli_used[base + g];
         const uint32_t now_used = sign > 0 ? *used + milli : *used - milli;
         leaf_gpu(c, node, *used != 0, 1000u - *used, now_used != 0, 1000u - now_used);
+        c->shared_gpus += (uint64_t)(now_used != 0) - (uint64_t)(*used != 0);
+        c->shared_free_milli += (uint64_t)(now_used ? 1000u - now_used : 0) - (uint64_t)(*used ? 1000u - *used : 0);
         if (sign > 0) {
             *used = (uint16_t)(*used + milli);
             c->node_free[node] &= ~bit;
@@ -396,6 +398,7 @@ int gs_pods_check(struct gpusched_cluster *c)
                 rc = gs_error(&c->err, GPUSCHED_EINVAL, "check: node %u: %s free %u + held %llu != capacity %u", n,
                               t->res_names[r], c->res_free[r][n],
                               (unsigned long long)used[(size_t)r * t->nnodes + n], t->node_res[r][n]);
+    uint64_t shared_n = 0, shared_free = 0;
     for (uint32_t n = 0; milli && n < t->nnodes && !rc; n++) {
         for (uint32_t g = 0; g < t->node_gpus[n] && !rc; g++) {
             const uint32_t i = t->node_gpu_base[n] + g;
@@ -407,8 +410,14 @@ int gs_pods_check(struct gpusched_cluster *c)
                 rc = gs_error(&c->err, GPUSCHED_EINVAL,
                               "check: node %u GPU %u: jobs hold %u milli, the state says %u (shared %d, holder 0x%x)",
                               n, g, milli[i], c->gpu_milli_used[i], shared, c->gpu_holder[i]);
+            shared_n += shared;
+            shared_free += shared ? 1000u - milli[i] : 0;
         }
     }
+    if (!rc && (shared_n != c->shared_gpus || shared_free != c->shared_free_milli))
+        rc = gs_error(&c->err, GPUSCHED_EINVAL, "check: %llu GPUs shared with %llu milli free, counted %llu and %llu",
+                      (unsigned long long)shared_n, (unsigned long long)shared_free,
+                      (unsigned long long)c->shared_gpus, (unsigned long long)c->shared_free_milli);
     /* The summaries kept up to date incrementally match a recount. */
     for (uint32_t leaf = 0; c->leafsum && !rc && leaf < t->ndom[t->nlevels - 1]; leaf++) {
         gs_leafsum fresh;
@@ -428,6 +437,17 @@ out:
 }
 
 /* ---- queries ----------------------------------------------------------- */
+
+GPUSCHED_API int gpusched_cluster_frag_shared(gpusched_cluster *c, uint64_t *shared_gpus, uint64_t *free_milli)
+{
+    if (!c)
+        return GPUSCHED_EINVAL;
+    if (shared_gpus)
+        *shared_gpus = c->shared_gpus;
+    if (free_milli)
+        *free_milli = c->shared_free_milli;
+    return gs_ok(&c->err);
+}
 
 GPUSCHED_API int gpusched_cluster_node_resource_free(gpusched_cluster *c, uint32_t node, uint32_t resource,
                                                      uint32_t *amount)
