@@ -9,6 +9,7 @@ binding.
 
 Main classes: :class:`Topology` (and :class:`TopologyBuilder`),
 :class:`Cluster`, :class:`Placement` (from :meth:`Cluster.place`),
+:class:`PlacePolicy` (how pods with resources choose nodes),
 :class:`PreemptPlan` (from :meth:`Cluster.preempt`, ranked by a
 :class:`PreemptPolicy`, and :meth:`Cluster.defrag`),
 :class:`FairQueue`, :class:`Scheduler` (the scheduling cycle). Errors of the library are raised as subclasses of
@@ -27,7 +28,7 @@ from .core import (version, version_string, library_path, strerror, err_name,
                    ENUM_FAIRQ_PARAM, ENUM_FAIRQ_POLICY, ENUM_FAIRQ_TENANT, ENUM_PREEMPT_POLICY)
 from .topology import Topology, TopologyBuilder, NodesInfo, NONE
 from .cluster import Cluster, Job, NodeHealth, GpuState, Allocation, NodeState, NodesState, Frag
-from .placement import Placement, PlaceReason, Split
+from .placement import Placement, PlaceReason, Split, PlacePolicy
 from .preemption import PreemptPlan, Move, PreemptPolicy
 from .fairq import FairQueue, Param, Policy, TenantValue, TenantStats, Decision, DecisionLog
 from .scheduler import (Scheduler, SchedParam, SchedOrder, WaitReason, JobStatus, Wait, Start,
@@ -42,7 +43,7 @@ __all__ = list(_error_names) + [
     "ENUM_FAIRQ_PARAM", "ENUM_FAIRQ_POLICY", "ENUM_FAIRQ_TENANT", "ENUM_PREEMPT_POLICY",
     "Topology", "TopologyBuilder", "NodesInfo", "NONE",
     "Cluster", "Job", "NodeHealth", "GpuState", "Allocation", "NodeState", "NodesState", "Frag",
-    "Placement", "PlaceReason", "Split", "PreemptPlan", "Move", "PreemptPolicy",
+    "Placement", "PlaceReason", "Split", "PlacePolicy", "PreemptPlan", "Move", "PreemptPolicy",
     "FairQueue", "Param", "Policy", "TenantValue", "TenantStats", "Decision", "DecisionLog",
     "Scheduler", "SchedParam", "SchedOrder", "WaitReason", "JobStatus", "Wait", "Start",
     "Reservation", "Decisions", "QueueUsage",

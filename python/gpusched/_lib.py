@@ -60,7 +60,8 @@ class FairqDecision(ctypes.Structure):
 class PlaceRequest(ctypes.Structure):
     """ctypes mirror of gpusched_place_request (place.h). ``job`` points to
     a :class:`Job` that must stay alive for the call (the library copies
-    it); NULL means job id 0 with every field 0."""
+    it); NULL means job id 0 with every field 0. ``resources`` and
+    ``gpu_classes`` point to arrays that must also stay alive."""
     _fields_ = [("size", c_uint32), ("flags", c_uint32), ("job", P(Job)),
                 ("gpus", c_uint32), ("split", c_uint32), ("pod_gpus", c_uint32),
                 ("required_level", c_uint32), ("preferred_level", c_uint32),
@@ -68,7 +69,11 @@ class PlaceRequest(ctypes.Structure):
                 ("gpu_class", c_uint32), ("labels_required", c_uint64),
                 ("labels_forbidden", c_uint64), ("avoid_nodes", P(c_uint32)),
                 ("avoid_count", c_uint32), ("preempt_policy", c_uint32),
-                ("now", c_int64)]
+                ("now", c_int64),
+                # pods with resources and GPU fractions (0.2.3)
+                ("pods", c_uint32), ("gpu_milli", c_uint32), ("resources", P(c_uint64)),
+                ("resource_count", c_uint32), ("gpu_class_count", c_uint32),
+                ("gpu_classes", P(c_uint32)), ("policy", c_uint32)]
 
 
 class SchedQueue(ctypes.Structure):
@@ -183,6 +188,8 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_cluster_node_state": (c_int, [_cluster, c_uint32, _u64p, _u64p, _u64p, _u32p]),
     "gpusched_cluster_nodes_state": (c_int, [_cluster, c_uint32, c_uint32, _u64p, _u64p, _u64p, _u32p]),
     "gpusched_cluster_gpu_state": (c_int, [_cluster, c_uint32, c_uint32, _u32p, _u64p]),
+    "gpusched_cluster_node_resource_free": (c_int, [_cluster, c_uint32, c_uint32, _u32p]),
+    "gpusched_cluster_gpu_milli_free": (c_int, [_cluster, c_uint32, c_uint32, _u32p]),
     "gpusched_cluster_node_jobs": (c_int, [_cluster, c_uint32, _u64p, c_uint32, _u32p]),
     "gpusched_cluster_node_health_set": (c_int, [_cluster, c_uint32, c_uint32, _u64p, c_uint32,
                                                  _u32p]),
@@ -225,6 +232,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_placer_place": (c_int, [_placer, P(PlaceRequest), _result]),
     "gpusched_placer_place_batch": (c_int, [_placer, c_uint32, P(P(PlaceRequest)), P(_result),
                                             _u32p]),
+    "gpusched_placer_workload_set": (c_int, [_placer, c_uint32, P(P(PlaceRequest)), _dblp]),
     "gpusched_place_result_new": (c_int, [_alloc, P(_result)]),
     "gpusched_place_result_free": (None, [_result]),
     "gpusched_place_result_reason": (c_uint32, [_result]),

@@ -12,7 +12,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping,
 
 from . import _util as u
 from ._errors import IOFailure, NotFound, OutOfRange
-from ._lib import lib, Job as _CJob
+from ._lib import lib, Job as _CJob, PlaceRequest as _CRequest
 from .topology import Topology, NONE, Name
 
 if TYPE_CHECKING:
@@ -39,10 +39,13 @@ class NodeHealth(enum.IntEnum):
 
 
 class GpuState(enum.IntEnum):
-    """State of one GPU."""
+    """State of one GPU. SHARED: fractions of it are held by one or more
+    pods (``gpu_milli``); :meth:`Cluster.gpu_milli_free` says how much is
+    left, and no single job is reported."""
     FREE = 0
     RESERVED = 1
     ALLOCATED = 2
+    SHARED = 3
 
 
 class NodeState(NamedTuple):
@@ -182,6 +185,12 @@ GpuSet = Union[Allocation, Mapping[Any, GpuSpec], Sequence[Tuple[Name, GpuSpec]]
 # the top: preemption.py imports placement.py, which imports Allocation and
 # job_struct from this module, so they must exist first.
 from .preemption import PreemptPolicy  # noqa: E402
+from .placement import PlacePolicy  # noqa: E402
+
+
+# The place() keywords a workload shape takes (Cluster.set_workload).
+_SHAPE_KEYWORDS = ("pods", "gpus", "pod_gpus", "gpu_milli", "cpu", "memory", "resources",
+                   "gpu_classes", "gpu_class")
 
 
 def _free_cluster(ptr: int, engine: List[Optional[int]]) -> None:
@@ -383,7 +392,9 @@ class Cluster(u.Handle):
         return self.node_state(node).health
 
     def gpu_state(self, node: Name, gpu: int) -> Tuple[GpuState, int]:
-        """``(GpuState, job id)`` of one GPU; the job id is 0 when it is free."""
+        """``(GpuState, job id)`` of one GPU; the job id is 0 when it is
+        free, and when it is SHARED (fractions held by pods: see
+        :meth:`gpu_milli_free`)."""
         n = self._topo.node(node)
         g = u.u32("gpu", gpu, self._topo.node_gpus(n) - 1)
         s, j = ctypes.c_uint32(), ctypes.c_uint64()
@@ -391,14 +402,44 @@ class Cluster(u.Handle):
                     "gpusched_cluster_gpu_state")
         return GpuState(s.value), j.value
 
-    def node_jobs(self, node: Name) -> List[int]:
-        """The ids of the jobs holding GPUs on a node, by their lowest GPU."""
+    def gpu_milli_free(self, node: Name, gpu: int) -> int:
+        """The free milli-GPU of one GPU (node by name or index): 1000 for a
+        free GPU, 0 for one held whole or reserved, 1000 less the fractions
+        held (``gpu_milli`` pods) for a SHARED one."""
         n = self._topo.node(node)
-        cap = self._topo.node_gpus(n)  # a job holds at least one GPU
-        ids, count = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
-        self._check(lib.cluster_node_jobs(self._h, n, ids, cap, ctypes.byref(count)),
-                    "gpusched_cluster_node_jobs")
-        return list(ids[:count.value])
+        g = u.u32("gpu", gpu, self._topo.node_gpus(n) - 1)
+        out = ctypes.c_uint32()
+        self._check(lib.cluster_gpu_milli_free(self._h, n, g, ctypes.byref(out)),
+                    "gpusched_cluster_gpu_milli_free")
+        return out.value
+
+    def node_resource_free(self, node: Name, resource: Name) -> int:
+        """A node's free amount of a resource the topology declares (node
+        and resource by name or index): its capacity
+        (:meth:`Topology.node_resource`) less what the pods placed there
+        hold. Raises NotFound for an unknown name."""
+        n = self._topo.node(node)
+        r = self._topo.resource(resource)
+        out = ctypes.c_uint32()
+        self._check(lib.cluster_node_resource_free(self._h, n, r, ctypes.byref(out)),
+                    "gpusched_cluster_node_resource_free")
+        return out.value
+
+    def node_jobs(self, node: Name) -> List[int]:
+        """The ids of the jobs holding GPUs (or, for pods, resources or GPU
+        fractions) on a node, by their lowest GPU."""
+        n = self._topo.node(node)
+        # Usually a job holds at least one GPU of its own; pods without GPUs
+        # or with fractions can be more: the call says how many.
+        cap = self._topo.node_gpus(n)
+        while True:
+            ids, count = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
+            rc = lib.cluster_node_jobs(self._h, n, ids, cap, ctypes.byref(count))
+            if rc == OutOfRange.code and count.value > cap:
+                cap = count.value
+                continue
+            self._check(rc, "gpusched_cluster_node_jobs")
+            return list(ids[:count.value])
 
     def set_node_health(self, node: Name, health: Union[NodeHealth, int, str]) -> List[int]:
         """Changes a node's health (a :class:`NodeHealth` or its name, such as
@@ -412,10 +453,16 @@ class Cluster(u.Handle):
                 raise ValueError(f"unknown node health {health!r}") from None
         h = NodeHealth(u.u32("health", health, len(NodeHealth) - 1))
         cap = self._topo.node_gpus(n)
-        hit, nhit = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
-        self._check(lib.cluster_node_health_set(self._h, n, h, hit, cap, ctypes.byref(nhit)),
-                    "gpusched_cluster_node_health_set")
-        return list(hit[:nhit.value])
+        while True:
+            # Too small a buffer (pods sharing the node) changes nothing and
+            # says how many ids are needed.
+            hit, nhit = (ctypes.c_uint64 * cap)(), ctypes.c_uint32()
+            rc = lib.cluster_node_health_set(self._h, n, h, hit, cap, ctypes.byref(nhit))
+            if rc == OutOfRange.code and nhit.value > cap:
+                cap = nhit.value
+                continue
+            self._check(rc, "gpusched_cluster_node_health_set")
+            return list(hit[:nhit.value])
 
     # ---- aggregates ------------------------------------------------------
 
@@ -653,20 +700,25 @@ class Cluster(u.Handle):
 
     # ---- placement -------------------------------------------------------
 
-    def place(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
-              required: Optional[Name] = None, preferred: Optional[Name] = None,
+    def place(self, gpus: Optional[int] = None, *, pod_gpus: Optional[int] = None,
+              whole_nodes: bool = False, required: Optional[Name] = None,
+              preferred: Optional[Name] = None,
               slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
               gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
               avoid_labels: Union[str, Iterable[Name], None] = (),
               avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
               commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
               cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
-              protected_until: int = 0) -> Placement:
-        """Places an all-or-nothing gang of `gpus` GPUs and returns a
-        :class:`~gpusched.Placement`; with ``commit=True`` it also becomes
-        a running job. A gang that does not fit is not an exception: the
-        placement's ``ok`` is False and ``message`` says why (call
-        ``raise_if_failed()`` for DoesNotFit).
+              protected_until: int = 0, pods: Optional[int] = None, gpu_milli: int = 0,
+              cpu: Optional[int] = None, memory: Optional[int] = None,
+              resources: Optional[Mapping[str, int]] = None,
+              gpu_classes: Iterable[Name] = (),
+              place_policy: Union[PlacePolicy, int, str] = PlacePolicy.DEFAULT) -> Placement:
+        """Places an all-or-nothing gang of `gpus` GPUs, or of `pods` pods
+        with resources, and returns a :class:`~gpusched.Placement`; with
+        ``commit=True`` it also becomes a running job. A gang that does not
+        fit is not an exception: the placement's ``ok`` is False and
+        ``message`` says why (call ``raise_if_failed()`` for DoesNotFit).
 
         Keyword arguments (levels, classes, labels, nodes by name or index):
             pod_gpus: split into pods of this many GPUs, each on one node.
@@ -687,6 +739,42 @@ class Cluster(u.Handle):
             priority, tenant, start_time, cost_hint, preemptible, movable,
             protected_until: the job's descriptor when committed (see
                 :meth:`allocate`).
+
+        Pods with resources and GPU fractions (place.h, "Pods with
+        resources"): when any of ``pods``, ``gpu_milli`` (not 0), ``cpu``,
+        ``memory``, ``resources`` or ``gpu_classes`` is given, the gang is
+        `pods` identical pods (split pods), each asking for its resources
+        and either ``pod_gpus`` whole GPUs (0 or None: none) or
+        ``gpu_milli`` of one GPU; `gpus` may then be left out (given, it
+        must equal pods x GPUs per pod, a fraction counting as one). A node
+        holds as many pods as every one of its free amounts allows, and one
+        gang never puts two of its fractions on one GPU. Slices, whole
+        nodes, :meth:`place_many`, :meth:`preempt`, :meth:`defrag`,
+        :meth:`move`, reservations, :meth:`snapshot` and journals do not
+        take such pods yet (the library raises InvalidArgument, or
+        WrongState for a snapshot or journal of a cluster holding them).
+            pods: the number of pods (at least 1; None: `gpus` divided by
+                the GPUs per pod).
+            gpu_milli: 1 to 999: each pod holds this much of one GPU
+                (milli-GPU), sharing it with other pods; 0 (the default)
+                or 1000: whole GPUs.
+            cpu, memory: per pod, shorthands for the topology resources
+                named ``"cpu"`` and ``"memory"`` (in the topology's unit,
+                by convention milli-cores and MiB).
+            resources: per pod, ``{resource name: amount}`` for any
+                resource the topology declares (names or indices).
+            gpu_classes: GPU classes the pods may use, any of them (one
+                more if ``gpu_class`` is also given).
+            place_policy: how pods choose nodes, a
+                :class:`~gpusched.PlacePolicy` or its int or name
+                (``"best_fit"``); DEFAULT is FRAG today (see
+                :meth:`set_workload`).
+        Amounts are integers >= 0 (TypeError, ValueError otherwise); a
+        resource the topology does not declare raises NotFound naming it,
+        one given twice (``cpu=`` and ``resources={"cpu": ...}``)
+        ValueError, and an amount past 4294967295, a ``gpu_milli`` past
+        1000 or a fraction with ``pod_gpus`` 2 InvalidArgument (from the
+        library); nothing changes then.
         """
         from .placement import place_one
         return place_one(
@@ -694,7 +782,9 @@ class Cluster(u.Handle):
             preferred=preferred, slices=slices, gpu_class=gpu_class, labels=labels,
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
-            preemptible=preemptible, movable=movable, protected_until=protected_until)
+            preemptible=preemptible, movable=movable, protected_until=protected_until,
+            pods=pods, gpu_milli=gpu_milli, cpu=cpu, memory=memory, resources=resources,
+            gpu_classes=gpu_classes, place_policy=place_policy)
 
     def place_many(self, requests: Iterable[Mapping[str, Any]]) -> List[Placement]:
         """Places gangs in order, in one call, each seeing the ones before
@@ -708,15 +798,20 @@ class Cluster(u.Handle):
         from .placement import place_batch
         return place_batch(self, requests)
 
-    def preempt(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
-                required: Optional[Name] = None, preferred: Optional[Name] = None,
+    def preempt(self, gpus: Optional[int] = None, *, pod_gpus: Optional[int] = None,
+                whole_nodes: bool = False, required: Optional[Name] = None,
+                preferred: Optional[Name] = None,
                 slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
                 gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
                 avoid_labels: Union[str, Iterable[Name], None] = (),
                 avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                 commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
                 cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
-                protected_until: int = 0,
+                protected_until: int = 0, pods: Optional[int] = None, gpu_milli: int = 0,
+                cpu: Optional[int] = None, memory: Optional[int] = None,
+                resources: Optional[Mapping[str, int]] = None,
+                gpu_classes: Iterable[Name] = (),
+                place_policy: Union[PlacePolicy, int, str] = PlacePolicy.DEFAULT,
                 policy: Union[PreemptPolicy, int, str] = PreemptPolicy.PRIORITY_FIRST,
                 now: int = 0) -> Tuple[Placement, PreemptPlan]:
         """Plans the preemption that lets a gang of `gpus` GPUs fit: which
@@ -740,7 +835,9 @@ class Cluster(u.Handle):
         (``raise_if_failed()`` raises DoesNotFit); its ``protected_jobs``
         then tell whether protection is why.
 
-        Takes the keyword arguments of :meth:`place`, and:
+        Takes the keyword arguments of :meth:`place` (but not pods with
+        resources or GPU fractions yet: the library raises InvalidArgument
+        for a request with pod fields), and:
             policy: how plans are ranked, a :class:`~gpusched.PreemptPolicy`
                 (or its int or name). PRIORITY_FIRST, the default: never
                 evict a job of priority p when the eligible jobs below p
@@ -762,17 +859,24 @@ class Cluster(u.Handle):
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
             preemptible=preemptible, movable=movable, protected_until=protected_until,
-            policy=policy, now=now)
+            pods=pods, gpu_milli=gpu_milli, cpu=cpu, memory=memory, resources=resources,
+            gpu_classes=gpu_classes, place_policy=place_policy, policy=policy, now=now)
 
-    def defrag(self, gpus: int, *, pod_gpus: Optional[int] = None, whole_nodes: bool = False,
-               required: Optional[Name] = None, preferred: Optional[Name] = None,
+    def defrag(self, gpus: Optional[int] = None, *, pod_gpus: Optional[int] = None,
+               whole_nodes: bool = False, required: Optional[Name] = None,
+               preferred: Optional[Name] = None,
                slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
                gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
                avoid_labels: Union[str, Iterable[Name], None] = (),
                avoid_nodes: Union[Name, Iterable[Name], None] = (), job_id: int = 0,
                commit: bool = False, priority: int = 0, tenant: int = 0, start_time: int = 0,
                cost_hint: int = 0, preemptible: bool = False, movable: bool = False,
-               protected_until: int = 0, now: int = 0) -> Tuple[Placement, PreemptPlan]:
+               protected_until: int = 0, pods: Optional[int] = None, gpu_milli: int = 0,
+               cpu: Optional[int] = None, memory: Optional[int] = None,
+               resources: Optional[Mapping[str, int]] = None,
+               gpu_classes: Iterable[Name] = (),
+               place_policy: Union[PlacePolicy, int, str] = PlacePolicy.DEFAULT,
+               now: int = 0) -> Tuple[Placement, PreemptPlan]:
         """Plans the moves that let a gang of `gpus` GPUs fit without
         evicting anyone (defragmentation). Returns ``(placement, plan)`` as
         :meth:`preempt` does: the :class:`~gpusched.Placement` the gang gets
@@ -796,7 +900,7 @@ class Cluster(u.Handle):
         only a chain of moves would make room for may get no plan.
 
         Takes the keyword arguments of :meth:`place` and ``now``; raises
-        as :meth:`preempt` does. The plan's ``exact``,
+        as :meth:`preempt` does (InvalidArgument for pod fields too). The plan's ``exact``,
         ``cost_lower_bound`` and ``protected_*`` are those of an empty
         plan (False and 0): they describe preemptions only."""
         from .preemption import defrag_one
@@ -806,7 +910,8 @@ class Cluster(u.Handle):
             avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, job_id=job_id, commit=commit,
             priority=priority, tenant=tenant, start_time=start_time, cost_hint=cost_hint,
             preemptible=preemptible, movable=movable, protected_until=protected_until,
-            now=now)
+            pods=pods, gpu_milli=gpu_milli, cpu=cpu, memory=memory, resources=resources,
+            gpu_classes=gpu_classes, place_policy=place_policy, now=now)
 
     def move(self, job_id: int, *, commit: bool = False) -> Placement:
         """Plans moving running job `job_id` to the best GPUs for its shape
@@ -819,6 +924,63 @@ class Cluster(u.Handle):
         job runs with this id."""
         from .preemption import move_one
         return move_one(self, job_id, commit)
+
+    def set_workload(self, shapes: Iterable[Mapping[str, Any]], weights: Iterable[float]) -> None:
+        """Sets the workload that :attr:`~gpusched.PlacePolicy.FRAG` (the
+        default ``place_policy``) expects: the shapes of the pods that will
+        come and their weights (for example counts in a trace). Each shape
+        is a dict of :meth:`place` keyword arguments, the ones of a pod:
+        ``pod_gpus``, ``gpu_milli``, ``cpu``, ``memory``, ``resources``,
+        ``gpu_classes``, ``gpu_class`` (and ``pods`` or ``gpus``, which
+        only have to be consistent: a shape without them is one pod), e.g.
+        ``[dict(gpu_milli=500, cpu=4000), dict(pod_gpus=1, cpu=8000)]``. A
+        shape without pod fields (``dict(pod_gpus=2)``) counts as pods of
+        ``pod_gpus`` whole GPUs. Weights are numbers >= 0, one per shape.
+
+        Without a workload (the default, and after ``set_workload([],
+        [])``) the cluster's placer learns it: every request it places with
+        that policy adds its shape, weighted by its pods.
+
+        Raises TypeError for a shape that is not a dict or has another key
+        (the message names the shape), ValueError when the lengths differ,
+        the errors of :meth:`place` for a bad shape, InvalidArgument for a
+        negative or non-finite weight and LimitExceeded past 1024 shapes;
+        the workload is unchanged then."""
+        from .placement import build_request
+        shapes = list(shapes)
+        weights = list(weights)
+        if len(shapes) != len(weights):
+            raise ValueError(f"{len(shapes)} shapes but {len(weights)} weights")
+        reqs, keep = [], []
+        for i, shape in enumerate(shapes):
+            if not isinstance(shape, collections.abc.Mapping):
+                raise TypeError(f"shapes[{i}] must be a dict of place() arguments, "
+                                f"not {type(shape).__name__}")
+            kw = dict(shape)
+            for key in kw:
+                if key not in _SHAPE_KEYWORDS:
+                    raise TypeError(f"shapes[{i}]: {key!r} is not a keyword of a pod shape "
+                                    f"(one of {', '.join(_SHAPE_KEYWORDS)})")
+            if "gpus" not in kw and "pods" not in kw:
+                pod_fields = (kw.get("gpu_milli") or any(kw.get(k) is not None for k in (
+                    "cpu", "memory")) or kw.get("resources") or kw.get("gpu_classes"))
+                if pod_fields:
+                    kw["pods"] = 1
+                else:
+                    kw["gpus"] = kw.get("pod_gpus") or 1
+            try:
+                r, a = build_request(self._topo, **kw)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"shapes[{i}]: {e}") from None
+            reqs.append(r)
+            keep.append(a)
+        ws = [u.real(f"weights[{i}]", w, finite=False) for i, w in enumerate(weights)]
+        n = len(reqs)
+        creqs = (ctypes.POINTER(_CRequest) * max(n, 1))(*(ctypes.pointer(r) for r in reqs))
+        cw = (ctypes.c_double * max(n, 1))(*ws)
+        placer = self._placer()
+        lib.check(lib.placer_workload_set(placer, n, creqs if n else None, cw if n else None),
+                  lib.placer_errmsg, placer, "gpusched_placer_workload_set")
 
     def _placer(self) -> int:
         placer = self._engine[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import collections.abc
 import ctypes
 import enum
 import inspect
@@ -17,7 +18,7 @@ from .topology import NONE, Name, Topology
 if TYPE_CHECKING:
     from .cluster import Cluster
 
-__all__ = ["Placement", "PlaceReason", "Split", "PLACE_FLAG_COMMIT", "MAX_SLICES"]
+__all__ = ["Placement", "PlaceReason", "Split", "PlacePolicy", "PLACE_FLAG_COMMIT", "MAX_SLICES"]
 
 #: The request flag that commits a placement (GPUSCHED_PLACE_FLAG_COMMIT);
 #: the binding takes it as ``commit=True``.
@@ -31,6 +32,39 @@ class Split(enum.IntEnum):
     ANY = 0
     PODS = 1
     WHOLE_NODES = 2
+
+
+class PlacePolicy(enum.IntEnum):
+    """How pods with resources or GPU fractions choose their nodes and GPUs
+    (``GPUSCHED_POLICY_*``; :meth:`~gpusched.Cluster.place` takes it as
+    ``place_policy``, also as its int or its name such as ``"best_fit"``).
+    Whole-GPU gangs without pod fields ignore it.
+
+    DEFAULT: the library's best, FRAG today.
+    FIRST_FIT: the first node (lowest index) that holds the pods.
+    BEST_FIT: the node left with the least free cpu, memory and GPU (shares
+    of its capacity, summed).
+    FRAG: fragmentation-aware: the node whose expected unusable GPU
+    capacity, over the workload's pod shapes (:meth:`Cluster.set_workload`,
+    or the shapes the cluster's placer has seen), grows least; near-ties go
+    to the fullest node.
+    """
+    DEFAULT = 0
+    FIRST_FIT = 1
+    BEST_FIT = 2
+    FRAG = 3
+
+
+def place_policy_value(policy: Union[PlacePolicy, int, str]) -> PlacePolicy:
+    """A :class:`PlacePolicy` from the enum, its int or its name (any
+    case); TypeError or ValueError naming ``place_policy`` otherwise."""
+    if isinstance(policy, str):
+        try:
+            return PlacePolicy[policy.upper()]
+        except KeyError:
+            raise ValueError(f"unknown place_policy {policy!r} (one of "
+                             f"{', '.join(p.name.lower() for p in PlacePolicy)})") from None
+    return PlacePolicy(u.u32("place_policy", policy, len(PlacePolicy) - 1))
 
 
 class PlaceReason(enum.IntEnum):
@@ -50,7 +84,37 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
-def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
+def _resources(topo: Topology, cpu: Optional[int], memory: Optional[int],
+               resources: Optional[Mapping[str, int]]) -> Dict[int, int]:
+    """{resource index: amount per pod} from cpu=, memory= and resources=."""
+    given: Dict[int, Tuple[str, int]] = {}
+
+    def add(what: str, name: Any, amount: Any) -> None:
+        idx = topo.resource(name)
+        value = u.u64(what, amount)
+        if idx in given:
+            raise ValueError(f"resource {topo.resources[idx]!r} is given twice "
+                             f"({given[idx][0]} and {what})")
+        given[idx] = (what, value)
+
+    if cpu is not None:
+        add("cpu", "cpu", cpu)
+    if memory is not None:
+        add("memory", "memory", memory)
+    if resources is not None:
+        if not isinstance(resources, collections.abc.Mapping):
+            raise TypeError(f"resources must be a mapping of resource names to amounts, "
+                            f"not {type(resources).__name__}")
+        for name, amount in resources.items():
+            if isinstance(name, bool) or not isinstance(name, (str, int)):
+                raise TypeError(f"resources keys must be resource names, "
+                                f"not {type(name).__name__}")
+            add(f"resources[{name!r}]", name, amount)
+    return {idx: value for idx, (_, value) in given.items()}
+
+
+def build_request(topo: Topology, gpus: Optional[int] = None, *,
+                  pod_gpus: Optional[int] = None,
                   whole_nodes: bool = False, required: Optional[Name] = None,
                   preferred: Optional[Name] = None,
                   slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
@@ -61,26 +125,67 @@ def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
                   commit: bool = False, priority: int = 0, tenant: int = 0,
                   start_time: int = 0, cost_hint: int = 0, preemptible: bool = False,
                   movable: bool = False,
-                  protected_until: int = 0) -> Tuple[_CRequest, Tuple[_CJob, Any]]:
+                  protected_until: int = 0, pods: Optional[int] = None, gpu_milli: int = 0,
+                  cpu: Optional[int] = None, memory: Optional[int] = None,
+                  resources: Optional[Mapping[str, int]] = None,
+                  gpu_classes: Iterable[Name] = (),
+                  place_policy: Union[PlacePolicy, int, str] = PlacePolicy.DEFAULT,
+                  ) -> Tuple[_CRequest, Tuple[Any, ...]]:
     """Checks the keyword arguments of place(), preempt() and defrag() (the
     same keyword-only parameters, tests/python/test_place.py compares them;
     preempt() adds ``policy`` and ``now``, defrag() ``now``, which the
     caller sets in the request) and fills a C request, which points to a C
     job descriptor built from the job keywords. Returns the request and the
-    objects it points into (the job and the avoided nodes), which the caller
-    keeps alive until the call that reads the request has returned."""
+    objects it points into (the job first, then the avoided nodes, the
+    per-pod resources and the class list), which the caller keeps alive
+    until the call that reads the request has returned.
+
+    A request with a pod field (``pods``, a non-zero ``gpu_milli``,
+    ``cpu``, ``memory``, ``resources`` or ``gpu_classes``) is one of pods
+    with resources (place.h, "Pods with resources"): its split is pods,
+    ``pod_gpus`` may be 0 (or None: no whole GPU) and ``gpus`` may be left
+    out; the library checks how the fields combine."""
     r = _CRequest()
     r.size = ctypes.sizeof(_CRequest)
-    r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
     whole = _flag("whole_nodes", whole_nodes)
+    r.gpu_milli = u.u32("gpu_milli", gpu_milli)
+    amounts = _resources(topo, cpu, memory, resources)
+    if isinstance(gpu_classes, (str, int)):
+        gpu_classes = [gpu_classes]
+    classes = [topo.gpu_class(c) for c in gpu_classes]
+    pod_fields = (pods is not None or r.gpu_milli != 0 or bool(amounts) or bool(classes))
+    if pods is not None:
+        r.pods = u.integer("pods", pods, 1, u.U32_MAX)
+    if gpus is not None:
+        r.gpus = u.integer("gpus", gpus, 1, u.U32_MAX)
+    elif not pod_fields:
+        raise TypeError("gpus is required (pods with resources may give pods instead)")
+    elif pods is None:
+        raise TypeError("a request with pod fields needs pods (or gpus)")
     if whole:
         r.split = Split.WHOLE_NODES
+        r.pod_gpus = 0 if pod_gpus is None else u.u32("pod_gpus", pod_gpus, 64)
+    elif pod_fields:
+        r.split = Split.PODS
         r.pod_gpus = 0 if pod_gpus is None else u.u32("pod_gpus", pod_gpus, 64)
     elif pod_gpus is not None:
         r.split = Split.PODS
         r.pod_gpus = u.integer("pod_gpus", pod_gpus, 1, 64)
     else:
         r.split = Split.ANY
+    res_arr = None
+    if amounts:
+        res_arr = (ctypes.c_uint64 * (max(amounts) + 1))()
+        for idx, value in amounts.items():
+            res_arr[idx] = value
+        r.resources = ctypes.cast(res_arr, ctypes.POINTER(ctypes.c_uint64))
+        r.resource_count = len(res_arr)
+    cls_arr = None
+    if classes:
+        cls_arr = (ctypes.c_uint32 * len(classes))(*classes)
+        r.gpu_classes = ctypes.cast(cls_arr, ctypes.POINTER(ctypes.c_uint32))
+        r.gpu_class_count = len(classes)
+    r.policy = place_policy_value(place_policy)
     r.required_level = NONE if required is None else topo.level(required)
     r.preferred_level = NONE if preferred is None else topo.level(preferred)
     pairs: List[Any] = list(slices or ())
@@ -113,7 +218,7 @@ def build_request(topo: Topology, gpus: int, *, pod_gpus: Optional[int] = None,
                      protected_until)
     r.job = ctypes.pointer(job)
     r.flags = PLACE_FLAG_COMMIT if _flag("commit", commit) else 0
-    return r, (job, arr)
+    return r, (job, arr, res_arr, cls_arr)
 
 
 _REQUEST_SIGNATURE = inspect.signature(build_request)
@@ -283,7 +388,7 @@ class Placement(u.Handle):
         return f"<gpusched.Placement failed {self.reason.name}: {self.message}>"
 
 
-def place_one(cluster: Cluster, gpus: int, **options: Any) -> Placement:
+def place_one(cluster: Cluster, gpus: Optional[int], **options: Any) -> Placement:
     """Cluster.place(): one request through the cluster's placer."""
     req, keep = build_request(cluster.topology, gpus, **options)
     placer = cluster._placer()
@@ -304,7 +409,7 @@ def place_batch(cluster: Cluster, requests: Iterable[Mapping[str, Any]]) -> List
     for i, kw in enumerate(requests):
         if not isinstance(kw, dict):
             raise TypeError(f"requests[{i}] must be a dict of place() arguments")
-        if "gpus" not in kw:
+        if "gpus" not in kw and "pods" not in kw:
             raise TypeError(f"requests[{i}] has no gpus")
         try:
             # Python's own check of the names against place()'s keywords.

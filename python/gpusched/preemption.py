@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
-from typing import (TYPE_CHECKING, Any, Iterable, Iterator, List, NamedTuple, Sequence, Tuple,
-                    Union, cast)
+from typing import (TYPE_CHECKING, Any, Iterable, Iterator, List, NamedTuple, Optional,
+                    Sequence, Tuple, Union, cast)
 
 from . import _util as u
 from ._errors import DoesNotFit
@@ -212,8 +212,8 @@ def _read_moves(plan: int) -> List[Tuple[int, List[int], List[int]]]:
     return moves
 
 
-def _plan_one(cluster: Cluster, preemption: bool, gpus: int, policy: PreemptPolicy, now: int,
-              options: Any) -> Tuple[Placement, PreemptPlan]:
+def _plan_one(cluster: Cluster, preemption: bool, gpus: Optional[int], policy: PreemptPolicy,
+              now: int, options: Any) -> Tuple[Placement, PreemptPlan]:
     """One request through the cluster's placer and plan: preempt or defrag."""
     fn, name = ((lib.placer_preempt, "gpusched_placer_preempt") if preemption else
                 (lib.placer_defrag, "gpusched_placer_defrag"))
@@ -233,13 +233,13 @@ def _plan_one(cluster: Cluster, preemption: bool, gpus: int, policy: PreemptPoli
     return Placement(cluster.topology, keep[0].id, res, name), result
 
 
-def preempt_one(cluster: Cluster, gpus: int, *, policy: Union[PreemptPolicy, int, str],
+def preempt_one(cluster: Cluster, gpus: Optional[int], *, policy: Union[PreemptPolicy, int, str],
                 now: int, **options: Any) -> Tuple[Placement, PreemptPlan]:
     """Cluster.preempt(): victims to evict."""
     return _plan_one(cluster, True, gpus, preempt_policy(policy), u.i64("now", now), options)
 
 
-def defrag_one(cluster: Cluster, gpus: int, *, now: int,
+def defrag_one(cluster: Cluster, gpus: Optional[int], *, now: int,
                **options: Any) -> Tuple[Placement, PreemptPlan]:
     """Cluster.defrag(): movable jobs to move."""
     return _plan_one(cluster, False, gpus, PreemptPolicy.PRIORITY_FIRST, u.i64("now", now),

@@ -94,6 +94,13 @@ static int print_layout(void)
     FIELD(gpusched_place_request, avoid_count);
     FIELD(gpusched_place_request, preempt_policy);
     FIELD(gpusched_place_request, now);
+    FIELD(gpusched_place_request, pods);
+    FIELD(gpusched_place_request, gpu_milli);
+    FIELD(gpusched_place_request, resources);
+    FIELD(gpusched_place_request, resource_count);
+    FIELD(gpusched_place_request, gpu_class_count);
+    FIELD(gpusched_place_request, gpu_classes);
+    FIELD(gpusched_place_request, policy);
 
     STRUCT(gpusched_sched_queue);
     FIELD(gpusched_sched_queue, size);

@@ -47,6 +47,7 @@ PREFIXES = {
     "GPUSCHED_NODE_": gpusched.NodeHealth,
     "GPUSCHED_GPU_": gpusched.GpuState,
     "GPUSCHED_SPLIT_": gpusched.Split,
+    "GPUSCHED_POLICY_": gpusched.PlacePolicy,
     "GPUSCHED_REASON_": gpusched.PlaceReason,
     "GPUSCHED_FAIRQ_PARAM_": gpusched.Param,
     "GPUSCHED_FAIRQ_POLICY_": gpusched.Policy,

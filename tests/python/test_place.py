@@ -220,8 +220,14 @@ class TestPlace(gstest.TinyClusterCase):
 
         want = options(placement.build_request)
         self.assertEqual([n for n, _, _ in want][:3], ["pod_gpus", "whole_nodes", "required"])
-        self.assertEqual(len(want), 18)
-        self.assertEqual(want[-1], ("protected_until", 0, "int"))
+        # 18 options of whole-GPU gangs, then the 7 of pods with resources
+        # (0.2.3; tests/python/test_place_pods.py).
+        self.assertEqual(len(want), 25)
+        self.assertEqual(want[17], ("protected_until", 0, "int"))
+        self.assertEqual([n for n, _, _ in want][18:], [
+            "pods", "gpu_milli", "cpu", "memory", "resources", "gpu_classes", "place_policy"])
+        self.assertEqual(want[-1], ("place_policy", gpusched.PlacePolicy.DEFAULT,
+                                    "Union[PlacePolicy, int, str]"))
         self.assertEqual(options(Cluster.place), want)
         now = ("now", 0, "int")
         policy = ("policy", gpusched.PreemptPolicy.PRIORITY_FIRST,
