@@ -200,6 +200,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "gpusched_cluster_domain_histogram": (c_int, [_cluster, c_uint32, c_uint32, _u32p, c_uint32,
                                                   _u32p]),
     "gpusched_cluster_frag": (c_int, [_cluster, c_uint32, _u32p, _u64p, _u64p]),
+    "gpusched_cluster_frag_shared": (c_int, [_cluster, _u64p, _u64p]),
     "gpusched_cluster_allocate": (c_int, [_cluster, _jobp, c_uint32, _u32p, _u64p]),
     "gpusched_cluster_release": (c_int, [_cluster, c_uint64]),
     "gpusched_cluster_job_update": (c_int, [_cluster, _jobp]),

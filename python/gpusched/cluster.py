@@ -514,6 +514,15 @@ class Cluster(u.Handle):
                                      ctypes.byref(gg)), "gpusched_cluster_frag")
         return Frag(fd.value, st.value, gg.value)
 
+    def frag_shared(self) -> Tuple[int, int]:
+        """Fragmentation by GPU fractions: ``(shared_gpus, free_milli)``,
+        the GPUs that pods share and the milli-GPU left free on them, which
+        only fractions can use."""
+        n, m = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(lib.cluster_frag_shared(self._h, ctypes.byref(n), ctypes.byref(m)),
+                    "gpusched_cluster_frag_shared")
+        return n.value, m.value
+
     def utilization(self) -> float:
         """Fraction of all GPUs that are allocated or reserved (computed from
         the aggregates: GPUs on nodes that are not up count as used)."""

@@ -10,7 +10,7 @@ import gstest
 from gstest import needs
 import gpusched
 from gpusched import (AlreadyExists, Cluster, GpuState, InvalidArgument, LimitExceeded, NotFound,
-                      PlacePolicy, PlaceReason, Topology, WrongState)
+                      PlacePolicy, PlaceReason, Topology)
 
 
 def pod_topology(blocks, racks, nodes, gpus, two_classes=False, cpu=None):
@@ -88,6 +88,7 @@ class TestFractions(PodCase):
         self.assertEqual((p2.nodes, p2.masks), (p.nodes, p.masks))
         self.assertEqual(c.gpu_milli_free(n, g), 0)
         self.assertEqual(c.gpu_state(n, g), (GpuState.SHARED, 0))
+        self.assertEqual(c.frag_shared(), (1, 0))
         self.assertEqual(c.node_resource_free(n, "cpu"), 6000)
         self.assertEqual(sorted(c.node_jobs(n)), [1, 2])
         self.assertEqual(c.allocation(2).items(), [(n, 1 << g)])
@@ -320,9 +321,17 @@ class TestBadInput(PodCase):
             with self.assertRaises(InvalidArgument):
                 call()
             self.assertEqual(self.state(), before)
-        for call in (c.snapshot, c.journal_start):
-            with self.assertRaises(WrongState):
-                call()
+        # Snapshots and the journal keep what the pods hold.
+        back = Cluster.restore(c.snapshot())
+        try:
+            self.assertEqual(back.free_gpus(), c.free_gpus())
+            self.assertEqual([back.node_resource_free(n, "cpu") for n in range(4)],
+                             [c.node_resource_free(n, "cpu") for n in range(4)])
+            self.assertEqual([back.gpu_milli_free(n, g) for n in range(4) for g in range(4)],
+                             [c.gpu_milli_free(n, g) for n in range(4) for g in range(4)])
+        finally:
+            back.close()
+        c.journal_start()
         # Whole-GPU gangs keep working beside the pods.
         self.assertTrue(c.place(8, pod_gpus=4, commit=True, job_id=3).ok)
         self.assertTrue(c.preempt(4)[0].ok)
