@@ -278,10 +278,10 @@ static void expect_hostile(image *im, int code, const char *msg)
 Test(cluster_snapshot, hostile_header)
 {
     image im = small_image();
-    put32(im.b + 8, 3);
-    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 3, this library reads 1 to 2");
+    put32(im.b + 8, 4);
+    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 4, this library reads 1 to 3");
     put32(im.b + 8, 0);
-    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 0, this library reads 1 to 2");
+    expect_hostile(&im, GPUSCHED_EVERSION, "snapshot version 0, this library reads 1 to 3");
     put32(im.b + 8, 2);
     put32(im.b + 12, 4);
     expect_hostile(&im, GPUSCHED_ECORRUPT, "unknown flags 0x4");

@@ -225,7 +225,7 @@ Test(place_pods, whole_gpus_cpu_only_and_gangs)
     big.required_level = 1;
     cr_assert_eq(place(&e, &big, 3, false), GPUSCHED_ENOSPC);
     cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_REQUIRED);
-    cr_assert(strstr(gpusched_place_result_message(e.res), "the best rack holds 4 of 5 pods"), "%s",
+    cr_assert(strstr(gpusched_place_result_message(e.res), "the best rack holds 4 of 5 pods; largest free on one node: cpu"), "%s",
               gpusched_place_result_message(e.res));
     cr_assert_eq(gpusched_cluster_release(e.c, 2), 0);
     cr_assert_eq(gpusched_cluster_release(e.c, 1), 0);

@@ -248,7 +248,7 @@ Test(topo_resources, failed_calls_change_nothing)
     cr_assert_eq(gpusched_topo_builder_node_resource_set(b, "n0", cpu, 9), 0);
     const char *path[] = {"b0", "r0"};
     cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n0", 8, NULL, NULL, 0), GPUSCHED_EEXIST);
-    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 0, NULL, NULL, 0), GPUSCHED_EINVAL);
+    cr_assert_eq(gpusched_topo_builder_add_node(b, path, "n1", 65, NULL, NULL, 0), GPUSCHED_EINVAL);
     cr_assert_eq(gpusched_topo_builder_node_resource_set(b, "n1", cpu, 5), GPUSCHED_ENOENT);
     cr_assert_eq(gpusched_topo_builder_resource_add(b, "count", NULL), GPUSCHED_EINVAL);
     cr_assert_eq(b->nres, 1);

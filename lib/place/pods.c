@@ -593,7 +593,7 @@ static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resul
     int o;
     if (level >= 0 && held >= r->npods) {
         res->reason = GPUSCHED_REASON_REQUIRED;
-        o = snprintf(res->msg, sizeof res->msg, "required %s: the best %s holds %llu of %u pods",
+        o = snprintf(res->msg, sizeof res->msg, "required %s: the best %s holds %llu of %u pods; largest free on one node:",
                      t->level_names[level], t->level_names[level], (unsigned long long)best_dom, r->npods);
     } else {
         res->reason = GPUSCHED_REASON_SPLIT;
