@@ -271,9 +271,16 @@ Test(topo_text, nodes_without_gpus)
     /* A topology needs one GPU. */
     static const char none[] = "levels block rack\nnode b0/r0 n0 gpus=0\n";
     t = NULL;
-    cr_assert_eq(gpusched_topo_parse(none, sizeof none - 1, NULL, &t, err, sizeof err), GPUSCHED_ESTATE);
-    cr_assert_str_eq(err, "the topology has no GPU (every node has 0)");
+    cr_assert_eq(gpusched_topo_parse(none, sizeof none - 1, NULL, &t, err, sizeof err), GPUSCHED_EPARSE);
+    cr_assert_str_eq(err, "end of text: every node has 0 GPUs (a topology needs one)");
     cr_assert_null(t);
+    /* Through a builder, freezing says so. */
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    cr_assert_eq(gpusched_topo_builder_parse(b, none, sizeof none - 1), 0);
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), GPUSCHED_ESTATE);
+    cr_assert_str_eq(gpusched_topo_builder_errmsg(b), "the topology has no GPU (every node has 0)");
+    gpusched_topo_builder_free(b);
 }
 
 Test(topo_text, failed_parse_leaves_the_builder_unchanged)

@@ -191,7 +191,7 @@ GPUSCHED_API int gpusched_topo_builder_parse(gpusched_topo_builder *b, const cha
  * @param[out] out The topology, with one reference held by the caller.
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL `b` or `out` is NULL.
- * @retval GPUSCHED_ESTATE No levels or no nodes.
+ * @retval GPUSCHED_ESTATE No levels, no nodes, or no node with a GPU.
  * @retval GPUSCHED_ELIMIT More than 2^32-1 GPUs.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */

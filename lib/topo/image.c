@@ -388,6 +388,8 @@ static int gs_read_nodes(gs_ird *r, gpusched_topo *t)
     }
     if (gs_topo_finish_gpus(t))
         return gs_corrupt(r, "more than 2^32-1 GPUs");
+    if (t->ngpus == 0)
+        return gs_corrupt(r, "every node has 0 GPUs");
     return 0;
 }
 

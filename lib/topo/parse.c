@@ -511,6 +511,8 @@ GPUSCHED_API int gpusched_topo_parse(const char *text, size_t len, const gpusche
             rc = gs_error(&b->err, GPUSCHED_EPARSE, "end of text: no 'levels' line");
         else if (!b->nnodes)
             rc = gs_error(&b->err, GPUSCHED_EPARSE, "end of text: no 'node' line");
+        else if (!b->ngpus)
+            rc = gs_error(&b->err, GPUSCHED_EPARSE, "end of text: every node has 0 GPUs (a topology needs one)");
         else
             rc = gpusched_topo_builder_freeze(b, out);
     }
