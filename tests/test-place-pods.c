@@ -251,7 +251,7 @@ Test(place_pods, bad_input_changes_nothing)
         {"amount too big", GPUSCHED_EINVAL, "more than a node can have"},
         {"class out of range", GPUSCHED_ERANGE, "gpu_classes[0]"},
         {"split any", GPUSCHED_EINVAL, "split pods"},
-        {"slices", GPUSCHED_EINVAL, "slices"},
+        {"two slices", GPUSCHED_EINVAL, "one slice constraint"},
         {"gpus disagree", GPUSCHED_EINVAL, "gpus is 5"},
         {"no pods", GPUSCHED_EINVAL, "pods is 0"},
         {"policy", GPUSCHED_EINVAL, "policy 9"},
@@ -267,7 +267,7 @@ Test(place_pods, bad_input_changes_nothing)
         case 3: res[0] = (uint64_t)UINT32_MAX + 1; break;
         case 4: q.gpu_classes = &bad_class; q.gpu_class_count = 1; break;
         case 5: q.split = GPUSCHED_SPLIT_ANY; break;
-        case 6: q.slice_gpus[0] = 1; q.slice_level[0] = 1; break;
+        case 6: q.slice_gpus[0] = q.slice_gpus[1] = 1; q.slice_level[0] = q.slice_level[1] = 1; break;
         case 7: q.pods = 2; q.gpus = 5; break;
         case 8: q.pods = 0; q.gpu_milli = 0; break;
         case 9: q.policy = 9; break;
@@ -505,7 +505,7 @@ static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem,
 /* Tries every assignment of `pods` pods to nodes (pods are identical:
  * non-decreasing node sequences). */
 static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
-                     uint32_t milli, uint32_t cls_mask, int32_t req_level)
+                     uint32_t milli, uint32_t cls_mask, int32_t req_level, uint32_t slice_pods, uint32_t slice_level)
 {
     uint32_t seq[8] = {0};
     for (;;) {
@@ -518,6 +518,14 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
         if (ok && req_level >= 0)
             for (uint32_t i = 1; i < pods && ok; i++)
                 ok = v[seq[i]].domain[req_level] == v[seq[0]].domain[req_level];
+        /* Slices: every domain of the slice level holds a multiple of the
+         * slice's pods (identical pods split into slices any way). */
+        for (uint32_t n = 0; ok && slice_pods && n < nn; n++) {
+            uint32_t in_dom = 0;
+            for (uint32_t m = 0; m < nn; m++)
+                in_dom += v[m].domain[slice_level] == v[n].domain[slice_level] ? cnt[m] : 0;
+            ok = in_dom % slice_pods == 0;
+        }
         if (ok)
             return true;
         /* next non-decreasing sequence */
@@ -608,14 +616,33 @@ Test(place_pods, complete_against_exhaustive_reference)
                 q.gpu_class_count = 1;
                 cls_mask = 1u << cls_a;
             }
+            /* A slice of 1 or 2 pods at either level now and then, and a
+             * preferred level (a preference: it never changes whether the
+             * gang fits). */
+            uint32_t slice_pods = 0, slice_level = 0;
+            const uint32_t per_pod = q.gpu_milli ? 1 : q.pod_gpus;
+            if (per_pod && pt_below(&r, 3) == 0) {
+                uint32_t sp = 1 + pt_below(&r, 2);
+                if (pods % sp == 0) {
+                    slice_pods = sp;
+                    slice_level = pt_below(&r, 2);
+                    q.slice_gpus[0] = sp * per_pod;
+                    q.slice_level[0] = slice_level;
+                    if (req_level >= (int32_t)slice_level)
+                        slice_pods = 0; /* the required domain holds the slices */
+                }
+            }
+            q.preferred_level = pt_below(&r, 2) ? GPUSCHED_NONE : pt_below(&r, 3);
             bool want = ref_fits(v, nn, pods, (uint32_t)res[0], (uint32_t)res[1], q.pod_gpus, q.gpu_milli,
-                                 cls_mask, req_level);
+                                 cls_mask, req_level, slice_pods, slice_level);
             int rc = place(&e, &q, 100 + trial, true);
             cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%d %s", rc, gpusched_placer_errmsg(e.p));
             cr_assert_eq(rc == 0, want,
-                         "round %u trial %u: library %s, reference %s (pods %u cpu %llu mem %llu gpus %u milli %u req %d): %s",
+                         "round %u trial %u: library %s, reference %s (pods %u cpu %llu mem %llu gpus %u milli %u req %d "
+                         "slice %u at %u pref %u): %s",
                          round, trial, rc ? "no" : "fits", want ? "fits" : "no", pods, (unsigned long long)res[0],
-                         (unsigned long long)res[1], q.pod_gpus, q.gpu_milli, req_level,
+                         (unsigned long long)res[1], q.pod_gpus, q.gpu_milli, req_level, q.slice_gpus[0],
+                         q.slice_level[0], q.preferred_level,
                          gpusched_place_result_message(e.res));
             cases++;
             if (rc == 0) {
@@ -626,6 +653,18 @@ Test(place_pods, complete_against_exhaustive_reference)
                 if (req_level >= 0) {
                     cr_assert_eq(gpusched_place_result_domains(e.res, (uint32_t)req_level, &doms, &nd), 0);
                     cr_assert_eq(nd, 1);
+                }
+                if (slice_pods) {
+                    /* Every domain of the slice level holds whole slices. */
+                    const uint32_t *pn;
+                    uint32_t np, per_dom[8] = {0};
+                    cr_assert_eq(gpusched_place_result_pods(e.res, &pn, &np), 0);
+                    cr_assert_eq(np, pods);
+                    for (uint32_t i = 0; i < np; i++)
+                        per_dom[v[pn[i]].domain[slice_level]]++;
+                    for (uint32_t d = 0; d < 8; d++)
+                        cr_assert_eq(per_dom[d] % slice_pods, 0, "domain %u holds %u pods, slices of %u", d,
+                                     per_dom[d], slice_pods);
                 }
                 cr_assert_eq(gpusched_cluster_release(e.c, 100 + trial), 0);
                 check(e.c);

@@ -43,11 +43,11 @@
  * every one of its free amounts allows; one gang never puts two of its
  * fractions on one GPU. The search is then: the required level's domain
  * that holds the gang with the least room to spare, inside it the fewest
- * domains of the preferred level, and nodes by the request's `policy`
- * (#gpusched_place_policy). It is complete: if the pods fit somewhere, they
- * are placed. Not with such requests yet: slices, whole nodes, batches,
- * preemption, reservations; and a cluster holding such jobs is not
- * snapshotted or journaled yet (GPUSCHED_ESTATE).
+ * domains of the preferred level, with one slice constraint the domains of
+ * its level that hold the most whole slices, and nodes by the request's
+ * `policy` (#gpusched_place_policy). It is complete: if the pods fit
+ * somewhere, they are placed. Not with such requests yet: a second slice
+ * constraint, whole nodes, batches, preemption, reservations.
  *
  * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
  * memory of the search so that placements allocate nothing in steady state.

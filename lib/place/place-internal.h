@@ -72,6 +72,8 @@ typedef struct gs_pl_req {
      * instead of the GPU search. */
     bool pods_path;
     uint32_t npods;
+    uint32_t slice_pods;        /* pods per slice (0: no slice constraint) */
+    uint32_t slice_level;       /* every slice inside one domain of this level */
     uint32_t policy;
     gs_pod_shape shape;
 } gs_pl_req;

@@ -70,6 +70,7 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
         return 0;
     r->npods = 0;
     r->policy = 0;
+    r->slice_pods = r->slice_level = 0;
     memset(&r->shape, 0, sizeof r->shape);
     if (q->split != GPUSCHED_SPLIT_PODS)
         return gs_error(&p->err, GPUSCHED_EINVAL,
@@ -97,10 +98,27 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is %u but %u pods of %u GPUs make %llu",
                         q->gpus, npods, per_pod, (unsigned long long)npods * per_pod);
     }
-    for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++)
-        if (q->slice_gpus[i])
+    /* One slice constraint: slices of slice_gpus / (GPUs per pod) pods. */
+    if (q->slice_gpus[1] || q->slice_level[1] != GPUSCHED_NONE)
+        return gs_error(&p->err, GPUSCHED_EINVAL,
+                        "place request: pods with resources or fractions take one slice constraint, not two");
+    if (q->slice_gpus[0]) {
+        if (q->slice_level[0] == GPUSCHED_NONE || q->slice_level[0] >= p->nlevels)
+            return gs_error(&p->err, q->slice_level[0] == GPUSCHED_NONE ? GPUSCHED_EINVAL : GPUSCHED_ERANGE,
+                            "place request: slice_level[0] is %u but the topology has %u levels", q->slice_level[0],
+                            p->nlevels);
+        if (!per_pod || q->slice_gpus[0] % per_pod || npods % (q->slice_gpus[0] / per_pod))
             return gs_error(&p->err, GPUSCHED_EINVAL,
-                            "place request: slices are not supported with resources or GPU fractions yet");
+                            "place request: slices of %u GPUs must be whole pods of %u GPUs and divide %u pods",
+                            q->slice_gpus[0], per_pod, npods);
+        r->slice_pods = q->slice_gpus[0] / per_pod;
+        r->slice_level = q->slice_level[0];
+        /* A required level at or below the slices' holds them already. */
+        if (q->required_level != GPUSCHED_NONE && q->required_level >= r->slice_level)
+            r->slice_pods = 0;
+    } else if (q->slice_level[0] != GPUSCHED_NONE) {
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_level[0] is set but slice_gpus[0] is 0");
+    }
     r->shape.pod_gpus = milli ? 0 : pod_gpus;
     r->shape.milli = milli;
     r->npods = npods;
@@ -318,18 +336,38 @@ static void node_range(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t
 
 /* The domain of level l holding the gang with the least to spare (ties:
  * lowest index), among all of the level; *held: the most any holds. */
+/* What domain d of level l holds of the gang, in the units the gang is
+ * counted in: pods, or with a slice constraint at or below l, whole slices
+ * (each inside one domain of the slice level). */
+static uint64_t dom_units(const gpusched_placer *p, const gs_pl_req *r, int32_t l, uint32_t d)
+{
+    const struct gpusched_topo *t = p->t;
+    uint32_t a, b;
+    node_range(p, l, d, &a, &b);
+    if (!r->slice_pods || l > (int32_t)r->slice_level)
+        return nodes_total(p, a, b);
+    const uint32_t ls = r->slice_level;
+    uint64_t slices = 0;
+    for (uint32_t s = gs_topo_node_domain(t, a, ls), e = gs_topo_node_domain(t, b - 1, ls); s <= e; s++)
+        slices += nodes_total(p, t->dom_start[ls][s], t->dom_start[ls][s + 1]) / r->slice_pods;
+    return slices;
+}
+
+static uint64_t need_units(const gs_pl_req *r)
+{
+    return r->slice_pods ? r->npods / r->slice_pods : r->npods;
+}
+
 static uint32_t tightest_domain(const gpusched_placer *p, const gs_pl_req *r, uint32_t l, uint64_t *held)
 {
     uint32_t best = GPUSCHED_NONE;
     uint64_t best_total = UINT64_MAX;
     *held = 0;
     for (uint32_t d = 0; d < p->t->ndom[l]; d++) {
-        uint32_t a, b;
-        node_range(p, (int32_t)l, d, &a, &b);
-        uint64_t total = nodes_total(p, a, b);
+        uint64_t total = dom_units(p, r, (int32_t)l, d);
         if (total > *held)
             *held = total;
-        if (total >= r->npods && total < best_total) {
+        if (total >= need_units(r) && total < best_total) {
             best_total = total;
             best = d;
         }
@@ -403,43 +441,38 @@ static int choose_one(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32
 
 /* Fewest nodes: the largest first, the last one the tightest that holds
  * what is left; first fit instead takes nodes in index order. */
-static uint32_t choose_many(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, gs_pod_pick *out)
+static uint32_t choose_many(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, uint32_t need,
+                            gs_pod_pick *out)
 {
+    gs_kid *kid = (gs_kid *)out;
     uint32_t n = 0;
     for (uint32_t i = a; i < b; i++)
         if (p->pod_cap[i])
-            out[n++] = (gs_pod_pick){i, p->pod_cap[i]};
-    if (r->policy != GPUSCHED_POLICY_FIRST_FIT) {
-        /* Insertion sort by pods descending, index ascending: gangs with
-         * resources are small; larger ones pay n log n elsewhere first. */
-        for (uint32_t i = 1; i < n; i++)
-            for (uint32_t j = i; j > 0 && out[j - 1].pods < out[j].pods; j--) {
-                gs_pod_pick x = out[j - 1];
-                out[j - 1] = out[j];
-                out[j] = x;
-            }
-    }
-    uint32_t left = r->npods, k = 0;
-    for (uint32_t i = 0; i < n && left; i++) {
-        if (out[i].pods >= left && r->policy != GPUSCHED_POLICY_FIRST_FIT) {
-            uint32_t j = i; /* the tightest node from i on that holds the rest */
-            for (uint32_t m = i + 1; m < n && out[m].pods >= left; m++)
-                j = m;
-            out[k++] = (gs_pod_pick){out[j].node, left};
-            left = 0;
-            break;
+            kid[n++] = (gs_kid){i, p->pod_cap[i]};
+    if (r->policy != GPUSCHED_POLICY_FIRST_FIT)
+        gs_pl_sort_kids(kid, n, true); /* most pods first, ties: lowest index */
+    /* What each chosen node takes goes back into pod_cap (0: not chosen),
+     * so that the nodes come out ascending from one pass over [a, b). */
+    uint32_t left = need, last = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (left && kid[i].cap >= left && r->policy != GPUSCHED_POLICY_FIRST_FIT) {
+            /* The tightest node from i on that holds the rest. */
+            last = i;
+            for (uint32_t m = i + 1; m < n && kid[m].cap >= left; m++)
+                last = m;
         }
-        uint32_t take = out[i].pods < left ? out[i].pods : left;
-        out[k++] = (gs_pod_pick){out[i].node, take};
-        left -= take;
-    }
-    /* Nodes ascending, as results list them. */
-    for (uint32_t i = 1; i < k; i++)
-        for (uint32_t j = i; j > 0 && out[j - 1].node > out[j].node; j--) {
-            gs_pod_pick x = out[j - 1];
-            out[j - 1] = out[j];
-            out[j] = x;
+        if (i == last || (last == UINT32_MAX && left)) {
+            const uint32_t take = kid[i].cap < left ? kid[i].cap : left;
+            p->pod_cap[kid[i].idx] = take;
+            left -= take;
+        } else {
+            p->pod_cap[kid[i].idx] = 0;
         }
+    }
+    uint32_t k = 0;
+    for (uint32_t i = a; i < b; i++)
+        if (p->pod_cap[i])
+            out[k++] = (gs_pod_pick){i, p->pod_cap[i]};
     return k;
 }
 
@@ -617,6 +650,94 @@ static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resul
 
 /* ---- the placement ------------------------------------------------------- */
 
+/* Domains of level `pref` inside nodes [*a, *b): the tightest that holds
+ * the gang becomes the range; else the largest are kept until they hold it
+ * and the others' nodes count nothing. */
+static int narrow_preferred(gpusched_placer *p, const gs_pl_req *r, int32_t pref, uint32_t *a, uint32_t *b)
+{
+    const struct gpusched_topo *t = p->t;
+    const uint32_t d0 = gs_topo_node_domain(t, *a, (uint32_t)pref), d1 = gs_topo_node_domain(t, *b - 1, (uint32_t)pref) + 1;
+    const uint64_t need = need_units(r);
+    uint32_t best = GPUSCHED_NONE;
+    uint64_t best_total = UINT64_MAX;
+    for (uint32_t d = d0; d < d1; d++) {
+        uint64_t total = dom_units(p, r, pref, d);
+        if (total >= need && total < best_total) {
+            best_total = total;
+            best = d;
+        }
+    }
+    if (best != GPUSCHED_NONE) {
+        *a = t->dom_start[pref][best];
+        *b = t->dom_start[pref][best + 1];
+        return 0;
+    }
+    const uint32_t nd = d1 - d0;
+    gs_kid *kid = gs_arena_get(&p->arena, (size_t)nd * sizeof *kid);
+    if (!kid)
+        return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
+    for (uint32_t i = 0; i < nd; i++) {
+        const uint64_t u = dom_units(p, r, pref, d0 + i);
+        kid[i] = (gs_kid){d0 + i, u > UINT32_MAX ? UINT32_MAX : (uint32_t)u};
+    }
+    gs_pl_sort_kids(kid, nd, true);
+    uint64_t got = 0;
+    for (uint32_t i = 0; i < nd; i++) {
+        if (got >= need) {
+            const uint32_t d = kid[i].idx;
+            memset(p->pod_cap + t->dom_start[pref][d], 0,
+                   (size_t)(t->dom_start[pref][d + 1] - t->dom_start[pref][d]) * sizeof *p->pod_cap);
+        }
+        got += kid[i].cap;
+    }
+    return 0;
+}
+
+/* Slices: the domains of the slice level inside [a, b) that hold the most
+ * whole slices first, the last one the tightest that holds the rest (first
+ * fit: index order), then each one's pods on the fewest of its nodes.
+ * Appends to pick (nodes ascending: domains are visited in index order). */
+static int choose_slices(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, gs_pod_pick *pick,
+                         uint32_t *k)
+{
+    const struct gpusched_topo *t = p->t;
+    const uint32_t ls = r->slice_level;
+    const uint32_t d0 = gs_topo_node_domain(t, a, ls), d1 = gs_topo_node_domain(t, b - 1, ls) + 1, nd = d1 - d0;
+    gs_kid *kid = gs_arena_get(&p->arena, (size_t)nd * sizeof *kid);
+    uint32_t *take = gs_arena_get(&p->arena, (size_t)nd * sizeof *take);
+    if (!kid || !take)
+        return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
+    uint32_t n = 0;
+    for (uint32_t d = d0; d < d1; d++) {
+        const uint64_t s = nodes_total(p, t->dom_start[ls][d], t->dom_start[ls][d + 1]) / r->slice_pods;
+        take[d - d0] = 0;
+        if (s)
+            kid[n++] = (gs_kid){d, s > UINT32_MAX ? UINT32_MAX : (uint32_t)s};
+    }
+    if (r->policy != GPUSCHED_POLICY_FIRST_FIT)
+        gs_pl_sort_kids(kid, n, true);
+    uint32_t left = (uint32_t)need_units(r), last = UINT32_MAX;
+    for (uint32_t i = 0; i < n && left; i++) {
+        if (kid[i].cap >= left && r->policy != GPUSCHED_POLICY_FIRST_FIT) {
+            last = i;
+            for (uint32_t m = i + 1; m < n && kid[m].cap >= left; m++)
+                last = m;
+            take[kid[last].idx - d0] = left;
+            left = 0;
+            break;
+        }
+        const uint32_t s = kid[i].cap < left ? kid[i].cap : left;
+        take[kid[i].idx - d0] = s;
+        left -= s;
+    }
+    *k = 0;
+    for (uint32_t d = d0; d < d1; d++)
+        if (take[d - d0])
+            *k += choose_many(p, r, t->dom_start[ls][d], t->dom_start[ls][d + 1], take[d - d0] * r->slice_pods,
+                              pick + *k);
+    return 0;
+}
+
 /* A single pod: the lowest domain by packing, the one with the least
  * free GPUs among those that hold the pod (ties: lowest index), so that
  * emptier racks stay whole for gangs; the policy among its nodes. */
@@ -707,54 +828,19 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
             explain(p, r, res, held, req, most);
             return GPUSCHED_ENOSPC;
         }
-    } else if (held < r->npods) {
+    } else if (held < r->npods || (r->slice_pods && dom_units(p, r, -1, 0) < need_units(r))) {
         explain(p, r, res, held, -1, 0);
         return GPUSCHED_ENOSPC;
     }
     uint32_t a, b;
     node_range(p, req, dom, &a, &b);
-    /* The preferred level: one domain that holds the gang, the tightest;
-     * else the fewest, largest first. */
+    /* The preferred level (at or above the slices' level, if any): one
+     * domain that holds the gang, the tightest; else the fewest, largest
+     * first, the others' nodes left out. */
     const int32_t pref = r->in.preferred_level == GPUSCHED_NONE ? (int32_t)p->nlevels : (int32_t)r->in.preferred_level;
-    if (pref > req && pref < (int32_t)p->nlevels) {
-        uint32_t d0 = gs_topo_node_domain(t, a, (uint32_t)pref), d1 = gs_topo_node_domain(t, b - 1, (uint32_t)pref) + 1;
-        uint32_t best = GPUSCHED_NONE;
-        uint64_t best_total = UINT64_MAX;
-        for (uint32_t d = d0; d < d1; d++) {
-            uint64_t total = nodes_total(p, t->dom_start[pref][d], t->dom_start[pref][d + 1]);
-            if (total >= r->npods && total < best_total) {
-                best_total = total;
-                best = d;
-            }
-        }
-        if (best != GPUSCHED_NONE) {
-            a = t->dom_start[pref][best];
-            b = t->dom_start[pref][best + 1];
-        } else {
-            /* Keep the largest domains until they hold the gang. */
-            uint32_t nd = d1 - d0;
-            uint64_t *tot = gs_arena_get(&p->arena, (size_t)nd * sizeof *tot);
-            if (!tot)
-                return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
-            for (uint32_t i = 0; i < nd; i++)
-                tot[i] = nodes_total(p, t->dom_start[pref][d0 + i], t->dom_start[pref][d0 + i + 1]);
-            uint64_t got = 0;
-            while (got < r->npods) {
-                uint32_t m = 0;
-                for (uint32_t i = 1; i < nd; i++)
-                    if (tot[i] > tot[m])
-                        m = i;
-                got += tot[m];
-                tot[m] = UINT64_MAX; /* kept */
-                if (got >= r->npods)
-                    break;
-            }
-            for (uint32_t i = 0; i < nd; i++)
-                if (tot[i] != UINT64_MAX)
-                    memset(p->pod_cap + t->dom_start[pref][d0 + i], 0,
-                           (size_t)(t->dom_start[pref][d0 + i + 1] - t->dom_start[pref][d0 + i]) * sizeof *p->pod_cap);
-        }
-    }
+    if (pref > req && pref < (int32_t)p->nlevels && (!r->slice_pods || pref <= (int32_t)r->slice_level))
+        if ((rc = narrow_preferred(p, r, pref, &a, &b)))
+            return rc;
     if (r->npods == 1) {
         uint32_t node;
         uint64_t mask = 0;
@@ -768,7 +854,9 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
     gs_pod_pick *pick = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *pick);
     if (!pick)
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
-    uint32_t k = choose_many(p, r, a, b, pick);
+    uint32_t k = r->slice_pods ? 0 : choose_many(p, r, a, b, r->npods, pick);
+    if (r->slice_pods && (rc = choose_slices(p, r, a, b, pick, &k)))
+        return rc;
     if ((rc = fill_result(p, r, res, pick, k, NULL)))
         return rc;
     return r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT ? stage_commit(p, r, res, pick) : 0;

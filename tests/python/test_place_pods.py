@@ -279,7 +279,7 @@ class TestBadInput(PodCase):
             (dict(pods=2, gpus=5), InvalidArgument, "gpus is 5"),
             (dict(place_policy="worst_fit"), ValueError, "worst_fit"),
             (dict(place_policy=9), ValueError, "place_policy"),
-            (dict(slices=[(1, "rack")]), InvalidArgument, "slices"),
+            (dict(slices=[(1, "rack"), (1, "block")]), InvalidArgument, "one slice constraint"),
             (dict(whole_nodes=True), InvalidArgument, "split pods"),
             (dict(pods=None), TypeError, "pods"),
             (dict(job_id=99), AlreadyExists, "99"),
@@ -345,6 +345,25 @@ class TestBadInput(PodCase):
         with self.assertRaisesRegex(TypeError, "has no gpus"):
             c.place_many([dict(cpu=10)])
         self.assertEqual(c.job_count, 0)
+
+
+class TestSlices(PodCase):
+    def test_slices_of_pods_stay_in_one_rack(self):
+        # 2 blocks x 2 racks x 2 nodes of 4 GPUs; 8 one-GPU pods with 2000
+        # cpu (4 per node), in slices of 4 pods per rack.
+        c = self.use(pod_topology(2, 2, 2, 4))
+        p = c.place(pods=8, pod_gpus=1, cpu=2000, slices=(4, "rack"), commit=True, job_id=1)
+        self.assertTrue(p.ok, p.message)
+        racks = {}
+        for node in p.pods:
+            rack = self.c.topology.node_domain(node, "rack")
+            racks[rack] = racks.get(rack, 0) + 1
+        self.assertTrue(all(n % 4 == 0 for n in racks.values()), racks)
+        # A slice of 6 pods needs 6 x 2000 cpu in one rack: 2 nodes hold 8.
+        q = c.place(pods=6, pod_gpus=1, cpu=2000, slices=(6, "rack"))
+        self.assertTrue(q.ok, q.message)
+        q = c.place(pods=6, pod_gpus=1, cpu=3000, slices=(6, "rack"))
+        self.assertFalse(q.ok)
 
 
 class TestPolicies(PodCase):
