@@ -41,11 +41,12 @@ static int gs_check_pairs(gpusched_cluster *c, const gs_hold *h, uint32_t holder
                       h->npairs);
     /* A job with a podx may hold no GPU on a node (pods without GPUs); its
      * fractions' GPUs are shared, held by no one job. */
-    const bool shared = h->podx && h->podx->milli;
+    const gs_podx *x = holder & GS_HOLDER_RESV ? NULL : gs_hold_podx(c, h);
+    const bool shared = x && x->milli;
     const uint32_t mark = shared ? GS_HOLDER_SHARED : holder;
     for (uint32_t i = 0; i < h->npairs; i++) {
         uint32_t n = nodes[i];
-        if (n >= t->nnodes || (i && n <= nodes[i - 1]) || (!masks[i] && !h->podx) ||
+        if (n >= t->nnodes || (i && n <= nodes[i - 1]) || (!masks[i] && !x) ||
             (masks[i] & ~gs_node_all_mask(t->node_gpus[n])))
             return GS_BAD(c, "%s %llu: pair %u (node %u, mask 0x%llx) is invalid", what,
                           (unsigned long long)h->id, i, n, (unsigned long long)masks[i]);

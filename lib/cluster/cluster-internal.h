@@ -100,9 +100,6 @@ typedef struct gs_hold {
     int32_t priority;
     uint32_t tenant;
     int64_t protected_until;
-    /* Jobs placed with resources or GPU fractions: what they hold beyond
-     * their GPU masks (pods.c). NULL for every whole-GPU job. */
-    struct gs_podx *podx;
 } gs_hold;
 
 /* What a job with resources or GPU fractions holds beyond its masks, so
@@ -326,6 +323,12 @@ struct gpusched_cluster {
     uint64_t *node_shared;
     uint32_t podx_jobs;
     uint64_t shared_gpus, shared_free_milli;    /* over node_shared */
+    /* Per job slot (podx_cap of them, from the first such job on): what a
+     * job placed with resources or fractions holds beyond its masks, NULL
+     * for a whole-GPU job. Beside the records, not in them: whole-GPU
+     * paths never load it (gs_hold_podx reads it only while podx_jobs). */
+    struct gs_podx **podx_of;
+    uint32_t podx_cap;
     /* Bumped by every change of resources or fractions. */
     uint64_t podx_gen;
     /* Derived, kept lazily (pods.c): per lowest-level domain, what its
@@ -515,6 +518,15 @@ static inline const uint64_t *gs_hold_masks(const gs_hold *h)
 static inline void *gs_hold_block(const gs_hold *h)
 {
     return h->npairs > GS_HOLD_INLINE ? h->p.out.masks : NULL;
+}
+
+/* What job record h holds beyond its masks, or NULL (every whole-GPU job). */
+static inline gs_podx *gs_hold_podx(const struct gpusched_cluster *c, const gs_hold *h)
+{
+    if (!c->podx_jobs)
+        return NULL;
+    const uint32_t s = (uint32_t)(h - c->jobs.rec);
+    return s < c->podx_cap ? c->podx_of[s] : NULL;
 }
 
 /* Job in the holder entry of a GPU: NULL unless the GPU is allocated. */

@@ -23,13 +23,13 @@ static uint32_t gs_node_job_slots(const gpusched_cluster *c, uint32_t node, uint
 
 /* Whether podx job `h` has pods on `node` that hold no whole GPU there
  * (fractions or pods without GPUs): the holder entries do not name it. */
-static bool gs_podx_on_node(const gs_hold *h, uint32_t node)
+static bool gs_podx_on_node(const gpusched_cluster *c, const gs_hold *h, uint32_t node)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     for (uint32_t i = 0; i < h->npairs; i++)
         if (nodes[i] == node)
-            return h->podx->milli || masks[i] == 0;
+            return gs_hold_podx(c, h)->milli || masks[i] == 0;
     return false;
 }
 
@@ -38,7 +38,7 @@ static int gs_node_jobs_out(gpusched_cluster *c, uint32_t node, uint64_t *ids, u
     uint32_t slots[GPUSCHED_MAX_NODE_GPUS];
     uint32_t n = gs_node_job_slots(c, node, slots), total = n;
     for (uint32_t k = 0; c->podx_jobs && k < c->jobs.count; k++)
-        total += c->jobs.rec[c->jobs.live[k]].podx && gs_podx_on_node(&c->jobs.rec[c->jobs.live[k]], node);
+        total += gs_hold_podx(c, &c->jobs.rec[c->jobs.live[k]]) && gs_podx_on_node(c, &c->jobs.rec[c->jobs.live[k]], node);
     if (count)
         *count = total;
     if (total > cap)
@@ -49,7 +49,7 @@ static int gs_node_jobs_out(gpusched_cluster *c, uint32_t node, uint64_t *ids, u
         ids[i] = c->jobs.rec[slots[i]].id;
     for (uint32_t k = 0; c->podx_jobs && k < c->jobs.count; k++) {
         const gs_hold *h = &c->jobs.rec[c->jobs.live[k]];
-        if (h->podx && gs_podx_on_node(h, node))
+        if (gs_hold_podx(c, h) && gs_podx_on_node(c, h, node))
             ids[n++] = h->id;
     }
     return 0;

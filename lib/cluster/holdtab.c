@@ -164,10 +164,8 @@ void gs_holdtab_remove(gs_holdtab *t, const gs_alloc *a, gs_hold *h)
 
 void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a)
 {
-    for (uint32_t i = 0; i < t->count; i++) {
+    for (uint32_t i = 0; i < t->count; i++)
         gs_free(a, gs_hold_block(&t->rec[t->live[i]]));
-        gs_free(a, t->rec[t->live[i]].podx);
-    }
     gs_free(a, t->rec);
     gs_free(a, t->live);
     gs_free(a, t->free_slots);

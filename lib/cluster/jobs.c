@@ -199,7 +199,7 @@ GPUSCHED_API int gpusched_cluster_allocate(gpusched_cluster *c, const gpusched_j
 
 void gs_cluster_job_drop(gpusched_cluster *c, gs_hold *h)
 {
-    if (h->podx) {
+    if (gs_hold_podx(c, h)) {
         gs_pods_release(c, h);
         return;
     }

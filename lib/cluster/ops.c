@@ -111,7 +111,8 @@ static int validate_release(struct gpusched_cluster *c, gs_op *op, bool multi)
     if (!multi)
         return 0;
     e->a |= ID_RELEASED;
-    if (h->podx && h->podx->milli)
+    const gs_podx *x = gs_hold_podx(c, h);
+    if (x && x->milli)
         return 0; /* its GPUs stay shared with other jobs, or may */
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
@@ -140,7 +141,7 @@ static int validate_one(struct gpusched_cluster *c, gs_op *op)
         const gs_hold *h = gs_cluster_job_find(c, id);
         if (!h)
             return gs_error(&c->err, GPUSCHED_ENOENT, "no running job %llu", (unsigned long long)id);
-        if (h->podx)
+        if (gs_hold_podx(c, h))
             return gs_error(&c->err, GPUSCHED_EINVAL,
                             "job %llu holds resources or GPU fractions: reservations do not hold them yet",
                             (unsigned long long)id);

@@ -135,6 +135,9 @@ void gs_pods_destroy(struct gpusched_cluster *c)
         gs_free(&c->alloc, c->res_free[r]);
     gs_free(&c->alloc, c->leafsum);
     gs_free(&c->alloc, c->leaf_dirty);
+    for (uint32_t s = 0; s < c->podx_cap; s++)
+        gs_free(&c->alloc, c->podx_of[s]);
+    gs_free(&c->alloc, c->podx_of);
     gs_free(&c->alloc, c->gpu_milli_used);
     gs_free(&c->alloc, c->node_shared);
 }
@@ -257,6 +260,15 @@ int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
             return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for GPU fractions");
         }
     }
+    if (c->podx_cap < c->jobs.cap) {
+        /* Room for every slot the table has: the claim's is among them. */
+        gs_podx **of = gs_realloc_array(&c->alloc, c->podx_of, c->jobs.cap, sizeof *of);
+        if (!of)
+            return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for a job's resources");
+        memset(of + c->podx_cap, 0, (size_t)(c->jobs.cap - c->podx_cap) * sizeof *of);
+        c->podx_of = of;
+        c->podx_cap = c->jobs.cap;
+    }
     const size_t size = gs_podx_size(op->n);
     op->podx_copy = gs_malloc(&c->alloc, size);
     if (!op->podx_copy)
@@ -315,10 +327,9 @@ void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op)
     h->tenant = job->tenant;
     h->flags = job->flags;
     gs_hold_set_pairs(h, op->n, op->nodes, op->masks, op->block);
-    h->podx = op->podx_copy;
-    op->podx_copy = NULL;
-    const gs_podx *x = h->podx;
     const uint32_t holder = gs_hold_slot(&c->jobs, h) + 1;
+    const gs_podx *x = c->podx_of[holder - 1] = op->podx_copy;
+    op->podx_copy = NULL;
     for (uint32_t i = 0; i < op->n; i++) {
         const uint32_t node = op->nodes[i];
         res_add(c, x, node, x->pods[i], -1);
@@ -335,7 +346,8 @@ void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op)
 
 void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
 {
-    const gs_podx *x = h->podx;
+    const uint32_t slot = gs_hold_slot(&c->jobs, h);
+    const gs_podx *x = c->podx_of[slot];
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
     for (uint32_t i = 0; i < h->npairs; i++) {
@@ -345,8 +357,8 @@ void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
         else if (masks[i])
             gs_cluster_node_move(c, nodes[i], masks[i], masks[i], c->node_resv[nodes[i]], 0);
     }
-    gs_free(&c->alloc, h->podx);
-    h->podx = NULL;
+    gs_free(&c->alloc, c->podx_of[slot]);
+    c->podx_of[slot] = NULL;
     c->podx_jobs--;
     c->podx_gen++;
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
@@ -371,7 +383,7 @@ int gs_pods_check(struct gpusched_cluster *c)
     uint32_t seen = 0;
     for (uint32_t k = 0; k < c->jobs.count && !rc; k++) {
         const gs_hold *h = &c->jobs.rec[c->jobs.live[k]];
-        const gs_podx *x = h->podx;
+        const gs_podx *x = gs_hold_podx(c, h);
         if (!x)
             continue;
         seen++;

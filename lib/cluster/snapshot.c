@@ -37,14 +37,15 @@ static void wr_pairs(gs_wr *w, const gs_hold *h)
 
 /* Version 3's per-job tail: 0, or 1 then milli, GPUs per pod, the
  * resources asked per pod (count, amounts) and the pods per pair. */
-static size_t podx_len(const gs_hold *h)
+static size_t podx_len(const gpusched_cluster *c, const gs_hold *h)
 {
-    return 4 + (h->podx ? 12 + 4 * (size_t)h->podx->nres + 4 * (size_t)h->npairs : 0);
+    const gs_podx *x = gs_hold_podx(c, h);
+    return 4 + (x ? 12 + 4 * (size_t)x->nres + 4 * (size_t)h->npairs : 0);
 }
 
-static void wr_podx(gs_wr *w, const gs_hold *h)
+static void wr_podx(const gpusched_cluster *c, gs_wr *w, const gs_hold *h)
 {
-    const gs_podx *x = h->podx;
+    const gs_podx *x = gs_hold_podx(c, h);
     gs_wr_u32(w, x != NULL);
     if (!x)
         return;
@@ -62,7 +63,7 @@ static size_t gs_state_len(const gpusched_cluster *c)
     size_t len = GS_SNAP_STATE_HEAD + c->topo->nnodes;
     for (uint32_t i = 0; i < c->jobs.count; i++)
         len += GS_SNAP_JOB_HEAD + (size_t)GS_SNAP_PAIR * c->jobs.rec[c->jobs.live[i]].npairs +
-               (c->podx_jobs ? podx_len(&c->jobs.rec[c->jobs.live[i]]) : 0);
+               (c->podx_jobs ? podx_len(c, &c->jobs.rec[c->jobs.live[i]]) : 0);
     for (uint32_t i = 0; i < c->resv.count; i++)
         len += GS_SNAP_RESV_HEAD + (size_t)GS_SNAP_PAIR * c->resv.rec[c->resv.live[i]].npairs;
     return len;
@@ -89,7 +90,7 @@ static void gs_state_write(const gpusched_cluster *c, gs_wr *w)
         gs_wr_u32(w, h->npairs);
         wr_pairs(w, h);
         if (c->podx_jobs)
-            wr_podx(w, h);
+            wr_podx(c, w, h);
     }
     for (uint32_t i = 0; i < c->resv.count; i++) {
         const gs_hold *h = &c->resv.rec[c->resv.live[i]];

@@ -120,7 +120,8 @@ int gs_txn_lend_job(struct gpusched_cluster *c, gs_hold *h)
     gs_tgroup *g = push_group(c, GS_TG_LEND_JOB, slot, h->npairs);
     gs_flip *f = x->flips + g->first;
     /* A job's fractions are not lent: other jobs share their GPUs. */
-    const bool shared = h->podx && h->podx->milli;
+    const gs_podx *px = gs_hold_podx(c, h);
+    const bool shared = px && px->milli;
     for (uint32_t i = 0; i < h->npairs; i++)
         f[i] = (gs_flip){nodes[i], shared ? 0 : masks[i] & ~c->node_free[nodes[i]], 0};
     gs_cluster_flips_apply(c, f, g->n);

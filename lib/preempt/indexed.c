@@ -109,7 +109,7 @@ static int rack_candidates(gs_ix *s, uint32_t d, uint32_t *count)
         }
         /* A job that is not a candidate stays listed (home 1), so that it
          * is looked at once, then goes. */
-        bool candidate = gs_pp_eligible(h, x->r, plan->prio_cap, false);
+        bool candidate = gs_pp_eligible(x->c, h, x->r, plan->prio_cap, false);
         if (!candidate)
             gs_pp_count_protected(plan, h, x->r);
         if (gs_grow(&plan->alloc, (void **)&plan->v, &plan->vcap, plan->nv + 1, sizeof *plan->v))

@@ -97,7 +97,7 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
     gs_hold *h = gs_cluster_job_find(p->c, job_id);
     if (!h)
         return gs_error(&p->err, GPUSCHED_ENOENT, "move: no running job %llu", (unsigned long long)job_id);
-    if (h->podx)
+    if (gs_hold_podx(p->c, h))
         return gs_error(&p->err, GPUSCHED_EINVAL,
                         "move: job %llu holds resources or GPU fractions: not moved yet", (unsigned long long)job_id);
     gpusched_place_request q;

@@ -209,7 +209,8 @@ int gs_pp_exact_domain(gs_pp *x, const gs_victim *cands, uint32_t n, uint64_t ne
 int gs_pp_indexed(gs_pp *x, gs_pp_cost *best, bool *found);
 /* victims.c: whether job h is a candidate (see gs_pp_collect), and the
  * protection count of one job that is not. */
-bool gs_pp_eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers);
+bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
+                    bool movers);
 void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r);
 
 /* defrag.c: with the movers lent, the gang held and every mover placed

@@ -7,11 +7,12 @@
 /* Victims of a preemption: preemptible, of lower priority, up to the
  * priority tier being searched. Movers of a defragmentation: movable, of a
  * priority not above the gang's. Neither while protected. */
-bool gs_pp_eligible(const gs_hold *h, const gs_pl_req *r, int32_t prio_cap, bool movers)
+bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
+                    bool movers)
 {
     /* Jobs with resources or GPU fractions are not evicted or moved yet:
      * the what-if searches count GPUs only. */
-    if (h->id == r->job.id || r->in.now < h->protected_until || h->podx)
+    if (h->id == r->job.id || r->in.now < h->protected_until || gs_hold_podx(c, h))
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
@@ -221,7 +222,7 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
     for (uint32_t i = 0; i < c->jobs.count; i++) {
         uint32_t slot = c->jobs.live[i];
         const gs_hold *h = &c->jobs.rec[slot];
-        if (gs_pp_eligible(h, r, plan->prio_cap, movers)) {
+        if (gs_pp_eligible(c, h, r, plan->prio_cap, movers)) {
             if (add_job(plan, c, h, slot, scope, by_rack))
                 return GPUSCHED_ENOMEM;
         } else if (!movers) {
