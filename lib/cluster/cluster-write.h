@@ -60,6 +60,15 @@ int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_release(struct gpusched_cluster *c, gs_hold *h);
 int gs_pods_check(struct gpusched_cluster *c);
+/* A podx on the wire (snapshot and journal version 3): milli, GPUs per
+ * pod, resource count and amounts, pods per pair, all u32. The reader
+ * bounds every length by the input before allocating into *buf (reused);
+ * GPUSCHED_ECORRUPT or GPUSCHED_ENOMEM. */
+struct gs_wr;
+struct gs_rd;
+size_t gs_podx_wire_len(const gs_podx *x, uint32_t npairs);
+void gs_podx_write(struct gs_wr *w, const gs_podx *x, uint32_t npairs);
+int gs_podx_read(struct gs_rd *r, uint32_t npairs, uint32_t nres_max, const gs_alloc *a, gs_podx **buf);
 
 /* Applies a validated claim with its prepared pair block (ops.c): consumes
  * the job's reservation, inserts the job, claims its GPUs. */

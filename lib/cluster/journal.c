@@ -31,7 +31,7 @@ static size_t op_size(const gs_op *op)
     switch (op->kind) {
     case GS_OP_CLAIM:
         return 1 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + (size_t)GS_JR_PAIR * op->n +
-               (op->podx ? 12 + 4 * (size_t)op->podx->nres + 4 * (size_t)op->n : 0);
+               (op->podx ? gs_podx_wire_len(op->podx, op->n) : 0);
     case GS_OP_RESERVE:
         return 1 + 8 + 4 + (size_t)GS_JR_PAIR * op->n;
     case GS_OP_RELEASE_TO_RESV:
@@ -65,17 +65,6 @@ static void put_pairs(gs_wr *w, uint32_t n, const uint32_t *nodes, const uint64_
     }
 }
 
-static void put_podx(gs_wr *w, const gs_podx *x, uint32_t n)
-{
-    gs_wr_u32(w, x->milli);
-    gs_wr_u32(w, x->pod_gpus);
-    gs_wr_u32(w, x->nres);
-    for (uint32_t r = 0; r < x->nres; r++)
-        gs_wr_u32(w, x->pod_res[r]);
-    for (uint32_t i = 0; i < n; i++)
-        gs_wr_u32(w, x->pods[i]);
-}
-
 static void put_op(gs_wr *w, const gs_op *op)
 {
     gs_wr_u8(w, (uint8_t)(op->kind == GS_OP_CLAIM && op->podx ? GS_JR_CLAIM_PODS : op->kind));
@@ -84,7 +73,7 @@ static void put_op(gs_wr *w, const gs_op *op)
         put_job(w, &op->job);
         put_pairs(w, op->n, op->nodes, op->masks);
         if (op->podx)
-            put_podx(w, op->podx, op->n);
+            gs_podx_write(w, op->podx, op->n);
         break;
     case GS_OP_RESERVE:
         gs_wr_u64(w, op->job.id);
@@ -240,27 +229,12 @@ typedef struct gs_jr_scratch {
  * bounds it. */
 static int get_podx(gs_rd *r, gs_op *op, gs_jr_scratch *s, const gs_alloc *a, uint32_t nres_max)
 {
-    if (op->podx || gs_rd_left(r) < 12)
+    if (op->podx)
         return GPUSCHED_ECORRUPT;
-    uint32_t milli = gs_rd_u32(r), pod_gpus = gs_rd_u32(r), nres = gs_rd_u32(r);
-    if (nres > nres_max || milli >= 1000 || pod_gpus > GPUSCHED_MAX_NODE_GPUS ||
-        gs_rd_left(r) < 4 * ((size_t)nres + op->n))
-        return GPUSCHED_ECORRUPT;
-    gs_podx *x = gs_realloc_array(a, s->podx, 1, gs_podx_size(op->n));
-    if (!x)
-        return GPUSCHED_ENOMEM;
-    s->podx = x;
-    memset(x, 0, sizeof *x);
-    x->milli = milli;
-    x->pod_gpus = pod_gpus;
-    x->nres = nres;
-    for (uint32_t k = 0; k < nres; k++)
-        x->pod_res[k] = gs_rd_u32(r);
-    x->npairs = op->n;
-    for (uint32_t i = 0; i < op->n; i++)
-        x->pods[i] = gs_rd_u32(r);
-    op->podx = x;
-    return 0;
+    int rc = gs_podx_read(r, op->n, nres_max, a, &s->podx);
+    if (!rc)
+        op->podx = s->podx;
+    return rc;
 }
 
 static void get_job(gs_rd *r, gpusched_job *j, uint32_t version)

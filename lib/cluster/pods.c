@@ -10,6 +10,7 @@
  * counting fully free GPUs only, which is what whole-GPU requests need. */
 #include <string.h>
 
+#include "bytes.h"
 #include "cluster-write.h"
 
 static int leafsum_alloc(struct gpusched_cluster *c)
@@ -446,6 +447,48 @@ out:
     gs_free(&c->alloc, used);
     gs_free(&c->alloc, milli);
     return rc;
+}
+
+/* ---- encoding (snapshot version 3 and journal version 3 share it) ------- */
+
+size_t gs_podx_wire_len(const gs_podx *x, uint32_t npairs)
+{
+    return 12 + 4 * (size_t)x->nres + 4 * (size_t)npairs;
+}
+
+void gs_podx_write(gs_wr *w, const gs_podx *x, uint32_t npairs)
+{
+    gs_wr_u32(w, x->milli);
+    gs_wr_u32(w, x->pod_gpus);
+    gs_wr_u32(w, x->nres);
+    for (uint32_t r = 0; r < x->nres; r++)
+        gs_wr_u32(w, x->pod_res[r]);
+    for (uint32_t i = 0; i < npairs; i++)
+        gs_wr_u32(w, x->pods[i]);
+}
+
+int gs_podx_read(gs_rd *r, uint32_t npairs, uint32_t nres_max, const gs_alloc *a, gs_podx **buf)
+{
+    if (gs_rd_left(r) < 12)
+        return GPUSCHED_ECORRUPT;
+    const uint32_t milli = gs_rd_u32(r), pod_gpus = gs_rd_u32(r), nres = gs_rd_u32(r);
+    if (nres > nres_max || milli >= 1000 || pod_gpus > GPUSCHED_MAX_NODE_GPUS ||
+        gs_rd_left(r) < 4 * ((size_t)nres + npairs))
+        return GPUSCHED_ECORRUPT;
+    gs_podx *x = gs_realloc_array(a, *buf, 1, gs_podx_size(npairs));
+    if (!x)
+        return GPUSCHED_ENOMEM;
+    *buf = x;
+    memset(x, 0, sizeof *x);
+    x->milli = milli;
+    x->pod_gpus = pod_gpus;
+    x->nres = nres;
+    for (uint32_t k = 0; k < nres; k++)
+        x->pod_res[k] = gs_rd_u32(r);
+    x->npairs = npairs;
+    for (uint32_t i = 0; i < npairs; i++)
+        x->pods[i] = gs_rd_u32(r);
+    return 0;
 }
 
 /* ---- queries ----------------------------------------------------------- */

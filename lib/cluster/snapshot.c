@@ -40,22 +40,15 @@ static void wr_pairs(gs_wr *w, const gs_hold *h)
 static size_t podx_len(const gpusched_cluster *c, const gs_hold *h)
 {
     const gs_podx *x = gs_hold_podx(c, h);
-    return 4 + (x ? 12 + 4 * (size_t)x->nres + 4 * (size_t)h->npairs : 0);
+    return 4 + (x ? gs_podx_wire_len(x, h->npairs) : 0);
 }
 
 static void wr_podx(const gpusched_cluster *c, gs_wr *w, const gs_hold *h)
 {
     const gs_podx *x = gs_hold_podx(c, h);
     gs_wr_u32(w, x != NULL);
-    if (!x)
-        return;
-    gs_wr_u32(w, x->milli);
-    gs_wr_u32(w, x->pod_gpus);
-    gs_wr_u32(w, x->nres);
-    for (uint32_t r = 0; r < x->nres; r++)
-        gs_wr_u32(w, x->pod_res[r]);
-    for (uint32_t i = 0; i < h->npairs; i++)
-        gs_wr_u32(w, x->pods[i]);
+    if (x)
+        gs_podx_write(w, x, h->npairs);
 }
 
 static size_t gs_state_len(const gpusched_cluster *c)
@@ -160,27 +153,11 @@ static int gs_read_podx(gs_restore *s, gs_rd *r, uint32_t n, uint32_t index, boo
         return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: resources flag %u", index, flag);
     if (!flag)
         return 0;
-    if (gs_rd_left(r) < 12)
-        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", index);
-    uint32_t milli = gs_rd_u32(r), pod_gpus = gs_rd_u32(r), nres = gs_rd_u32(r);
-    if (nres > s->c->topo->nres || milli >= 1000 || pod_gpus > GPUSCHED_MAX_NODE_GPUS)
-        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: pod shape (milli %u, GPUs %u, %u resources)", index,
-                        milli, pod_gpus, nres);
-    if (gs_rd_left(r) < 4 * ((size_t)nres + n))
-        return gs_error(s->err, GPUSCHED_ECORRUPT, "job %u: truncated", index);
-    gs_podx *x = gs_realloc_array(&s->c->alloc, s->podx, 1, gs_podx_size(n));
-    if (!x)
-        return gs_error(s->err, GPUSCHED_ENOMEM, "out of memory reading job %u", index);
-    s->podx = x;
-    memset(x, 0, sizeof *x);
-    x->milli = milli;
-    x->pod_gpus = pod_gpus;
-    x->nres = nres;
-    for (uint32_t k = 0; k < nres; k++)
-        x->pod_res[k] = gs_rd_u32(r);
-    x->npairs = n;
-    for (uint32_t i = 0; i < n; i++)
-        x->pods[i] = gs_rd_u32(r);
+    int rc = gs_podx_read(r, n, s->c->topo->nres, &s->c->alloc, &s->podx);
+    if (rc == GPUSCHED_ENOMEM)
+        return gs_error(s->err, rc, "out of memory reading job %u", index);
+    if (rc)
+        return gs_error(s->err, rc, "job %u: its pods' resources are malformed or truncated", index);
     *has = true;
     return 0;
 }
