@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "gpusched/gpusched.h"
+#include "openb-trace.h"
 
 typedef struct pf_pod {
     uint32_t cpu, mem, gpus, milli;
@@ -28,23 +29,6 @@ typedef struct pf_trace {
     pf_pod *pods;
     uint32_t npods;
 } pf_trace;
-
-static uint32_t pf_split(char *line, char **f, uint32_t max)
-{
-    uint32_t n = 0;
-    for (char *s = line; n < max;) {
-        f[n++] = s;
-        char *comma = strchr(s, ',');
-        if (!comma)
-            break;
-        *comma = '\0';
-        s = comma + 1;
-    }
-    char *nl = strpbrk(f[n - 1], "\r\n");
-    if (nl)
-        *nl = '\0';
-    return n;
-}
 
 static FILE *pf_open(const char *name)
 {
@@ -77,7 +61,7 @@ static gpusched_topo *pf_nodes(uint64_t *milli)
     bool ok = fgets(line, sizeof line, f) != NULL; /* header */
     while (ok && fgets(line, sizeof line, f)) {
         char *fl[5];
-        if (pf_split(line, fl, 5) != 5)
+        if (openb_fields(line, fl, 5) != 5)
             continue;
         uint32_t gpus = (uint32_t)strtoul(fl[3], NULL, 10);
         ok = gpusched_topo_builder_add_node(b, path, fl[0], gpus, fl[4], NULL, 0) == 0 &&
@@ -105,7 +89,7 @@ static bool pf_pods(const char *file, pf_trace *tr)
     bool ok = fgets(line, sizeof line, f) != NULL;
     while (ok && fgets(line, sizeof line, f)) {
         char *fl[12];
-        if (pf_split(line, fl, 12) < 5)
+        if (openb_fields(line, fl, 12) < 5)
             continue;
         if (tr->npods == cap) {
             cap = cap ? 2 * cap : 1024;
