@@ -117,6 +117,7 @@ static inline uint32_t gs_count_node(uint64_t x, uint64_t all, uint32_t gpus)
  * reload every field it reads; they are read into locals first. */
 void gs_cluster_node_changed(struct gpusched_cluster *c, uint32_t n, uint64_t old_avail)
 {
+    gs_cluster_node_touch(c, n);
     const uint64_t avail = gs_cluster_node_avail(c, n);
     const uint32_t gpus = gs_cl_node_gpus(c, n);
     const uint64_t all = gs_node_all_mask(gpus);
@@ -288,6 +289,7 @@ uint32_t gs_cluster_nodes_set(struct gpusched_cluster *c, uint32_t n, const uint
         const uint32_t gpus = gs_cl_node_gpus(c, node);
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] = claim ? c->node_free[node] & ~mask : c->node_free[node] | mask;
+        gs_cluster_node_touch(c, node);
         gs_holder_fill(&c->gpu_holder[gs_cl_gpu_base(c, node)], mask, holder);
         gs_delta_node(&w.x, old, gs_cluster_node_avail(c, node), gpus);
         total += gs_count_node(mask, gs_node_all_mask(gpus), gpus);
@@ -316,6 +318,7 @@ void gs_cluster_flips_apply(struct gpusched_cluster *c, const gs_flip *f, uint32
         const uint64_t old = gs_cluster_node_avail(c, node);
         c->node_free[node] ^= f[i].fx;
         c->node_resv[node] ^= f[i].rx;
+        gs_cluster_node_touch(c, node);
         gs_delta_node(&w.x, old, gs_cluster_node_avail(c, node), gs_cl_node_gpus(c, node));
     }
     gs_walk_end(c, &w);

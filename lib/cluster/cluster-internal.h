@@ -337,6 +337,13 @@ struct gpusched_cluster {
      * is shared. */
     struct gs_leafsum *leafsum;
     uint8_t *leaf_dirty;
+    /* Per node, a change counter (stamps.c): bumped by every change of what
+     * the node offers (free and reserved GPUs, fractions, resources,
+     * health), never 0. NULL until a reader asks for it with
+     * gs_cluster_track_nodes(): readers that cache an answer per node (the
+     * placer's fragmentation policy) compare it instead of the node's
+     * state, and clusters without such readers pay one test. */
+    uint32_t *node_stamp;
 
     gs_agg agg[GS_MAX_LEVELS];
     /* The whole cluster. */
@@ -417,6 +424,19 @@ static inline uint32_t gs_cl_dom_nodes(const struct gpusched_cluster *c, uint32_
 static inline uint32_t gs_cl_parent(const struct gpusched_cluster *c, uint32_t l, uint32_t d)
 {
     return c->reg_fan[l] ? d / c->reg_fan[l] : c->topo->dom_parent[l][d];
+}
+
+/* Starts the per-node change counters (node_stamp), if not started:
+ * 0, or GPUSCHED_ENOMEM. */
+int gs_cluster_track_nodes(struct gpusched_cluster *c);
+
+/* Every writer calls it for each node it changes. */
+static inline void gs_cluster_node_touch(struct gpusched_cluster *c, uint32_t n)
+{
+    if (c->node_stamp) {
+        const uint32_t s = c->node_stamp[n] + 1;
+        c->node_stamp[n] = s ? s : 1;
+    }
 }
 
 /* GPUs of `n` usable for new work. */

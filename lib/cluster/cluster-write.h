@@ -54,6 +54,8 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
  * a podx job's release, the invariants. */
 int gs_pods_create(struct gpusched_cluster *c);
 void gs_pods_destroy(struct gpusched_cluster *c);
+void gs_stamps_free(struct gpusched_cluster *c);
+size_t gs_stamps_bytes(const struct gpusched_cluster *c);
 size_t gs_pods_bytes(const struct gpusched_cluster *c);
 int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi);
 int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);

@@ -101,6 +101,7 @@ void gs_cluster_destroy(gpusched_cluster *c)
     gs_free(&a, c->node_health);
     gs_free(&a, c->gpu_holder);
     gs_pods_destroy(c);
+    gs_stamps_free(c);
     gpusched_topo_unref(c->topo);
     gs_free(&a, c);
 }
@@ -128,7 +129,8 @@ GPUSCHED_API size_t gpusched_cluster_memory_bytes(const gpusched_cluster *c)
     const struct gpusched_topo *t = c->topo;
     return sizeof *c + (size_t)t->nnodes * (2 * sizeof(uint64_t) + sizeof(uint8_t)) +
            (size_t)t->ngpus * sizeof(uint32_t) + gs_aggs_bytes(c) + gs_holdtab_bytes(&c->jobs) +
-           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c) + gs_pindex_bytes(c) + gs_pods_bytes(c);
+           gs_holdtab_bytes(&c->resv) + gs_txn_bytes(c) + gs_journal_bytes(c) + gs_pindex_bytes(c) + gs_pods_bytes(c) +
+           gs_stamps_bytes(c);
 }
 
 int gs_cluster_node_arg(gpusched_cluster *c, uint32_t node)

@@ -285,6 +285,7 @@ static void res_add(struct gpusched_cluster *c, const gs_podx *x, uint32_t node,
     for (uint32_t r = 0; r < x->nres; r++) {
         const uint32_t amount = pods * x->pod_res[r], old = c->res_free[r][node];
         c->res_free[r][node] = sign > 0 ? old + amount : old - amount;
+        gs_cluster_node_touch(c, node);
         leaf_res(c, node, r, old, c->res_free[r][node]);
     }
 }

@@ -16,7 +16,7 @@
 #include "place-internal.h"
 
 /* milli-GPU: 15% of a GPU, about the smallest common fraction. */
-#define GS_FRAG_BAND 150.0
+#define GS_FRAG_BAND ((int64_t)150 << 32) /* in F's units: milli times 2^32 */
 #define GS_WL_MAX 1024u
 
 typedef struct gs_nview {
@@ -56,101 +56,169 @@ static void view_sums(gs_nview *v)
     }
 }
 
-/* The workload compiled for node_frag, rebuilt when it changes: shapes
- * in a compact array, and the distinct fractions they ask for, so that
- * the free milli a node loses to each fraction size is summed once per
- * node, not once per shape. */
-typedef struct gs_cshape {
-    double w;
-    uint32_t res[GPUSCHED_MAX_RESOURCES];
-    uint16_t milli;
-    uint8_t kind;               /* 0: no GPU, 1: a fraction, 2: whole GPUs */
-    uint8_t gpus;
-    uint16_t need;              /* fractions: index into gs_wlc.need */
-    uint8_t any_class;
-    const gs_pod_shape *src;    /* its class set */
-} gs_cshape;
+/* The workload compiled for node_frag, rebuilt when it changes. Weights
+ * are fixed-point integers (a shape's probability times 2^32), so that F
+ * is an exact integer whatever the order it is summed in: the same
+ * choice on every machine. Shapes are sorted into buckets by what they
+ * lose on a node they can run: nothing (no GPU), the free milli of GPUs
+ * too small for fraction size k, or the milli off fully free GPUs (whole
+ * GPUs, by count). A node's F is then, per bucket, the weight of its
+ * shapes the node can run (a masked sum over the shapes, once per node
+ * state) times the bucket's loss, plus every other shape's weight times
+ * all the node's free milli: what each candidate GPU costs to score no
+ * longer grows with the number of shapes. */
+#define GS_WL_ONE 4294967296.0 /* 2^32: weight 1 */
 
 typedef struct gs_wlc {
     uint64_t epoch;
-    uint64_t *fb_fp;            /* per node: fingerprint of fb_val's state, 0: none */
-    double *fb_val;             /* per node: F as it is */
-    uint32_t m, nres, nneed;
-    gs_cshape *s;
-    uint16_t need[GS_WL_MAX];
+    uint32_t *fb_seen;          /* per node: the node's stamp fb_val is of, 0: none */
+    int64_t *fb_val;            /* per node: F as it is */
+    uint32_t m, nres, nneed, nwhole, nbuckets, nclasses;
+    uint64_t wtot;              /* sum of w */
+    uint64_t *w;                /* [m] fixed-point weights, by bucket */
+    uint32_t *req;              /* [nres][m] resources asked */
+    uint8_t *cls_ok;            /* [nclasses][m] 1: the class may run the shape */
+    uint32_t bstart[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS + 1];
+    uint16_t need[GS_WL_MAX];   /* bucket 1 + k: fractions of need[k] milli */
+    uint8_t gneed[GPUSCHED_MAX_NODE_GPUS + 1]; /* bucket 1 + nneed + j: gneed[j] whole GPUs */
 } gs_wlc;
+
+static void wlc_free_tables(gpusched_placer *p, gs_wlc *c)
+{
+    gs_free(&p->alloc, c->w);
+    gs_free(&p->alloc, c->req);
+    gs_free(&p->alloc, c->cls_ok);
+    c->w = NULL;
+    c->req = NULL;
+    c->cls_ok = NULL;
+}
+
+/* Bucket of workload shape w (the need and gneed lists grown as met). */
+static uint32_t wlc_bucket(gs_wlc *c, const gs_pod_shape *w)
+{
+    if (w->milli) {
+        uint32_t k = 0;
+        while (k < c->nneed && c->need[k] != w->milli)
+            k++;
+        if (k == c->nneed)
+            c->need[c->nneed++] = (uint16_t)w->milli;
+        return 1 + k;
+    }
+    if (w->pod_gpus) {
+        uint32_t j = 0;
+        while (j < c->nwhole && c->gneed[j] != w->pod_gpus)
+            j++;
+        if (j == c->nwhole)
+            c->gneed[c->nwhole++] = (uint8_t)w->pod_gpus;
+        return GS_WL_MAX + 1 + j; /* renumbered once nneed is known */
+    }
+    return 0;
+}
 
 static int wlc_build(gpusched_placer *p)
 {
     gs_wlc *c = p->wlc;
     if (!c && !(c = p->wlc = gs_calloc(&p->alloc, 1, sizeof *c)))
         return GPUSCHED_ENOMEM;
-    if (c->s && c->epoch == p->wl_epoch)
+    if (c->w && c->epoch == p->wl_epoch)
         return 0;
-    gs_free(&p->alloc, c->s);
-    if (!(c->s = gs_calloc(&p->alloc, p->nwl ? p->nwl : 1, sizeof *c->s)))
+    wlc_free_tables(p, c);
+    const uint32_t m = p->nwl, mm = m ? m : 1, ncls = p->t->nclasses ? p->t->nclasses : 1;
+    c->w = gs_calloc(&p->alloc, mm, sizeof *c->w);
+    c->req = gs_calloc(&p->alloc, (size_t)GPUSCHED_MAX_RESOURCES * mm, sizeof *c->req);
+    c->cls_ok = gs_calloc(&p->alloc, (size_t)ncls * mm, 1);
+    uint32_t *bucket = gs_arena_get(&p->arena, mm * sizeof *bucket);
+    if (!c->w || !c->req || !c->cls_ok || !bucket) {
+        wlc_free_tables(p, c);
         return GPUSCHED_ENOMEM;
-    if (c->fb_fp)
-        memset(c->fb_fp, 0, (size_t)p->t->nnodes * sizeof *c->fb_fp);
-    c->m = p->nwl;
-    c->nneed = c->nres = 0;
-    /* Weights as probabilities: F is an expectation in milli-GPU, which the
-     * band compares with GS_FRAG_BAND. */
+    }
+    if (c->fb_seen)
+        memset(c->fb_seen, 0, (size_t)p->t->nnodes * sizeof *c->fb_seen);
+    c->m = m;
+    c->nclasses = ncls;
+    c->nneed = c->nwhole = c->nres = 0;
     double total = 0;
-    for (uint32_t i = 0; i < p->nwl; i++)
+    for (uint32_t i = 0; i < m; i++) {
         total += p->wl[i].weight;
-    for (uint32_t i = 0; i < p->nwl; i++) {
+        bucket[i] = wlc_bucket(c, &p->wl[i]);
+        if (p->wl[i].nres > c->nres)
+            c->nres = p->wl[i].nres;
+    }
+    c->nbuckets = 1 + c->nneed + c->nwhole;
+    uint32_t count[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS + 1] = {0};
+    for (uint32_t i = 0; i < m; i++) {
+        if (bucket[i] > GS_WL_MAX)
+            bucket[i] = bucket[i] - GS_WL_MAX + c->nneed;
+        count[bucket[i]]++;
+    }
+    c->bstart[0] = 0;
+    for (uint32_t b = 0; b < c->nbuckets; b++)
+        c->bstart[b + 1] = c->bstart[b] + count[b];
+    /* Weights as probabilities, in fixed point: F is an expectation in
+     * milli-GPU times 2^32, which the band compares exactly. */
+    c->wtot = 0;
+    uint32_t at[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS + 1];
+    memcpy(at, c->bstart, sizeof at);
+    for (uint32_t i = 0; i < m; i++) {
         const gs_pod_shape *w = &p->wl[i];
-        gs_cshape *x = &c->s[i];
-        x->w = total > 0 ? w->weight / total : 0;
-        memcpy(x->res, w->res, sizeof x->res);
-        if (w->nres > c->nres)
-            c->nres = w->nres;
-        x->milli = (uint16_t)w->milli;
-        x->kind = w->milli ? 1 : w->pod_gpus ? 2 : 0;
-        x->gpus = (uint8_t)w->pod_gpus;
-        x->any_class = w->any_class;
-        x->src = w;
-        if (w->milli) {
-            uint32_t k = 0;
-            while (k < c->nneed && c->need[k] != w->milli)
-                k++;
-            if (k == c->nneed)
-                c->need[c->nneed++] = (uint16_t)w->milli;
-            x->need = (uint16_t)k;
-        }
+        const uint32_t j = at[bucket[i]]++;
+        c->w[j] = total > 0 ? (uint64_t)(w->weight / total * GS_WL_ONE + 0.5) : 0;
+        c->wtot += c->w[j];
+        for (uint32_t r = 0; r < w->nres; r++)
+            c->req[(size_t)r * m + j] = w->res[r];
+        for (uint32_t k = 0; k < ncls; k++)
+            c->cls_ok[(size_t)k * m + j] = gs_shape_class_ok(w, k);
     }
     c->epoch = p->wl_epoch;
     return 0;
 }
 
-/* The expected free milli of node view v that the workload's pods cannot
- * use. */
-static double node_frag(const gpusched_placer *p, const gs_nview *v)
+/* Per bucket, the weight of the shapes a node of class cls with free
+ * resources res can run. */
+static void shape_sums(const gs_wlc *c, uint32_t cls, const uint32_t *res, uint64_t *acc)
 {
-    const gs_wlc *c = p->wlc;
-    uint32_t lost[GS_WL_MAX];
+    const uint32_t m = c->m;
+    uint8_t ok[GS_WL_MAX];
+    memcpy(ok, &c->cls_ok[(size_t)cls * m], m);
+    for (uint32_t r = 0; r < c->nres; r++) {
+        const uint32_t *q = &c->req[(size_t)r * m], have = res[r];
+        for (uint32_t i = 0; i < m; i++)
+            ok[i] &= q[i] <= have;
+    }
+    for (uint32_t b = 0; b < c->nbuckets; b++) {
+        uint64_t s = 0;
+        for (uint32_t i = c->bstart[b]; i < c->bstart[b + 1]; i++)
+            s += c->w[i] & (0 - (uint64_t)ok[i]);
+        acc[b] = s;
+    }
+}
+
+/* The expected free milli of node view v that the workload's pods cannot
+ * use, times 2^32, given the bucket sums of the shapes v can run. */
+static int64_t node_frag(const gs_wlc *c, const gs_nview *v, const uint64_t *acc)
+{
+    uint64_t f = 0, runnable = acc[0];
     for (uint32_t k = 0; k < c->nneed; k++) {
-        uint32_t l = 0;
-        for (uint32_t g = 0; g < v->ngpus; g++)
-            l += v->free[g] < c->need[k] ? v->free[g] : 0;
-        lost[k] = l;
+        const uint64_t a = acc[1 + k];
+        if (!a)
+            continue;
+        runnable += a;
+        uint32_t loss = v->total;
+        if (v->maxfree >= c->need[k]) {
+            loss = 0;
+            for (uint32_t g = 0; g < v->ngpus; g++)
+                loss += v->free[g] < c->need[k] ? v->free[g] : 0;
+        }
+        f += a * loss;
     }
     const uint32_t whole_lost = v->total - 1000 * v->nfull;
-    double f = 0;
-    for (uint32_t i = 0; i < c->m; i++) {
-        const gs_cshape *x = &c->s[i];
-        bool ok = x->any_class || gs_shape_class_ok(x->src, v->cls);
-        for (uint32_t r = 0; r < c->nres; r++)
-            ok &= x->res[r] <= v->res[r];
-        uint32_t frag = v->total;
-        if (ok)
-            frag = x->kind == 0 ? 0
-                   : x->kind == 1 ? (v->maxfree >= x->milli ? lost[x->need] : v->total)
-                                  : (v->nfull >= x->gpus ? whole_lost : v->total);
-        f += x->w * frag;
+    for (uint32_t j = 0; j < c->nwhole; j++) {
+        const uint64_t a = acc[1 + c->nneed + j];
+        runnable += a;
+        f += a * (v->nfull >= c->gneed[j] ? whole_lost : v->total);
     }
-    return f;
+    f += (c->wtot - runnable) * v->total;
+    return (int64_t)f;
 }
 
 /* Free resources left, as shares of capacity, summed: the second packing key. */
@@ -169,56 +237,31 @@ typedef struct gs_cand {
     uint32_t fits;              /* the node's state holds the pod (cached with it) */
     uint32_t milli_left;
     uint64_t mask;
-    double growth;
+    int64_t growth;             /* F after minus F before */
     double res_left;
 } gs_cand;
 
-/* Everything the candidate of node n depends on: free and shared GPUs,
- * the milli held on shared ones, free resources, health (labels and
- * avoided nodes, which belong to the request, are checked afresh), as a
- * sum of independent products (a few cycles: this runs for every node of
- * every placement). A collision could only make a cached growth stale;
- * the chosen node's candidate is always recomputed, so a placement is
- * never invalid. Never 0. */
-static uint64_t node_fp(const gpusched_placer *p, uint32_t n)
-{
-    static const uint64_t K[GPUSCHED_MAX_RESOURCES] = {
-        0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull,
-        0xa0761d6478bd642full, 0xe7037ed1a0b428dbull, 0x8ebc6af09c88c6e3ull, 0x589965cc75374cc3ull};
-    const struct gpusched_cluster *c = p->c;
-    uint64_t h = c->node_free[n] * 0xff51afd7ed558ccdull;
-    if (c->nodes_not_up)
-        h += (uint64_t)c->node_health[n] * 0xc4ceb9fe1a85ec53ull;
-    if (c->node_shared && c->node_shared[n]) {
-        h += c->node_shared[n] * 0x27d4eb2f165667c5ull;
-        const uint16_t *used = &c->gpu_milli_used[gs_cl_gpu_base(c, n)];
-        for (uint64_t m = c->node_shared[n]; m; m &= m - 1) {
-            const uint32_t g = gs_ctz64(m);
-            h += (uint64_t)used[g] * K[g & 7] * (2 * g + 1);
-        }
-    }
-    for (uint32_t i = 0; i < p->t->nres; i++)
-        h += (uint64_t)c->res_free[i][n] * K[i] * 0x2545f4914f6cdd1dull;
-    return h | 1;
-}
-
 /* F of node n as it is: shared by every shape's candidates, cached by the
- * node's fingerprint when the cluster is large enough to cache at all. */
-static double frag_before(const gpusched_placer *p, uint32_t n, uint64_t fp, const gs_nview *v)
+ * node's stamp (cluster-internal.h) once the cache is in use (stamp 0:
+ * not cached). */
+static int64_t frag_before(const gpusched_placer *p, uint32_t n, uint32_t stamp, const gs_nview *v)
 {
     gs_wlc *c = p->wlc;
-    if (!c->fb_fp || !fp)
-        return node_frag(p, v);
-    if (c->fb_fp[n] != fp) {
-        c->fb_val[n] = node_frag(p, v);
-        c->fb_fp[n] = fp;
+    if (c->fb_seen && stamp && c->fb_seen[n] == stamp)
+        return c->fb_val[n];
+    uint64_t acc[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS];
+    shape_sums(c, v->cls, v->res, acc);
+    const int64_t f = node_frag(c, v, acc);
+    if (c->fb_seen && stamp) {
+        c->fb_val[n] = f;
+        c->fb_seen[n] = stamp;
     }
-    return c->fb_val[n];
+    return f;
 }
 
 /* The best GPU choice on node n (the least growth; ties: the fullest GPU)
  * and its candidate record. */
-static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint64_t fp, gs_cand *out)
+static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint32_t stamp, gs_cand *out)
 {
     const gs_pod_shape *s = &r->shape;
     gs_nview before, v;
@@ -227,10 +270,15 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
     v = before;
     for (uint32_t i = 0; i < s->nres; i++)
         v.res[i] -= s->res[i];
-    const double f0 = frag_before(p, n, fp, &before);
+    const int64_t f0 = frag_before(p, n, stamp, &before);
+    /* The shapes the node runs once the pod's resources are taken: the
+     * same for every GPU the pod may take. */
+    const gs_wlc *c = p->wlc;
+    uint64_t acc[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS];
+    shape_sums(c, v.cls, v.res, acc);
     out->node = n;
     if (s->milli) {
-        double best = 0;
+        int64_t best = 0;
         uint32_t best_g = 64, tried = 0;
         uint16_t seen[GPUSCHED_MAX_NODE_GPUS]; /* one GPU per free amount */
         for (uint32_t g = 0; g < v.ngpus; g++) {
@@ -245,9 +293,9 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
             seen[tried++] = f;
             v.free[g] = (uint16_t)(f - s->milli);
             view_sums(&v);
-            const double grow = node_frag(p, &v) - f0;
+            const int64_t grow = node_frag(c, &v, acc) - f0;
             v.free[g] = f;
-            if (best_g == 64 || grow < best - 1e-9 || (grow <= best + 1e-9 && f < v.free[best_g])) {
+            if (best_g == 64 || grow < best || (grow == best && f < v.free[best_g])) {
                 best = grow;
                 best_g = g;
             }
@@ -264,42 +312,149 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
                 k++;
             }
         view_sums(&v);
-        out->growth = node_frag(p, &v) - f0;
+        out->growth = node_frag(c, &v, acc) - f0;
         out->mask = mask;
         out->milli_left = v.total;
     }
     out->res_left = res_left(p, n, &v);
 }
 
-static bool packs_better(const gs_cand *a, const gs_cand *b)
+/* Whether node a (milli and resources left) packs better than node b. */
+static bool packs_better(uint32_t a_milli, double a_res, uint32_t a, uint32_t b_milli, double b_res, uint32_t b)
 {
-    if (a->milli_left != b->milli_left)
-        return a->milli_left < b->milli_left;
-    if (a->res_left != b->res_left)
-        return a->res_left < b->res_left;
-    return a->node < b->node;
+    if (a_milli != b_milli)
+        return a_milli < b_milli;
+    if (a_res != b_res)
+        return a_res < b_res;
+    return a < b;
 }
 
 /* ---- the cache --------------------------------------------------------------- */
 
-/* A shape's candidates, per node, as of the node state whose fingerprint
- * is stored: a placement scores only the nodes that changed since the
- * shape was last placed (usually the one the last pod went to). */
+/* A shape's candidates, per node, as of the node's stamp stored with
+ * them: a placement scores only the nodes that changed since the shape
+ * was last placed (usually the one the last pod went to), and finds them
+ * by comparing stamps. */
 typedef struct gs_fslot {
     gs_pod_shape shape;
     uint64_t epoch;             /* wl_epoch the growths were computed in */
     uint64_t used;              /* fclock of the last use: LRU */
-    uint64_t *fp;               /* per node: state fingerprint, 0: none */
-    gs_cand *cand;              /* per node */
+    /* Per node, as arrays that the scans read one at a time: */
+    uint32_t *seen;             /* the node's stamp the record is of, 0: none */
+    int64_t *growth;            /* GS_NO_FIT: the node's state cannot hold the pod */
+    uint64_t *mask;             /* the GPUs the pod takes */
+    uint32_t *milli_left;
+    double *res_left;
 } gs_fslot;
+
+#define GS_NO_FIT INT64_MAX
 
 /* Scans of fewer nodes are not cached: a rack costs less to rescore than
  * to fingerprint and store. */
 #define GS_FCACHE_MIN_NODES 256u
 /* Memory the cache may take: slots of nnodes entries each. */
 #define GS_FCACHE_BYTES ((size_t)64 << 20)
+#define GS_FSLOT_NODE_BYTES (2 * sizeof(uint32_t) + sizeof(uint64_t) + sizeof(int64_t) + sizeof(double))
 
 static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s);
+
+/* Brings the slot's record of node n up to date with its state. */
+static void fslot_refresh(const gpusched_placer *p, const gs_pl_req *r, gs_fslot *f, uint32_t n, uint32_t stamp)
+{
+    gs_cand x;
+    f->seen[n] = stamp;
+    if (!gs_pl_pod_fits_state(p, r, n)) {
+        f->growth[n] = GS_NO_FIT;
+        return;
+    }
+    node_cand(p, r, n, stamp, &x);
+    f->growth[n] = x.growth;
+    f->mask[n] = x.mask;
+    f->milli_left[n] = x.milli_left;
+    f->res_left[n] = x.res_left;
+}
+
+/* Whether the pod may take GPUs `mask` of node n as it is now: a cached
+ * mask is checked before use, so that a writer that failed to bump a stamp
+ * could cost a choice but never an invalid placement. */
+static bool mask_valid(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint64_t mask)
+{
+    const struct gpusched_cluster *c = p->c;
+    const uint64_t avail = c->node_free[n];
+    if (!r->shape.milli)
+        return (mask & avail) == mask && (uint32_t)gs_popcount64(mask) == r->shape.pod_gpus;
+    if (gs_popcount64(mask) != 1)
+        return false;
+    if (mask & avail)
+        return true;
+    const uint32_t g = gs_ctz64(mask);
+    return c->node_shared && (c->node_shared[n] & mask) &&
+           c->gpu_milli_used[gs_cl_gpu_base(c, n) + g] + r->shape.milli <= 1000;
+}
+
+/* The node of [first, end) the cached slot chooses: every node's record
+ * brought up to date, the least growth among those the request may use,
+ * then the best packing within the band. */
+static uint32_t choose_cached(gpusched_placer *p, const gs_pl_req *r, gs_fslot *f, uint32_t first, uint32_t end)
+{
+    const uint32_t *stamp = p->c->node_stamp;
+    for (uint32_t n = first; n < end; n++)
+        if (f->seen[n] != stamp[n])
+            fslot_refresh(p, r, f, n, stamp[n]);
+    const gpusched_place_request *q = &r->in;
+    const bool filter = q->labels_required || q->labels_forbidden || q->avoid_count;
+    int64_t least = GS_NO_FIT;
+    if (!filter) {
+        for (uint32_t n = first; n < end; n++)
+            least = f->growth[n] < least ? f->growth[n] : least;
+    } else {
+        for (uint32_t n = first; n < end; n++)
+            if (f->growth[n] < least && gs_pl_pod_node_ok(p, r, n))
+                least = f->growth[n];
+    }
+    if (least == GS_NO_FIT)
+        return GPUSCHED_NONE;
+    const int64_t band = r->shape.pod_gpus ? 0 : GS_FRAG_BAND;
+    const int64_t top = least > GS_NO_FIT - 1 - band ? GS_NO_FIT - 1 : least + band;
+    uint32_t best = GPUSCHED_NONE;
+    for (uint32_t n = first; n < end; n++)
+        if (f->growth[n] <= top && (!filter || gs_pl_pod_node_ok(p, r, n)) &&
+            (best == GPUSCHED_NONE ||
+             packs_better(f->milli_left[n], f->res_left[n], n, f->milli_left[best], f->res_left[best], best)))
+            best = n;
+    return best;
+}
+
+/* The same choice without a cache, for small ranges. */
+static int choose_uncached(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
+                           uint64_t *mask)
+{
+    gs_cand *cand = gs_arena_get(&p->arena, (size_t)(end - first) * sizeof *cand);
+    if (!cand)
+        return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
+    int64_t least = 0;
+    uint32_t k = 0;
+    for (uint32_t n = first; n < end; n++) {
+        if (!gs_pl_pod_node_ok(p, r, n) || !gs_pl_pod_fits_state(p, r, n))
+            continue;
+        node_cand(p, r, n, 0, &cand[k]);
+        if (k == 0 || cand[k].growth < least)
+            least = cand[k].growth;
+        k++;
+    }
+    if (!k)
+        return 0;
+    const int64_t band = r->shape.pod_gpus ? 0 : GS_FRAG_BAND;
+    const gs_cand *best = NULL;
+    for (uint32_t i = 0; i < k; i++)
+        if (cand[i].growth <= least + band &&
+            (!best || packs_better(cand[i].milli_left, cand[i].res_left, cand[i].node, best->milli_left,
+                                   best->res_left, best->node)))
+            best = &cand[i];
+    *node = best->node;
+    *mask = best->mask;
+    return 0;
+}
 
 int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
                       uint64_t *mask)
@@ -308,75 +463,38 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
     if (wlc_build(p))
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
     gs_fslot *slot = end - first >= GS_FCACHE_MIN_NODES ? fslot_for(p, &r->shape) : NULL;
-    gs_cand *cand = NULL;
-    if (!slot && !(cand = gs_arena_get(&p->arena, (size_t)(end - first) * sizeof *cand)))
-        return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
-    /* Pass 1: every candidate's growth, the least of them. */
-    double least = 0;
-    uint32_t k = 0;
-    for (uint32_t n = first; n < end; n++) {
-        gs_cand *x;
-        if (slot) {
-            x = &slot->cand[n];
-            const uint64_t fp = node_fp(p, n);
-            if (slot->fp[n] != fp) {
-                x->fits = gs_pl_pod_fits_state(p, r, n);
-                if (x->fits)
-                    node_cand(p, r, n, fp, x);
-                slot->fp[n] = fp;
-            }
-            if (!x->fits || !gs_pl_pod_node_ok(p, r, n))
-                continue;
-        } else {
-            if (!gs_pl_pod_node_ok(p, r, n) || !gs_pl_pod_fits_state(p, r, n))
-                continue;
-            x = &cand[k];
-            node_cand(p, r, n, 0, x);
+    if (!slot)
+        return choose_uncached(p, r, first, end, node, mask);
+    for (;;) {
+        const uint32_t n = choose_cached(p, r, slot, first, end);
+        if (n == GPUSCHED_NONE)
+            return 0;
+        if (mask_valid(p, r, n, slot->mask[n])) {
+            *node = n;
+            *mask = slot->mask[n];
+            return 0;
         }
-        if (k == 0 || x->growth < least)
-            least = x->growth;
-        k++;
+        /* A stale record (a writer missed its stamp): afresh, and again. */
+        fslot_refresh(p, r, slot, n, p->c->node_stamp[n]);
+        if (!mask_valid(p, r, n, slot->mask[n]))
+            slot->growth[n] = GS_NO_FIT; /* cannot happen: node_cand picks from the state */
     }
-    if (!k)
-        return 0;
-    /* Pass 2: within the band, the node that packs best. */
-    const bool whole = r->shape.pod_gpus != 0;
-    const double band = (whole ? 0.0 : GS_FRAG_BAND) + 1e-6 * (1.0 + (least < 0 ? -least : least));
-    const gs_cand *best = NULL;
-    if (slot) {
-        for (uint32_t n = first; n < end; n++)
-            if (slot->cand[n].fits && slot->cand[n].growth <= least + band &&
-                (!best || packs_better(&slot->cand[n], best)) && gs_pl_pod_node_ok(p, r, n))
-                best = &slot->cand[n];
-    } else {
-        for (uint32_t i = 0; i < k; i++)
-            if (cand[i].growth <= least + band && (!best || packs_better(&cand[i], best)))
-                best = &cand[i];
-    }
-    *node = best->node;
-    *mask = best->mask;
-    if (slot) {
-        /* The chosen node's candidate afresh: its mask is the state's. */
-        gs_cand now;
-        if (gs_pl_pod_fits_state(p, r, *node)) {
-            node_cand(p, r, *node, 0, &now);
-            *mask = now.mask;
-        } else {
-            slot->fp[*node] = 0;
-            return gs_pl_frag_choose(p, r, first, end, node, mask);
-        }
-    }
-    return 0;
 }
 
 static bool same_shape(const gs_pod_shape *a, const gs_pod_shape *b);
 
 static void fslot_free(gpusched_placer *p, gs_fslot *f)
 {
-    gs_free(&p->alloc, f->fp);
-    gs_free(&p->alloc, f->cand);
-    f->fp = NULL;
-    f->cand = NULL;
+    gs_free(&p->alloc, f->seen);
+    gs_free(&p->alloc, f->growth);
+    gs_free(&p->alloc, f->mask);
+    gs_free(&p->alloc, f->milli_left);
+    gs_free(&p->alloc, f->res_left);
+    f->seen = NULL;
+    f->growth = NULL;
+    f->mask = NULL;
+    f->milli_left = NULL;
+    f->res_left = NULL;
 }
 
 /* The slot of shape s, valid for the current workload: found, or made
@@ -386,17 +504,19 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
 {
     const uint32_t nn = p->t->nnodes;
     gs_wlc *c = p->wlc;
-    if (!c->fb_fp) {
+    if (gs_cluster_track_nodes(p->c))
+        return NULL;
+    if (!c->fb_seen) {
         c->fb_val = gs_malloc(&p->alloc, (size_t)nn * sizeof *c->fb_val);
-        c->fb_fp = c->fb_val ? gs_calloc(&p->alloc, nn, sizeof *c->fb_fp) : NULL;
-        if (!c->fb_fp) {
+        c->fb_seen = c->fb_val ? gs_calloc(&p->alloc, nn, sizeof *c->fb_seen) : NULL;
+        if (!c->fb_seen) {
             gs_free(&p->alloc, c->fb_val);
             c->fb_val = NULL;
             return NULL;
         }
     }
     if (!p->max_fslots) {
-        size_t per = (size_t)nn * (sizeof(uint64_t) + sizeof(gs_cand));
+        size_t per = (size_t)nn * GS_FSLOT_NODE_BYTES;
         size_t m = GS_FCACHE_BYTES / (per ? per : 1);
         p->max_fslots = m > 256 ? 256 : m < 1 ? 1 : (uint32_t)m;
         if (!(p->fslots = gs_calloc(&p->alloc, p->max_fslots, sizeof *p->fslots)))
@@ -409,8 +529,11 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
     if (!f) {
         if (p->nfslots < p->max_fslots) {
             f = &p->fslots[p->nfslots];
-            if (!(f->fp = gs_calloc(&p->alloc, nn, sizeof *f->fp)) ||
-                !(f->cand = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->cand))) {
+            if (!(f->seen = gs_calloc(&p->alloc, nn, sizeof *f->seen)) ||
+                !(f->growth = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->growth)) ||
+                !(f->mask = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->mask)) ||
+                !(f->milli_left = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->milli_left)) ||
+                !(f->res_left = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->res_left))) {
                 fslot_free(p, f);
                 return NULL;
             }
@@ -420,13 +543,13 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
             for (uint32_t i = 1; i < p->nfslots; i++)
                 if (p->fslots[i].used < f->used)
                     f = &p->fslots[i];
-            memset(f->fp, 0, (size_t)nn * sizeof *f->fp);
+            memset(f->seen, 0, (size_t)nn * sizeof *f->seen);
         }
         f->shape = *s;
         f->epoch = p->wl_epoch;
     }
     if (f->epoch != p->wl_epoch) {
-        memset(f->fp, 0, (size_t)nn * sizeof *f->fp);
+        memset(f->seen, 0, (size_t)nn * sizeof *f->seen);
         f->epoch = p->wl_epoch;
     }
     f->used = ++p->fclock;
@@ -436,8 +559,8 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
 void gs_pl_frag_free(gpusched_placer *p)
 {
     if (p->wlc) {
-        gs_free(&p->alloc, p->wlc->s);
-        gs_free(&p->alloc, p->wlc->fb_fp);
+        wlc_free_tables(p, p->wlc);
+        gs_free(&p->alloc, p->wlc->fb_seen);
         gs_free(&p->alloc, p->wlc->fb_val);
     }
     gs_free(&p->alloc, p->wlc);
