@@ -675,3 +675,113 @@ Test(place_pods, complete_against_exhaustive_reference)
     cr_assert_gt(fits, cases / 10, "the cases exercise placements (%u of %u fit)", fits, cases);
     cr_assert_lt(fits, cases - cases / 10, "and failures (%u of %u fit)", fits, cases);
 }
+
+static void varied_res(uint32_t node, uint32_t *cpu, uint32_t *mem)
+{
+    *cpu = 4000 + 2000 * (node % 5);
+    *mem = 16384 << (node % 3);
+}
+
+/* The fragmentation policy caches each shape's candidate per node and
+ * rescores only the nodes whose change counter moved. A placer that has
+ * placed for a while must therefore choose exactly what a new placer
+ * (nothing cached) chooses, after every kind of change: pods placed and
+ * released, whole-GPU jobs allocated node by node and in batches (another
+ * write path), reservations, node health. One rack of 300 nodes, so that
+ * the single-pod scan is long enough to be cached. */
+Test(place_pods, frag_cache_sees_every_change)
+{
+    pt_env e = pt_env_on(pd_topo(1, 1, 300, 4, true, varied_res));
+    uint64_t wres[4][2];
+    gpusched_place_request w[4] = {pd_req(wres[0], 1, 2000, 4096, 0, 500), pd_req(wres[1], 1, 4000, 8192, 1, 0),
+                                   pd_req(wres[2], 1, 1000, 2048, 0, 250), pd_req(wres[3], 1, 8000, 16384, 2, 0)};
+    const gpusched_place_request *shapes[] = {&w[0], &w[1], &w[2], &w[3]};
+    const double weights[] = {4, 3, 2, 1};
+    cr_assert_eq(gpusched_placer_workload_set(e.p, 4, shapes, weights), 0, "%s", gpusched_placer_errmsg(e.p));
+    pt_rng rng = {0x5eed};
+    uint64_t live[512];
+    uint32_t nlive = 0, compared = 0;
+    uint64_t id = 1;
+    for (uint32_t step = 0; step < 1500; step++) {
+        const uint32_t what = pt_below(&rng, 10);
+        if (what < 5) {
+            /* A pod: the cached placer's choice against a new placer's. */
+            static const uint32_t milli[] = {0, 0, 100, 250, 500, 700};
+            uint64_t res[2];
+            const uint32_t m = milli[pt_below(&rng, 6)];
+            gpusched_place_request q =
+                pd_req(res, 1, 500 * (1 + pt_below(&rng, 8)), 1024 << pt_below(&rng, 4), m ? 0 : pt_below(&rng, 3), m);
+            gpusched_placer *fresh;
+            gpusched_place_result *fres;
+            cr_assert_eq(gpusched_placer_new(e.c, NULL, &fresh), 0);
+            cr_assert_eq(gpusched_place_result_new(NULL, &fres), 0);
+            cr_assert_eq(gpusched_placer_workload_set(fresh, 4, shapes, weights), 0);
+            gpusched_job job;
+            pt_req_job(&q, &job, id);
+            const int want = gpusched_placer_place(fresh, &q, fres);
+            const int rc = place(&e, &q, id, nlive < 512);
+            cr_assert_eq(rc, want, "step %u: %d against a new placer's %d", step, rc, want);
+            if (rc == 0) {
+                uint64_t mask, want_mask;
+                const uint32_t *nodes;
+                const uint64_t *masks;
+                uint32_t n;
+                const uint32_t node = placed_node(&e, &mask);
+                cr_assert_eq(gpusched_place_result_nodes(fres, &nodes, &masks, &n), 0);
+                want_mask = masks[0];
+                cr_assert_eq(node, nodes[0], "step %u: node %u, a new placer chooses %u", step, node, nodes[0]);
+                cr_assert_eq(mask, want_mask, "step %u: GPUs %llx, a new placer's %llx", step,
+                             (unsigned long long)mask, (unsigned long long)want_mask);
+                compared++;
+                if (nlive < 512)
+                    live[nlive++] = id;
+            }
+            id++;
+            gpusched_place_result_free(fres);
+            gpusched_placer_free(fresh);
+        } else if (what < 7 && nlive) {
+            const uint32_t k = pt_below(&rng, nlive);
+            const int rc = gpusched_cluster_release(e.c, live[k]);
+            if (rc != GPUSCHED_ENOENT) /* reserved ids are dropped below */
+                cr_assert_eq(rc, 0, "%s", gpusched_cluster_errmsg(e.c));
+            live[k] = live[--nlive];
+        } else if (what == 7) {
+            /* Whole GPUs on 1 to 8 nodes in one call (more than 4 pairs
+             * take the batched write path). */
+            uint32_t nodes[8];
+            uint64_t masks[8];
+            uint32_t n = 1 + pt_below(&rng, 8), k = 0, at = pt_below(&rng, 290);
+            for (uint32_t i = 0; i < n; i++) {
+                uint64_t free_mask;
+                cr_assert_eq(gpusched_cluster_node_state(e.c, at + i, &free_mask, NULL, NULL, NULL), 0);
+                if (free_mask) {
+                    nodes[k] = at + i;
+                    masks[k++] = free_mask & (0 - free_mask);
+                }
+            }
+            gpusched_job j = GPUSCHED_JOB_INIT;
+            j.id = id++;
+            if (k && gpusched_cluster_allocate(e.c, &j, k, nodes, masks) == 0 && nlive < 512)
+                live[nlive++] = j.id;
+        } else if (what == 8) {
+            uint64_t free_mask;
+            uint32_t node = pt_below(&rng, 300);
+            cr_assert_eq(gpusched_cluster_node_state(e.c, node, &free_mask, NULL, NULL, NULL), 0);
+            if (free_mask) {
+                uint64_t m = free_mask & (0 - free_mask);
+                if (gpusched_cluster_reserve(e.c, 777, 1, &node, &m) == 0 && pt_below(&rng, 2))
+                    cr_assert_eq(gpusched_cluster_unreserve(e.c, 777), 0);
+            }
+        } else {
+            uint64_t hit[64];
+            uint32_t nhit;
+            cr_assert_eq(gpusched_cluster_node_health_set(e.c, pt_below(&rng, 300), pt_below(&rng, 3) ? 0 : 1 + pt_below(&rng, 3),
+                                                          hit, 64, &nhit),
+                         0, "%s", gpusched_cluster_errmsg(e.c));
+        }
+        if (step % 100 == 0)
+            check(e.c);
+    }
+    cr_assert_gt(compared, 300, "only %u choices compared", compared);
+    pt_env_free(&e);
+}
