@@ -18,8 +18,18 @@
  *   fair-share weight, and per *resource* a nominal quota, a borrowing
  *   limit and a lending limit. Resource 0 (#GPUSCHED_SCHED_RES_GPUS)
  *   counts every GPU; resource 1 + k counts the GPUs of GPU class k of
- *   the topology (gpusched_topo_class_count()). A class resource is
- *   enforced once some queue has a non-zero nominal quota for it.
+ *   the topology (gpusched_topo_class_count()); resource 1 + classes + k
+ *   counts the topology's named resource k (gpusched_topo_resource_find():
+ *   cpu, memory, ...), in its unit, asked by pod gangs. A class or named
+ *   resource is enforced once some queue has a non-zero nominal quota for
+ *   it.
+ * - **Pod gangs** (requests with pods, resources, GPU fractions or class
+ *   lists, as gpusched_placer_place() takes them): a gang uses of each
+ *   named resource its pods' sum; of GPUs its whole GPUs, and for GPU
+ *   fractions the pods' milli summed, rounded up to whole GPUs; of a class
+ *   its GPUs when it names one class with `gpu_class` (a class list is
+ *   charged to GPUs only). Pod gangs do not preempt and get no
+ *   reservation yet: they wait for room (doc/sched.md, "Pod gangs").
  * - **Quota** (per resource): a queue's *subtree quota* is its nominal
  *   plus its children's subtree quotas. Its *guarantee* is the subtree
  *   quota minus its lending limit (the part nobody else may use). A
@@ -345,7 +355,8 @@ GPUSCHED_API int gpusched_sched_queue_parent_set(gpusched_sched *s, uint32_t que
  * Sets a queue's quota for one resource.
  * @param s The scheduler.
  * @param queue The queue (the root too: its nominal is a pool shared by all).
- * @param resource #GPUSCHED_SCHED_RES_GPUS, or 1 + a GPU class.
+ * @param resource #GPUSCHED_SCHED_RES_GPUS, 1 + a GPU class, or 1 + the
+ *        class count + a topology resource (cpu, memory, ...).
  * @param nominal Nominal quota, 0 to #GPUSCHED_SCHED_QUOTA_MAX.
  * @param borrowing_limit How far above its subtree quota it may go, or
  *        #GPUSCHED_SCHED_UNLIMITED.
@@ -393,7 +404,8 @@ GPUSCHED_API const char *gpusched_sched_queue_name(const gpusched_sched *s, uint
  * @param s The scheduler.
  * @param queue The queue.
  * @param resource The resource.
- * @param[out] used GPUs of its subtree's running jobs on that resource.
+ * @param[out] used What its subtree's running jobs use of that resource
+ *        (GPUs, or the named resource's unit).
  * @param[out] quota Its subtree quota (nominal plus its children's).
  * @param[out] decayed Its decayed usage, as of the last event or cycle.
  * @param[out] share Its fair share (dominant over the enforced resources,

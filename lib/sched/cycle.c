@@ -37,7 +37,7 @@ static gs_memo *memo_lookup(gpusched_sched *s, uint64_t key, int insert, int cyc
                 return NULL;
             m->gen = gen;
             m->key = key;
-            m->gpus = UINT32_MAX;
+            m->size = UINT32_MAX;
             m->msg = UINT32_MAX;
             m->pool_cycle = 0;
             return m;
@@ -92,9 +92,11 @@ static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, u
         char buf[GPUSCHED_SCHED_NAME_MAX + GPUSCHED_MAX_NAME + 32];
         if (r == 0)
             snprintf(buf, sizeof buf, "%s (gpus)", s->q[q].name);
-        else
+        else if (r < s->res0)
             snprintf(buf, sizeof buf, "%s (gpus of class %s)", s->q[q].name,
                      gpusched_topo_class_name(s->c->topo, r - 1));
+        else
+            snprintf(buf, sizeof buf, "%s (%s)", s->q[q].name, s->c->topo->res_names[r - s->res0]);
         *off = gs_sd_pool_add(d, buf);
     }
     return *off;
@@ -181,7 +183,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     gs_sj *j = &s->j[slot];
     uint64_t pkey = key ? gs_sd_mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
     gs_memo *m = memo_lookup(s, pkey, 0, 1);
-    if (m && m->gpus <= j->gpus)
+    if (m && m->size <= j->size)
         return 0;
     job->priority = j->priority;
     q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
@@ -189,8 +191,8 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     q->now = x->now;
     int rc = gpusched_placer_preempt(s->p, q, s->res, s->plan);
     if (rc == GPUSCHED_ENOSPC) {
-        if ((m = memo_lookup(s, pkey, 1, 1)) && j->gpus < m->gpus)
-            m->gpus = j->gpus;
+        if ((m = memo_lookup(s, pkey, 1, 1)) && j->size < m->size)
+            m->size = j->size;
         return 0;
     }
     if (rc)
@@ -237,7 +239,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         return record_wait(s, x, slot, &w, UINT32_MAX);
     }
     int nominal = 1;
-    if (gs_sq_admit(s, j->queue, j->cls_res, j->gpus, &nominal, &w) && s->quotas)
+    if (gs_sq_admit(s, j, &nominal, &w) && s->quotas)
         return record_wait(s, x, slot, &w, queue_name_msg(s, x->d, w.queue, w.resource));
     w.reason = GPUSCHED_SCHED_WAIT_NONE;
     w.queue = j->queue, w.resource = 0, w.used = w.limit = 0;
@@ -255,15 +257,15 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
     uint64_t ckey = key ? gs_sd_mix64(key, 0xc0ffee) | 1 : 0;
     gs_memo *cm = constrained ? memo_lookup(s, ckey, 0, 1) : NULL;
-    if (m && m->gpus <= j->gpus) {
+    if (m && m->size <= j->size) {
         reason = m->reason;
         msg = memo_msg(s, x->d, m);
-    } else if (j->gpus > s->c->root_free_gpus) {
+    } else if (j->need_free > s->c->root_free_gpus) {
         /* Fewer free GPUs than it asks: no search can place it. The text
          * is written from the wait's numbers when it is asked for. */
         reason = GPUSCHED_REASON_NO_GPUS;
         msg = GS_SD_MSG_TOO_FEW_FREE;
-    } else if (cm && cm->gpus <= j->gpus) {
+    } else if (cm && cm->size <= j->size) {
         /* A gang of its shape and no more GPUs fit only on reserved nodes
          * this cycle: so would it. */
         const gs_resv *v = &s->resv[cm->msg];
@@ -295,8 +297,8 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
             rc = gpusched_placer_place(s->p, &q, s->res);
             if (rc == 0) {
                 const gs_resv *v = blocking_resv(s);
-                if ((cm = memo_lookup(s, ckey, 1, 1)) && j->gpus < cm->gpus) {
-                    cm->gpus = j->gpus;
+                if ((cm = memo_lookup(s, ckey, 1, 1)) && j->size < cm->size) {
+                    cm->size = j->size;
                     cm->msg = (uint32_t)(v - s->resv);
                 }
                 w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
@@ -307,8 +309,8 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         }
         reason = gpusched_place_result_reason(s->res);
         msg = gs_sd_pool_add(x->d, gpusched_place_result_message(s->res));
-        if ((m = memo_find(s, key, 1)) && j->gpus < m->gpus) {
-            m->gpus = j->gpus;
+        if ((m = memo_find(s, key, 1)) && j->size < m->size) {
+            m->size = j->size;
             m->reason = reason;
             m->msg = memo_text_add(s, gpusched_place_result_message(s->res));
             m->pool = msg;
@@ -319,7 +321,8 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     w.reason = GPUSCHED_SCHED_WAIT_FIT;
     w.place_reason = reason;
     w.free_gpus = s->c->root_free_gpus;
-    if (s->preempt && nominal && !s->strict && s->npre) {
+    /* Pod gangs neither preempt nor reserve yet (doc/sched.md, "Pods"). */
+    if (s->preempt && nominal && !s->strict && s->npre && !j->pods) {
         job_desc(s, j, x->now, borrowed, &job);
         q = j->req;
         q.job = &job;
@@ -329,7 +332,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         if (rc)
             return rc;
     }
-    if (!s->strict && s->nresv < (uint32_t)s->resv_depth) {
+    if (!s->strict && s->nresv < (uint32_t)s->resv_depth && !j->pods) {
         int rc = gs_sd_reserve(s, slot, x->now);
         if (rc == 0) {
             const gs_resv *v = &s->resv[s->nresv - 1];
@@ -482,7 +485,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->cmemo_gen++;
     /* GPUs freed behind the scheduler's back (the caller released a job of
      * its own) end the memo too. */
-    if (s->c->root_free_gpus != s->free_at_end)
+    if (s->c->root_free_gpus != s->free_at_end || s->c->podx_gen != s->podx_gen_at_end)
         s->free_epoch++;
     if (s->memo_epoch != s->free_epoch) {
         s->memo_gen++;
@@ -500,6 +503,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);
     s->free_at_end = s->c->root_free_gpus;
+    s->podx_gen_at_end = s->c->podx_gen;
     if (rc) {
         s->dirty = 1;
         return gs_error(&s->err, rc, "cycle: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : gpusched_placer_errmsg(s->p));

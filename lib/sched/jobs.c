@@ -150,7 +150,7 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     s->running[s->nrunning++] = slot;
     s->q[j->queue].nrunning++;
     s->npre += (j->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
-    gs_sq_use(s, j->queue, j->cls_res, j->gpus, +1);
+    gs_sq_use(s, j, +1);
     memset(&j->wait, 0, sizeof j->wait);
     j->wait.size = sizeof j->wait;
     j->wait.job_id = j->id;
@@ -163,7 +163,7 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now)
     gs_sj *j = &s->j[slot];
     gs_sq_decay(s, now);
     ends_del(s, slot);
-    gs_sq_use(s, j->queue, j->cls_res, j->gpus, -1);
+    gs_sq_use(s, j, -1);
     uint32_t last = s->running[--s->nrunning];
     s->running[j->run_pos] = last;
     s->j[last].run_pos = j->run_pos;
@@ -190,5 +190,12 @@ uint64_t gs_sj_shape_key(const gpusched_place_request *q)
                           q->labels_forbidden};
     for (size_t i = 0; i < GS_ARRAY_LEN(v); i++)
         h = gs_sd_mix64(h, v[i]);
+    /* A pod's shape (its count is the size, not the shape). */
+    h = gs_sd_mix64(h, q->gpu_milli);
+    h = gs_sd_mix64(h, q->policy);
+    for (uint32_t i = 0; i < q->resource_count; i++)
+        h = gs_sd_mix64(h, q->resources[i] + ((uint64_t)i << 56));
+    for (uint32_t i = 0; i < q->gpu_class_count; i++)
+        h = gs_sd_mix64(h, q->gpu_classes[i] | (uint64_t)1 << 63);
     return h | 1;
 }

@@ -101,27 +101,49 @@ int gs_sq_recompute(gpusched_sched *s)
     return 0;
 }
 
-void gs_sq_use(gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int sign)
+uint32_t gs_sj_demand(const gpusched_sched *s, const gs_sj *j, uint32_t *r, uint64_t *amt)
 {
-    uint32_t rs[2] = {0, cls_res};
-    for (uint32_t k = 0; k < (cls_res ? 2u : 1u); k++) {
-        uint32_t r = rs[k];
-        for (uint32_t q = leaf; q != GS_SQ_NONE; q = s->q[q].parent) {
-            uint32_t i = gs_qr(s, q, r);
-            uint64_t before = gs_sq_occ(s, i);
-            s->used[i] = sign > 0 ? s->used[i] + gpus : s->used[i] - gpus;
-            if (q == leaf)
-                s->sument[i] = s->used[i];
-            uint64_t ent_before = s->ent[i];
-            s->ent[i] = s->sument[i] < s->total[i] ? s->sument[i] : s->total[i];
-            uint32_t parent = s->q[q].parent;
-            if (parent != GS_SQ_NONE) {
-                uint32_t pi = gs_qr(s, parent, r);
-                s->sumocc[pi] = s->sumocc[pi] - before + gs_sq_occ(s, i);
-                s->sument[pi] = s->sument[pi] - ent_before + s->ent[i];
-            }
+    uint32_t n = 0;
+    r[n] = 0;
+    amt[n++] = j->qgpus;
+    if (j->cls_res) {
+        r[n] = j->cls_res;
+        amt[n++] = j->qgpus;
+    }
+    for (uint32_t k = 0; j->res_amt && k < s->nres - s->res0; k++)
+        if (j->res_amt[k]) {
+            r[n] = s->res0 + k;
+            amt[n++] = j->res_amt[k];
+        }
+    return n;
+}
+
+static void use_res(gpusched_sched *s, uint32_t leaf, uint32_t r, uint64_t amount, int sign)
+{
+    for (uint32_t q = leaf; q != GS_SQ_NONE; q = s->q[q].parent) {
+        uint32_t i = gs_qr(s, q, r);
+        uint64_t before = gs_sq_occ(s, i);
+        s->used[i] = sign > 0 ? s->used[i] + amount : s->used[i] - amount;
+        if (q == leaf)
+            s->sument[i] = s->used[i];
+        uint64_t ent_before = s->ent[i];
+        s->ent[i] = s->sument[i] < s->total[i] ? s->sument[i] : s->total[i];
+        uint32_t parent = s->q[q].parent;
+        if (parent != GS_SQ_NONE) {
+            uint32_t pi = gs_qr(s, parent, r);
+            s->sumocc[pi] = s->sumocc[pi] - before + gs_sq_occ(s, i);
+            s->sument[pi] = s->sument[pi] - ent_before + s->ent[i];
         }
     }
+}
+
+void gs_sq_use(gpusched_sched *s, const gs_sj *j, int sign)
+{
+    uint32_t r[GS_SJ_DEMAND_MAX];
+    uint64_t amt[GS_SJ_DEMAND_MAX];
+    const uint32_t n = gs_sj_demand(s, j, r, amt);
+    for (uint32_t k = 0; k < n; k++)
+        use_res(s, j->queue, r[k], amt[k], sign);
 }
 
 /* One resource: within quota on the whole path, counting only usage
@@ -175,19 +197,23 @@ static int admit_res(const gpusched_sched *s, const uint32_t *path, uint32_t dep
     return over;
 }
 
-int gs_sq_admit(const gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int *nominal,
-                gpusched_sched_wait *w)
+int gs_sq_admit(const gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w)
 {
     uint32_t path[GPUSCHED_SCHED_MAX_DEPTH + 1], depth = 0;
-    for (uint32_t q = leaf; q != GS_SQ_NONE; q = s->q[q].parent)
+    for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent)
         path[depth++] = q;
     depth--;
     *nominal = 1;
-    if (admit_res(s, path, depth, 0, gpus, nominal, w))
-        return 1;
-    if (cls_res && gs_sq_active(s, cls_res)) {
+    uint32_t r[GS_SJ_DEMAND_MAX];
+    uint64_t amt[GS_SJ_DEMAND_MAX];
+    const uint32_t n = gs_sj_demand(s, j, r, amt);
+    /* GPUs always; a class or a topology resource once some queue has a
+     * quota of it. */
+    for (uint32_t k = 0; k < n; k++) {
+        if (!gs_sq_active(s, r[k]))
+            continue;
         int nom = 1;
-        if (admit_res(s, path, depth, cls_res, gpus, &nom, w))
+        if (admit_res(s, path, depth, r[k], amt[k], &nom, w))
             return 1;
         *nominal = *nominal && nom;
     }

@@ -42,8 +42,15 @@ typedef struct gs_sj {
     uint8_t borrowed;           /* started on borrowed capacity */
     uint32_t flags;
     int32_t priority;
-    uint32_t gpus;
+    uint32_t gpus;              /* GPUs it holds whole (the cluster's count) */
     uint32_t cls_res;           /* 1 + its GPU class, or 0 */
+    uint32_t qgpus;             /* GPUs charged to quotas: whole ones, and the gang's
+                                 * fractions summed, rounded up */
+    uint32_t size;              /* the memo's size: gpus, or pods for a pod gang */
+    uint32_t need_free;         /* whole GPUs that must be free for it to fit */
+    uint8_t pods;               /* placed as pods with resources or fractions */
+    uint64_t *res_amt;          /* pod gangs: per topology resource, the gang's total;
+                                 * NULL otherwise (one block with the request's arrays) */
     int64_t submit, limit, predicted;
     int64_t start;
     uint64_t cost_hint;
@@ -74,11 +81,12 @@ typedef struct gs_resv {
     uint32_t off, n;            /* its nodes: s->rnodes[off .. off + n) */
 } gs_resv;
 
-/* Memo of the cycle: the fewest GPUs for which a shape did not fit. */
+/* Memo of the cycle: the smallest size (GPUs, or pods for a pod gang) for
+ * which a shape did not fit. */
 typedef struct gs_memo {
     uint64_t key;
     uint64_t gen;
-    uint32_t gpus;
+    uint32_t size;              /* the smallest size that failed (GPUs, or pods) */
     uint32_t reason;
     uint32_t msg;               /* offset in s->memo_text, or a reservation index */
     uint32_t pool;              /* offset in the decisions' pool, valid in cycle `pool_cycle` */
@@ -92,7 +100,8 @@ struct gpusched_sched {
     gpusched_placer *p;
     gpusched_place_result *res;
     gpusched_preempt_plan *plan;
-    uint32_t nres;                  /* 1 + the topology's classes */
+    uint32_t nres;                  /* 1 + the topology's classes + its resources */
+    uint32_t res0;                  /* 1 + classes: the first topology resource */
     uint32_t nlevels;
 
     /* Parameters. */
@@ -167,6 +176,7 @@ struct gpusched_sched {
     /* Running jobs a preemption could take: preemptible ones. */
     uint32_t npre;
     uint64_t free_at_start, started_gpus, free_at_end;
+    uint64_t podx_gen_at_end;       /* the cluster's podx_gen after the last cycle */
 };
 
 /* The decisions of one cycle. */
@@ -209,9 +219,14 @@ static inline uint32_t gs_qr(const gpusched_sched *s, uint32_t q, uint32_t r) { 
 /* Subtree quotas, guarantees and occupancies of every queue, from scratch;
  * GPUSCHED_ERANGE if a subtree sum passes 2^62 (nothing changed then). */
 int gs_sq_recompute(gpusched_sched *s);
-/* Usage of `gpus` more (or less) GPUs of resources 0 and `cls_res` along
- * the path from `leaf` to the root. */
-void gs_sq_use(gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int sign);
+/* What job j uses of each resource (GPUs, its class, the topology's
+ * resources for a pod gang): up to GS_SJ_DEMAND_MAX (resource, amount)
+ * pairs into r and amt; their count. */
+#define GS_SJ_DEMAND_MAX (2 + GPUSCHED_MAX_RESOURCES)
+uint32_t gs_sj_demand(const gpusched_sched *s, const gs_sj *j, uint32_t *r, uint64_t *amt);
+/* Usage of job j's demand added (sign > 0) or taken away along the path
+ * from its queue to the root. */
+void gs_sq_use(gpusched_sched *s, const gs_sj *j, int sign);
 static inline int gs_sq_active(const gpusched_sched *s, uint32_t r) { return r == 0 || s->res_set[r] > 0; }
 static inline uint64_t gs_sq_occ(const gpusched_sched *s, uint32_t i)
 {
@@ -220,8 +235,7 @@ static inline uint64_t gs_sq_occ(const gpusched_sched *s, uint32_t i)
 /* Whether `gpus` more in `leaf` stay within quota: 0 and *nominal = 1 if
  * within every subtree quota on the path, 0 and *nominal = 0 if within
  * the borrowing rules, or 1 with `w` filled (reason QUOTA). */
-int gs_sq_admit(const gpusched_sched *s, uint32_t leaf, uint32_t cls_res, uint32_t gpus, int *nominal,
-                gpusched_sched_wait *w);
+int gs_sq_admit(const gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w);
 /* The decayed usage brought to `now`. */
 void gs_sq_decay(gpusched_sched *s, int64_t now);
 /* Shares of every queue (fair order); one path after a start. */

@@ -117,7 +117,8 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
         return rc;
     s->alloc = a;
     s->c = gpusched_cluster_ref(cluster);
-    s->nres = 1 + cluster->topo->nclasses;
+    s->res0 = 1 + cluster->topo->nclasses;
+    s->nres = s->res0 + cluster->topo->nres;
     s->nlevels = cluster->topo->nlevels;
     for (uint32_t p = 1; p < GS_ARRAY_LEN(params); p++)
         *param_field(s, p) = params[p].def;
@@ -336,8 +337,9 @@ GPUSCHED_API int gpusched_sched_queue_quota_set(gpusched_sched *s, uint32_t queu
         return gs_error(&s->err, GPUSCHED_ENOENT, "queue_quota_set: queue %u does not exist (%u queues)", queue,
                         s->nq);
     if (resource >= s->nres)
-        return gs_error(&s->err, GPUSCHED_ERANGE, "queue_quota_set: resource %u, 0 to %u expected (GPUs, then %u classes)",
-                        resource, s->nres - 1, s->nres - 1);
+        return gs_error(&s->err, GPUSCHED_ERANGE,
+                        "queue_quota_set: resource %u, 0 to %u expected (GPUs, %u classes, %u topology resources)",
+                        resource, s->nres - 1, s->res0 - 1, s->nres - s->res0);
     if (nominal > GPUSCHED_SCHED_QUOTA_MAX)
         return gs_error(&s->err, GPUSCHED_ERANGE, "queue_quota_set: nominal %llu is above the largest quota 2^62",
                         (unsigned long long)nominal);
@@ -429,7 +431,8 @@ static int check_now(gpusched_sched *s, int64_t now, const char *what)
     return 0;
 }
 
-static int load_request(gpusched_sched *s, const gpusched_place_request *in, gpusched_place_request *out)
+static int load_request(gpusched_sched *s, const gpusched_place_request *in, gpusched_place_request *out,
+                        gs_pl_req *r)
 {
     if (!in)
         return gs_error(&s->err, GPUSCHED_EINVAL, "submit: request is NULL");
@@ -440,9 +443,31 @@ static int load_request(gpusched_sched *s, const gpusched_place_request *in, gpu
     if (out->job || out->flags || out->preempt_policy || out->now)
         return gs_error(&s->err, GPUSCHED_EINVAL,
                         "submit: request's job, flags, preempt_policy and now must be 0 (the scheduler sets them)");
-    gs_pl_req r;
-    if ((rc = gs_pl_req_load(s->p, out, &r)) || (rc = gs_pl_req_whole_gpus(s->p, &r, "sched")))
+    if ((rc = gs_pl_req_load(s->p, out, r)))
         return gs_error(&s->err, rc, "submit: %s", gpusched_placer_errmsg(s->p));
+    return 0;
+}
+
+/* A pod gang's own copies of the request's arrays and its total of each
+ * topology resource, in one block (j->res_amt first). */
+static int pods_block(gpusched_sched *s, const gs_pl_req *r, gpusched_place_request *req, uint64_t **res_amt)
+{
+    const uint32_t ntres = s->nres - s->res0;
+    const size_t bytes = (size_t)(ntres + req->resource_count) * sizeof(uint64_t) +
+                         (size_t)req->gpu_class_count * sizeof(uint32_t);
+    uint64_t *b = gs_malloc(&s->alloc, bytes ? bytes : 1);
+    if (!b)
+        return GPUSCHED_ENOMEM;
+    for (uint32_t k = 0; k < ntres; k++)
+        b[k] = k < r->shape.nres ? (uint64_t)r->npods * r->shape.res[k] : 0;
+    if (req->resource_count)
+        memcpy(b + ntres, req->resources, (size_t)req->resource_count * sizeof *b);
+    req->resources = req->resource_count ? b + ntres : NULL;
+    uint32_t *cls = (uint32_t *)(b + ntres + req->resource_count);
+    if (req->gpu_class_count)
+        memcpy(cls, req->gpu_classes, (size_t)req->gpu_class_count * sizeof *cls);
+    req->gpu_classes = req->gpu_class_count ? cls : NULL;
+    *res_amt = b;
     return 0;
 }
 
@@ -476,17 +501,23 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     if (job.submit_time < -GS_TIME_MAX || job.submit_time > GS_TIME_MAX)
         return gs_error(&s->err, GPUSCHED_ERANGE, "submit: job %llu: submit_time out of ±2^53", (unsigned long long)job.id);
     gpusched_place_request req;
-    if ((rc = load_request(s, job.request, &req)))
+    gs_pl_req r;
+    if ((rc = load_request(s, job.request, &req, &r)))
         return rc;
     if (gs_sj_find(s, job.id) != GS_SJ_NONE || gs_cluster_job_find(s->c, job.id))
         return gs_error(&s->err, GPUSCHED_EEXIST, "submit: job %llu exists", (unsigned long long)job.id);
     /* Every allocation first: nothing changes unless all succeed. */
     uint32_t *avoid = NULL;
+    uint64_t *res_amt = NULL;
     if (req.avoid_count) {
         avoid = gs_malloc(&s->alloc, (size_t)req.avoid_count * sizeof *avoid);
         if (!avoid)
             return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
         memcpy(avoid, req.avoid_nodes, (size_t)req.avoid_count * sizeof *avoid);
+    }
+    if (r.pods_path && pods_block(s, &r, &req, &res_amt)) {
+        gs_free(&s->alloc, avoid);
+        return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
     }
     gs_sq *x = &s->q[job.queue];
     if (gs_sj_map_reserve(s) || gs_grow(&s->alloc, (void **)&s->j, &s->j_cap, s->nj + 1, sizeof *s->j) ||
@@ -496,6 +527,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
         gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend) ||
         ends_reserve(s, s->nrunning + s->npending + 1)) {
         gs_free(&s->alloc, avoid);
+        gs_free(&s->alloc, res_amt);
         return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
     }
     uint32_t slot = s->nfree ? s->free_slots[--s->nfree] : s->nj++;
@@ -507,7 +539,22 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->flags = job.flags;
     j->priority = job.priority;
     j->gpus = req.gpus;
+    j->qgpus = req.gpus;
+    j->size = req.gpus;
+    j->need_free = req.gpus;
     j->cls_res = req.gpu_class == GPUSCHED_NONE ? 0 : 1 + req.gpu_class;
+    if (r.pods_path) {
+        /* Fractions hold no GPU whole (the cluster counts them apart). */
+        j->pods = 1;
+        j->gpus = r.shape.milli ? 0 : r.gpus;
+        j->qgpus = r.shape.milli ? (uint32_t)(((uint64_t)r.npods * r.shape.milli + 999) / 1000) : r.gpus;
+        j->size = r.npods;
+        j->need_free = r.shape.milli ? 0 : j->gpus;
+        j->res_amt = res_amt;
+        /* A class quota is charged for one class, not a list. */
+        if (req.gpu_class_count)
+            j->cls_res = 0;
+    }
     j->submit = job.submit_time;
     j->limit = job.duration_limit;
     j->predicted = job.duration_predicted;
@@ -550,7 +597,9 @@ static void slot_free(gpusched_sched *s, uint32_t slot)
     gs_sj *j = &s->j[slot];
     gs_sj_map_del(s, j->id);
     gs_free(&s->alloc, j->avoid);
+    gs_free(&s->alloc, j->res_amt);
     j->avoid = NULL;
+    j->res_amt = NULL;
     j->state = GS_SJ_FREE;
     /* free_slots can hold every slot: grown with the table. */
     s->free_slots[s->nfree++] = slot;
@@ -713,11 +762,12 @@ GPUSCHED_API int gpusched_sched_check(gpusched_sched *s)
         if (!h || h->ngpus != j->gpus)
             rc = gs_error(&s->err, GPUSCHED_ECORRUPT, "check: running job %llu %s in the cluster",
                           (unsigned long long)j->id, h ? "holds other GPUs" : "is not running");
-        for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent) {
-            used[gs_qr(s, q, 0)] += j->gpus;
-            if (j->cls_res)
-                used[gs_qr(s, q, j->cls_res)] += j->gpus;
-        }
+        uint32_t dr[GS_SJ_DEMAND_MAX];
+        uint64_t amt[GS_SJ_DEMAND_MAX];
+        const uint32_t nd = gs_sj_demand(s, j, dr, amt);
+        for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent)
+            for (uint32_t k = 0; k < nd; k++)
+                used[gs_qr(s, q, dr[k])] += amt[k];
     }
     if (!rc && (npending != s->npending || nrunning != s->nrunning))
         rc = gs_error(&s->err, GPUSCHED_ECORRUPT, "check: %u pending and %u running counted, %u and %u kept",
