@@ -1,15 +1,17 @@
 /* Quotas, borrowing and explanations against a reference model: random
- * queue trees, random gangs, job ends and cycles under every order; each
- * cycle's decisions are replayed in their evaluation order against a
- * from-scratch model of the quota rules (doc/sched.md, "Queues and
- * resources"), and after each cycle:
- *  - every start was admissible when it was made;
- *  - every quota wait names the queue, usage and limit the model finds;
+ * queue trees with quotas of GPUs and of cpu (a topology resource), random
+ * gangs (whole GPUs, and pod gangs asking cpu with whole GPUs or none),
+ * job ends and cycles under every order; each cycle's decisions are
+ * replayed in their evaluation order against a from-scratch model of the
+ * quota rules (doc/sched.md, "Queues and resources"), and after each cycle:
+ *  - every start was admissible on every resource when it was made;
+ *  - every quota wait names the resource, queue, usage and limit the model
+ *    finds (GPUs first, then cpu);
  *  - every other wait passed quota;
- *  - no queue holds more than its subtree quota plus its borrowing limit
- *    (quotas are never exceeded except by declared borrowing; the root's
- *    limit is the cluster);
- *  - usage per queue equals the model's;
+ *  - no queue holds more than its subtree quota plus its borrowing limit,
+ *    of any resource (quotas are never exceeded except by declared
+ *    borrowing; the root's limit is the cluster);
+ *  - usage per queue and resource equals the model's;
  *  - a gang said not to fit does not fit the cluster after the cycle, and a
  *    gang behind a reservation names a reservation of the cycle, with its
  *    time;
@@ -19,17 +21,23 @@
 
 #define MAXQ 12
 #define MAXJ 4096
+#define NR 2 /* model resources: 0 GPUs, 1 cpu */
 #define UNL GPUSCHED_SCHED_UNLIMITED
 
 typedef struct ref {
     uint32_t nq;
     uint32_t parent[MAXQ];
-    uint64_t nominal[MAXQ], borrow[MAXQ], lend[MAXQ];
+    uint64_t nominal[NR][MAXQ], borrow[NR][MAXQ], lend[NR][MAXQ];
     bool leaf[MAXQ];
-    /* Running jobs: queue and GPUs by id (gpus 0: not running). */
-    uint32_t run_q[MAXJ], run_g[MAXJ];
-    /* Every submitted gang's queue and GPUs by id. */
-    uint32_t job_q[MAXJ], job_g[MAXJ];
+    bool cpu_quota;             /* some queue has a cpu nominal: cpu is enforced */
+    /* Running jobs by id: queue, and what they use of each resource. */
+    bool running[MAXJ];
+    uint32_t run_q[MAXJ];
+    uint64_t run_a[NR][MAXJ];
+    /* Every submitted gang by id: queue, use, and its request's shape. */
+    uint32_t job_q[MAXJ];
+    uint64_t job_a[NR][MAXJ];
+    uint32_t job_pods[MAXJ], job_pod_gpus[MAXJ], job_pod_cpu[MAXJ];
 } ref;
 
 static bool under(const ref *m, uint32_t q, uint32_t anc)
@@ -40,45 +48,46 @@ static bool under(const ref *m, uint32_t q, uint32_t anc)
     return false;
 }
 
-static uint64_t r_total(const ref *m, uint32_t q)
+static uint64_t r_total(const ref *m, uint32_t res, uint32_t q)
 {
-    uint64_t t = m->nominal[q];
+    uint64_t t = m->nominal[res][q];
     for (uint32_t c = 1; c < m->nq; c++)
         if (m->parent[c] == q)
-            t += r_total(m, c);
+            t += r_total(m, res, c);
     return t;
 }
 
-static uint64_t r_used(const ref *m, uint32_t q)
+static uint64_t r_used(const ref *m, uint32_t res, uint32_t q)
 {
     uint64_t u = 0;
     for (uint32_t id = 0; id < MAXJ; id++)
-        if (m->run_g[id] && under(m, m->run_q[id], q))
-            u += m->run_g[id];
+        if (m->running[id] && under(m, m->run_q[id], q))
+            u += m->run_a[res][id];
     return u;
 }
 
-static uint64_t r_guar(const ref *m, uint32_t q)
+static uint64_t r_guar(const ref *m, uint32_t res, uint32_t q)
 {
-    uint64_t t = r_total(m, q);
-    return t - (m->lend[q] < t ? m->lend[q] : t);
+    uint64_t t = r_total(m, res, q);
+    return t - (m->lend[res][q] < t ? m->lend[res][q] : t);
 }
 
-static uint64_t r_ent(const ref *m, uint32_t q)
+static uint64_t r_ent(const ref *m, uint32_t res, uint32_t q)
 {
     uint64_t below = 0;
     if (m->leaf[q])
-        below = r_used(m, q);
+        below = r_used(m, res, q);
     for (uint32_t c = 1; c < m->nq; c++)
         if (m->parent[c] == q)
-            below += r_ent(m, c);
-    uint64_t t = r_total(m, q);
+            below += r_ent(m, res, c);
+    uint64_t t = r_total(m, res, q);
     return below < t ? below : t;
 }
 
-/* 0 if admissible (nominal or borrowing), 1 with the deepest failing
- * queue, its usage and its limit. */
-static int r_admit(const ref *m, uint32_t leaf, uint64_t g, uint32_t *fq, uint64_t *fused, uint64_t *flimit)
+/* One resource: 0 if admissible (nominal or borrowing), 1 with the deepest
+ * failing queue, its usage and its limit. */
+static int r_admit_res(const ref *m, uint32_t res, uint32_t leaf, uint64_t g, uint32_t *fq, uint64_t *fused,
+                       uint64_t *flimit)
 {
     uint32_t path[MAXQ], depth = 0;
     for (uint32_t q = leaf;; q = m->parent[q]) {
@@ -88,24 +97,25 @@ static int r_admit(const ref *m, uint32_t leaf, uint64_t g, uint32_t *fq, uint64
     }
     depth--;
     bool nominal = true;
-    uint64_t ent = r_used(m, leaf) + g;
-    if (ent > r_total(m, leaf))
+    uint64_t ent = r_used(m, res, leaf) + g;
+    if (ent > r_total(m, res, leaf))
         nominal = false;
     for (uint32_t k = 1; k < depth; k++)
-        if (m->borrow[path[k]] != UNL && r_used(m, path[k]) + g > r_total(m, path[k]) + m->borrow[path[k]])
+        if (m->borrow[res][path[k]] != UNL &&
+            r_used(m, res, path[k]) + g > r_total(m, res, path[k]) + m->borrow[res][path[k]])
             nominal = false;
     for (uint32_t k = 1; k <= depth && nominal; k++) {
         uint64_t sum = 0;
         for (uint32_t c = 1; c < m->nq; c++)
             if (m->parent[c] == path[k])
-                sum += c == path[k - 1] ? ent : r_ent(m, c);
-        if (sum > r_total(m, path[k]))
+                sum += c == path[k - 1] ? ent : r_ent(m, res, c);
+        if (sum > r_total(m, res, path[k]))
             nominal = false;
         ent = sum;
     }
     if (nominal)
         return 0;
-    uint64_t cap = r_total(m, 0);
+    uint64_t cap = r_total(m, res, 0);
     int over = 0;
     for (uint32_t k = depth + 1; k-- > 0;) {
         uint32_t q = path[k];
@@ -113,27 +123,53 @@ static int r_admit(const ref *m, uint32_t leaf, uint64_t g, uint32_t *fq, uint64
             uint64_t sib = 0;
             for (uint32_t c = 1; c < m->nq; c++)
                 if (m->parent[c] == path[k + 1] && c != q) {
-                    uint64_t u = r_used(m, c), gu = r_guar(m, c);
+                    uint64_t u = r_used(m, res, c), gu = r_guar(m, res, c);
                     sib += u > gu ? u : gu;
                 }
             uint64_t avail = cap > sib ? cap - sib : 0;
-            uint64_t lim = m->borrow[q] == UNL ? UNL : r_total(m, q) + m->borrow[q];
+            uint64_t lim = m->borrow[res][q] == UNL ? UNL : r_total(m, res, q) + m->borrow[res][q];
             cap = avail < lim ? avail : lim;
         }
-        if (r_used(m, q) + g > cap) {
-            *fq = q, *fused = r_used(m, q), *flimit = cap;
+        if (r_used(m, res, q) + g > cap) {
+            *fq = q, *fused = r_used(m, res, q), *flimit = cap;
             over = 1;
         }
     }
     return over;
 }
 
-/* A random tree: 1-3 interior queues under the root, leaves under them. */
+/* Every enforced resource in order (GPUs, then cpu once some queue has a
+ * cpu quota): 0 if job `id` is admissible, else 1 with the first failing
+ * resource (model index), its deepest failing queue, usage and limit. */
+static int r_admit(const ref *m, uint64_t id, uint32_t *fres, uint32_t *fq, uint64_t *fused, uint64_t *flimit)
+{
+    for (uint32_t res = 0; res < NR; res++) {
+        if (res == 1 && (!m->cpu_quota || !m->job_a[1][id]))
+            continue;
+        if (r_admit_res(m, res, m->job_q[id], m->job_a[res][id], fq, fused, flimit)) {
+            *fres = res;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The scheduler's index of model resource res. */
+static uint32_t sched_res(st_env *e, uint32_t res)
+{
+    if (res == 0)
+        return GPUSCHED_SCHED_RES_GPUS;
+    uint32_t cpu;
+    cr_assert_eq(gpusched_topo_resource_find(e->t, "cpu", &cpu), 0);
+    return 1 + gpusched_topo_class_count(e->t) + cpu;
+}
+
+/* A random tree: 1-3 interior queues under the root, leaves under them;
+ * quotas of GPUs, and of cpu in two runs of three. */
 static void random_tree(pt_rng *r, st_env *e, ref *m)
 {
     memset(m, 0, sizeof *m);
     m->nq = 1;
-    m->lend[0] = m->borrow[0] = UNL;
     uint32_t ninner = pt_below(r, 3);
     uint32_t parents[4] = {0};
     for (uint32_t i = 0; i < ninner; i++) {
@@ -152,23 +188,54 @@ static void random_tree(pt_rng *r, st_env *e, ref *m)
         m->leaf[q] = true;
         m->nq = q + 1;
     }
-    for (uint32_t q = 0; q < m->nq; q++) {
-        m->nominal[q] = q == 0 || !m->leaf[q] ? (pt_below(r, 3) == 0 ? pt_below(r, 16) : 0) : pt_below(r, 40);
-        m->borrow[q] = pt_below(r, 2) ? UNL : pt_below(r, 30);
-        m->lend[q] = pt_below(r, 2) ? UNL : pt_below(r, 30);
-        cr_assert_eq(gpusched_sched_queue_quota_set(e->s, q, 0, m->nominal[q], m->borrow[q], m->lend[q]), 0, "%s",
-                     gpusched_sched_errmsg(e->s));
+    const bool cpu = pt_below(r, 3) != 0;
+    for (uint32_t res = 0; res < NR; res++) {
+        /* cpu in units of 1000 milli-cores, on the scale of GPUs x 2000. */
+        const uint64_t unit = res ? 2000 : 1;
+        for (uint32_t q = 0; q < m->nq; q++) {
+            if (res == 1 && !cpu) {
+                m->borrow[res][q] = m->lend[res][q] = UNL;
+                continue;
+            }
+            m->nominal[res][q] =
+                unit * (q == 0 || !m->leaf[q] ? (pt_below(r, 3) == 0 ? pt_below(r, 16) : 0) : pt_below(r, 40));
+            m->borrow[res][q] = pt_below(r, 2) ? UNL : unit * pt_below(r, 30);
+            m->lend[res][q] = pt_below(r, 2) ? UNL : unit * pt_below(r, 30);
+            m->cpu_quota |= res == 1 && m->nominal[res][q] > 0;
+            cr_assert_eq(gpusched_sched_queue_quota_set(e->s, q, sched_res(e, res), m->nominal[res][q],
+                                                        m->borrow[res][q], m->lend[res][q]),
+                         0, "%s", gpusched_sched_errmsg(e->s));
+        }
     }
 }
 
 /* What the replays covered, so that the test proves it exercised them. */
-static uint32_t seen_starts, seen_quota, seen_resv, seen_fit, seen_evictions;
+static uint32_t seen_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions, seen_pod_starts;
 
 typedef struct ev {
     uint32_t seq;
     int start;
     uint32_t index;
 } ev;
+
+/* Job `id`'s request as submitted: pods of GPUs and cpu, or whole GPUs
+ * (pods 0). `res` must outlive the request. */
+static gpusched_place_request job_request(const ref *m, uint64_t id, uint64_t *res)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.split = GPUSCHED_SPLIT_PODS;
+    if (m->job_pods[id]) {
+        q.pods = m->job_pods[id];
+        q.pod_gpus = m->job_pod_gpus[id];
+        res[0] = m->job_pod_cpu[id];
+        q.resources = res;
+        q.resource_count = 1;
+    } else {
+        q.gpus = (uint32_t)m->job_a[0][id];
+        q.pod_gpus = q.gpus < 4 ? q.gpus : 4;
+    }
+    return q;
+}
 
 static void check_cycle(st_env *e, ref *m, gpusched_placer *probe, gpusched_place_result *res, bool quotas)
 {
@@ -202,35 +269,46 @@ static void check_cycle(st_env *e, ref *m, gpusched_placer *probe, gpusched_plac
     for (uint32_t i = 0; i < n; i++) {
         if (i)
             cr_assert_neq(evs[i].seq, evs[i - 1].seq, "each evaluation has its own seq");
-        uint32_t fq = 0;
+        uint32_t fq = 0, fres = 0;
         uint64_t fused = 0, flim = 0;
         if (evs[i].start) {
             uint64_t id = sids[evs[i].index];
             for (uint32_t v = 0; v < nev; v++)
-                if (fors[v] == id)
-                    m->run_g[victims[v]] = 0;
+                if (fors[v] == id) {
+                    cr_assert_eq(m->job_pods[victims[v]], 0, "pod gang %llu is a victim",
+                                 (unsigned long long)victims[v]);
+                    m->running[victims[v]] = false;
+                }
             if (quotas)
-                cr_assert_eq(r_admit(m, m->job_q[id], m->job_g[id], &fq, &fused, &flim), 0,
-                             "job %llu started over quota: queue %u holds %llu, may hold %llu", (unsigned long long)id,
-                             fq, (unsigned long long)fused, (unsigned long long)flim);
+                cr_assert_eq(r_admit(m, id, &fres, &fq, &fused, &flim), 0,
+                             "job %llu started over quota of resource %u: queue %u holds %llu, may hold %llu",
+                             (unsigned long long)id, fres, fq, (unsigned long long)fused, (unsigned long long)flim);
+            m->running[id] = true;
             m->run_q[id] = m->job_q[id];
-            m->run_g[id] = m->job_g[id];
+            for (uint32_t r = 0; r < NR; r++)
+                m->run_a[r][id] = m->job_a[r][id];
             seen_starts++;
+            seen_pod_starts += m->job_pods[id] != 0;
             continue;
         }
         gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
         cr_assert_eq(gpusched_sched_decisions_wait(d, evs[i].index, &w), 0);
         uint64_t id = w.job_id;
-        int over = r_admit(m, m->job_q[id], m->job_g[id], &fq, &fused, &flim);
+        int over = r_admit(m, id, &fres, &fq, &fused, &flim);
         if (w.reason == GPUSCHED_SCHED_WAIT_QUOTA) {
             cr_assert(quotas);
             cr_assert_eq(over, 1, "job %llu waits for quota, the model admits it", (unsigned long long)id);
+            cr_assert_eq(w.resource, sched_res(e, fres), "job %llu: resource %u, model %u", (unsigned long long)id,
+                         w.resource, sched_res(e, fres));
             cr_assert_eq(w.queue, fq, "job %llu: queue %u, model %u", (unsigned long long)id, w.queue, fq);
             cr_assert_eq(w.used, fused);
             cr_assert_eq(w.limit, flim);
-            cr_assert_eq(w.requested, m->job_g[id]);
-            cr_assert(strstr(gpusched_sched_decisions_wait_message(d, evs[i].index), "over quota"));
+            cr_assert_eq(w.requested, m->job_a[fres][id]);
+            const char *msg = gpusched_sched_decisions_wait_message(d, evs[i].index);
+            cr_assert(strstr(msg, "over quota"), "%s", msg);
+            cr_assert(strstr(msg, fres ? "(cpu)" : "(gpus)"), "%s", msg);
             seen_quota++;
+            seen_cpu_quota += fres == 1;
         } else if (quotas) {
             cr_assert_eq(over, 0, "job %llu waits for reason %u but is over quota in the model",
                          (unsigned long long)id, w.reason);
@@ -247,31 +325,87 @@ static void check_cycle(st_env *e, ref *m, gpusched_placer *probe, gpusched_plac
             seen_resv++;
         }
         if ((w.reason == GPUSCHED_SCHED_WAIT_FIT || w.reason == GPUSCHED_SCHED_WAIT_SHARE) && nev == 0) {
-            gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-            q.gpus = m->job_g[id];
-            q.split = GPUSCHED_SPLIT_PODS;
-            q.pod_gpus = q.gpus < 4 ? q.gpus : 4;
+            uint64_t amounts[1];
+            gpusched_place_request q = job_request(m, id, amounts);
             cr_assert_eq(gpusched_placer_place(probe, &q, res), GPUSCHED_ENOSPC,
                          "job %llu is said not to fit but fits after the cycle", (unsigned long long)id);
             seen_fit++;
         }
     }
     seen_evictions += nev;
-    for (uint32_t q = 0; q < m->nq; q++) {
-        uint64_t used;
-        cr_assert_eq(gpusched_sched_queue_usage(e->s, q, 0, &used, NULL, NULL, NULL, NULL), 0);
-        cr_assert_eq(used, r_used(m, q), "queue %u", q);
-        if (q != 0 && m->borrow[q] != UNL && quotas)
-            cr_assert_leq(used, r_total(m, q) + m->borrow[q], "queue %u holds %llu: quota %llu + borrowing %llu", q,
-                          (unsigned long long)used, (unsigned long long)r_total(m, q),
-                          (unsigned long long)m->borrow[q]);
+    for (uint32_t q = 0; q < m->nq; q++)
+        for (uint32_t r = 0; r < NR; r++) {
+            uint64_t used;
+            cr_assert_eq(gpusched_sched_queue_usage(e->s, q, sched_res(e, r), &used, NULL, NULL, NULL, NULL), 0);
+            cr_assert_eq(used, r_used(m, r, q), "queue %u resource %u", q, r);
+            if (q != 0 && m->borrow[r][q] != UNL && quotas && (r == 0 || m->cpu_quota))
+                cr_assert_leq(used, r_total(m, r, q) + m->borrow[r][q],
+                              "queue %u holds %llu of resource %u: quota %llu + borrowing %llu", q,
+                              (unsigned long long)used, r, (unsigned long long)r_total(m, r, q),
+                              (unsigned long long)m->borrow[r][q]);
+        }
+}
+
+/* 2 blocks x 3 racks x 4 nodes x 4 GPUs (96 GPUs), 16 cores per node. */
+static st_env quota_env(void)
+{
+    char text[8192];
+    int o = snprintf(text, sizeof text, "levels block rack\nresources cpu\n");
+    for (uint32_t n = 0; n < 24; n++)
+        o += snprintf(text + o, sizeof text - (size_t)o, "node b%u/r%u n%u gpus=4 class=gb200 cpu=16000\n", n / 12,
+                      n / 4, n);
+    st_env e = {0};
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, (size_t)o, NULL, &e.t, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
+    cr_assert_eq(gpusched_sched_new(e.c, NULL, &e.s), 0);
+    cr_assert_eq(gpusched_sched_decisions_new(NULL, &e.d), 0);
+    return e;
+}
+
+static void submit_random(pt_rng *r, st_env *e, ref *m, uint64_t id, int64_t now)
+{
+    static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 12, 16, 24, 32};
+    static const uint32_t cpus[] = {1000, 2000, 4000, 8000};
+    uint32_t q;
+    do
+        q = 1 + pt_below(r, m->nq - 1);
+    while (!m->leaf[q]);
+    m->job_q[id] = q;
+    const uint32_t kind = pt_below(r, 3);
+    const int32_t prio = (int32_t)pt_below(r, 3);
+    const int64_t dur = 10 + pt_below(r, 100);
+    const uint32_t flags = pt_below(r, 2) ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
+    if (kind == 0) {
+        /* Whole GPUs, no cpu asked. */
+        uint32_t g = sizes[pt_below(r, 10)];
+        m->job_a[0][id] = g;
+        cr_assert_eq(st_submit_full(e, id, q, g, prio, now, dur, flags), 0, "%s", gpusched_sched_errmsg(e->s));
+        return;
     }
+    /* Pods with cpu: of 1, 2 or 4 GPUs, or cpu only. */
+    m->job_pods[id] = 1 + pt_below(r, 8);
+    m->job_pod_gpus[id] = kind == 1 ? 1u << pt_below(r, 3) : 0;
+    m->job_pod_cpu[id] = cpus[pt_below(r, 4)];
+    m->job_a[0][id] = (uint64_t)m->job_pods[id] * m->job_pod_gpus[id];
+    m->job_a[1][id] = (uint64_t)m->job_pods[id] * m->job_pod_cpu[id];
+    uint64_t amounts[1];
+    gpusched_place_request req = job_request(m, id, amounts);
+    gpusched_sched_job j = GPUSCHED_SCHED_JOB_INIT;
+    j.id = id;
+    j.queue = q;
+    j.priority = prio;
+    j.submit_time = now;
+    j.duration_limit = dur;
+    j.flags = flags;
+    j.request = &req;
+    cr_assert_eq(gpusched_sched_submit(e->s, &j), 0, "%s", gpusched_sched_errmsg(e->s));
 }
 
 static void run_seed(uint64_t seed)
 {
     pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 1};
-    st_env e = st_env_small();
+    st_env e = quota_env();
     ref *m = calloc(1, sizeof *m);
     random_tree(&r, &e, m);
     bool quotas = pt_below(&r, 5) != 0;
@@ -284,30 +418,18 @@ static void run_seed(uint64_t seed)
     gpusched_place_result *res;
     cr_assert_eq(gpusched_placer_new(e.c, NULL, &probe), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-    static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 12, 16, 24, 32};
     uint64_t next = 1;
     int64_t now = 0;
     for (int step = 0; step < 60; step++) {
         now += pt_below(&r, 20);
         uint32_t k = pt_below(&r, 8);
-        for (uint32_t i = 0; i < k && next < MAXJ; i++) {
-            uint32_t q;
-            do
-                q = 1 + pt_below(&r, m->nq - 1);
-            while (!m->leaf[q]);
-            uint32_t g = sizes[pt_below(&r, 10)];
-            m->job_q[next] = q;
-            m->job_g[next] = g;
-            cr_assert_eq(st_submit_full(&e, next, q, g, (int32_t)pt_below(&r, 3), now, 10 + pt_below(&r, 100),
-                                        pt_below(&r, 2) ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0),
-                         0, "%s", gpusched_sched_errmsg(e.s));
-            next++;
-        }
+        for (uint32_t i = 0; i < k && next < MAXJ; i++)
+            submit_random(&r, &e, m, next++, now);
         /* Some running jobs end. */
         for (uint64_t id = 1; id < next; id++)
-            if (m->run_g[id] && pt_below(&r, 6) == 0) {
+            if (m->running[id] && pt_below(&r, 6) == 0) {
                 cr_assert_eq(gpusched_sched_job_end(e.s, id, now), 0, "%s", gpusched_sched_errmsg(e.s));
-                m->run_g[id] = 0;
+                m->running[id] = false;
             }
         st_cycle(&e, now);
         check_cycle(&e, m, probe, res, quotas);
@@ -325,10 +447,15 @@ Test(sched_quota, random_trees_against_the_model)
     const uint32_t seeds = getenv("GPUSCHED_UNDER_VALGRIND") ? 8 : 60;
     for (uint64_t seed = 1; seed <= seeds; seed++)
         run_seed(seed);
+    cr_log_info("coverage: %u starts (%u pod gangs), %u quota waits (%u of cpu), %u behind reservations, %u do not "
+                "fit, %u evictions",
+                seen_starts, seen_pod_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions);
     cr_assert(seen_starts > 1000 * seeds / 60 && seen_quota > 200 * seeds / 60 && seen_resv > 20 * seeds / 60 &&
-                  seen_fit > 200 * seeds / 60 && seen_evictions > 10 * seeds / 60,
-              "coverage: %u starts, %u quota waits, %u behind reservations, %u do not fit, %u evictions", seen_starts,
-              seen_quota, seen_resv, seen_fit, seen_evictions);
+                  seen_fit > 200 * seeds / 60 && seen_evictions > 10 * seeds / 60 &&
+                  seen_cpu_quota > 20 * seeds / 60 && seen_pod_starts > 300 * seeds / 60,
+              "coverage: %u starts (%u pod gangs), %u quota waits (%u of cpu), %u behind reservations, %u do not "
+              "fit, %u evictions",
+              seen_starts, seen_pod_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions);
 }
 
 /* Borrowing and lending limits on a hand-made tree. */
