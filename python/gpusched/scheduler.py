@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import ctypes
 import enum
-from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union, cast
 
 from . import _util as u
 from ._lib import SchedJob, SchedQueue, SchedWait, lib
-from .placement import build_request
+from .placement import PlacePolicy, build_request
 from .topology import Name
 
 if TYPE_CHECKING:
@@ -229,9 +229,19 @@ class Scheduler(u.Handle):
         return [lib.sched_queue_name(self._h, i).decode() for i in range(lib.sched_queue_count(self._h))]
 
     def resource(self, resource: Union[int, str]) -> int:
-        """A resource index: 0 or ``"gpus"``, a GPU class name, or an index."""
+        """A resource index: 0 or ``"gpus"``, a GPU class name (1 + its
+        class), a topology resource name such as ``"cpu"`` or ``"memory"``
+        (1 + the class count + its resource index), or an index."""
         if isinstance(resource, str):
-            return 0 if resource == "gpus" else 1 + self.cluster.topology.gpu_class(resource)
+            if resource == "gpus":
+                return 0
+            topo = self.cluster.topology
+            if resource in topo.resources:
+                if resource in topo.classes:
+                    raise ValueError(f"resource {resource!r} names both a GPU class and a topology resource: "
+                                     "give its index")
+                return 1 + len(topo.classes) + topo.resource(resource)
+            return 1 + topo.gpu_class(resource)
         return u.u32("resource", resource)
 
     def add_queue(self, name: str, parent: Union[int, str] = ROOT, *, priority: int = 0, weight: int = 1,
@@ -280,7 +290,7 @@ class Scheduler(u.Handle):
 
     # ---- jobs -------------------------------------------------------------
 
-    def submit(self, job_id: int, queue: Union[int, str], gpus: int, *, priority: int = 0,
+    def submit(self, job_id: int, queue: Union[int, str], gpus: Optional[int] = None, *, priority: int = 0,
                submit_time: int = 0, duration_limit: int = 0, duration_predicted: int = 0,
                preemptible: bool = False, cost_hint: int = 0, pod_gpus: Optional[int] = None,
                whole_nodes: bool = False, required: Optional[Name] = None,
@@ -288,15 +298,26 @@ class Scheduler(u.Handle):
                slices: Union[Tuple[int, Name], Iterable[Tuple[int, Name]], None] = (),
                gpu_class: Optional[Name] = None, labels: Union[str, Iterable[Name], None] = (),
                avoid_labels: Union[str, Iterable[Name], None] = (),
-               avoid_nodes: Union[Name, Iterable[Name], None] = ()) -> None:
-        """Submits a gang of `gpus` GPUs; the shape keywords are those of
-        :meth:`Cluster.place` (``pod_gpus``, ``whole_nodes``, ``required``,
-        ``preferred``, ``slices``, ``gpu_class``, ``labels``,
-        ``avoid_labels``, ``avoid_nodes``)."""
+               avoid_nodes: Union[Name, Iterable[Name], None] = (), pods: Optional[int] = None,
+               gpu_milli: int = 0, cpu: Optional[int] = None, memory: Optional[int] = None,
+               resources: Optional[Mapping[str, int]] = None, gpu_classes: Iterable[Name] = (),
+               place_policy: Union[PlacePolicy, int, str] = PlacePolicy.DEFAULT) -> None:
+        """Submits a gang of `gpus` GPUs, or of `pods` pods with resources;
+        the shape keywords are those of :meth:`Cluster.place`
+        (``pod_gpus``, ``whole_nodes``, ``required``, ``preferred``,
+        ``slices``, ``gpu_class``, ``labels``, ``avoid_labels``,
+        ``avoid_nodes``, and for pods ``pods``, ``gpu_milli``, ``cpu``,
+        ``memory``, ``resources``, ``gpu_classes``, ``place_policy``). A pod
+        gang uses its pods' sum of each topology resource (quotas by
+        :meth:`resource` name, e.g. ``set_quota(q, 64000, resource="cpu")``),
+        and of GPUs its whole GPUs, fractions charged by their milli summed
+        and rounded up; it does not preempt or reserve yet (sched.h)."""
         req, keep = build_request(self.cluster.topology, gpus, pod_gpus=pod_gpus,
                                   whole_nodes=whole_nodes, required=required, preferred=preferred,
                                   slices=slices, gpu_class=gpu_class, labels=labels,
-                                  avoid_labels=avoid_labels, avoid_nodes=avoid_nodes)
+                                  avoid_labels=avoid_labels, avoid_nodes=avoid_nodes, pods=pods,
+                                  gpu_milli=gpu_milli, cpu=cpu, memory=memory, resources=resources,
+                                  gpu_classes=gpu_classes, place_policy=place_policy)
         req.job = None
         req.flags = 0
         j = SchedJob()

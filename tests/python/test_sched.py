@@ -158,5 +158,58 @@ class TestCycle(SchedCase):
             self.s.end(77, 3)
 
 
+class TestPodGangs(unittest.TestCase):
+    """Pod gangs with cpu and memory, quotas of cpu by name."""
+
+    def setUp(self):
+        text = "levels rack\nresources cpu memory\n" + "".join(
+            f"node r0 n{i} gpus=4 class=a100 cpu=16000 memory=65536\n" for i in range(4))
+        self.t = Topology.parse(text)
+        self.c = Cluster(self.t)
+        self.s = Scheduler(self.c)
+
+    def tearDown(self):
+        self.s.close()
+        self.c.close()
+        self.t.close()
+
+    def test_cpu_quota_by_name(self):
+        a = self.s.add_queue("team-a", quota=16)
+        self.assertEqual(self.s.resource("cpu"), 1 + 1 + 0)
+        self.assertEqual(self.s.resource("memory"), 1 + 1 + 1)
+        self.assertEqual(self.s.resource("a100"), 1)
+        self.s.set_quota(a, 20000, resource="cpu", borrowing_limit=0)
+        self.s.submit(1, a, pods=4, pod_gpus=1, cpu=4000, memory=8192)
+        self.s.submit(2, a, pods=2, cpu=4000, memory=1024, submit_time=1)
+        d = self.s.cycle(10)
+        self.assertEqual([st.job_id for st in d.starts], [1])
+        (w,) = d.waits
+        self.assertEqual((w.job_id, w.reason, w.resource, w.used, w.requested, w.limit),
+                         (2, WaitReason.QUOTA, self.s.resource("cpu"), 16000, 8000, 20000))
+        self.assertIn("team-a (cpu)", w.message)
+        self.assertEqual(self.s.usage(a, "cpu").used, 16000)
+        self.assertEqual(self.s.usage(a, "memory").used, 4 * 8192)
+        self.assertEqual(self.s.usage(a).used, 4)
+        self.s.end(1, 20)
+        d = self.s.cycle(21)
+        self.assertEqual([st.job_id for st in d.starts], [2])
+        self.assertEqual(self.s.usage(a, "gpus").used, 0)
+        self.s.check()
+
+    def test_fractions_and_bad_pods(self):
+        a = self.s.add_queue("a", quota=16)
+        self.s.submit(1, a, pods=4, gpu_milli=500, cpu=1000)
+        d = self.s.cycle(0)
+        self.assertEqual([st.job_id for st in d.starts], [1])
+        self.assertEqual(self.s.usage(a).used, 2, "4 halves: 2 GPUs of quota")
+        with self.assertRaises(gpusched.InvalidArgument):
+            self.s.submit(2, a, pods=2, pod_gpus=2, gpu_milli=500)
+        with self.assertRaises(gpusched.NotFound):
+            self.s.submit(3, a, pods=1, resources={"disk": 1})
+        with self.assertRaises(gpusched.OutOfRange):
+            self.s.usage(a, 1 + 1 + 2)
+        self.assertEqual(self.s.counts(), (0, 1))
+
+
 if __name__ == "__main__":
     unittest.main()
