@@ -483,15 +483,24 @@ Test(place_pods, cpu_only_nodes_take_cpu_only_pods)
 
 typedef struct ref_node {
     uint32_t cpu, mem, cls, domain[2];
+    uint32_t cpu_cap, mem_cap;
     uint32_t ngpus;
     uint32_t milli[4]; /* free milli per GPU */
 } ref_node;
 
-/* Whether node v holds k pods of the shape (fractions on distinct GPUs). */
-static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem, uint32_t gpus, uint32_t milli)
+/* Whether node v holds k pods of the shape (fractions on distinct GPUs;
+ * `whole`: one pod, on a node of `gpus` GPUs where nothing runs). */
+static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem, uint32_t gpus, uint32_t milli,
+                      bool whole)
 {
     if ((uint64_t)k * cpu > v->cpu || (uint64_t)k * mem > v->mem)
         return false;
+    if (whole) {
+        bool idle = v->cpu == v->cpu_cap && v->mem == v->mem_cap && v->ngpus == gpus;
+        for (uint32_t g = 0; g < v->ngpus; g++)
+            idle &= v->milli[g] == 1000;
+        return k <= 1 && idle;
+    }
     uint32_t ok = 0, full = 0;
     for (uint32_t g = 0; g < v->ngpus; g++) {
         ok += milli && v->milli[g] >= milli;
@@ -505,7 +514,8 @@ static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem,
 /* Tries every assignment of `pods` pods to nodes (pods are identical:
  * non-decreasing node sequences). */
 static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
-                     uint32_t milli, uint32_t cls_mask, int32_t req_level, uint32_t slice_pods, uint32_t slice_level)
+                     uint32_t milli, bool whole, uint32_t cls_mask, int32_t req_level, uint32_t slice_pods,
+                     uint32_t slice_level)
 {
     uint32_t seq[8] = {0};
     for (;;) {
@@ -514,7 +524,7 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
         for (uint32_t i = 0; i < pods; i++)
             cnt[seq[i]]++;
         for (uint32_t n = 0; n < nn && ok; n++)
-            ok = !cnt[n] || ((cls_mask >> v[n].cls & 1) && ref_holds(&v[n], cnt[n], cpu, mem, gpus, milli));
+            ok = !cnt[n] || ((cls_mask >> v[n].cls & 1) && ref_holds(&v[n], cnt[n], cpu, mem, gpus, milli, whole));
         if (ok && req_level >= 0)
             for (uint32_t i = 1; i < pods && ok; i++)
                 ok = v[seq[i]].domain[req_level] == v[seq[0]].domain[req_level];
@@ -543,7 +553,7 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
 Test(place_pods, complete_against_exhaustive_reference)
 {
     pt_rng r = {0x9e3779b97f4a7c15ull};
-    uint32_t cases = 0, fits = 0;
+    uint32_t cases = 0, fits = 0, whole_cases = 0, whole_fits = 0;
     for (uint32_t round = 0; round < 300; round++) {
         /* 1-2 blocks x 1-2 racks x 1-2 nodes of 1-4 GPUs, random cpu/mem. */
         const uint32_t B = 1 + pt_below(&r, 2), R = 1 + pt_below(&r, 2), N = 1 + pt_below(&r, 2);
@@ -573,7 +583,8 @@ Test(place_pods, complete_against_exhaustive_reference)
         const uint32_t nn = gpusched_topo_node_count(t);
         /* Fill at random with pods of every kind. */
         uint64_t res[2];
-        for (uint64_t id = 1; id <= 6; id++) {
+        const uint64_t nfill = pt_below(&r, 7); /* some rounds leave idle nodes, for whole nodes */
+        for (uint64_t id = 1; id <= nfill; id++) {
             uint32_t kind = pt_below(&r, 3);
             gpusched_place_request q = pd_req(res, 1 + pt_below(&r, 2), 500 * pt_below(&r, 4), 512 * pt_below(&r, 4),
                                               kind == 0 ? 1 + pt_below(&r, 2) : 0,
@@ -592,6 +603,8 @@ Test(place_pods, complete_against_exhaustive_reference)
         for (uint32_t n = 0; n < nn; n++) {
             v[n].cpu = res_free(e.c, n, 0);
             v[n].mem = res_free(e.c, n, 1);
+            v[n].cpu_cap = gpusched_topo_node_resource(t, n, 0);
+            v[n].mem_cap = gpusched_topo_node_resource(t, n, 1);
             v[n].cls = gpusched_topo_node_class(t, n);
             v[n].ngpus = G;
             cr_assert_eq(gpusched_topo_node_domain(t, n, 0, &v[n].domain[0]), 0);
@@ -600,13 +613,23 @@ Test(place_pods, complete_against_exhaustive_reference)
                 v[n].milli[g] = milli_free(e.c, n, g);
         }
         for (uint32_t trial = 0; trial < 8; trial++) {
-            uint32_t kind = pt_below(&r, 3);
+            uint32_t kind = pt_below(&r, 4);
             uint32_t pods = 1 + pt_below(&r, 4);
             gpusched_place_request q = pd_req(res, pods, 500 * pt_below(&r, 5), 512 * pt_below(&r, 5),
                                               kind == 0 ? 1 + pt_below(&r, 2) : 0,
                                               kind == 1 ? 100 * (1 + pt_below(&r, 9)) : 0);
             if (kind == 2 && !res[0] && !res[1])
                 res[0] = 1000;
+            /* Whole nodes: of the nodes' size, given or 0 (the largest), or
+             * of a size no node has. */
+            const bool whole = kind == 3;
+            uint32_t whole_gpus = 0;
+            if (whole) {
+                q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+                const uint32_t pick = pt_below(&r, 4);
+                q.pod_gpus = pick == 0 ? 0 : pick == 1 ? G + 1 : G;
+                whole_gpus = q.pod_gpus ? q.pod_gpus : G;
+            }
             int32_t req_level = (int32_t)pt_below(&r, 3) - 1;
             q.required_level = req_level < 0 ? GPUSCHED_NONE : (uint32_t)req_level;
             q.policy = pt_below(&r, 4);
@@ -620,7 +643,7 @@ Test(place_pods, complete_against_exhaustive_reference)
              * preferred level (a preference: it never changes whether the
              * gang fits). */
             uint32_t slice_pods = 0, slice_level = 0;
-            const uint32_t per_pod = q.gpu_milli ? 1 : q.pod_gpus;
+            const uint32_t per_pod = q.gpu_milli ? 1 : whole ? whole_gpus : q.pod_gpus;
             if (per_pod && pt_below(&r, 3) == 0) {
                 uint32_t sp = 1 + pt_below(&r, 2);
                 if (pods % sp == 0) {
@@ -633,8 +656,8 @@ Test(place_pods, complete_against_exhaustive_reference)
                 }
             }
             q.preferred_level = pt_below(&r, 2) ? GPUSCHED_NONE : pt_below(&r, 3);
-            bool want = ref_fits(v, nn, pods, (uint32_t)res[0], (uint32_t)res[1], q.pod_gpus, q.gpu_milli,
-                                 cls_mask, req_level, slice_pods, slice_level);
+            bool want = ref_fits(v, nn, pods, (uint32_t)res[0], (uint32_t)res[1], whole ? whole_gpus : q.pod_gpus,
+                                 q.gpu_milli, whole, cls_mask, req_level, slice_pods, slice_level);
             int rc = place(&e, &q, 100 + trial, true);
             cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%d %s", rc, gpusched_placer_errmsg(e.p));
             cr_assert_eq(rc == 0, want,
@@ -645,8 +668,20 @@ Test(place_pods, complete_against_exhaustive_reference)
                          q.slice_level[0], q.preferred_level,
                          gpusched_place_result_message(e.res));
             cases++;
+            whole_cases += whole;
             if (rc == 0) {
                 fits++;
+                whole_fits += whole;
+                if (whole) {
+                    /* Each pod has a node to itself, all of its GPUs. */
+                    const uint32_t *nodes;
+                    const uint64_t *masks;
+                    uint32_t np;
+                    cr_assert_eq(gpusched_place_result_nodes(e.res, &nodes, &masks, &np), 0);
+                    cr_assert_eq(np, pods);
+                    for (uint32_t i = 0; i < np; i++)
+                        cr_assert_eq(masks[i], (1ull << G) - 1);
+                }
                 check(e.c); /* the commit kept every capacity */
                 const uint32_t *doms;
                 uint32_t nd;
@@ -674,6 +709,9 @@ Test(place_pods, complete_against_exhaustive_reference)
     }
     cr_assert_gt(fits, cases / 10, "the cases exercise placements (%u of %u fit)", fits, cases);
     cr_assert_lt(fits, cases - cases / 10, "and failures (%u of %u fit)", fits, cases);
+    cr_assert(whole_fits > whole_cases / 10 && whole_fits < whole_cases - whole_cases / 10,
+              "whole nodes: %u of %u fit", whole_fits, whole_cases);
+    cr_log_info("%u cases, %u fit; whole nodes %u, %u fit", cases, fits, whole_cases, whole_fits);
 }
 
 static void varied_res(uint32_t node, uint32_t *cpu, uint32_t *mem)

@@ -41,13 +41,16 @@
  * memory, ... as the topology declares them) and either `pod_gpus` whole
  * GPUs (0: none) or a fraction of one GPU. A node holds as many pods as
  * every one of its free amounts allows; one gang never puts two of its
- * fractions on one GPU. The search is then: the required level's domain
+ * fractions on one GPU. With split #GPUSCHED_SPLIT_WHOLE_NODES each pod
+ * has a node to itself: a node of `pod_gpus` GPUs (0: the largest node
+ * size) where nothing runs (every GPU free, nothing held of any resource);
+ * the pod holds all its GPUs and what it asks of the resources. The search is then: the required level's domain
  * that holds the gang with the least room to spare, inside it the fewest
  * domains of the preferred level, with one slice constraint the domains of
  * its level that hold the most whole slices, and nodes by the request's
  * `policy` (#gpusched_place_policy). It is complete: if the pods fit
  * somewhere, they are placed. Not with such requests yet: a second slice
- * constraint, whole nodes, batches, preemption, reservations.
+ * constraint, batches, preemption, reservations.
  *
  * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
  * memory of the search so that placements allocate nothing in steady state.

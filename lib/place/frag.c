@@ -576,7 +576,8 @@ void gs_pl_frag_free(gpusched_placer *p)
 
 static bool same_shape(const gs_pod_shape *a, const gs_pod_shape *b)
 {
-    if (a->pod_gpus != b->pod_gpus || a->milli != b->milli || a->any_class != b->any_class)
+    if (a->pod_gpus != b->pod_gpus || a->milli != b->milli || a->any_class != b->any_class ||
+        a->whole_node != b->whole_node)
         return false;
     if (!a->any_class && memcmp(a->classes, b->classes, sizeof a->classes))
         return false;

@@ -37,6 +37,8 @@ typedef struct gs_pod_shape {
     uint32_t nres;              /* res[0..nres) asked, the rest 0 */
     uint32_t res[GPUSCHED_MAX_RESOURCES];
     bool any_class;
+    bool whole_node;            /* each pod takes a node where nothing runs, all
+                                 * its pod_gpus GPUs (nodes of that many GPUs) */
     uint64_t classes[4];        /* allowed classes (bit c), when !any_class */
     double weight;              /* workload shapes only */
 } gs_pod_shape;

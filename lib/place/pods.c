@@ -72,13 +72,22 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
     r->policy = 0;
     r->slice_pods = r->slice_level = 0;
     memset(&r->shape, 0, sizeof r->shape);
-    if (q->split != GPUSCHED_SPLIT_PODS)
+    if (q->split != GPUSCHED_SPLIT_PODS && q->split != GPUSCHED_SPLIT_WHOLE_NODES)
         return gs_error(&p->err, GPUSCHED_EINVAL,
-                        "place request: pods with resources or a GPU fraction need split pods (split is %u)", q->split);
+                        "place request: pods with resources or a GPU fraction need split pods or whole nodes (split "
+                        "is %u)",
+                        q->split);
+    const bool whole = q->split == GPUSCHED_SPLIT_WHOLE_NODES;
+    if (whole && q->gpu_milli && q->gpu_milli != 1000)
+        return gs_error(&p->err, GPUSCHED_EINVAL,
+                        "place request: gpu_milli %u with whole nodes: a pod on a whole node takes whole GPUs",
+                        q->gpu_milli);
     if (q->gpu_milli > 1000)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpu_milli is %u, 0 to 1000 expected", q->gpu_milli);
     const uint32_t milli = q->gpu_milli == 1000 ? 0 : q->gpu_milli;
-    const uint32_t pod_gpus = q->gpu_milli == 1000 && q->pod_gpus == 0 ? 1 : q->pod_gpus;
+    /* Whole nodes: pod_gpus is the node size (0: the largest node). */
+    const uint32_t pod_gpus = whole ? (q->pod_gpus ? q->pod_gpus : p->t->max_node_gpus)
+                              : q->gpu_milli == 1000 && q->pod_gpus == 0 ? 1 : q->pod_gpus;
     if (milli && pod_gpus > 1)
         return gs_error(&p->err, GPUSCHED_EINVAL,
                         "place request: a fraction of a GPU (gpu_milli %u) with pod_gpus %u: a fraction is of one GPU",
@@ -121,6 +130,7 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
     }
     r->shape.pod_gpus = milli ? 0 : pod_gpus;
     r->shape.milli = milli;
+    r->shape.whole_node = whole;
     r->npods = npods;
     r->gpus = (uint32_t)((uint64_t)npods * per_pod > UINT32_MAX ? UINT32_MAX : npods * per_pod);
     r->policy = q->policy ? q->policy : GPUSCHED_POLICY_FRAG;
@@ -144,6 +154,20 @@ static uint64_t milli_room(const struct gpusched_cluster *c, uint32_t n, uint64_
         }
     }
     return room;
+}
+
+/* A node for a whole-node pod: exactly pod_gpus GPUs, all free, and
+ * nothing held of any resource (so nothing runs there). */
+static bool node_idle(const gpusched_placer *p, const gs_pod_shape *s, uint32_t n)
+{
+    const struct gpusched_cluster *c = p->c;
+    const struct gpusched_topo *t = p->t;
+    if (t->node_gpus[n] != s->pod_gpus || c->node_free[n] != gs_node_all_mask(s->pod_gpus))
+        return false;
+    for (uint32_t i = 0; i < t->nres; i++)
+        if (c->res_free[i][n] != t->node_res[i][n])
+            return false;
+    return true;
 }
 
 uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, uint32_t limit)
@@ -171,7 +195,9 @@ uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n,
     }
     const uint64_t avail = c->node_free[n];
     uint32_t k = cap;
-    if (s->milli)
+    if (s->whole_node)
+        k = node_idle(p, s, n);
+    else if (s->milli)
         k = gs_popcount64(milli_room(c, n, avail, s->milli));
     else if (s->pod_gpus)
         k = gs_popcount64(avail) / s->pod_gpus;
@@ -196,6 +222,8 @@ bool gs_pl_pod_fits_state(const gpusched_placer *p, const gs_pl_req *r, uint32_t
         if (c->res_free[i][n] < s->res[i])
             return false;
     const uint64_t avail = c->node_free[n];
+    if (s->whole_node)
+        return node_idle(p, s, n);
     if (s->milli)
         return avail || milli_room(c, n, 0, s->milli);
     return gs_popcount64(avail) >= s->pod_gpus;

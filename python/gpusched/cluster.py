@@ -757,11 +757,12 @@ class Cluster(u.Handle):
         ``gpu_milli`` of one GPU; `gpus` may then be left out (given, it
         must equal pods x GPUs per pod, a fraction counting as one). A node
         holds as many pods as every one of its free amounts allows, and one
-        gang never puts two of its fractions on one GPU. Slices, whole
-        nodes, :meth:`place_many`, :meth:`preempt`, :meth:`defrag`,
-        :meth:`move`, reservations, :meth:`snapshot` and journals do not
-        take such pods yet (the library raises InvalidArgument, or
-        WrongState for a snapshot or journal of a cluster holding them).
+        gang never puts two of its fractions on one GPU. With
+        ``whole_nodes=True`` each pod has a node of ``pod_gpus`` GPUs (None:
+        the largest size) to itself, where nothing runs. A second slice,
+        :meth:`place_many`, :meth:`preempt`, :meth:`defrag`, :meth:`move`
+        and reservations do not take such pods yet (the library raises
+        InvalidArgument); snapshots and journals keep them.
             pods: the number of pods (at least 1; None: `gpus` divided by
                 the GPUs per pod).
             gpu_milli: 1 to 999: each pod holds this much of one GPU

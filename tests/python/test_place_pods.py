@@ -280,7 +280,7 @@ class TestBadInput(PodCase):
             (dict(place_policy="worst_fit"), ValueError, "worst_fit"),
             (dict(place_policy=9), ValueError, "place_policy"),
             (dict(slices=[(1, "rack"), (1, "block")]), InvalidArgument, "one slice constraint"),
-            (dict(whole_nodes=True), InvalidArgument, "split pods"),
+            (dict(whole_nodes=True), InvalidArgument, "a pod on a whole node takes whole GPUs"),
             (dict(pods=None), TypeError, "pods"),
             (dict(job_id=99), AlreadyExists, "99"),
         ]
@@ -364,6 +364,31 @@ class TestSlices(PodCase):
         self.assertTrue(q.ok, q.message)
         q = c.place(pods=6, pod_gpus=1, cpu=3000, slices=(6, "rack"))
         self.assertFalse(q.ok)
+
+
+class TestWholeNodes(PodCase):
+    def test_each_pod_has_an_idle_node_to_itself(self):
+        c = self.use(pod_topology(1, 2, 2, 4))
+        # Node 0 runs a cpu-only pod: no GPU is taken, but it is not idle.
+        self.assertTrue(c.place(pods=1, cpu=500, commit=True, job_id=1, place_policy="first_fit").ok)
+        busy = c.jobs()[0]
+        p = c.place(pods=2, whole_nodes=True, cpu=1000, memory=1024, commit=True, job_id=2)
+        self.assertTrue(p.ok, p.message)
+        self.assertEqual(len(p.nodes), 2)
+        self.assertTrue(all(m == 0b1111 for m in p.masks), "all of each node's GPUs")
+        cpu_node = [n for n in range(4) if c.node_resource_free(n, "cpu") == 7500]
+        self.assertEqual(len(cpu_node), 1)
+        self.assertNotIn(cpu_node[0], p.nodes)
+        self.assertEqual(sorted(c.node_resource_free(n, "cpu") for n in p.nodes), [7000, 7000])
+        # One idle node is left: a third whole-node pod fits, a fourth not.
+        self.assertTrue(c.place(pods=1, whole_nodes=True, cpu=1).ok)
+        p = c.place(pods=2, whole_nodes=True, cpu=1)
+        self.assertFalse(p.ok)
+        # No node has 8 GPUs; a fraction cannot take a whole node.
+        self.assertFalse(c.place(pods=1, whole_nodes=True, pod_gpus=8, cpu=1).ok)
+        with self.assertRaises(InvalidArgument):
+            c.place(pods=1, whole_nodes=True, gpu_milli=500)
+        self.assertIsNotNone(busy)
 
 
 class TestPolicies(PodCase):
