@@ -199,7 +199,10 @@ typedef enum gpusched_place_reason {
  * @param alloc Allocator for the placer's memory; NULL: libc.
  * @param[out] out The placer.
  * @retval 0 Success.
- * @retval GPUSCHED_EINVAL `cluster` or `out` is NULL, or `alloc` is invalid.
+ * @retval GPUSCHED_EINVAL `cluster` or `out` is NULL, or `alloc` is invalid,
+ *         or GPUSCHED_SIMD names no path (doc/simd.md).
+ * @retval GPUSCHED_ENOTSUP GPUSCHED_SIMD forces a path this CPU cannot run
+ *         or this build lacks.
  * @retval GPUSCHED_ENOMEM Out of memory.
  */
 GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_allocator *alloc,

@@ -13,6 +13,7 @@
  * whole GPUs taken from the shapes that need them. */
 #include <string.h>
 
+#include "config.h"
 #include "place-internal.h"
 
 /* milli-GPU: 15% of a GPU, about the smallest common fraction. */
@@ -221,24 +222,25 @@ static int64_t node_frag(const gs_wlc *c, const gs_nview *v, const uint64_t *acc
     return (int64_t)f;
 }
 
-/* Free resources left, as shares of capacity, summed: the second packing key. */
-static double res_left(const gpusched_placer *p, uint32_t n, const gs_nview *v)
+/* The packing key, lower packs better: the GPU milli left, then the free
+ * resources left as shares of capacity, summed, in fixed point (2^26 per
+ * resource: 8 of them fit in 32 bits), so that every SIMD path compares the
+ * same integers (fscan.h). */
+static uint64_t pack_key(const gpusched_placer *p, uint32_t n, const gs_nview *v, uint32_t milli_left)
 {
     const struct gpusched_topo *t = p->t;
-    double s = 0;
+    uint64_t s = 0;
     for (uint32_t i = 0; i < t->nres; i++)
         if (t->node_res[i][n])
-            s += (double)v->res[i] / t->node_res[i][n];
-    return s;
+            s += ((uint64_t)v->res[i] << 26) / t->node_res[i][n];
+    return (uint64_t)milli_left << 32 | s;
 }
 
 typedef struct gs_cand {
     uint32_t node;
-    uint32_t fits;              /* the node's state holds the pod (cached with it) */
-    uint32_t milli_left;
+    uint64_t pack;              /* pack_key() */
     uint64_t mask;
     int64_t growth;             /* F after minus F before */
-    double res_left;
 } gs_cand;
 
 /* F of node n as it is: shared by every shape's candidates, cached by the
@@ -302,7 +304,7 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
         }
         out->growth = best;
         out->mask = (uint64_t)1 << best_g;
-        out->milli_left = before.total - s->milli;
+        out->pack = pack_key(p, n, &v, before.total - s->milli);
     } else {
         uint64_t mask = 0;
         for (uint32_t g = 0, k = 0; g < v.ngpus && k < s->pod_gpus; g++)
@@ -314,19 +316,8 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
         view_sums(&v);
         out->growth = node_frag(c, &v, acc) - f0;
         out->mask = mask;
-        out->milli_left = v.total;
+        out->pack = pack_key(p, n, &v, v.total);
     }
-    out->res_left = res_left(p, n, &v);
-}
-
-/* Whether node a (milli and resources left) packs better than node b. */
-static bool packs_better(uint32_t a_milli, double a_res, uint32_t a, uint32_t b_milli, double b_res, uint32_t b)
-{
-    if (a_milli != b_milli)
-        return a_milli < b_milli;
-    if (a_res != b_res)
-        return a_res < b_res;
-    return a < b;
 }
 
 /* ---- the cache --------------------------------------------------------------- */
@@ -343,18 +334,17 @@ typedef struct gs_fslot {
     uint32_t *seen;             /* the node's stamp the record is of, 0: none */
     int64_t *growth;            /* GS_NO_FIT: the node's state cannot hold the pod */
     uint64_t *mask;             /* the GPUs the pod takes */
-    uint32_t *milli_left;
-    double *res_left;
+    uint64_t *pack;             /* its packing key */
 } gs_fslot;
 
-#define GS_NO_FIT INT64_MAX
+#define GS_NO_FIT GS_FS_NO_FIT
 
 /* Scans of fewer nodes are not cached: a rack costs less to rescore than
  * to fingerprint and store. */
 #define GS_FCACHE_MIN_NODES 256u
 /* Memory the cache may take: slots of nnodes entries each. */
 #define GS_FCACHE_BYTES ((size_t)64 << 20)
-#define GS_FSLOT_NODE_BYTES (2 * sizeof(uint32_t) + sizeof(uint64_t) + sizeof(int64_t) + sizeof(double))
+#define GS_FSLOT_NODE_BYTES (sizeof(uint32_t) + 2 * sizeof(uint64_t) + sizeof(int64_t))
 
 static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s);
 
@@ -370,8 +360,7 @@ static void fslot_refresh(const gpusched_placer *p, const gs_pl_req *r, gs_fslot
     node_cand(p, r, n, stamp, &x);
     f->growth[n] = x.growth;
     f->mask[n] = x.mask;
-    f->milli_left[n] = x.milli_left;
-    f->res_left[n] = x.res_left;
+    f->pack[n] = x.pack;
 }
 
 /* Whether the pod may take GPUs `mask` of node n as it is now: a cached
@@ -397,16 +386,21 @@ static bool mask_valid(const gpusched_placer *p, const gs_pl_req *r, uint32_t n,
  * then the best packing within the band. */
 static uint32_t choose_cached(gpusched_placer *p, const gs_pl_req *r, gs_fslot *f, uint32_t first, uint32_t end)
 {
-    const uint32_t *stamp = p->c->node_stamp;
-    for (uint32_t n = first; n < end; n++)
-        if (f->seen[n] != stamp[n])
-            fslot_refresh(p, r, f, n, stamp[n]);
+    uint32_t *stale = gs_arena_get(&p->arena, (size_t)(end - first) * sizeof *stale);
+    if (!stale) {
+        /* No scratch: every record of the range afresh, in place. */
+        for (uint32_t n = first; n < end; n++)
+            fslot_refresh(p, r, f, n, p->c->node_stamp[n]);
+    } else {
+        const uint32_t k = p->fs.stale(f->seen, p->c->node_stamp, first, end, stale);
+        for (uint32_t i = 0; i < k; i++)
+            fslot_refresh(p, r, f, stale[i], p->c->node_stamp[stale[i]]);
+    }
     const gpusched_place_request *q = &r->in;
     const bool filter = q->labels_required || q->labels_forbidden || q->avoid_count;
     int64_t least = GS_NO_FIT;
     if (!filter) {
-        for (uint32_t n = first; n < end; n++)
-            least = f->growth[n] < least ? f->growth[n] : least;
+        least = p->fs.least(f->growth, first, end);
     } else {
         for (uint32_t n = first; n < end; n++)
             if (f->growth[n] < least && gs_pl_pod_node_ok(p, r, n))
@@ -416,11 +410,11 @@ static uint32_t choose_cached(gpusched_placer *p, const gs_pl_req *r, gs_fslot *
         return GPUSCHED_NONE;
     const int64_t band = r->shape.pod_gpus ? 0 : GS_FRAG_BAND;
     const int64_t top = least > GS_NO_FIT - 1 - band ? GS_NO_FIT - 1 : least + band;
+    if (!filter)
+        return p->fs.best(f->growth, f->pack, first, end, top);
     uint32_t best = GPUSCHED_NONE;
     for (uint32_t n = first; n < end; n++)
-        if (f->growth[n] <= top && (!filter || gs_pl_pod_node_ok(p, r, n)) &&
-            (best == GPUSCHED_NONE ||
-             packs_better(f->milli_left[n], f->res_left[n], n, f->milli_left[best], f->res_left[best], best)))
+        if (f->growth[n] <= top && gs_pl_pod_node_ok(p, r, n) && (best == GPUSCHED_NONE || f->pack[n] < f->pack[best]))
             best = n;
     return best;
 }
@@ -447,9 +441,7 @@ static int choose_uncached(gpusched_placer *p, const gs_pl_req *r, uint32_t firs
     const int64_t band = r->shape.pod_gpus ? 0 : GS_FRAG_BAND;
     const gs_cand *best = NULL;
     for (uint32_t i = 0; i < k; i++)
-        if (cand[i].growth <= least + band &&
-            (!best || packs_better(cand[i].milli_left, cand[i].res_left, cand[i].node, best->milli_left,
-                                   best->res_left, best->node)))
+        if (cand[i].growth <= least + band && (!best || cand[i].pack < best->pack))
             best = &cand[i];
     *node = best->node;
     *mask = best->mask;
@@ -488,13 +480,11 @@ static void fslot_free(gpusched_placer *p, gs_fslot *f)
     gs_free(&p->alloc, f->seen);
     gs_free(&p->alloc, f->growth);
     gs_free(&p->alloc, f->mask);
-    gs_free(&p->alloc, f->milli_left);
-    gs_free(&p->alloc, f->res_left);
+    gs_free(&p->alloc, f->pack);
     f->seen = NULL;
     f->growth = NULL;
     f->mask = NULL;
-    f->milli_left = NULL;
-    f->res_left = NULL;
+    f->pack = NULL;
 }
 
 /* The slot of shape s, valid for the current workload: found, or made
@@ -532,8 +522,7 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
             if (!(f->seen = gs_calloc(&p->alloc, nn, sizeof *f->seen)) ||
                 !(f->growth = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->growth)) ||
                 !(f->mask = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->mask)) ||
-                !(f->milli_left = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->milli_left)) ||
-                !(f->res_left = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->res_left))) {
+                !(f->pack = gs_malloc(&p->alloc, (size_t)nn * sizeof *f->pack))) {
                 fslot_free(p, f);
                 return NULL;
             }
@@ -554,6 +543,37 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
     }
     f->used = ++p->fclock;
     return f;
+}
+
+int gs_pl_fs_choose(gs_fs_ops *ops, uint32_t *simd)
+{
+    uint32_t mask = 1u << GPUSCHED_SIMD_SCALAR;
+#if GPUSCHED_HAVE_AVX2
+    mask |= 1u << GPUSCHED_SIMD_AVX2;
+#endif
+#if GPUSCHED_HAVE_AVX512
+    mask |= 1u << GPUSCHED_SIMD_AVX512;
+#endif
+#if GPUSCHED_HAVE_NEON
+    mask |= 1u << GPUSCHED_SIMD_NEON;
+#endif
+    int rc = gs_simd_choose(mask, simd, NULL);
+    if (rc)
+        return rc;
+    *ops = (gs_fs_ops){gs_fs_stale_scalar, gs_fs_least_scalar, gs_fs_best_scalar};
+    switch (*simd) {
+#if GPUSCHED_HAVE_AVX2
+    case GPUSCHED_SIMD_AVX2: *ops = (gs_fs_ops){gs_fs_stale_avx2, gs_fs_least_avx2, gs_fs_best_avx2}; break;
+#endif
+#if GPUSCHED_HAVE_AVX512
+    case GPUSCHED_SIMD_AVX512: *ops = (gs_fs_ops){gs_fs_stale_avx512, gs_fs_least_avx512, gs_fs_best_avx512}; break;
+#endif
+#if GPUSCHED_HAVE_NEON
+    case GPUSCHED_SIMD_NEON: *ops = (gs_fs_ops){gs_fs_stale_neon, gs_fs_least_neon, gs_fs_best_neon}; break;
+#endif
+    default: break;
+    }
+    return 0;
 }
 
 void gs_pl_frag_free(gpusched_placer *p)

@@ -7,6 +7,7 @@
 #ifndef GS_PLACE_INTERNAL_H
 #define GS_PLACE_INTERNAL_H
 
+#include "fscan.h"
 #include "cluster/cluster-internal.h"
 #include "core.h"
 #include "gpusched/place.h"
@@ -178,6 +179,7 @@ struct gpusched_placer {
     uint64_t learned, next_refresh, wl_epoch;
     /* Cached growths of recent request shapes (frag.c). */
     struct gs_wlc *wlc;         /* the workload compiled for scoring */
+    gs_fs_ops fs;               /* the frag scan's kernels, for the SIMD path chosen */
     struct gs_fslot *fslots;
     uint32_t nfslots, max_fslots;
     uint64_t fclock;
@@ -341,6 +343,10 @@ int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, ui
 void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s);
 void gs_pl_wl_free(gpusched_placer *p);
 void gs_pl_frag_free(gpusched_placer *p);
+/* The frag scan's kernels for the SIMD path the library chooses (forced by
+ * GPUSCHED_SIMD); the path into *simd. GPUSCHED_EINVAL or ENOTSUP as
+ * gs_simd_choose(). */
+int gs_pl_fs_choose(gs_fs_ops *ops, uint32_t *simd);
 
 /* explain.c: fills the result's reason and message for a failure. */
 void gs_pl_explain(gpusched_placer *p, gpusched_place_result *res);

@@ -53,11 +53,17 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
 {
     if (!cluster || !out)
         return GPUSCHED_EINVAL;
-    gs_alloc a;
-    gpusched_placer *p;
-    int rc = gs_object_new(alloc, sizeof *p, &a, (void **)&p);
+    gs_fs_ops fs;
+    uint32_t simd;
+    int rc = gs_pl_fs_choose(&fs, &simd);
     if (rc)
         return rc;
+    gs_alloc a;
+    gpusched_placer *p;
+    rc = gs_object_new(alloc, sizeof *p, &a, (void **)&p);
+    if (rc)
+        return rc;
+    p->fs = fs;
     p->alloc = a;
     p->arena.alloc = &p->alloc;
     p->c = cluster;
