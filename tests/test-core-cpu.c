@@ -3,6 +3,8 @@
 
 #include <criterion/criterion.h>
 
+#include <gpusched/gpusched.h>
+
 #include "core.h"
 #include "gpusched/fairq.h"
 
@@ -71,6 +73,23 @@ Test(cpu, bad_env_is_an_error)
     cr_assert_eq(p, 7, "output untouched on error");
     cr_assert(strstr(e.msg, "mmx") != NULL);
     cr_assert_eq(gpusched_cpu_features(NULL, &p), GPUSCHED_EINVAL);
+    /* Handles with kernels refuse to be made, as they would otherwise run
+     * a path nobody asked for. */
+    gpusched_topo *t;
+    char err[128];
+    const char *lv[] = {"rack"};
+    const uint32_t fan[] = {2, 2};
+    cr_assert_eq(gpusched_topo_uniform(1, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_placer *pl = (gpusched_placer *)&p;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &pl), GPUSCHED_EINVAL);
+    cr_assert_null(pl);
+    setenv("GPUSCHED_SIMD", "scalar", 1);
+    cr_assert_eq(gpusched_placer_new(c, NULL, &pl), 0);
+    gpusched_placer_free(pl);
+    gpusched_cluster_unref(c);
+    gpusched_topo_unref(t);
 }
 
 Test(cpu, names)

@@ -53,6 +53,7 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
 {
     if (!cluster || !out)
         return GPUSCHED_EINVAL;
+    *out = NULL;
     gs_fs_ops fs;
     uint32_t simd;
     int rc = gs_pl_fs_choose(&fs, &simd);
