@@ -823,3 +823,64 @@ Test(place_pods, frag_cache_sees_every_change)
     cr_assert_gt(compared, 300, "only %u choices compared", compared);
     pt_env_free(&e);
 }
+
+/* A failure quotes the largest free amounts of one node. Without node
+ * filters they come from the aggregates (the free-GPU histogram, the
+ * racks' summaries); with a class list naming every class the same
+ * numbers come node by node: the two explanations must be the same text,
+ * on random states of pods, fractions, whole GPUs and cpu-only pods. */
+Test(place_pods, failure_explained_from_aggregates_as_from_nodes)
+{
+    pt_rng rng = {0xfeed};
+    uint32_t compared = 0;
+    for (uint32_t round = 0; round < 40; round++) {
+        pt_env e = pt_env_on(pd_topo(2, 3, 4, 4, true, varied_res));
+        uint32_t classes[2];
+        cr_assert_eq(gpusched_topo_class_find(e.t, "a100", &classes[0]), 0);
+        cr_assert_eq(gpusched_topo_class_find(e.t, "h100", &classes[1]), 0);
+        uint64_t res[2];
+        static const uint32_t milli[] = {0, 0, 250, 500, 900};
+        for (uint64_t id = 1; id <= 60; id++) {
+            const uint32_t m = milli[pt_below(&rng, 5)];
+            gpusched_place_request q = pd_req(res, 1 + pt_below(&rng, 3), 1000 * pt_below(&rng, 5),
+                                              4096 * pt_below(&rng, 3), m ? 0 : pt_below(&rng, 3), m);
+            (void)place(&e, &q, id, true);
+            if (pt_below(&rng, 4) == 0)
+                (void)gpusched_cluster_release(e.c, 1 + pt_below(&rng, (uint32_t)id));
+        }
+        if (round & 1) {
+            /* Every GPU left whole taken: only the shared ones have room. */
+            for (uint32_t n = 0; n < gpusched_topo_node_count(e.t); n++) {
+                uint64_t free_mask;
+                cr_assert_eq(gpusched_cluster_node_state(e.c, n, &free_mask, NULL, NULL, NULL), 0);
+                gpusched_job j = GPUSCHED_JOB_INIT;
+                j.id = 5000 + n;
+                if (free_mask)
+                    cr_assert_eq(gpusched_cluster_allocate(e.c, &j, 1, &n, &free_mask), 0);
+            }
+        }
+        check(e.c);
+        for (uint32_t trial = 0; trial < 10; trial++) {
+            const uint32_t m = milli[pt_below(&rng, 5)];
+            /* Too much of something: cpu, memory, GPUs or pods. */
+            gpusched_place_request q =
+                pd_req(res, 1 + pt_below(&rng, 200), 1000 * pt_below(&rng, 20), 8192 * pt_below(&rng, 20),
+                       m ? 0 : pt_below(&rng, 6), m);
+            q.required_level = pt_below(&rng, 3) ? GPUSCHED_NONE : pt_below(&rng, 2);
+            const int rc = place(&e, &q, 900, false);
+            if (rc != GPUSCHED_ENOSPC)
+                continue;
+            char fast[512];
+            snprintf(fast, sizeof fast, "%s", gpusched_place_result_message(e.res));
+            const uint32_t fast_reason = gpusched_place_result_reason(e.res);
+            q.gpu_classes = classes;
+            q.gpu_class_count = 2;
+            cr_assert_eq(place(&e, &q, 900, false), GPUSCHED_ENOSPC);
+            cr_assert_str_eq(gpusched_place_result_message(e.res), fast);
+            cr_assert_eq(gpusched_place_result_reason(e.res), fast_reason);
+            compared++;
+        }
+        pt_env_free(&e);
+    }
+    cr_assert_gt(compared, 200, "only %u failures compared", compared);
+}

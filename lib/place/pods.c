@@ -613,13 +613,53 @@ static int stage_commit(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
 
 /* The largest free amount of each thing the pod asks for, on any node the
  * pod may use: what the message quotes. */
-static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, uint64_t held,
-                    int32_t level, uint64_t best_dom)
+/* The largest free amounts of one node that a failure quotes. */
+typedef struct gs_most {
+    uint32_t eligible;          /* nodes the request may use */
+    uint32_t res[GPUSCHED_MAX_RESOURCES];
+    uint32_t gpus;              /* fully free GPUs */
+    uint32_t milli;             /* free milli of one GPU */
+} gs_most;
+
+/* From the aggregates, without visiting a node: when every node is up
+ * and the request filters none (any class, no labels, none avoided), the
+ * cluster's histogram of free GPUs and the racks' summaries hold the
+ * same maxima as the nodes. */
+static bool most_from_aggregates(gpusched_placer *p, const gs_pl_req *r, gs_most *m)
+{
+    struct gpusched_cluster *c = p->c;
+    const struct gpusched_topo *t = p->t;
+    const gs_pod_shape *s = &r->shape;
+    const gpusched_place_request *q = &r->in;
+    if (!s->any_class || q->labels_required || q->labels_forbidden || q->avoid_count || c->nodes_not_up)
+        return false;
+    m->eligible = t->nnodes;
+    for (uint32_t k = c->hist_width; k-- > 0;)
+        if (c->root_hist[k]) {
+            m->gpus = k;
+            break;
+        }
+    m->milli = m->gpus ? 1000 : 0;
+    const uint32_t leaves = t->ndom[t->nlevels - 1];
+    for (uint32_t d = 0; d < leaves; d++) {
+        const gs_leafsum *sum = gs_pods_leaf(c, d);
+        if (!sum)
+            break; /* no resources, nothing shared: nothing more to read */
+        for (uint32_t i = 0; i < s->nres; i++)
+            m->res[i] = sum->res_max[i] > m->res[i] ? sum->res_max[i] : m->res[i];
+        if (sum->shared_n && sum->shared_max > m->milli)
+            m->milli = sum->shared_max;
+    }
+    return true;
+}
+
+/* The same, node by node, for the requests that filter nodes. */
+static void most_from_nodes(const gpusched_placer *p, const gs_pl_req *r, gs_most *m)
 {
     const struct gpusched_topo *t = p->t;
     const struct gpusched_cluster *c = p->c;
     const gs_pod_shape *s = &r->shape;
-    uint32_t eligible = 0, max_res[GPUSCHED_MAX_RESOURCES] = {0}, max_gpus = 0, max_milli = 0;
+    uint32_t eligible = 0, *max_res = m->res, max_gpus = 0, max_milli = 0;
     for (uint32_t n = 0; n < t->nnodes; n++) {
         if (!gs_shape_class_ok(s, t->node_class[n]))
             continue;
@@ -636,15 +676,29 @@ static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resul
         uint32_t g = gs_popcount64(c->node_free[n]);
         if (g > max_gpus)
             max_gpus = g;
-        uint32_t m = g ? 1000 : 0;
+        uint32_t most = g ? 1000 : 0;
         for (uint64_t sh = c->node_shared ? c->node_shared[n] : 0; sh; sh &= sh - 1) {
             uint32_t f = 1000u - c->gpu_milli_used[gs_cl_gpu_base(c, n) + gs_ctz64(sh)];
-            if (f > m)
-                m = f;
+            if (f > most)
+                most = f;
         }
-        if (m > max_milli)
-            max_milli = m;
+        if (most > max_milli)
+            max_milli = most;
     }
+    m->eligible = eligible;
+    m->gpus = max_gpus;
+    m->milli = max_milli;
+}
+
+static void explain(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, uint64_t held,
+                    int32_t level, uint64_t best_dom)
+{
+    const struct gpusched_topo *t = p->t;
+    const gs_pod_shape *s = &r->shape;
+    gs_most most = {0};
+    if (!most_from_aggregates(p, r, &most))
+        most_from_nodes(p, r, &most);
+    const uint32_t eligible = most.eligible, *max_res = most.res, max_gpus = most.gpus, max_milli = most.milli;
     gs_pl_result_reset(res, p->nlevels);
     if (!eligible) {
         res->reason = GPUSCHED_REASON_ELIGIBLE;
