@@ -32,6 +32,18 @@ static inline st_env st_env_uniform(uint32_t nlevels, const uint32_t *fanout, ui
     return e;
 }
 
+/* A scheduler on a topology given as text (doc/topology-format.md). */
+static inline st_env st_env_text(const char *text, size_t len)
+{
+    st_env e = {0};
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, len, NULL, &e.t, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
+    cr_assert_eq(gpusched_sched_new(e.c, NULL, &e.s), 0);
+    cr_assert_eq(gpusched_sched_decisions_new(NULL, &e.d), 0);
+    return e;
+}
+
 /* 2 blocks x 3 racks x 4 nodes x 4 GPUs = 96 GPUs. */
 static inline st_env st_env_small(void)
 {

@@ -14,13 +14,7 @@ static st_env sp_env(uint32_t cpu_only)
         o += snprintf(text + o, sizeof text - (size_t)o, "node r0 g%u gpus=4 class=a100 cpu=16000 memory=65536\n", i);
     for (uint32_t i = 0; i < cpu_only; i++)
         o += snprintf(text + o, sizeof text - (size_t)o, "node r0 c%u gpus=0 cpu=16000 memory=65536\n", i);
-    st_env e = {0};
-    char err[256];
-    cr_assert_eq(gpusched_topo_parse(text, (size_t)o, NULL, &e.t, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
-    cr_assert_eq(gpusched_sched_new(e.c, NULL, &e.s), 0);
-    cr_assert_eq(gpusched_sched_decisions_new(NULL, &e.d), 0);
-    return e;
+    return st_env_text(text, (size_t)o);
 }
 
 /* The scheduler's resource index of topology resource `name`. */

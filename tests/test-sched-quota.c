@@ -354,13 +354,7 @@ static st_env quota_env(void)
     for (uint32_t n = 0; n < 24; n++)
         o += snprintf(text + o, sizeof text - (size_t)o, "node b%u/r%u n%u gpus=4 class=gb200 cpu=16000\n", n / 12,
                       n / 4, n);
-    st_env e = {0};
-    char err[256];
-    cr_assert_eq(gpusched_topo_parse(text, (size_t)o, NULL, &e.t, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(gpusched_cluster_new(e.t, NULL, &e.c), 0);
-    cr_assert_eq(gpusched_sched_new(e.c, NULL, &e.s), 0);
-    cr_assert_eq(gpusched_sched_decisions_new(NULL, &e.d), 0);
-    return e;
+    return st_env_text(text, (size_t)o);
 }
 
 static void submit_random(pt_rng *r, st_env *e, ref *m, uint64_t id, int64_t now)

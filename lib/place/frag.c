@@ -547,17 +547,8 @@ static gs_fslot *fslot_for(gpusched_placer *p, const gs_pod_shape *s)
 
 int gs_pl_fs_choose(gs_fs_ops *ops, uint32_t *simd)
 {
-    uint32_t mask = 1u << GPUSCHED_SIMD_SCALAR;
-#if GPUSCHED_HAVE_AVX2
-    mask |= 1u << GPUSCHED_SIMD_AVX2;
-#endif
-#if GPUSCHED_HAVE_AVX512
-    mask |= 1u << GPUSCHED_SIMD_AVX512;
-#endif
-#if GPUSCHED_HAVE_NEON
-    mask |= 1u << GPUSCHED_SIMD_NEON;
-#endif
-    int rc = gs_simd_choose(mask, simd, NULL);
+    /* A kernel for every path the build has. */
+    int rc = gs_simd_choose(gs_simd_compiled(), simd, NULL);
     if (rc)
         return rc;
     *ops = (gs_fs_ops){gs_fs_stale_scalar, gs_fs_least_scalar, gs_fs_best_scalar};

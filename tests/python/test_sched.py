@@ -8,10 +8,14 @@ from gpusched import (Cluster, JobStatus, SchedOrder, SchedParam, Scheduler, Top
 
 
 class SchedCase(unittest.TestCase):
-    """2 blocks x 3 racks x 4 nodes x 4 GPUs = 96 GPUs."""
+    """2 blocks x 3 racks x 4 nodes x 4 GPUs = 96 GPUs, unless a subclass
+    gives another topology."""
+
+    def topology(self):
+        return Topology.uniform(["block", "rack"], [2, 3, 4], 4)
 
     def setUp(self):
-        self.t = Topology.uniform(["block", "rack"], [2, 3, 4], 4)
+        self.t = self.topology()
         self.c = Cluster(self.t)
         self.s = Scheduler(self.c)
 
@@ -158,20 +162,13 @@ class TestCycle(SchedCase):
             self.s.end(77, 3)
 
 
-class TestPodGangs(unittest.TestCase):
+class TestPodGangs(SchedCase):
     """Pod gangs with cpu and memory, quotas of cpu by name."""
 
-    def setUp(self):
+    def topology(self):
         text = "levels rack\nresources cpu memory\n" + "".join(
             f"node r0 n{i} gpus=4 class=a100 cpu=16000 memory=65536\n" for i in range(4))
-        self.t = Topology.parse(text)
-        self.c = Cluster(self.t)
-        self.s = Scheduler(self.c)
-
-    def tearDown(self):
-        self.s.close()
-        self.c.close()
-        self.t.close()
+        return Topology.parse(text)
 
     def test_cpu_quota_by_name(self):
         a = self.s.add_queue("team-a", quota=16)
