@@ -73,13 +73,10 @@ static inline uint32_t st_queue(st_env *e, const char *name, uint32_t parent, ui
 }
 
 /* A gang of `gpus` GPUs (pods of min(gpus, 4)), expected to run `dur`. */
-static inline int st_submit_full(st_env *e, uint64_t id, uint32_t queue, uint32_t gpus, int32_t prio, int64_t submit,
-                                 int64_t dur, uint32_t flags)
+/* Submits job `id` with request q and the other fields given. */
+static inline int st_submit_req(st_env *e, uint64_t id, uint32_t queue, const gpusched_place_request *q, int32_t prio,
+                                int64_t submit, int64_t dur, uint32_t flags)
 {
-    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    q.gpus = gpus;
-    q.split = GPUSCHED_SPLIT_PODS;
-    q.pod_gpus = gpus < 4 ? gpus : 4;
     gpusched_sched_job j = GPUSCHED_SCHED_JOB_INIT;
     j.id = id;
     j.queue = queue;
@@ -87,8 +84,18 @@ static inline int st_submit_full(st_env *e, uint64_t id, uint32_t queue, uint32_
     j.submit_time = submit;
     j.duration_limit = dur;
     j.flags = flags;
-    j.request = &q;
+    j.request = q;
     return gpusched_sched_submit(e->s, &j);
+}
+
+static inline int st_submit_full(st_env *e, uint64_t id, uint32_t queue, uint32_t gpus, int32_t prio, int64_t submit,
+                                 int64_t dur, uint32_t flags)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.gpus = gpus;
+    q.split = GPUSCHED_SPLIT_PODS;
+    q.pod_gpus = gpus < 4 ? gpus : 4;
+    return st_submit_req(e, id, queue, &q, prio, submit, dur, flags);
 }
 
 static inline void st_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t gpus, int64_t submit, int64_t dur)

@@ -37,14 +37,8 @@ static int sp_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t pods, uint
     q.gpu_milli = milli;
     q.resources = res;
     q.resource_count = 2;
-    gpusched_sched_job j = GPUSCHED_SCHED_JOB_INIT;
-    j.id = id;
-    j.queue = queue;
-    j.submit_time = submit;
-    j.duration_limit = 100;
-    j.request = &q;
     /* The request's arrays are the caller's only during the call. */
-    int rc = gpusched_sched_submit(e->s, &j);
+    int rc = st_submit_req(e, id, queue, &q, 0, submit, 100, 0);
     res[0] = res[1] = 0xdead;
     return rc;
 }

@@ -385,15 +385,7 @@ static void submit_random(pt_rng *r, st_env *e, ref *m, uint64_t id, int64_t now
     m->job_a[1][id] = (uint64_t)m->job_pods[id] * m->job_pod_cpu[id];
     uint64_t amounts[1];
     gpusched_place_request req = job_request(m, id, amounts);
-    gpusched_sched_job j = GPUSCHED_SCHED_JOB_INIT;
-    j.id = id;
-    j.queue = q;
-    j.priority = prio;
-    j.submit_time = now;
-    j.duration_limit = dur;
-    j.flags = flags;
-    j.request = &req;
-    cr_assert_eq(gpusched_sched_submit(e->s, &j), 0, "%s", gpusched_sched_errmsg(e->s));
+    cr_assert_eq(st_submit_req(e, id, q, &req, prio, now, dur, flags), 0, "%s", gpusched_sched_errmsg(e->s));
 }
 
 static void run_seed(uint64_t seed)
