@@ -251,7 +251,7 @@ Test(place_pods, bad_input_changes_nothing)
         {"amount too big", GPUSCHED_EINVAL, "more than a node can have"},
         {"class out of range", GPUSCHED_ERANGE, "gpu_classes[0]"},
         {"split any", GPUSCHED_EINVAL, "split pods"},
-        {"two slices", GPUSCHED_EINVAL, "one slice constraint"},
+        {"two slices at one level", GPUSCHED_EINVAL, "two slice constraints at level 1"},
         {"gpus disagree", GPUSCHED_EINVAL, "gpus is 5"},
         {"no pods", GPUSCHED_EINVAL, "pods is 0"},
         {"policy", GPUSCHED_EINVAL, "policy 9"},
@@ -514,8 +514,8 @@ static bool ref_holds(const ref_node *v, uint32_t k, uint32_t cpu, uint32_t mem,
 /* Tries every assignment of `pods` pods to nodes (pods are identical:
  * non-decreasing node sequences). */
 static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
-                     uint32_t milli, bool whole, uint32_t cls_mask, int32_t req_level, uint32_t slice_pods,
-                     uint32_t slice_level)
+                     uint32_t milli, bool whole, uint32_t cls_mask, int32_t req_level, uint32_t nslices,
+                     const uint32_t *slice_pods, const uint32_t *slice_level)
 {
     uint32_t seq[8] = {0};
     for (;;) {
@@ -528,14 +528,17 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
         if (ok && req_level >= 0)
             for (uint32_t i = 1; i < pods && ok; i++)
                 ok = v[seq[i]].domain[req_level] == v[seq[0]].domain[req_level];
-        /* Slices: every domain of the slice level holds a multiple of the
-         * slice's pods (identical pods split into slices any way). */
-        for (uint32_t n = 0; ok && slice_pods && n < nn; n++) {
-            uint32_t in_dom = 0;
-            for (uint32_t m = 0; m < nn; m++)
-                in_dom += v[m].domain[slice_level] == v[n].domain[slice_level] ? cnt[m] : 0;
-            ok = in_dom % slice_pods == 0;
-        }
+        /* Slices: every domain of each slice level holds a multiple of
+         * that slice's pods (identical pods split into slices any way; two
+         * constraints nest, the inner dividing the outer, so whole inner
+         * slices then group into whole outer ones). */
+        for (uint32_t k = 0; k < nslices; k++)
+            for (uint32_t n = 0; ok && n < nn; n++) {
+                uint32_t in_dom = 0;
+                for (uint32_t m = 0; m < nn; m++)
+                    in_dom += v[m].domain[slice_level[k]] == v[n].domain[slice_level[k]] ? cnt[m] : 0;
+                ok = in_dom % slice_pods[k] == 0;
+            }
         if (ok)
             return true;
         /* next non-decreasing sequence */
@@ -553,8 +556,8 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
 Test(place_pods, complete_against_exhaustive_reference)
 {
     pt_rng r = {0x9e3779b97f4a7c15ull};
-    uint32_t cases = 0, fits = 0, whole_cases = 0, whole_fits = 0;
-    for (uint32_t round = 0; round < 300; round++) {
+    uint32_t cases = 0, fits = 0, whole_cases = 0, whole_fits = 0, two_slices = 0, two_slice_fits = 0;
+    for (uint32_t round = 0; round < 600; round++) {
         /* 1-2 blocks x 1-2 racks x 1-2 nodes of 1-4 GPUs, random cpu/mem. */
         const uint32_t B = 1 + pt_below(&r, 2), R = 1 + pt_below(&r, 2), N = 1 + pt_below(&r, 2);
         const uint32_t G = 1 + pt_below(&r, 4);
@@ -639,25 +642,45 @@ Test(place_pods, complete_against_exhaustive_reference)
                 q.gpu_class_count = 1;
                 cls_mask = 1u << cls_a;
             }
-            /* A slice of 1 or 2 pods at either level now and then, and a
-             * preferred level (a preference: it never changes whether the
-             * gang fits). */
-            uint32_t slice_pods = 0, slice_level = 0;
+            /* A slice of 1 or 2 pods at either level now and then, or two
+             * nested ones (racks, and blocks of a multiple), in either order
+             * in the request; and a preferred level (a preference: it never
+             * changes whether the gang fits). */
+            uint32_t nslices = 0, slice_pods[2] = {0}, slice_level[2] = {0};
             const uint32_t per_pod = q.gpu_milli ? 1 : whole ? whole_gpus : q.pod_gpus;
-            if (per_pod && pt_below(&r, 3) == 0) {
+            const uint32_t slices = per_pod ? pt_below(&r, 4) : 9;
+            if (slices < 2) {
                 uint32_t sp = 1 + pt_below(&r, 2);
                 if (pods % sp == 0) {
-                    slice_pods = sp;
-                    slice_level = pt_below(&r, 2);
-                    q.slice_gpus[0] = sp * per_pod;
-                    q.slice_level[0] = slice_level;
-                    if (req_level >= (int32_t)slice_level)
-                        slice_pods = 0; /* the required domain holds the slices */
+                    slice_pods[0] = sp;
+                    slice_level[0] = pt_below(&r, 2);
+                    nslices = 1;
+                }
+            } else if (slices == 2) {
+                const uint32_t inner = 1 + pt_below(&r, 2), outer = inner * (1 + pt_below(&r, 2));
+                if (pods % outer == 0) {
+                    slice_pods[0] = outer, slice_level[0] = 0;
+                    slice_pods[1] = inner, slice_level[1] = 1;
+                    nslices = 2;
                 }
             }
+            const uint32_t flip = nslices == 2 ? pt_below(&r, 2) : 0;
+            for (uint32_t i = 0; i < nslices; i++) {
+                q.slice_gpus[i ^ flip] = slice_pods[i] * per_pod;
+                q.slice_level[i ^ flip] = slice_level[i];
+            }
+            /* The required domain holds the slices of its level and below. */
+            uint32_t active = 0;
+            for (uint32_t i = 0; i < nslices; i++)
+                if (req_level < (int32_t)slice_level[i]) {
+                    slice_pods[active] = slice_pods[i];
+                    slice_level[active++] = slice_level[i];
+                }
+            nslices = active;
+            two_slices += nslices == 2;
             q.preferred_level = pt_below(&r, 2) ? GPUSCHED_NONE : pt_below(&r, 3);
             bool want = ref_fits(v, nn, pods, (uint32_t)res[0], (uint32_t)res[1], whole ? whole_gpus : q.pod_gpus,
-                                 q.gpu_milli, whole, cls_mask, req_level, slice_pods, slice_level);
+                                 q.gpu_milli, whole, cls_mask, req_level, nslices, slice_pods, slice_level);
             int rc = place(&e, &q, 100 + trial, true);
             cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%d %s", rc, gpusched_placer_errmsg(e.p));
             cr_assert_eq(rc == 0, want,
@@ -689,17 +712,18 @@ Test(place_pods, complete_against_exhaustive_reference)
                     cr_assert_eq(gpusched_place_result_domains(e.res, (uint32_t)req_level, &doms, &nd), 0);
                     cr_assert_eq(nd, 1);
                 }
-                if (slice_pods) {
-                    /* Every domain of the slice level holds whole slices. */
+                for (uint32_t s = 0; s < nslices; s++) {
+                    /* Every domain of each slice level holds whole slices. */
                     const uint32_t *pn;
                     uint32_t np, per_dom[8] = {0};
                     cr_assert_eq(gpusched_place_result_pods(e.res, &pn, &np), 0);
                     cr_assert_eq(np, pods);
                     for (uint32_t i = 0; i < np; i++)
-                        per_dom[v[pn[i]].domain[slice_level]]++;
+                        per_dom[v[pn[i]].domain[slice_level[s]]]++;
                     for (uint32_t d = 0; d < 8; d++)
-                        cr_assert_eq(per_dom[d] % slice_pods, 0, "domain %u holds %u pods, slices of %u", d,
-                                     per_dom[d], slice_pods);
+                        cr_assert_eq(per_dom[d] % slice_pods[s], 0, "domain %u of level %u holds %u pods, slices of %u",
+                                     d, slice_level[s], per_dom[d], slice_pods[s]);
+                    two_slice_fits += nslices == 2 && s == 0;
                 }
                 cr_assert_eq(gpusched_cluster_release(e.c, 100 + trial), 0);
                 check(e.c);
@@ -711,7 +735,10 @@ Test(place_pods, complete_against_exhaustive_reference)
     cr_assert_lt(fits, cases - cases / 10, "and failures (%u of %u fit)", fits, cases);
     cr_assert(whole_fits > whole_cases / 10 && whole_fits < whole_cases - whole_cases / 10,
               "whole nodes: %u of %u fit", whole_fits, whole_cases);
-    cr_log_info("%u cases, %u fit; whole nodes %u, %u fit", cases, fits, whole_cases, whole_fits);
+    cr_assert(two_slice_fits > two_slices / 10 && two_slice_fits < two_slices - two_slices / 10,
+              "two slices: %u of %u fit", two_slice_fits, two_slices);
+    cr_log_info("%u cases, %u fit; whole nodes %u, %u fit; two slices %u, %u fit", cases, fits, whole_cases,
+                whole_fits, two_slices, two_slice_fits);
 }
 
 static void varied_res(uint32_t node, uint32_t *cpu, uint32_t *mem)

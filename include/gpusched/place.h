@@ -46,11 +46,13 @@
  * size) where nothing runs (every GPU free, nothing held of any resource);
  * the pod holds all its GPUs and what it asks of the resources. The search is then: the required level's domain
  * that holds the gang with the least room to spare, inside it the fewest
- * domains of the preferred level, with one slice constraint the domains of
- * its level that hold the most whole slices, and nodes by the request's
+ * domains of the preferred level, with slice constraints the domains of
+ * each slice level that hold the most whole slices, and nodes by the request's
  * `policy` (#gpusched_place_policy). It is complete: if the pods fit
- * somewhere, they are placed. Not with such requests yet: a second slice
- * constraint, batches, preemption, reservations.
+ * somewhere, they are placed. Two slice constraints nest: the one at the
+ * deeper level divides the other, and the outer slices are made of whole
+ * inner ones. Not with such requests yet: batches, preemption,
+ * reservations.
  *
  * A placer (#gpusched_placer) is bound to one cluster; it keeps the scratch
  * memory of the search so that placements allocate nothing in steady state.

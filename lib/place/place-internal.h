@@ -77,6 +77,8 @@ typedef struct gs_pl_req {
     uint32_t npods;
     uint32_t slice_pods;        /* pods per slice (0: no slice constraint) */
     uint32_t slice_level;       /* every slice inside one domain of this level */
+    uint32_t slice2_pods;       /* a second, inner constraint (0: none): slices of */
+    uint32_t slice2_level;      /* slice2_pods pods, deeper, dividing the outer's */
     uint32_t policy;
     gs_pod_shape shape;
 } gs_pl_req;

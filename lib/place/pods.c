@@ -59,6 +59,61 @@ static int load_classes(gpusched_placer *p, gs_pl_req *r)
     return 0;
 }
 
+/* Up to two slice constraints, each of whole pods (slice_gpus / GPUs per
+ * pod): the outer one, at the shallower level, into slice_pods and
+ * slice_level, the inner one into slice2_*. They nest: the inner slice's
+ * pods divide the outer's. A constraint at or above the required level is
+ * dropped: the required domain holds its slices already. */
+static int load_slices(gpusched_placer *p, gs_pl_req *r, uint32_t per_pod, uint32_t npods)
+{
+    const gpusched_place_request *q = &r->in;
+    uint32_t n = 0, pods[GPUSCHED_MAX_SLICES], level[GPUSCHED_MAX_SLICES];
+    for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++) {
+        if (!q->slice_gpus[i]) {
+            if (q->slice_level[i] != GPUSCHED_NONE)
+                return gs_error(&p->err, GPUSCHED_EINVAL,
+                                "place request: slice_level[%u] is set but slice_gpus[%u] is 0", i, i);
+            continue;
+        }
+        if (q->slice_level[i] == GPUSCHED_NONE || q->slice_level[i] >= p->nlevels)
+            return gs_error(&p->err, q->slice_level[i] == GPUSCHED_NONE ? GPUSCHED_EINVAL : GPUSCHED_ERANGE,
+                            "place request: slice_level[%u] is %u but the topology has %u levels", i,
+                            q->slice_level[i], p->nlevels);
+        if (!per_pod || q->slice_gpus[i] % per_pod || npods % (q->slice_gpus[i] / per_pod))
+            return gs_error(&p->err, GPUSCHED_EINVAL,
+                            "place request: slices of %u GPUs must be whole pods of %u GPUs and divide %u pods",
+                            q->slice_gpus[i], per_pod, npods);
+        pods[n] = q->slice_gpus[i] / per_pod;
+        level[n++] = q->slice_level[i];
+    }
+    if (n == 2) {
+        if (level[0] == level[1])
+            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: two slice constraints at level %u",
+                            level[0]);
+        if (level[1] < level[0]) { /* the outer one first */
+            const uint32_t tp = pods[0], tl = level[0];
+            pods[0] = pods[1], level[0] = level[1];
+            pods[1] = tp, level[1] = tl;
+        }
+        if (pods[0] % pods[1])
+            return gs_error(&p->err, GPUSCHED_EINVAL,
+                            "place request: slices must nest: %u pods at level %u are not whole slices of %u pods at "
+                            "level %u",
+                            pods[0], level[0], pods[1], level[1]);
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (q->required_level == GPUSCHED_NONE || q->required_level < level[i]) {
+            pods[k] = pods[i];
+            level[k++] = level[i];
+        }
+    r->slice_pods = k > 0 ? pods[0] : 0;
+    r->slice_level = k > 0 ? level[0] : 0;
+    r->slice2_pods = k > 1 ? pods[1] : 0;
+    r->slice2_level = k > 1 ? level[1] : 0;
+    return 0;
+}
+
 int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
 {
     const gpusched_place_request *q = &r->in;
@@ -70,7 +125,7 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
         return 0;
     r->npods = 0;
     r->policy = 0;
-    r->slice_pods = r->slice_level = 0;
+    r->slice_pods = r->slice_level = r->slice2_pods = r->slice2_level = 0;
     memset(&r->shape, 0, sizeof r->shape);
     if (q->split != GPUSCHED_SPLIT_PODS && q->split != GPUSCHED_SPLIT_WHOLE_NODES)
         return gs_error(&p->err, GPUSCHED_EINVAL,
@@ -107,34 +162,16 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: gpus is %u but %u pods of %u GPUs make %llu",
                         q->gpus, npods, per_pod, (unsigned long long)npods * per_pod);
     }
-    /* One slice constraint: slices of slice_gpus / (GPUs per pod) pods. */
-    if (q->slice_gpus[1] || q->slice_level[1] != GPUSCHED_NONE)
-        return gs_error(&p->err, GPUSCHED_EINVAL,
-                        "place request: pods with resources or fractions take one slice constraint, not two");
-    if (q->slice_gpus[0]) {
-        if (q->slice_level[0] == GPUSCHED_NONE || q->slice_level[0] >= p->nlevels)
-            return gs_error(&p->err, q->slice_level[0] == GPUSCHED_NONE ? GPUSCHED_EINVAL : GPUSCHED_ERANGE,
-                            "place request: slice_level[0] is %u but the topology has %u levels", q->slice_level[0],
-                            p->nlevels);
-        if (!per_pod || q->slice_gpus[0] % per_pod || npods % (q->slice_gpus[0] / per_pod))
-            return gs_error(&p->err, GPUSCHED_EINVAL,
-                            "place request: slices of %u GPUs must be whole pods of %u GPUs and divide %u pods",
-                            q->slice_gpus[0], per_pod, npods);
-        r->slice_pods = q->slice_gpus[0] / per_pod;
-        r->slice_level = q->slice_level[0];
-        /* A required level at or below the slices' holds them already. */
-        if (q->required_level != GPUSCHED_NONE && q->required_level >= r->slice_level)
-            r->slice_pods = 0;
-    } else if (q->slice_level[0] != GPUSCHED_NONE) {
-        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_level[0] is set but slice_gpus[0] is 0");
-    }
+    int rc = load_slices(p, r, per_pod, npods);
+    if (rc)
+        return rc;
     r->shape.pod_gpus = milli ? 0 : pod_gpus;
     r->shape.milli = milli;
     r->shape.whole_node = whole;
     r->npods = npods;
     r->gpus = (uint32_t)((uint64_t)npods * per_pod > UINT32_MAX ? UINT32_MAX : npods * per_pod);
     r->policy = q->policy ? q->policy : GPUSCHED_POLICY_FRAG;
-    int rc = load_resources(p, r);
+    rc = load_resources(p, r);
     return rc ? rc : load_classes(p, r);
 }
 
@@ -367,18 +404,41 @@ static void node_range(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t
 /* What domain d of level l holds of the gang, in the units the gang is
  * counted in: pods, or with a slice constraint at or below l, whole slices
  * (each inside one domain of the slice level). */
-static uint64_t dom_units(const gpusched_placer *p, const gs_pl_req *r, int32_t l, uint32_t d)
+/* Whole slices of `spods` pods in the domains of level ls inside nodes
+ * [a, b) (a range of whole domains of that level); with `inner`, each
+ * domain counts only the pods of the inner constraint's whole slices. */
+static uint64_t slices_in(const gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, uint32_t ls,
+                          uint32_t spods, bool inner);
+
+/* The pods of nodes [a, b) (whole domains of the outer slice level) that
+ * lie in whole inner slices: every pod there when there is no inner
+ * constraint. */
+static uint64_t pods_in_inner(const gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b)
+{
+    if (!r->slice2_pods)
+        return nodes_total(p, a, b);
+    return slices_in(p, r, a, b, r->slice2_level, r->slice2_pods, false) * r->slice2_pods;
+}
+
+static uint64_t slices_in(const gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, uint32_t ls,
+                          uint32_t spods, bool inner)
 {
     const struct gpusched_topo *t = p->t;
+    uint64_t slices = 0;
+    for (uint32_t s = gs_topo_node_domain(t, a, ls), e = gs_topo_node_domain(t, b - 1, ls); s <= e; s++) {
+        const uint32_t x = t->dom_start[ls][s], y = t->dom_start[ls][s + 1];
+        slices += (inner ? pods_in_inner(p, r, x, y) : nodes_total(p, x, y)) / spods;
+    }
+    return slices;
+}
+
+static uint64_t dom_units(const gpusched_placer *p, const gs_pl_req *r, int32_t l, uint32_t d)
+{
     uint32_t a, b;
     node_range(p, l, d, &a, &b);
     if (!r->slice_pods || l > (int32_t)r->slice_level)
         return nodes_total(p, a, b);
-    const uint32_t ls = r->slice_level;
-    uint64_t slices = 0;
-    for (uint32_t s = gs_topo_node_domain(t, a, ls), e = gs_topo_node_domain(t, b - 1, ls); s <= e; s++)
-        slices += nodes_total(p, t->dom_start[ls][s], t->dom_start[ls][s + 1]) / r->slice_pods;
-    return slices;
+    return slices_in(p, r, a, b, r->slice_level, r->slice_pods, true);
 }
 
 static uint64_t need_units(const gs_pl_req *r)
@@ -775,15 +835,16 @@ static int narrow_preferred(gpusched_placer *p, const gs_pl_req *r, int32_t pref
     return 0;
 }
 
-/* Slices: the domains of the slice level inside [a, b) that hold the most
- * whole slices first, the last one the tightest that holds the rest (first
- * fit: index order), then each one's pods on the fewest of its nodes.
+/* `need` whole slices of `spods` pods, each inside one domain of level ls,
+ * from the domains of that level inside nodes [a, b): the domains that
+ * hold the most slices first, the last one the tightest that holds the
+ * rest (first fit: index order); inside each, with `inner`, the inner
+ * constraint's slices the same way, then the pods on the fewest nodes.
  * Appends to pick (nodes ascending: domains are visited in index order). */
-static int choose_slices(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, gs_pod_pick *pick,
-                         uint32_t *k)
+static int choose_slices_at(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, uint32_t ls,
+                            uint32_t spods, bool inner, uint32_t need, gs_pod_pick *pick, uint32_t *k)
 {
     const struct gpusched_topo *t = p->t;
-    const uint32_t ls = r->slice_level;
     const uint32_t d0 = gs_topo_node_domain(t, a, ls), d1 = gs_topo_node_domain(t, b - 1, ls) + 1, nd = d1 - d0;
     gs_kid *kid = gs_arena_get(&p->arena, (size_t)nd * sizeof *kid);
     uint32_t *take = gs_arena_get(&p->arena, (size_t)nd * sizeof *take);
@@ -791,14 +852,15 @@ static int choose_slices(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uin
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
     uint32_t n = 0;
     for (uint32_t d = d0; d < d1; d++) {
-        const uint64_t s = nodes_total(p, t->dom_start[ls][d], t->dom_start[ls][d + 1]) / r->slice_pods;
+        const uint32_t x = t->dom_start[ls][d], y = t->dom_start[ls][d + 1];
+        const uint64_t s = (inner ? pods_in_inner(p, r, x, y) : nodes_total(p, x, y)) / spods;
         take[d - d0] = 0;
         if (s)
             kid[n++] = (gs_kid){d, s > UINT32_MAX ? UINT32_MAX : (uint32_t)s};
     }
     if (r->policy != GPUSCHED_POLICY_FIRST_FIT)
         gs_pl_sort_kids(kid, n, true);
-    uint32_t left = (uint32_t)need_units(r), last = UINT32_MAX;
+    uint32_t left = need, last = UINT32_MAX;
     for (uint32_t i = 0; i < n && left; i++) {
         if (kid[i].cap >= left && r->policy != GPUSCHED_POLICY_FIRST_FIT) {
             last = i;
@@ -812,12 +874,29 @@ static int choose_slices(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uin
         take[kid[i].idx - d0] = s;
         left -= s;
     }
-    *k = 0;
-    for (uint32_t d = d0; d < d1; d++)
-        if (take[d - d0])
-            *k += choose_many(p, r, t->dom_start[ls][d], t->dom_start[ls][d + 1], take[d - d0] * r->slice_pods,
-                              pick + *k);
+    for (uint32_t d = d0; d < d1; d++) {
+        if (!take[d - d0])
+            continue;
+        const uint32_t x = t->dom_start[ls][d], y = t->dom_start[ls][d + 1], pods = take[d - d0] * spods;
+        if (inner && r->slice2_pods) {
+            uint32_t sub = 0;
+            int rc = choose_slices_at(p, r, x, y, r->slice2_level, r->slice2_pods, false, pods / r->slice2_pods,
+                                      pick + *k, &sub);
+            if (rc)
+                return rc;
+            *k += sub;
+        } else {
+            *k += choose_many(p, r, x, y, pods, pick + *k);
+        }
+    }
     return 0;
+}
+
+static int choose_slices(gpusched_placer *p, const gs_pl_req *r, uint32_t a, uint32_t b, gs_pod_pick *pick,
+                         uint32_t *k)
+{
+    *k = 0;
+    return choose_slices_at(p, r, a, b, r->slice_level, r->slice_pods, true, (uint32_t)need_units(r), pick, k);
 }
 
 /* A single pod: the lowest domain by packing, the one with the least

@@ -759,7 +759,8 @@ class Cluster(u.Handle):
         holds as many pods as every one of its free amounts allows, and one
         gang never puts two of its fractions on one GPU. With
         ``whole_nodes=True`` each pod has a node of ``pod_gpus`` GPUs (None:
-        the largest size) to itself, where nothing runs. A second slice,
+        the largest size) to itself, where nothing runs. Two slice
+        constraints must nest (the deeper one divides the other).
         :meth:`place_many`, :meth:`preempt`, :meth:`defrag`, :meth:`move`
         and reservations do not take such pods yet (the library raises
         InvalidArgument); snapshots and journals keep them.

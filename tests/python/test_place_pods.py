@@ -279,7 +279,7 @@ class TestBadInput(PodCase):
             (dict(pods=2, gpus=5), InvalidArgument, "gpus is 5"),
             (dict(place_policy="worst_fit"), ValueError, "worst_fit"),
             (dict(place_policy=9), ValueError, "place_policy"),
-            (dict(slices=[(1, "rack"), (1, "block")]), InvalidArgument, "one slice constraint"),
+            (dict(slices=[(1, "rack"), (1, "rack")]), InvalidArgument, "two slice constraints at level"),
             (dict(whole_nodes=True), InvalidArgument, "a pod on a whole node takes whole GPUs"),
             (dict(pods=None), TypeError, "pods"),
             (dict(job_id=99), AlreadyExists, "99"),
@@ -364,6 +364,25 @@ class TestSlices(PodCase):
         self.assertTrue(q.ok, q.message)
         q = c.place(pods=6, pod_gpus=1, cpu=3000, slices=(6, "rack"))
         self.assertFalse(q.ok)
+
+    def test_two_nested_slices(self):
+        # 8 one-GPU pods in slices of 4 per block made of slices of 2 per
+        # rack, after a gang took a whole rack: every rack and block used
+        # holds whole slices.
+        c = self.use(pod_topology(2, 2, 2, 4))
+        self.assertTrue(c.place(8, pod_gpus=4, commit=True, job_id=1, required="rack").ok)
+        p = c.place(pods=8, pod_gpus=1, cpu=1000, slices=[(2, "rack"), (4, "block")])
+        self.assertTrue(p.ok, p.message)
+        for level, size in (("rack", 2), ("block", 4)):
+            per = {}
+            for node in p.pods:
+                d = c.topology.node_domain(node, level)
+                per[d] = per.get(d, 0) + 1
+            self.assertTrue(all(n % size == 0 for n in per.values()), (level, per))
+        # Slices that do not nest are refused, naming both.
+        with self.assertRaises(InvalidArgument) as cm:
+            c.place(pods=12, pod_gpus=1, slices=[(4, "rack"), (6, "block")])
+        self.assertIn("slices must nest", str(cm.exception))
 
 
 class TestWholeNodes(PodCase):
