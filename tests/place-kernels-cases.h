@@ -29,7 +29,7 @@ static inline void random_recs(recs *x)
         x->seen[n] = rndu(4) ? x->stamp[n] : rndu(3);
         const uint32_t g = rndu(10);
         x->growth[n] = g == 0 ? GS_FS_NO_FIT : g == 1 ? INT64_MIN + (int64_t)rndu(3)
-                                                      : ((int64_t)rndu(kinds) - 2) << 32;
+                                                      : ((int64_t)rndu(kinds) - 2) * ((int64_t)1 << 32);
         x->pack[n] = rndu(8) ? (uint64_t)rndu(kinds) << 32 | rndu(kinds) : (uint64_t)rndu(64001) << 32 | (rnd() >> 35);
     }
 }

@@ -89,8 +89,10 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
 {
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->nj; i++)
+    for (uint32_t i = 0; i < s->nj; i++) {
         gs_free(&s->alloc, s->j[i].avoid);
+        gs_free(&s->alloc, s->j[i].res_amt);
+    }
     gs_sq_fini(s);
     void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text,
