@@ -256,6 +256,10 @@ Test(place_pods, bad_input_changes_nothing)
         {"no pods", GPUSCHED_EINVAL, "pods is 0"},
         {"policy", GPUSCHED_EINVAL, "policy 9"},
         {"resources NULL", GPUSCHED_EINVAL, "resources is NULL"},
+        /* The slice fields say what they say for whole-GPU gangs. */
+        {"slice level unset", GPUSCHED_EINVAL, "place request: slice_gpus[1] is 1 but slice_level[1] is unset"},
+        {"slice level alone", GPUSCHED_EINVAL, "place request: slice_level[0] is set but slice_gpus[0] is 0"},
+        {"slice level out of range", GPUSCHED_ERANGE, "place request: slice_level[0] is 5 but the topology has 2 levels"},
     };
     uint32_t bad_class = 7;
     for (uint32_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -272,6 +276,9 @@ Test(place_pods, bad_input_changes_nothing)
         case 8: q.pods = 0; q.gpu_milli = 0; break;
         case 9: q.policy = 9; break;
         case 10: q.resources = NULL; break;
+        case 11: q.slice_gpus[1] = 1; break;
+        case 12: q.slice_level[0] = 1; break;
+        case 13: q.slice_gpus[0] = 1; q.slice_level[0] = 5; break;
         }
         int rc = place(&e, &q, 1, true);
         cr_assert_eq(rc, cases[i].rc, "%s: rc %d: %s", cases[i].what, rc, gpusched_placer_errmsg(e.p));

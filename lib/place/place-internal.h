@@ -192,6 +192,8 @@ struct gpusched_placer {
  * request's job is running), made apart so that the job table's line,
  * prefetched by the load, arrives during the search. */
 int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_req *r);
+/* 1: slice i unset; 0: set, its level exists; < 0: an error (request.c). */
+int gs_pl_check_slice(gpusched_placer *p, const gpusched_place_request *q, uint32_t i);
 int gs_pl_req_not_running(gpusched_placer *p, const gs_pl_req *r);
 /* GPUSCHED_EINVAL (message names `what`) for a request with resources or
  * fractions: the callers that only handle whole GPUs yet. */

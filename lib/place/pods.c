@@ -69,16 +69,11 @@ static int load_slices(gpusched_placer *p, gs_pl_req *r, uint32_t per_pod, uint3
     const gpusched_place_request *q = &r->in;
     uint32_t n = 0, pods[GPUSCHED_MAX_SLICES], level[GPUSCHED_MAX_SLICES];
     for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++) {
-        if (!q->slice_gpus[i]) {
-            if (q->slice_level[i] != GPUSCHED_NONE)
-                return gs_error(&p->err, GPUSCHED_EINVAL,
-                                "place request: slice_level[%u] is set but slice_gpus[%u] is 0", i, i);
+        int rc = gs_pl_check_slice(p, q, i);
+        if (rc < 0)
+            return rc;
+        if (rc)
             continue;
-        }
-        if (q->slice_level[i] == GPUSCHED_NONE || q->slice_level[i] >= p->nlevels)
-            return gs_error(&p->err, q->slice_level[i] == GPUSCHED_NONE ? GPUSCHED_EINVAL : GPUSCHED_ERANGE,
-                            "place request: slice_level[%u] is %u but the topology has %u levels", i,
-                            q->slice_level[i], p->nlevels);
         if (!per_pod || q->slice_gpus[i] % per_pod || npods % (q->slice_gpus[i] / per_pod))
             return gs_error(&p->err, GPUSCHED_EINVAL,
                             "place request: slices of %u GPUs must be whole pods of %u GPUs and divide %u pods",

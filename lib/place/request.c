@@ -16,6 +16,24 @@ static int check_level(gpusched_placer *p, uint32_t level, const char *field, bo
     return 0;
 }
 
+/* Slice i's own fields, the same for whole-GPU gangs and pods: 1 when it
+ * is unset, 0 when it is set and its level exists, or an error. */
+int gs_pl_check_slice(gpusched_placer *p, const gpusched_place_request *q, uint32_t i)
+{
+    if (!q->slice_gpus[i]) {
+        if (q->slice_level[i] != GPUSCHED_NONE)
+            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_level[%u] is set but slice_gpus[%u] is 0",
+                            i, i);
+        return 1;
+    }
+    if (q->slice_level[i] == GPUSCHED_NONE)
+        return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_gpus[%u] is %u but slice_level[%u] is unset", i,
+                        q->slice_gpus[i], i);
+    char field[24] = "slice_level[0]";
+    field[12] = (char)('0' + i);
+    return check_level(p, q->slice_level[i], field, false);
+}
+
 static int load_split(gpusched_placer *p, gs_pl_req *r)
 {
     const gpusched_place_request *q = &r->in;
@@ -78,20 +96,11 @@ static int gather_constraints(gpusched_placer *p, gs_pl_req *r, gs_pl_cons *all,
     const gpusched_place_request *q = &r->in;
     *n = 0;
     for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++) {
-        if (!q->slice_gpus[i]) {
-            if (q->slice_level[i] != GPUSCHED_NONE)
-                return gs_error(&p->err, GPUSCHED_EINVAL,
-                                "place request: slice_level[%u] is set but slice_gpus[%u] is 0", i, i);
-            continue;
-        }
-        if (q->slice_level[i] == GPUSCHED_NONE)
-            return gs_error(&p->err, GPUSCHED_EINVAL, "place request: slice_gpus[%u] is %u but slice_level[%u] is unset",
-                            i, q->slice_gpus[i], i);
-        char field[24] = "slice_level[0]";
-        field[12] = (char)('0' + i);
-        int rc = check_level(p, q->slice_level[i], field, false);
-        if (rc)
+        int rc = gs_pl_check_slice(p, q, i);
+        if (rc < 0)
             return rc;
+        if (rc)
+            continue;
         if (q->slice_gpus[i] % r->u0 || q->gpus % q->slice_gpus[i])
             return gs_error(&p->err, GPUSCHED_EINVAL,
                             "place request: slices of %u GPUs must be a multiple of %u and divide %u",
