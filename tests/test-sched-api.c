@@ -40,7 +40,8 @@ Test(sched_api, parameters)
     const int64_t defaults[][2] = {{GPUSCHED_SCHED_PARAM_HALF_LIFE, 0}, {GPUSCHED_SCHED_PARAM_RESV_DEPTH, 1},
                                    {GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FAIR},
                                    {GPUSCHED_SCHED_PARAM_STRICT, 0}, {GPUSCHED_SCHED_PARAM_QUOTAS, 1},
-                                   {GPUSCHED_SCHED_PARAM_PREEMPT, 1}, {GPUSCHED_SCHED_PARAM_MIN_RUNTIME, 0}};
+                                   {GPUSCHED_SCHED_PARAM_PREEMPT, 1}, {GPUSCHED_SCHED_PARAM_MIN_RUNTIME, 0},
+                                   {GPUSCHED_SCHED_PARAM_AGE_LIMIT, 0}, {GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS, 0}};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
         cr_assert_eq(gpusched_sched_param_get(e.s, (uint32_t)defaults[i][0], &v), 0);
         cr_assert_eq(v, defaults[i][1], "param %lld", (long long)defaults[i][0]);
@@ -427,4 +428,54 @@ Test(sched_api, class_quotas)
     cr_assert_eq(gpusched_sched_queue_usage(e.s, a, 0, &used, NULL, NULL, NULL, NULL), 0);
     cr_assert_eq(used, 16);
     st_env_free(&e);
+}
+
+/* Queue b borrows with a 64-GPU gang and a 16-GPU one; queue a's 48-GPU
+ * gang, within its nominal quota, needs 32 of the 96 GPUs back. Returns
+ * the victims of the cycle that evaluates it. */
+static uint32_t spare_run(int64_t max_gpus, uint64_t *victim)
+{
+    st_env e = st_env_small();
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS, max_gpus), 0);
+    uint32_t a = st_queue(&e, "a", 0, 48), b = st_queue(&e, "b", 0, 48);
+    cr_assert_eq(st_submit_full(&e, 1, b, 64, 0, 1, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    cr_assert_eq(st_submit_full(&e, 2, b, 16, 0, 1, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    st_cycle(&e, 2);
+    cr_assert_eq(st_nstarts(&e), 2, "both start, b borrowing");
+    gpusched_job job;
+    cr_assert_eq(gpusched_cluster_job_find(e.c, 1, &job), 0);
+    bool spared = max_gpus && 64 > max_gpus;
+    cr_assert_eq((job.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0, !spared,
+                 "the large gang runs preemptible unless the limit spares it");
+    cr_assert_eq(gpusched_cluster_job_find(e.c, 2, &job), 0);
+    cr_assert(job.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE, "the small one stays a possible victim");
+    st_submit(&e, 3, a, 48, 3, 100);
+    st_cycle(&e, 4);
+    const uint64_t *victims, *for_jobs;
+    uint32_t n;
+    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &for_jobs, &n), 0);
+    *victim = n ? victims[0] : 0;
+    if (n) {
+        cr_assert(st_started(&e, 3));
+        cr_assert_eq(for_jobs[0], 3);
+    } else {
+        /* The small gang alone frees too little: the gang waits for room. */
+        cr_assert_not(st_started(&e, 3));
+        cr_assert_eq(st_wait(&e, 3, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+        uint32_t pending, running;
+        cr_assert_eq(gpusched_sched_counts(e.s, &pending, &running), 0);
+        cr_assert_eq(running, 2, "nothing evicted for nothing");
+    }
+    st_env_free(&e);
+    return n;
+}
+
+Test(sched_api, preempt_max_gpus_spares_large_gangs)
+{
+    uint64_t victim;
+    cr_assert_eq(spare_run(0, &victim), 1, "without a limit the 64-GPU gang makes room");
+    cr_assert_eq(victim, 1);
+    cr_assert_eq(spare_run(64, &victim), 1, "a limit of its size keeps it a victim");
+    cr_assert_eq(victim, 1);
+    cr_assert_eq(spare_run(63, &victim), 0, "one GPU less spares it");
 }

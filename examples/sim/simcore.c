@@ -325,7 +325,8 @@ int sim_override_parse(sim_overrides *o, const char *text)
     } names[] = {{"half_life", GPUSCHED_SCHED_PARAM_HALF_LIFE},     {"resv_depth", GPUSCHED_SCHED_PARAM_RESV_DEPTH},
                  {"order", GPUSCHED_SCHED_PARAM_ORDER},             {"strict", GPUSCHED_SCHED_PARAM_STRICT},
                  {"quotas", GPUSCHED_SCHED_PARAM_QUOTAS},           {"preempt", GPUSCHED_SCHED_PARAM_PREEMPT},
-                 {"min_runtime", GPUSCHED_SCHED_PARAM_MIN_RUNTIME}, {"age_limit", GPUSCHED_SCHED_PARAM_AGE_LIMIT}};
+                 {"min_runtime", GPUSCHED_SCHED_PARAM_MIN_RUNTIME}, {"age_limit", GPUSCHED_SCHED_PARAM_AGE_LIMIT},
+                 {"preempt_max_gpus", GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS}};
     const char *eq = strchr(text, '=');
     if (!eq || o->n >= SIM_MAX_OVERRIDES)
         return -1;

@@ -193,6 +193,14 @@ typedef enum gpusched_sched_param {
      *  whatever the order (so it becomes the head and gets a reservation);
      *  0 (the default): off. */
     GPUSCHED_SCHED_PARAM_AGE_LIMIT = 8,
+    /** A gang of more GPUs than this starts not preemptible, whatever its
+     *  flags: it is never a victim (it may still preempt), [0, 2^32 - 1];
+     *  0 (the default): no limit. Evicting a large gang throws away the
+     *  most work and puts it back among the gangs that wait longest for
+     *  room (doc/sched-sim.md, "Sparing large gangs"). Read when a gang
+     *  starts: gangs running when it changes keep what they started with.
+     *  Added in 0.2.3. */
+    GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS = 9,
 } gpusched_sched_param;
 
 /** The order of pending gangs (#GPUSCHED_SCHED_PARAM_ORDER). */

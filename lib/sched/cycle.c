@@ -117,7 +117,7 @@ static void job_desc(const gpusched_sched *s, const gs_sj *j, int64_t now, int b
 {
     *job = (gpusched_job)GPUSCHED_JOB_INIT;
     job->id = j->id;
-    job->flags = j->flags;
+    job->flags = gs_sj_run_flags(s, j);
     job->priority = borrowed ? j->priority - GS_SD_BORROW_TIER : j->priority;
     job->tenant = j->queue;
     job->start_time = now;

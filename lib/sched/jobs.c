@@ -149,7 +149,8 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     j->run_pos = s->nrunning;
     s->running[s->nrunning++] = slot;
     s->q[j->queue].nrunning++;
-    s->npre += (j->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
+    j->victim = (gs_sj_run_flags(s, j) & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
+    s->npre += j->victim;
     gs_sq_use(s, j, +1);
     memset(&j->wait, 0, sizeof j->wait);
     j->wait.size = sizeof j->wait;
@@ -168,7 +169,8 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now)
     s->running[j->run_pos] = last;
     s->j[last].run_pos = j->run_pos;
     s->q[j->queue].nrunning--;
-    s->npre -= (j->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
+    s->npre -= j->victim;
+    j->victim = 0;
     s->free_epoch++; /* its GPUs are free (or about to be) */
     j->state = GS_SJ_PENDING;
 }

@@ -40,6 +40,7 @@ typedef struct gs_sj {
     uint32_t queue;
     uint8_t state;
     uint8_t borrowed;           /* started on borrowed capacity */
+    uint8_t victim;             /* running, and started preemptible (gs_sj_run_flags) */
     uint32_t flags;
     int32_t priority;
     uint32_t gpus;              /* GPUs it holds whole (the cluster's count) */
@@ -105,7 +106,7 @@ struct gpusched_sched {
     uint32_t nlevels;
 
     /* Parameters. */
-    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit;
+    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit, preempt_max_gpus;
 
     /* Queues, and per queue x resource (index q * nres + r). */
     gs_sq *q;
@@ -259,6 +260,15 @@ void gs_sj_map_put(gpusched_sched *s, uint64_t id, uint32_t slot);
 void gs_sj_map_del(gpusched_sched *s, uint64_t id);
 uint32_t gs_sj_find(const gpusched_sched *s, uint64_t id);
 int64_t gs_sj_expected(const gs_sj *j);
+/* The cluster job flags gang j starts with: its own, without
+ * GPUSCHED_JOB_FLAG_PREEMPTIBLE when it has more GPUs than
+ * GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS allows a victim. */
+static inline uint32_t gs_sj_run_flags(const gpusched_sched *s, const gs_sj *j)
+{
+    if (s->preempt_max_gpus && j->gpus > (uint64_t)s->preempt_max_gpus)
+        return j->flags & ~(uint32_t)GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+    return j->flags;
+}
 /* A running job stops being one: usage, running list (not the cluster). */
 void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now);
 /* A running job goes back to its queue, pending (its cluster job released already). */

@@ -18,6 +18,7 @@ static const struct {
     [GPUSCHED_SCHED_PARAM_PREEMPT] = {0, 1, 1, "preempt"},
     [GPUSCHED_SCHED_PARAM_MIN_RUNTIME] = {0, GS_TIME_MAX, 0, "min_runtime"},
     [GPUSCHED_SCHED_PARAM_AGE_LIMIT] = {0, GS_TIME_MAX, 0, "age_limit"},
+    [GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS] = {0, UINT32_MAX, 0, "preempt_max_gpus"},
 };
 
 static int64_t *param_field(gpusched_sched *s, uint32_t param)
@@ -31,6 +32,7 @@ static int64_t *param_field(gpusched_sched *s, uint32_t param)
     case GPUSCHED_SCHED_PARAM_PREEMPT: return &s->preempt;
     case GPUSCHED_SCHED_PARAM_MIN_RUNTIME: return &s->min_runtime;
     case GPUSCHED_SCHED_PARAM_AGE_LIMIT: return &s->age_limit;
+    case GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS: return &s->preempt_max_gpus;
     default: return NULL;
     }
 }

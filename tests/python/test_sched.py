@@ -139,6 +139,25 @@ class TestCycle(SchedCase):
             self.assertEqual(self.s.job_state(v)[0], JobStatus.PENDING)
         self.s.check()
 
+    def test_preempt_max_gpus_spares_large_gangs(self):
+        s = Scheduler(self.c, preempt_max_gpus=32)
+        self.assertEqual(s.get_param(SchedParam.PREEMPT_MAX_GPUS), 32)
+        a = s.add_queue("a", quota=48)
+        b = s.add_queue("b", quota=48)
+        s.submit(1, b, 64, pod_gpus=4, preemptible=True, submit_time=0)
+        s.submit(2, b, 16, pod_gpus=4, preemptible=True, submit_time=0)
+        self.assertEqual(len(s.cycle(1).starts), 2)
+        s.submit(3, a, 48, pod_gpus=4, submit_time=2)
+        d = s.cycle(3)
+        self.assertEqual(list(d.evictions), [], "the 64-GPU gang is spared, the 16-GPU one is not enough")
+        self.assertEqual(s.job_state(1)[0], JobStatus.RUNNING)
+        s.set_param("preempt_max_gpus", 0)
+        s.submit(4, a, 48, pod_gpus=4, submit_time=4)
+        d = s.cycle(5)
+        self.assertEqual(list(d.evictions), [], "a gang keeps the flags it started with")
+        s.check()
+        s.close()
+
     def test_node_down_and_bad_input(self):
         q = self.s.add_queue("q", quota=96)
         self.s.submit(1, q, 4)
