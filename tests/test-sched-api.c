@@ -1,6 +1,7 @@
 /* The scheduler's API function by function: lifetimes, parameters, the
  * queue tree, bad input (code, message, nothing changed), job events,
  * quiet cycles, node failures and the decisions' accessors. */
+#include <stdlib.h>
 #include "sched-test.h"
 
 Test(sched_api, lifetime_and_null_handles)
@@ -478,4 +479,105 @@ Test(sched_api, preempt_max_gpus_spares_large_gangs)
     cr_assert_eq(spare_run(64, &victim), 1, "a limit of its size keeps it a victim");
     cr_assert_eq(victim, 1);
     cr_assert_eq(spare_run(63, &victim), 0, "one GPU less spares it");
+}
+
+/* An allocator that fails every allocation from the armed one on. */
+typedef struct fail_alloc {
+    int armed;
+    uint32_t left;                  /* allocations that still succeed once armed */
+    uint32_t failed;
+} fail_alloc;
+
+static void *fa_malloc(void *user, size_t size)
+{
+    fail_alloc *f = user;
+    if (f->armed && f->left-- == 0) {
+        f->left = 0;
+        f->failed++;
+        return NULL;
+    }
+    return malloc(size);
+}
+
+static void *fa_realloc(void *user, void *ptr, size_t size)
+{
+    fail_alloc *f = user;
+    if (f->armed && f->left-- == 0) {
+        f->left = 0;
+        f->failed++;
+        return NULL;
+    }
+    return realloc(ptr, size);
+}
+
+static void fa_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+/* Every allocation of a cycle fails in turn: the cycle reports ENOMEM or
+ * succeeds, the scheduler stays consistent, the starts it reports run,
+ * and a retry explains every gang still pending. */
+Test(sched_api, cycle_out_of_memory_at_each_allocation)
+{
+    uint32_t cases = 0, failures = 0;
+    for (uint32_t k = 0; k < 200; k++) {
+        fail_alloc fa = {0};
+        gpusched_allocator al = GPUSCHED_ALLOCATOR_INIT;
+        al.malloc_fn = fa_malloc;
+        al.realloc_fn = fa_realloc;
+        al.free_fn = fa_free;
+        al.user = &fa;
+        st_env e = st_env_small();
+        gpusched_sched_free(e.s);
+        gpusched_sched_decisions_free(e.d);
+        cr_assert_eq(gpusched_sched_new(e.c, &al, &e.s), 0);
+        cr_assert_eq(gpusched_sched_decisions_new(&al, &e.d), 0);
+        uint32_t qa = st_queue(&e, "a", 0, 48), qb = st_queue(&e, "b", 0, 48);
+        static const uint32_t sizes[] = {8, 16, 4, 32, 8, 64, 2, 16, 24, 8, 40, 4};
+        for (uint64_t id = 1; id <= 36; id++)
+            st_submit(&e, id, id % 2 ? qa : qb, sizes[id % 12], (int64_t)id, 100 + (int64_t)id);
+        fa.armed = 1;
+        fa.left = k;
+        int rc = gpusched_sched_cycle(e.s, 50, e.d);
+        fa.armed = 0;
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOMEM, "allocation %u: cycle returned %d", k, rc);
+        cr_assert_eq(gpusched_sched_check(e.s), 0, "allocation %u: %s", k, gpusched_sched_errmsg(e.s));
+        const uint64_t *ids;
+        uint32_t ns, status;
+        cr_assert_eq(gpusched_sched_decisions_starts(e.d, &ids, &ns), 0);
+        for (uint32_t i = 0; i < ns; i++) {
+            cr_assert_eq(gpusched_sched_job_state(e.s, ids[i], &status, NULL), 0);
+            cr_assert_eq(status, GPUSCHED_SCHED_JOB_RUNNING, "allocation %u: started job %llu is not running", k,
+                         (unsigned long long)ids[i]);
+        }
+        cases++;
+        if (rc == 0) {
+            st_env_free(&e);
+            if (!fa.failed)
+                break; /* every allocation of the cycle was reached */
+            continue;
+        }
+        failures++;
+        /* The retry: every pending gang starts or is explained. */
+        cr_assert_eq(gpusched_sched_cycle(e.s, 50, e.d), 0, "allocation %u: %s", k, gpusched_sched_errmsg(e.s));
+        cr_assert_eq(gpusched_sched_check(e.s), 0, "allocation %u: %s", k, gpusched_sched_errmsg(e.s));
+        uint32_t pending, running;
+        cr_assert_eq(gpusched_sched_counts(e.s, &pending, &running), 0);
+        cr_assert_eq(gpusched_sched_decisions_wait_count(e.d), pending, "allocation %u: %u waits, %u pending", k,
+                     gpusched_sched_decisions_wait_count(e.d), pending);
+        for (uint32_t i = 0; i < pending; i++) {
+            gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT, js = GPUSCHED_SCHED_WAIT_INIT;
+            cr_assert_eq(gpusched_sched_decisions_wait(e.d, i, &w), 0);
+            cr_assert_neq(w.reason, GPUSCHED_SCHED_WAIT_NONE);
+            cr_assert_eq(gpusched_sched_job_state(e.s, w.job_id, &status, &js), 0);
+            cr_assert_eq(js.reason, w.reason);
+            cr_assert_eq(js.seq, w.seq);
+        }
+        st_env_free(&e);
+    }
+    cr_log_info("%u cycles, %u of them out of memory", cases, failures);
+    cr_assert_gt(failures, 3, "the cycle allocates: some runs must fail");
+    cr_assert_lt(cases, 200, "the cycle's allocations were not all reached");
 }

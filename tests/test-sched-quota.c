@@ -210,7 +210,8 @@ static void random_tree(pt_rng *r, st_env *e, ref *m)
 }
 
 /* What the replays covered, so that the test proves it exercised them. */
-static uint32_t seen_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions, seen_pod_starts;
+static uint32_t seen_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions, seen_pod_starts,
+    seen_job_states;
 
 typedef struct ev {
     uint32_t seq;
@@ -235,6 +236,24 @@ static gpusched_place_request job_request(const ref *m, uint64_t id, uint64_t *r
         q.pod_gpus = q.gpus < 4 ? q.gpus : 4;
     }
     return q;
+}
+
+/* The scheduler's own record of a waiting gang (gpusched_sched_job_state)
+ * is the wait the decisions hold, field by field: the two are written
+ * apart from shared templates. */
+static void check_job_state(st_env *e, const gpusched_sched_wait *w)
+{
+    gpusched_sched_wait js = GPUSCHED_SCHED_WAIT_INIT;
+    uint32_t status = 0;
+    cr_assert_eq(gpusched_sched_job_state(e->s, w->job_id, &status, &js), 0);
+    cr_assert_eq(status, GPUSCHED_SCHED_JOB_PENDING);
+    cr_assert(js.reason == w->reason && js.seq == w->seq && js.queue == w->queue && js.resource == w->resource &&
+                  js.place_reason == w->place_reason && js.used == w->used && js.requested == w->requested &&
+                  js.limit == w->limit && js.free_gpus == w->free_gpus && js.taken_gpus == w->taken_gpus &&
+                  js.blocking_job == w->blocking_job && js.time == w->time && js.share == w->share,
+              "job %llu: job_state's wait (reason %u, seq %u) is not the decisions' (reason %u, seq %u)",
+              (unsigned long long)w->job_id, js.reason, js.seq, w->reason, w->seq);
+    seen_job_states++;
 }
 
 static void check_cycle(st_env *e, ref *m, gpusched_placer *probe, gpusched_place_result *res, bool quotas)
@@ -294,6 +313,7 @@ static void check_cycle(st_env *e, ref *m, gpusched_placer *probe, gpusched_plac
         gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
         cr_assert_eq(gpusched_sched_decisions_wait(d, evs[i].index, &w), 0);
         uint64_t id = w.job_id;
+        check_job_state(e, &w);
         int over = r_admit(m, id, &fres, &fq, &fused, &flim);
         if (w.reason == GPUSCHED_SCHED_WAIT_QUOTA) {
             cr_assert(quotas);
@@ -434,11 +454,13 @@ Test(sched_quota, random_trees_against_the_model)
     for (uint64_t seed = 1; seed <= seeds; seed++)
         run_seed(seed);
     cr_log_info("coverage: %u starts (%u pod gangs), %u quota waits (%u of cpu), %u behind reservations, %u do not "
-                "fit, %u evictions",
-                seen_starts, seen_pod_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions);
+                "fit, %u evictions, %u waits compared with job_state",
+                seen_starts, seen_pod_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions,
+                seen_job_states);
     cr_assert(seen_starts > 1000 * seeds / 60 && seen_quota > 200 * seeds / 60 && seen_resv > 20 * seeds / 60 &&
                   seen_fit > 200 * seeds / 60 && seen_evictions > 10 * seeds / 60 &&
-                  seen_cpu_quota > 20 * seeds / 60 && seen_pod_starts > 300 * seeds / 60,
+                  seen_cpu_quota > 20 * seeds / 60 && seen_pod_starts > 300 * seeds / 60 &&
+                  seen_job_states > 1000 * seeds / 60,
               "coverage: %u starts (%u pod gangs), %u quota waits (%u of cpu), %u behind reservations, %u do not "
               "fit, %u evictions",
               seen_starts, seen_pod_starts, seen_quota, seen_cpu_quota, seen_resv, seen_fit, seen_evictions);

@@ -493,7 +493,9 @@ GPUSCHED_API int gpusched_sched_node_health_set(gpusched_sched *s, uint32_t node
  * @param job_id The job.
  * @param[out] status A #gpusched_sched_job_status; may be NULL.
  * @param[out] wait Why it waits (reason #GPUSCHED_SCHED_WAIT_NONE if running
- *        or not evaluated yet); may be NULL. Set its `size` first.
+ *        or not evaluated yet, or if the last cycle that was not quiet
+ *        failed before it reached the gang); may be NULL. Set its `size`
+ *        first.
  * @retval 0 Success.
  * @retval GPUSCHED_EINVAL `s` is NULL, or `wait->size` too small.
  * @retval GPUSCHED_ENOENT No such job.

@@ -11,6 +11,19 @@
 #define GS_MEMO_SIZE 4096u
 #define GS_MEMO_PROBES 16u
 
+/* Admissions of the cycle for gangs without pods, by (queue, GPUs,
+ * class): the same demand of the same queue gets the same answer while
+ * usage has not moved (s->use_epoch). Direct-mapped; a gang's admission
+ * walks its queue's path for each resource, a hit reads one entry. */
+#define GS_ADMIT_MEMO 1024u
+typedef struct admit_memo {
+    uint64_t epoch;              /* s->use_epoch + 1 when filled: 0 is empty */
+    uint32_t queue, qgpus, cls_res;
+    int over, nominal;
+    uint32_t w_queue, w_resource;
+    uint64_t w_used, w_requested, w_limit;
+} admit_memo;
+
 typedef struct cyc {
     gpusched_sched_decisions *d;
     int64_t now;
@@ -102,14 +115,35 @@ static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, u
     return *off;
 }
 
+/* The wait goes to the decisions as its per-gang parts and a template
+ * index, a new template only when it differs from the last one; the
+ * gang's slot gets the same (gpusched_sched_job_state()). */
 static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
 {
-    s->j[slot].wait = *w;
+    gpusched_sched_decisions *d = x->d;
     if (s->strict && !x->have_blocker) {
         x->have_blocker = 1;
-        x->blocker = s->j[slot].id;
+        x->blocker = w->job_id;
     }
-    return gs_sd_add_wait(x->d, w, msg);
+    if (d->nwaits == d->waits_cap && gs_sd_grow_waits(d, d->nwaits + 1))
+        return GPUSCHED_ENOMEM;
+    if (!d->ntmpl || !gs_sd_same_template(&d->tmpl[d->ntmpl - 1], w, msg)) {
+        if (gs_grow(&s->alloc, (void **)&s->wt, &s->wt_cap, s->nwt + 1, sizeof *s->wt) ||
+            gs_sd_add_template(d, w, msg))
+            return GPUSCHED_ENOMEM;
+        s->wt[s->nwt++] = d->tmpl[d->ntmpl - 1].w;
+    }
+    gs_dwait *c = &d->waits[d->nwaits++];
+    c->job_id = w->job_id;
+    c->requested = w->requested;
+    c->seq = w->seq;
+    c->tmpl = d->ntmpl - 1;
+    gs_jw *jw = &s->jw[slot];
+    jw->cycle = s->cycle_no;
+    jw->requested = w->requested;
+    jw->tmpl = c->tmpl;
+    jw->seq = w->seq;
+    return 0;
 }
 
 /* The job descriptor a gang starts with. */
@@ -219,6 +253,33 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     return started(s, x, slot, 0, seq);
 }
 
+/* gs_sq_admit(), answered from the admission memo when it holds the same
+ * queue and demand at the current usage. */
+static int admit(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w)
+{
+    if (j->pods)
+        return gs_sq_admit(s, j, nominal, w);
+    uint64_t h = gs_sd_mix64(gs_sd_mix64(j->queue, j->qgpus), j->cls_res);
+    admit_memo *a = &s->admit_memo[(h >> 32) & (GS_ADMIT_MEMO - 1)];
+    if (a->epoch == s->use_epoch + 1 && a->queue == j->queue && a->qgpus == j->qgpus && a->cls_res == j->cls_res) {
+        *nominal = a->nominal;
+        if (a->over) {
+            w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
+            w->queue = a->w_queue;
+            w->resource = a->w_resource;
+            w->used = a->w_used;
+            w->requested = a->w_requested;
+            w->limit = a->w_limit;
+        }
+        return a->over;
+    }
+    int over = gs_sq_admit(s, j, nominal, w);
+    *a = (admit_memo){.epoch = s->use_epoch + 1, .queue = j->queue, .qgpus = j->qgpus, .cls_res = j->cls_res,
+                      .over = over, .nominal = *nominal, .w_queue = w->queue, .w_resource = w->resource,
+                      .w_used = w->used, .w_requested = w->requested, .w_limit = w->limit};
+    return over;
+}
+
 /* One gang: 1 if it started, 0 if it waits, or an error. */
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
@@ -239,7 +300,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         return record_wait(s, x, slot, &w, UINT32_MAX);
     }
     int nominal = 1;
-    if (gs_sq_admit(s, j, &nominal, &w) && s->quotas)
+    if (admit(s, j, &nominal, &w) && s->quotas)
         return record_wait(s, x, slot, &w, queue_name_msg(s, x->d, w.queue, w.resource));
     w.reason = GPUSCHED_SCHED_WAIT_NONE;
     w.queue = j->queue, w.resource = 0, w.used = w.limit = 0;
@@ -411,6 +472,12 @@ static int run_fair(gpusched_sched *s, cyc *x)
             continue;
         }
         uint32_t slot = leaf->pend[leaf->cursor++];
+        if (leaf->cursor + 3 < leaf->npend) {
+            const char *ahead = (const char *)&s->j[leaf->pend[leaf->cursor + 3]];
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + 64);
+            __builtin_prefetch(ahead + 128);
+        }
         rc = evaluate(s, x, slot);
         if (rc == 1) {
             if (x->reorder)
@@ -478,11 +545,21 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         d->quiet = 1;
         return gs_ok(&s->err);
     }
-    s->ndown_ev = 0;
+    /* Allocations first: a cycle that fails here has changed nothing, and
+     * the node failures' evictions are reported again by the next one. */
     if (!s->memo && !(s->memo = gs_calloc(&s->alloc, 2 * GS_MEMO_SIZE, sizeof *s->memo)))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    if (!s->admit_memo && !(s->admit_memo = gs_calloc(&s->alloc, GS_ADMIT_MEMO, sizeof *s->admit_memo)))
+        return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    /* Every pending gang waits or starts: room for all their waits at once. */
+    if (gs_sd_grow_waits(d, s->npending + 1))
+        return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    s->ndown_ev = 0;
     s->cycle_no++;
     s->cmemo_gen++;
+    s->nwt = 0;
+    s->wt_cycle = s->cycle_no;
+    s->use_epoch++; /* quotas and limits may have changed since the last cycle: a new admission memo */
     /* GPUs freed behind the scheduler's back (the caller released a job of
      * its own) end the memo too. */
     if (s->c->root_free_gpus != s->free_at_end || s->c->podx_gen != s->podx_gen_at_end)

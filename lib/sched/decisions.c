@@ -26,7 +26,7 @@ GPUSCHED_API void gpusched_sched_decisions_free(gpusched_sched_decisions *d)
         return;
     void *arrays[] = {d->start_ids, d->start_seq, d->start_off, d->start_nodes, d->start_masks, d->ev_victims,
                       d->ev_for, d->rv_job, d->rv_time, d->rv_level, d->rv_dom, d->rv_off, d->rv_nodes,
-                      d->waits, d->pool, d->qname};
+                      d->waits, d->tmpl, d->pool, d->qname};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&d->alloc, arrays[i]);
     gs_alloc a = d->alloc;
@@ -36,7 +36,7 @@ GPUSCHED_API void gpusched_sched_decisions_free(gpusched_sched_decisions *d)
 void gs_sd_reset(gpusched_sched_decisions *d)
 {
     d->quiet = 0;
-    d->nstarts = d->npairs = d->nev = d->nrv = d->nrv_nodes = d->nwaits = d->pool_len = 0;
+    d->nstarts = d->npairs = d->nev = d->nrv = d->nrv_nodes = d->nwaits = d->ntmpl = d->pool_len = 0;
     d->nqname = 0; /* the names' offsets point into the pool just emptied */
     d->msg[0] = 0;
 }
@@ -114,13 +114,31 @@ int gs_sd_add_resv(gpusched_sched_decisions *d, uint64_t id, int64_t time, uint3
     return 0;
 }
 
-int gs_sd_add_wait(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg)
+int gs_sd_grow_waits(gpusched_sched_decisions *d, uint32_t need)
 {
-    if (gs_grow(&d->alloc, (void **)&d->waits, &d->waits_cap, d->nwaits + 1, sizeof *d->waits))
+    return gs_grow(&d->alloc, (void **)&d->waits, &d->waits_cap, need, sizeof *d->waits) ? GPUSCHED_ENOMEM : 0;
+}
+
+int gs_sd_add_template(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg)
+{
+    if (gs_grow(&d->alloc, (void **)&d->tmpl, &d->tmpl_cap, d->ntmpl + 1, sizeof *d->tmpl))
         return GPUSCHED_ENOMEM;
-    d->waits[d->nwaits].w = *w;
-    d->waits[d->nwaits++].msg = msg;
+    gs_dwtmpl *t = &d->tmpl[d->ntmpl++];
+    t->w = *w;
+    t->w.job_id = 0;
+    t->w.seq = 0;
+    t->w.requested = 0;
+    t->msg = msg;
     return 0;
+}
+
+void gs_sd_wait_get(const gpusched_sched_decisions *d, uint32_t index, gpusched_sched_wait *w)
+{
+    const gs_dwait *c = &d->waits[index];
+    *w = d->tmpl[c->tmpl].w;
+    w->job_id = c->job_id;
+    w->requested = c->requested;
+    w->seq = c->seq;
 }
 
 uint32_t gs_sd_pool_add(gpusched_sched_decisions *d, const char *text)
@@ -221,7 +239,8 @@ GPUSCHED_API int gpusched_sched_decisions_wait(const gpusched_sched_decisions *d
     if (index >= d->nwaits)
         return GPUSCHED_ERANGE;
     uint32_t size = wait->size < sizeof *wait ? wait->size : (uint32_t)sizeof *wait;
-    gpusched_sched_wait w = d->waits[index].w;
+    gpusched_sched_wait w;
+    gs_sd_wait_get(d, index, &w);
     w.size = size;
     memcpy(wait, &w, size);
     return 0;
@@ -231,10 +250,13 @@ GPUSCHED_API const char *gpusched_sched_decisions_wait_message(gpusched_sched_de
 {
     if (!d || index >= d->nwaits)
         return "";
-    const gpusched_sched_wait *w = &d->waits[index].w;
-    const char *text = d->waits[index].msg == UINT32_MAX ? "" : d->pool + d->waits[index].msg;
+    gpusched_sched_wait whole;
+    gs_sd_wait_get(d, index, &whole);
+    const gpusched_sched_wait *w = &whole;
+    const uint32_t msg = d->tmpl[d->waits[index].tmpl].msg;
+    const char *text = msg == UINT32_MAX ? "" : d->pool + msg;
     char asked[96];
-    if (d->waits[index].msg == GS_SD_MSG_TOO_FEW_FREE) {
+    if (msg == GS_SD_MSG_TOO_FEW_FREE) {
         /* Written here, not by the cycle: most waiting gangs are never asked
          * for their message (doc/sched.md, "Work per pending gang"). */
         snprintf(asked, sizeof asked, "%llu GPUs asked, %llu usable free in the cluster",

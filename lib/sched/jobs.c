@@ -152,9 +152,7 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     j->victim = (gs_sj_run_flags(s, j) & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
     s->npre += j->victim;
     gs_sq_use(s, j, +1);
-    memset(&j->wait, 0, sizeof j->wait);
-    j->wait.size = sizeof j->wait;
-    j->wait.job_id = j->id;
+    s->jw[slot].cycle = 0; /* no longer waiting */
     ends_add(s, slot); /* room kept since submit */
     return 0;
 }

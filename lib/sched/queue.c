@@ -144,6 +144,7 @@ void gs_sq_use(gpusched_sched *s, const gs_sj *j, int sign)
     const uint32_t n = gs_sj_demand(s, j, r, amt);
     for (uint32_t k = 0; k < n; k++)
         use_res(s, j->queue, r[k], amt[k], sign);
+    s->use_epoch++;
 }
 
 /* One resource: within quota on the whole path, counting only usage

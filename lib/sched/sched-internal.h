@@ -61,8 +61,17 @@ typedef struct gs_sj {
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
     uint32_t run_pos;           /* position in s->running */
-    gpusched_sched_wait wait;   /* the last explanation */
 } gs_sj;
+
+/* A gang's last explanation, by slot: the parts that differ between
+ * gangs, and the rest in template `tmpl` of s->wt, valid while `cycle` is
+ * s->wt_cycle (a wait of an older cycle reads as none). 24 bytes, where
+ * the whole wait is 104: a cycle writes one per pending gang. */
+typedef struct gs_jw {
+    uint64_t cycle;
+    uint64_t requested;
+    uint32_t tmpl, seq;
+} gs_jw;
 
 static inline uint64_t gs_sd_mix64(uint64_t h, uint64_t v)
 {
@@ -116,6 +125,8 @@ struct gpusched_sched {
     /* Usage within quota: ent = min(used, total) for a leaf, min(sument,
      * total) above; sument sums the children's ent. */
     uint64_t *ent, *sument;
+    uint64_t use_epoch;             /* moves with every change of usage (gs_sq_use) and cycle */
+    struct admit_memo *admit_memo;  /* cycle.c */
     double *decayed;
     uint32_t *res_set;              /* per resource: queues with a non-zero nominal */
     uint32_t qr_cap;                /* queues the per-resource arrays hold */
@@ -128,6 +139,13 @@ struct gpusched_sched {
     uint64_t *map_key;
     uint32_t *map_val;              /* GS_SJ_NONE: empty */
     uint32_t map_cap, map_used;     /* map_cap: power of two */
+    gs_jw *jw;                      /* per slot, grown with j */
+    uint32_t jw_cap;
+    /* The last cycle's wait templates (job_id, seq and requested 0), the
+     * same list as in its decisions. */
+    gpusched_sched_wait *wt;
+    uint32_t nwt, wt_cap;
+    uint64_t wt_cycle;
     uint32_t *running;
     uint32_t nrunning, running_cap;
     uint32_t npending;
@@ -180,10 +198,19 @@ struct gpusched_sched {
     uint64_t podx_gen_at_end;       /* the cluster's podx_gen after the last cycle */
 };
 
-/* The decisions of one cycle. */
+/* The decisions of one cycle. A wait is stored as what differs between
+ * gangs and the index of a template holding the rest: consecutive gangs
+ * that wait for the same reason share one (a cycle explains thousands of
+ * gangs; writing 104 bytes for each was a large part of its cost). */
+typedef struct gs_dwtmpl {
+    gpusched_sched_wait w;          /* job_id, seq and requested 0 */
+    uint32_t msg;                   /* pool offset, UINT32_MAX or GS_SD_MSG_TOO_FEW_FREE */
+} gs_dwtmpl;
+
 typedef struct gs_dwait {
-    gpusched_sched_wait w;
-    uint32_t msg;                   /* pool offset or UINT32_MAX */
+    uint64_t job_id;
+    uint64_t requested;
+    uint32_t seq, tmpl;
 } gs_dwait;
 
 struct gpusched_sched_decisions {
@@ -205,6 +232,8 @@ struct gpusched_sched_decisions {
     uint32_t nrv_nodes, rv_nodes_cap;
     gs_dwait *waits;
     uint32_t nwaits, waits_cap;
+    gs_dwtmpl *tmpl;
+    uint32_t ntmpl, tmpl_cap;
     char *pool;
     uint32_t pool_len, pool_cap;
     uint32_t *qname;                /* per queue and resource: its name's pool offset */
@@ -294,9 +323,24 @@ int gs_sd_add_start(gpusched_sched_decisions *d, uint64_t id, uint32_t seq, cons
 int gs_sd_add_eviction(gpusched_sched_decisions *d, uint64_t victim, uint64_t for_job);
 int gs_sd_add_resv(gpusched_sched_decisions *d, uint64_t id, int64_t time, uint32_t level, uint32_t dom,
                    const uint32_t *nodes, uint32_t n);
-/* msg: a pool offset, UINT32_MAX (no text), or GS_SD_MSG_TOO_FEW_FREE (the
- * text is formatted from the wait's requested and free_gpus when read). */
-int gs_sd_add_wait(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg);
+/* Room for `need` waits; 0 or GPUSCHED_ENOMEM. */
+int gs_sd_grow_waits(gpusched_sched_decisions *d, uint32_t need);
+/* A new template from w (its per-gang parts dropped) and msg: a pool
+ * offset, UINT32_MAX (no text), or GS_SD_MSG_TOO_FEW_FREE (the text is
+ * formatted from the wait's requested and free_gpus when read). */
+int gs_sd_add_template(gpusched_sched_decisions *d, const gpusched_sched_wait *w, uint32_t msg);
+/* Whether template t holds what w and msg hold besides the per-gang parts.
+ * Field by field: the struct's padding is not part of its value. */
+static inline int gs_sd_same_template(const gs_dwtmpl *t, const gpusched_sched_wait *w, uint32_t msg)
+{
+    const gpusched_sched_wait *a = &t->w;
+    return t->msg == msg && a->reason == w->reason && a->queue == w->queue && a->resource == w->resource &&
+           a->place_reason == w->place_reason && a->used == w->used && a->limit == w->limit &&
+           a->free_gpus == w->free_gpus && a->taken_gpus == w->taken_gpus && a->blocking_job == w->blocking_job &&
+           a->time == w->time && a->share == w->share;
+}
+/* Wait `index` whole. */
+void gs_sd_wait_get(const gpusched_sched_decisions *d, uint32_t index, gpusched_sched_wait *w);
 #define GS_SD_MSG_TOO_FEW_FREE (UINT32_MAX - 1)
 /* Appends a string to the pool; its offset, or UINT32_MAX out of memory. */
 uint32_t gs_sd_pool_add(gpusched_sched_decisions *d, const char *text);

@@ -97,7 +97,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     }
     gs_sq_fini(s);
     void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
-                      s->memo_text,
+                      s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->resv, s->rnodes, s->avoid_buf, s->end_time, s->end_slot, s->memo};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
@@ -525,6 +525,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     }
     gs_sq *x = &s->q[job.queue];
     if (gs_sj_map_reserve(s) || gs_grow(&s->alloc, (void **)&s->j, &s->j_cap, s->nj + 1, sizeof *s->j) ||
+        gs_grow(&s->alloc, (void **)&s->jw, &s->jw_cap, s->nj + 1, sizeof *s->jw) ||
         gs_grow(&s->alloc, (void **)&x->pend, &x->pend_cap, x->npend + x->nrunning + 1, sizeof *x->pend) ||
         gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + s->npending + 1,
                 sizeof *s->running) ||
@@ -568,8 +569,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->req.avoid_nodes = avoid;
     j->avoid = avoid;
     j->shape = gs_sj_shape_key(&j->req);
-    j->wait.size = sizeof j->wait;
-    j->wait.job_id = job.id;
+    s->jw[slot].cycle = 0; /* no explanation yet */
     gs_sj_map_put(s, job.id, slot);
     gs_sq_pend_insert(s, slot); /* room reserved above */
     s->dirty = 1;
@@ -711,7 +711,14 @@ GPUSCHED_API int gpusched_sched_job_state(gpusched_sched *s, uint64_t job_id, ui
         *status = j->state == GS_SJ_RUNNING ? GPUSCHED_SCHED_JOB_RUNNING : GPUSCHED_SCHED_JOB_PENDING;
     if (wait) {
         uint32_t size = wait->size < sizeof *wait ? wait->size : (uint32_t)sizeof *wait;
-        gpusched_sched_wait w = j->wait;
+        gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
+        const gs_jw *jw = &s->jw[slot];
+        if (jw->cycle && jw->cycle == s->wt_cycle) {
+            w = s->wt[jw->tmpl];
+            w.requested = jw->requested;
+            w.seq = jw->seq;
+        }
+        w.job_id = j->id;
         w.size = size;
         memcpy(wait, &w, size);
     }
