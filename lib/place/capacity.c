@@ -86,6 +86,60 @@ static bool sum_from_aggregates(const gpusched_placer *p, int32_t l, uint32_t a,
     return true;
 }
 
+/* For a request whose only filter is its avoided nodes: the units the
+ * avoided nodes hold, per domain, summed once per search (O(avoided nodes
+ * x levels)), so that a domain's capacity is its aggregates' less them
+ * instead of a visit of its nodes (a reservation search avoids the nodes
+ * of the reservations before it, and probes the whole cluster many
+ * times). false if the scratch cannot be allocated: the caller visits the
+ * nodes. */
+static bool avoided_ready(gpusched_placer *p)
+{
+    if (p->avu_done == p->gen)
+        return true;
+    const struct gpusched_topo *t = p->t;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        if (!p->avu_gen[l] && (!(p->avu_val[l] = gs_calloc(&p->alloc, t->ndom[l], sizeof *p->avu_val[l])) ||
+                               !(p->avu_gen[l] = gs_calloc(&p->alloc, t->ndom[l], sizeof *p->avu_gen[l])))) {
+            gs_free(&p->alloc, p->avu_val[l]);
+            p->avu_val[l] = NULL;
+            return false;
+        }
+    const gs_pl_req *r = p->req;
+    const uint32_t *list = r->in.avoid_nodes, n = r->in.avoid_count;
+    uint64_t root = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = list[i];
+        if (p->avoid_gen[v] != p->gen)
+            continue; /* listed twice: counted at its first place */
+        p->avoid_gen[v] = p->gen - 1;
+        uint32_t u = gs_pl_units_of_mask(r, t, v, gs_cluster_node_avail(p->c, v));
+        root += u;
+        uint32_t d = t->node_leaf[v];
+        for (uint32_t l = p->nlevels; u && l-- > 0;) {
+            if (p->avu_gen[l][d] != p->gen) {
+                p->avu_gen[l][d] = p->gen;
+                p->avu_val[l][d] = 0;
+            }
+            p->avu_val[l][d] += u;
+            if (l)
+                d = t->dom_parent[l][d];
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        p->avoid_gen[list[i]] = p->gen;
+    p->avu_root = root;
+    p->avu_done = p->gen;
+    return true;
+}
+
+static uint64_t avoided_units(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    if (l < 0)
+        return p->avu_root;
+    return p->avu_gen[l][d] == p->gen ? p->avu_val[l][d] : 0;
+}
+
 static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
 {
     uint32_t a, b;
@@ -106,6 +160,8 @@ uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d)
      * freely, and the aggregates count them exactly. */
     if (r->agg_exact_nodes && r->deepest_cons <= l)
         return (uint32_t)(gs_pl_ub_units(p, l, d) * r->u0 / r->unit[LV(l)]);
+    if (r->avoid_exact && r->deepest_cons <= l && avoided_ready(p))
+        return (uint32_t)((gs_pl_ub_units(p, l, d) - avoided_units(p, l, d)) * r->u0 / r->unit[LV(l)]);
     if (l < 0)
         return cap_from_children(p, l, d);
     if (p->cap_gen[l][d] == p->gen)

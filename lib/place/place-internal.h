@@ -66,6 +66,8 @@ typedef struct gs_pl_req {
     int32_t deepest_cons;       /* level of the deepest constraint, -1 if none */
     bool filtered;              /* class, labels or avoided nodes */
     bool agg_exact_nodes;       /* aggregates give exact node-level units */
+    bool avoid_exact;           /* so do they less the avoided nodes' units: avoided
+                                 * nodes are the only filter (capacity.c) */
     /* unit[LV(l)]: GPUs per unit counted at level l; ratio[LV(l)]: units of
      * level l+1 per unit of level l (l = -1 .. L-1). */
     uint32_t unit[GS_PL_LEVELS];
@@ -144,6 +146,13 @@ struct gpusched_placer {
     uint32_t *cap_gen[GS_MAX_LEVELS];
     uint32_t *avoid_gen;        /* per node: == gen when avoided */
     uint32_t gen;
+    /* Units of the avoided nodes per domain (valid where avu_gen == gen)
+     * and in all, summed once per search where avu_done == gen; allocated
+     * on first use (capacity.c). */
+    uint32_t *avu_val[GS_MAX_LEVELS];
+    uint32_t *avu_gen[GS_MAX_LEVELS];
+    uint64_t avu_root;
+    uint32_t avu_done;
     gs_arena arena;
     /* What the search chose, in ascending order: nodes and GPU masks go
      * straight into the result being filled (no copy of a large gang's

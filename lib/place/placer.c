@@ -35,6 +35,8 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     for (uint32_t l = 0; l < GS_MAX_LEVELS; l++) {
         gs_free(&a, p->cap_val[l]);
         gs_free(&a, p->cap_gen[l]);
+        gs_free(&a, p->avu_val[l]);
+        gs_free(&a, p->avu_gen[l]);
     }
     gs_free(&a, p->avoid_gen);
     gs_free(&a, p->sub_best);
@@ -96,8 +98,12 @@ const char *gpusched_placer_errmsg(const gpusched_placer *p)
 static void next_generation(gpusched_placer *p)
 {
     if (++p->gen == 0) {
-        for (uint32_t l = 0; l < p->nlevels; l++)
+        for (uint32_t l = 0; l < p->nlevels; l++) {
             memset(p->cap_gen[l], 0, p->t->ndom[l] * sizeof *p->cap_gen[l]);
+            if (p->avu_gen[l])
+                memset(p->avu_gen[l], 0, p->t->ndom[l] * sizeof *p->avu_gen[l]);
+        }
+        p->avu_done = 0;
         memset(p->avoid_gen, 0, p->t->nnodes * sizeof *p->avoid_gen);
         p->gen = 1;
     }

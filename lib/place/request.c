@@ -271,8 +271,10 @@ int gs_pl_req_load(gpusched_placer *p, const gpusched_place_request *in, gs_pl_r
     r->filtered = q->gpu_class != GPUSCHED_NONE || q->labels_required || q->labels_forbidden || q->avoid_count;
     /* Whole nodes on a topology with other node sizes: the fully-free-node
      * aggregate also counts nodes of other sizes, so it is only a bound. */
-    r->agg_exact_nodes = !r->filtered &&
-                         (!r->whole_w || (p->min_node_gpus == r->whole_w && p->t->max_node_gpus == r->whole_w));
+    const bool uniform_w = !r->whole_w || (p->min_node_gpus == r->whole_w && p->t->max_node_gpus == r->whole_w);
+    r->agg_exact_nodes = !r->filtered && uniform_w;
+    r->avoid_exact = uniform_w && q->avoid_count && q->gpu_class == GPUSCHED_NONE && !q->labels_required &&
+                     !q->labels_forbidden;
     return derive_units(p, r);
 }
 
