@@ -7,6 +7,7 @@
  * starving a big gang, a prediction shorter than the limit. */
 #include "place-test.h"
 #include "sched-test.h"
+#include "sched/sched-internal.h"
 
 #define NJ 160
 
@@ -245,4 +246,126 @@ Test(sched_backfill, starvation_guard_puts_old_gangs_first)
     cr_assert_eq(head_reservation(0), 3, "fair order: the light queue's gang is the head");
     cr_assert_eq(head_reservation(5), 2, "pending for 10 > 5: the heavy queue's gang goes first");
     cr_assert_eq(head_reservation(20), 3, "not old enough yet");
+}
+
+/* Everything a cycle decided, in a form two schedulers can be compared by. */
+static void decisions_equal(const gpusched_sched_decisions *a, const gpusched_sched_decisions *b, uint32_t step)
+{
+    const uint64_t *ia, *ib, *fa, *fb;
+    uint32_t na, nb;
+    cr_assert_eq(gpusched_sched_decisions_starts(a, &ia, &na), 0);
+    cr_assert_eq(gpusched_sched_decisions_starts(b, &ib, &nb), 0);
+    cr_assert_eq(na, nb, "step %u: %u starts against %u", step, na, nb);
+    for (uint32_t i = 0; i < na; i++) {
+        const uint32_t *nda, *ndb;
+        const uint64_t *ma, *mb;
+        uint32_t pa, pb, sa, sb;
+        cr_assert_eq(ia[i], ib[i], "step %u: start %u", step, i);
+        cr_assert_eq(gpusched_sched_decisions_start(a, i, NULL, &sa, &nda, &ma, &pa), 0);
+        cr_assert_eq(gpusched_sched_decisions_start(b, i, NULL, &sb, &ndb, &mb, &pb), 0);
+        cr_assert(sa == sb && pa == pb && !memcmp(nda, ndb, pa * sizeof *nda) && !memcmp(ma, mb, pa * sizeof *ma),
+                  "step %u: job %llu starts elsewhere", step, (unsigned long long)ia[i]);
+    }
+    cr_assert_eq(gpusched_sched_decisions_evictions(a, &ia, &fa, &na), 0);
+    cr_assert_eq(gpusched_sched_decisions_evictions(b, &ib, &fb, &nb), 0);
+    cr_assert(na == nb && !memcmp(ia, ib, na * sizeof *ia) && !memcmp(fa, fb, na * sizeof *fa), "step %u: evictions",
+              step);
+    na = gpusched_sched_decisions_reservation_count(a);
+    cr_assert_eq(na, gpusched_sched_decisions_reservation_count(b), "step %u: reservations", step);
+    for (uint32_t i = 0; i < na; i++) {
+        uint64_t ja, jb;
+        int64_t ta, tb;
+        const uint32_t *nda, *ndb;
+        uint32_t pa, pb;
+        cr_assert_eq(gpusched_sched_decisions_reservation(a, i, &ja, &ta, NULL, NULL, &nda, &pa), 0);
+        cr_assert_eq(gpusched_sched_decisions_reservation(b, i, &jb, &tb, NULL, NULL, &ndb, &pb), 0);
+        cr_assert(ja == jb && ta == tb && pa == pb && !memcmp(nda, ndb, pa * sizeof *nda),
+                  "step %u: reservation %u: job %llu at %lld on %u nodes against job %llu at %lld on %u", step, i,
+                  (unsigned long long)ja, (long long)ta, pa, (unsigned long long)jb, (long long)tb, pb);
+    }
+    na = gpusched_sched_decisions_wait_count(a);
+    cr_assert_eq(na, gpusched_sched_decisions_wait_count(b), "step %u: waits", step);
+    for (uint32_t i = 0; i < na; i++) {
+        gpusched_sched_wait wa = GPUSCHED_SCHED_WAIT_INIT, wb = GPUSCHED_SCHED_WAIT_INIT;
+        cr_assert_eq(gpusched_sched_decisions_wait(a, i, &wa), 0);
+        cr_assert_eq(gpusched_sched_decisions_wait(b, i, &wb), 0);
+        cr_assert(wa.job_id == wb.job_id && wa.reason == wb.reason && wa.seq == wb.seq && wa.time == wb.time &&
+                      wa.blocking_job == wb.blocking_job && wa.free_gpus == wb.free_gpus,
+                  "step %u: wait %u of job %llu", step, i, (unsigned long long)wa.job_id);
+    }
+}
+
+/* A cycle repeats the last cycle's reservation searches where nothing they
+ * read changed (lib/sched/resv.c). The property: a scheduler whose cluster
+ * is touched before every cycle (a node's health set to what it is: a
+ * change of the cluster's generation, not of its state), so that it
+ * searches afresh every time, decides exactly what one that repeats them
+ * decides, over random workloads with two queues, preemption and depths 1
+ * to 4; and repeats happen. */
+Test(sched_backfill, repeated_reservation_searches_decide_as_fresh_ones)
+{
+    uint64_t repeated = 0, reservations = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 3};
+        st_env e[2] = {st_env_small(), st_env_small()};
+        uint32_t qa = 0, qb = 0;
+        for (int k = 0; k < 2; k++) {
+            qa = st_queue(&e[k], "a", 0, 64);
+            qb = st_queue(&e[k], "b", 0, 32);
+            cr_assert_eq(gpusched_sched_param_set(e[k].s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, 1 + (int64_t)(seed % 4)), 0);
+        }
+        static const uint32_t sizes[] = {1, 2, 4, 8, 8, 16, 24, 32, 48, 64};
+        uint64_t running[128];
+        uint32_t nrun = 0;
+        int64_t now = 0;
+        for (uint32_t step = 0; step < 200; step++) {
+            now += 1 + (int64_t)pt_below(&r, 5);
+            uint32_t what = pt_below(&r, 4);
+            uint64_t id = step + 1;
+            if (what <= 1) {
+                uint32_t g = sizes[pt_below(&r, 10)];
+                int64_t dur = 10 + (int64_t)pt_below(&r, 200);
+                uint32_t q = pt_below(&r, 2) ? qa : qb;
+                for (int k = 0; k < 2; k++)
+                    st_submit(&e[k], id, q, g, now, dur);
+            } else if (what == 2 && nrun) {
+                uint32_t v = pt_below(&r, nrun);
+                for (int k = 0; k < 2; k++)
+                    cr_assert_eq(gpusched_sched_job_end(e[k].s, running[v], now), 0, "%s",
+                                 gpusched_sched_errmsg(e[k].s));
+                running[v] = running[--nrun];
+            } /* else: a cycle with no event, later */
+            uint64_t hit[96];
+            uint32_t nhit = 0;
+            cr_assert_eq(gpusched_cluster_node_health_set(e[1].c, 0, GPUSCHED_NODE_UP, hit, 96, &nhit), 0);
+            gpusched_sched_param_set(e[0].s, GPUSCHED_SCHED_PARAM_HALF_LIFE, 0); /* not quiet */
+            gpusched_sched_param_set(e[1].s, GPUSCHED_SCHED_PARAM_HALF_LIFE, 0);
+            for (int k = 0; k < 2; k++)
+                cr_assert_eq(gpusched_sched_cycle(e[k].s, now, e[k].d), 0, "%s", gpusched_sched_errmsg(e[k].s));
+            decisions_equal(e[0].d, e[1].d, step);
+            reservations += gpusched_sched_decisions_reservation_count(e[0].d);
+            /* Track what runs (evictions go back to pending). */
+            const uint64_t *ids, *victims, *fors;
+            uint32_t n, nev;
+            cr_assert_eq(gpusched_sched_decisions_evictions(e[0].d, &victims, &fors, &nev), 0);
+            for (uint32_t i = 0; i < nev; i++)
+                for (uint32_t k = 0; k < nrun; k++)
+                    if (running[k] == victims[i]) {
+                        running[k] = running[--nrun];
+                        break;
+                    }
+            cr_assert_eq(gpusched_sched_decisions_starts(e[0].d, &ids, &n), 0);
+            for (uint32_t i = 0; i < n && nrun < 128; i++)
+                running[nrun++] = ids[i];
+        }
+        cr_assert_eq(e[1].s->rs_repeated, 0, "the touched scheduler never repeats a search");
+        repeated += e[0].s->rs_repeated;
+        for (int k = 0; k < 2; k++) {
+            cr_assert_eq(gpusched_sched_check(e[k].s), 0, "%s", gpusched_sched_errmsg(e[k].s));
+            st_env_free(&e[k]);
+        }
+    }
+    cr_log_info("%llu reservations, %llu searches repeated", (unsigned long long)reservations,
+                (unsigned long long)repeated);
+    cr_assert_gt(repeated, 50, "searches are repeated (%llu)", (unsigned long long)repeated);
 }
