@@ -1,7 +1,7 @@
 /* The scheduler's API function by function: lifetimes, parameters, the
  * queue tree, bad input (code, message, nothing changed), job events,
  * quiet cycles, node failures and the decisions' accessors. */
-#include <stdlib.h>
+#include "failalloc.h"
 #include "sched-test.h"
 
 Test(sched_api, lifetime_and_null_handles)
@@ -481,41 +481,6 @@ Test(sched_api, preempt_max_gpus_spares_large_gangs)
     cr_assert_eq(spare_run(63, &victim), 0, "one GPU less spares it");
 }
 
-/* An allocator that fails every allocation from the armed one on. */
-typedef struct fail_alloc {
-    int armed;
-    uint32_t left;                  /* allocations that still succeed once armed */
-    uint32_t failed;
-} fail_alloc;
-
-static void *fa_malloc(void *user, size_t size)
-{
-    fail_alloc *f = user;
-    if (f->armed && f->left-- == 0) {
-        f->left = 0;
-        f->failed++;
-        return NULL;
-    }
-    return malloc(size);
-}
-
-static void *fa_realloc(void *user, void *ptr, size_t size)
-{
-    fail_alloc *f = user;
-    if (f->armed && f->left-- == 0) {
-        f->left = 0;
-        f->failed++;
-        return NULL;
-    }
-    return realloc(ptr, size);
-}
-
-static void fa_free(void *user, void *ptr)
-{
-    (void)user;
-    free(ptr);
-}
-
 /* Every allocation of a cycle fails in turn: the cycle reports ENOMEM or
  * succeeds, the scheduler stays consistent, the starts it reports run,
  * and a retry explains every gang still pending. */
@@ -523,25 +488,20 @@ Test(sched_api, cycle_out_of_memory_at_each_allocation)
 {
     uint32_t cases = 0, failures = 0;
     for (uint32_t k = 0; k < 200; k++) {
-        fail_alloc fa = {0};
-        gpusched_allocator al = GPUSCHED_ALLOCATOR_INIT;
-        al.malloc_fn = fa_malloc;
-        al.realloc_fn = fa_realloc;
-        al.free_fn = fa_free;
-        al.user = &fa;
+        failalloc fa;
+        failalloc_init(&fa, -1);
         st_env e = st_env_small();
         gpusched_sched_free(e.s);
         gpusched_sched_decisions_free(e.d);
-        cr_assert_eq(gpusched_sched_new(e.c, &al, &e.s), 0);
-        cr_assert_eq(gpusched_sched_decisions_new(&al, &e.d), 0);
+        cr_assert_eq(gpusched_sched_new(e.c, &fa.a, &e.s), 0);
+        cr_assert_eq(gpusched_sched_decisions_new(&fa.a, &e.d), 0);
         uint32_t qa = st_queue(&e, "a", 0, 48), qb = st_queue(&e, "b", 0, 48);
         static const uint32_t sizes[] = {8, 16, 4, 32, 8, 64, 2, 16, 24, 8, 40, 4};
         for (uint64_t id = 1; id <= 36; id++)
             st_submit(&e, id, id % 2 ? qa : qb, sizes[id % 12], (int64_t)id, 100 + (int64_t)id);
-        fa.armed = 1;
-        fa.left = k;
+        fa.fail_at = fa.count + (long)k; /* the k-th allocation of the cycle */
         int rc = gpusched_sched_cycle(e.s, 50, e.d);
-        fa.armed = 0;
+        fa.fail_at = -1;
         cr_assert(rc == 0 || rc == GPUSCHED_ENOMEM, "allocation %u: cycle returned %d", k, rc);
         cr_assert_eq(gpusched_sched_check(e.s), 0, "allocation %u: %s", k, gpusched_sched_errmsg(e.s));
         const uint64_t *ids;
@@ -555,6 +515,7 @@ Test(sched_api, cycle_out_of_memory_at_each_allocation)
         cases++;
         if (rc == 0) {
             st_env_free(&e);
+            cr_assert_eq(fa.live, 0, "allocation %u: %ld blocks leaked", k, fa.live);
             if (!fa.failed)
                 break; /* every allocation of the cycle was reached */
             continue;
@@ -576,6 +537,7 @@ Test(sched_api, cycle_out_of_memory_at_each_allocation)
             cr_assert_eq(js.seq, w.seq);
         }
         st_env_free(&e);
+        cr_assert_eq(fa.live, 0, "allocation %u: %ld blocks leaked", k, fa.live);
     }
     cr_log_info("%u cycles, %u of them out of memory", cases, failures);
     cr_assert_gt(failures, 3, "the cycle allocates: some runs must fail");
