@@ -248,12 +248,6 @@ Test(sched_backfill, starvation_guard_puts_old_gangs_first)
     cr_assert_eq(head_reservation(20), 3, "not old enough yet");
 }
 
-/* memcmp of n bytes, for arrays that are NULL when empty. */
-static bool same_bytes(const void *a, const void *b, size_t n)
-{
-    return n == 0 || !memcmp(a, b, n);
-}
-
 /* Everything a cycle decided, in a form two schedulers can be compared by. */
 static void decisions_equal(const gpusched_sched_decisions *a, const gpusched_sched_decisions *b, uint32_t step)
 {
@@ -269,12 +263,12 @@ static void decisions_equal(const gpusched_sched_decisions *a, const gpusched_sc
         cr_assert_eq(ia[i], ib[i], "step %u: start %u", step, i);
         cr_assert_eq(gpusched_sched_decisions_start(a, i, NULL, &sa, &nda, &ma, &pa), 0);
         cr_assert_eq(gpusched_sched_decisions_start(b, i, NULL, &sb, &ndb, &mb, &pb), 0);
-        cr_assert(sa == sb && pa == pb && same_bytes(nda, ndb, pa * sizeof *nda) && same_bytes(ma, mb, pa * sizeof *ma),
+        cr_assert(sa == sb && pa == pb && !memcmp(nda, ndb, pa * sizeof *nda) && !memcmp(ma, mb, pa * sizeof *ma),
                   "step %u: job %llu starts elsewhere", step, (unsigned long long)ia[i]);
     }
     cr_assert_eq(gpusched_sched_decisions_evictions(a, &ia, &fa, &na), 0);
     cr_assert_eq(gpusched_sched_decisions_evictions(b, &ib, &fb, &nb), 0);
-    cr_assert(na == nb && same_bytes(ia, ib, na * sizeof *ia) && same_bytes(fa, fb, na * sizeof *fa), "step %u: evictions",
+    cr_assert(na == nb && !memcmp(ia, ib, na * sizeof *ia) && !memcmp(fa, fb, na * sizeof *fa), "step %u: evictions",
               step);
     na = gpusched_sched_decisions_reservation_count(a);
     cr_assert_eq(na, gpusched_sched_decisions_reservation_count(b), "step %u: reservations", step);
@@ -285,7 +279,7 @@ static void decisions_equal(const gpusched_sched_decisions *a, const gpusched_sc
         uint32_t pa, pb;
         cr_assert_eq(gpusched_sched_decisions_reservation(a, i, &ja, &ta, NULL, NULL, &nda, &pa), 0);
         cr_assert_eq(gpusched_sched_decisions_reservation(b, i, &jb, &tb, NULL, NULL, &ndb, &pb), 0);
-        cr_assert(ja == jb && ta == tb && pa == pb && same_bytes(nda, ndb, pa * sizeof *nda),
+        cr_assert(ja == jb && ta == tb && pa == pb && !memcmp(nda, ndb, pa * sizeof *nda),
                   "step %u: reservation %u: job %llu at %lld on %u nodes against job %llu at %lld on %u", step, i,
                   (unsigned long long)ja, (long long)ta, pa, (unsigned long long)jb, (long long)tb, pb);
     }
