@@ -331,10 +331,6 @@ struct gpusched_cluster {
     uint32_t podx_cap;
     /* Bumped by every change of resources or fractions. */
     uint64_t podx_gen;
-    /* Bumped by every batch of operations applied (gs_ops_apply), the one
-     * way the state outside a transaction's temporaries changes: two equal
-     * values read at two times mean the same state. */
-    uint64_t ops_gen;
     /* Derived, kept lazily (pods.c): per lowest-level domain, what its
      * nodes hold beyond whole GPUs, so that pod searches skip racks without
      * visiting their nodes. NULL until the topology has resources or a GPU

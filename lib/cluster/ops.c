@@ -280,7 +280,6 @@ static void mark_job(struct gpusched_cluster *c, const gs_hold *h)
 
 void gs_ops_apply(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
 {
-    c->ops_gen++;
     for (uint32_t i = 0; i < n; i++) {
         gs_op *op = &ops[i];
         switch (op->kind) {

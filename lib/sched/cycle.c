@@ -572,7 +572,6 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->dirty = 0;
     s->nresv = s->nrnodes = 0;
     s->resv_min_time = INT64_MAX;
-    gs_sd_resv_cycle(s);
     s->free_at_start = s->c->root_free_gpus;
     s->started_gpus = 0;
     cyc x = {.d = d, .now = now};

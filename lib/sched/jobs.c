@@ -151,7 +151,6 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     s->q[j->queue].nrunning++;
     j->victim = (gs_sj_run_flags(s, j) & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
     s->npre += j->victim;
-    s->run_gen++;
     gs_sq_use(s, j, +1);
     s->jw[slot].cycle = 0; /* no longer waiting */
     ends_add(s, slot); /* room kept since submit */
@@ -171,7 +170,6 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now)
     s->npre -= j->victim;
     j->victim = 0;
     s->free_epoch++; /* its GPUs are free (or about to be) */
-    s->run_gen++;
     j->state = GS_SJ_PENDING;
 }
 

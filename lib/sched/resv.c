@@ -96,66 +96,15 @@ static void smallest_domain(const gpusched_sched *s, uint32_t first, uint32_t la
     *dom = 0;
 }
 
-void gs_sd_resv_cycle(gpusched_sched *s)
+int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
 {
-    gs_rlist t = s->rs_last;
-    s->rs_last = s->rs_now;
-    s->rs_now = t;
-    s->rs_now.n = s->rs_now.nnodes = 0;
-    s->rs_now.stopped = 0;
-    s->rs_same = 1;
-}
-
-void gs_sd_resv_free(gpusched_sched *s)
-{
-    gs_rlist *l[] = {&s->rs_last, &s->rs_now};
-    for (size_t i = 0; i < GS_ARRAY_LEN(l); i++) {
-        gs_free(&s->alloc, l[i]->e);
-        gs_free(&s->alloc, l[i]->nodes);
-    }
-}
-
-/* The last cycle's search at this cycle's position, if it was of the same
- * job on the same state after the same searches; else NULL, and no later
- * search of this cycle repeats one either. */
-static const gs_rsearch *repeated(gpusched_sched *s, uint64_t id)
-{
-    const uint32_t k = s->rs_now.n;
-    const gs_rsearch *e = !s->rs_now.stopped && k < s->rs_last.n ? &s->rs_last.e[k] : NULL;
-    if (s->rs_same && e && e->id == id && e->ops_gen == s->c->ops_gen && e->run_gen == s->run_gen)
-        return e;
-    s->rs_same = 0;
-    return NULL;
-}
-
-/* This cycle's search recorded for the next cycle. When there is no room
- * the record stops (the next cycle searches again from here). */
-static void record(gpusched_sched *s, uint64_t id, uint64_t ops_gen, uint32_t count, const uint32_t *nodes,
-                   uint32_t n)
-{
-    gs_rlist *l = &s->rs_now;
-    if (l->stopped)
-        return;
-    if (gs_grow(&s->alloc, (void **)&l->e, &l->cap, l->n + 1, sizeof *l->e) ||
-        gs_grow(&s->alloc, (void **)&l->nodes, &l->nodes_cap, l->nnodes + n, sizeof *l->nodes)) {
-        l->stopped = 1;
-        s->rs_same = 0;
-        return;
-    }
-    l->e[l->n++] = (gs_rsearch){id, ops_gen, s->run_gen, count, l->nnodes, n};
-    if (n)
-        memcpy(l->nodes + l->nnodes, nodes, (size_t)n * sizeof *nodes);
-    l->nnodes += n;
-}
-
-/* The search itself: the earliest count of ends and the nodes (in s->res),
- * or an error (GPUSCHED_ENOSPC: never). */
-static int search_fresh(gpusched_sched *s, const gs_sj *j, uint32_t *count)
-{
+    const gs_sj *j = &s->j[slot];
+    int rc;
+    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
+        return GPUSCHED_ENOMEM;
     /* Earlier reservations' nodes are avoided for good: conservative, it
      * never delays them (doc/sched.md). */
     gpusched_place_request q = j->req;
-    int rc;
     if ((rc = gs_sd_avoid_reserved(s, j, &q)))
         return rc;
     gpusched_job job = GPUSCHED_JOB_INIT;
@@ -166,45 +115,17 @@ static int search_fresh(gpusched_sched *s, const gs_sj *j, uint32_t *count)
         return rc;
     if ((rc = gs_txn_begin(s->c)))
         return rc;
-    rc = search(s, &r, s->c->root_free_gpus, count);
+    uint32_t count = 0;
+    rc = search(s, &r, s->c->root_free_gpus, &count);
     if (rc == 0)
         rc = gs_pl_place_staged(s->p, &r, s->res, 0);
     gs_txn_rollback(s->c);
-    return rc;
-}
-
-int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
-{
-    const gs_sj *j = &s->j[slot];
-    int rc;
-    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
-        return GPUSCHED_ENOMEM;
-    const uint32_t *nodes = NULL;
+    if (rc)
+        return rc;
+    const uint32_t *nodes;
     const uint64_t *masks;
-    uint32_t n = 0, count = 0;
-    /* The state the search reads; a search rolls its changes back. */
-    const uint64_t ops_gen = s->c->ops_gen;
-    const gs_rsearch *e = repeated(s, j->id);
-    if (e) {
-        /* The same search on the same state: its answer, without probing. */
-        s->rs_repeated++;
-        count = e->count;
-        nodes = s->rs_last.nodes + e->off;
-        n = e->n;
-    } else {
-        rc = search_fresh(s, j, &count);
-        if (rc == GPUSCHED_ENOSPC)
-            count = UINT32_MAX;
-        else if (rc)
-            return rc;
-        else
-            gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
-    }
-    if (count == UINT32_MAX) {
-        record(s, j->id, ops_gen, UINT32_MAX, NULL, 0);
-        return GPUSCHED_ENOSPC;
-    }
-    record(s, j->id, ops_gen, count, nodes, n);
+    uint32_t n;
+    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
     if (gs_grow(&s->alloc, (void **)&s->rnodes, &s->rnodes_cap, s->nrnodes + n, sizeof *s->rnodes))
         return GPUSCHED_ENOMEM;
     gs_resv *v = &s->resv[s->nresv++];

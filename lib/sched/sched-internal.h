@@ -84,24 +84,6 @@ static inline uint64_t gs_sd_mix64(uint64_t h, uint64_t v)
  * one shape. */
 uint64_t gs_sj_shape_key(const gpusched_place_request *q);
 
-/* A reservation search of a cycle, kept for the next one: the same job
- * searched at the same position, after the same searches, on the same
- * state (the cluster's ops_gen, the scheduler's run_gen) finds the same
- * count of ends and nodes (resv.c). count UINT32_MAX: it did not fit. */
-typedef struct gs_rsearch {
-    uint64_t id, ops_gen, run_gen;
-    uint32_t count;
-    uint32_t off, n;            /* its nodes in the list's node array */
-} gs_rsearch;
-
-typedef struct gs_rlist {
-    gs_rsearch *e;
-    uint32_t n, cap;
-    uint32_t *nodes;
-    uint32_t nnodes, nodes_cap;
-    int stopped;                /* out of memory: the rest of the cycle is not kept */
-} gs_rlist;
-
 /* A reservation made by the current cycle. */
 typedef struct gs_resv {
     uint32_t slot;
@@ -191,12 +173,6 @@ struct gpusched_sched {
     uint32_t stack_cap;
     gs_resv *resv;
     uint32_t nresv, resv_cap;
-    /* The reservation searches of the last cycle and of this one; `same`
-     * while every search of this cycle so far repeated the last cycle's. */
-    gs_rlist rs_last, rs_now;
-    int rs_same;
-    uint64_t rs_repeated;           /* searches answered from the last cycle's (tests) */
-    uint64_t run_gen;               /* bumped when a job starts or stops running */
     uint32_t *rnodes;               /* every reservation's nodes */
     uint32_t nrnodes, rnodes_cap;
     int64_t resv_min_time;
@@ -336,10 +312,6 @@ int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_reque
  * expected ends, avoiding the nodes of the reservations made so far; 0 and
  * the reservation appended to s->resv, GPUSCHED_ENOSPC, or an error. */
 int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now);
-/* A new cycle's reservation searches: the last cycle's become the ones
- * to repeat. */
-void gs_sd_resv_cycle(gpusched_sched *s);
-void gs_sd_resv_free(gpusched_sched *s);
 /* The smallest domain holding a reservation's nodes (level GPUSCHED_NONE:
  * the whole cluster). */
 void gs_sd_resv_domain(const gpusched_sched *s, const gs_resv *v, uint32_t *level, uint32_t *dom);

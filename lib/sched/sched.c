@@ -96,7 +96,6 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
         gs_free(&s->alloc, s->j[i].res_amt);
     }
     gs_sq_fini(s);
-    gs_sd_resv_free(s);
     void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->resv, s->rnodes, s->avoid_buf, s->end_time, s->end_slot, s->memo};
