@@ -558,7 +558,6 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->cycle_no++;
     s->cmemo_gen++;
     s->nwt = 0;
-    s->wt_cycle = s->cycle_no;
     s->use_epoch++; /* quotas and limits may have changed since the last cycle: a new admission memo */
     /* GPUs freed behind the scheduler's back (the caller released a job of
      * its own) end the memo too. */

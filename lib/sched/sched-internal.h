@@ -65,7 +65,7 @@ typedef struct gs_sj {
 
 /* A gang's last explanation, by slot: the parts that differ between
  * gangs, and the rest in template `tmpl` of s->wt, valid while `cycle` is
- * s->wt_cycle (a wait of an older cycle reads as none). 24 bytes, where
+ * s->cycle_no (a wait of an older cycle reads as none). 24 bytes, where
  * the whole wait is 104: a cycle writes one per pending gang. */
 typedef struct gs_jw {
     uint64_t cycle;
@@ -141,11 +141,10 @@ struct gpusched_sched {
     uint32_t map_cap, map_used;     /* map_cap: power of two */
     gs_jw *jw;                      /* per slot, grown with j */
     uint32_t jw_cap;
-    /* The last cycle's wait templates (job_id, seq and requested 0), the
-     * same list as in its decisions. */
+    /* The wait templates of cycle cycle_no (job_id, seq and requested 0),
+     * the same list as in its decisions. */
     gpusched_sched_wait *wt;
     uint32_t nwt, wt_cap;
-    uint64_t wt_cycle;
     uint32_t *running;
     uint32_t nrunning, running_cap;
     uint32_t npending;

@@ -713,7 +713,7 @@ GPUSCHED_API int gpusched_sched_job_state(gpusched_sched *s, uint64_t job_id, ui
         uint32_t size = wait->size < sizeof *wait ? wait->size : (uint32_t)sizeof *wait;
         gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
         const gs_jw *jw = &s->jw[slot];
-        if (jw->cycle && jw->cycle == s->wt_cycle) {
+        if (jw->cycle && jw->cycle == s->cycle_no) {
             w = s->wt[jw->tmpl];
             w.requested = jw->requested;
             w.seq = jw->seq;
