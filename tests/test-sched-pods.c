@@ -1,7 +1,7 @@
 /* Pod gangs in the scheduling cycle: quotas of cpu, memory (topology
  * resources) beside GPUs, GPU fractions charged by their milli, the memo
- * of failed shapes keyed by pod shape and count, and what pod gangs do not
- * do yet (preempt, reserve). */
+ * of failed shapes keyed by pod shape and count, preemption by and of pod
+ * gangs, and what pod gangs do not do yet (reserve). */
 #include "sched-test.h"
 
 /* 4 nodes of 4 GPUs (class a100), 16 cores and 64 GiB each, in one rack;
@@ -25,9 +25,10 @@ static uint32_t sp_res(st_env *e, const char *name)
     return 1 + gpusched_topo_class_count(e->t) + r;
 }
 
-/* A gang of `pods` pods of (cpu, memory) and `gpus` whole GPUs or `milli`. */
-static int sp_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
-                     uint32_t milli, int64_t submit)
+/* A gang of `pods` pods of (cpu, memory) and `gpus` whole GPUs or `milli`,
+ * at priority `prio` with job flags `flags`. */
+static int sp_submit_pf(st_env *e, uint64_t id, uint32_t queue, uint32_t pods, uint32_t cpu, uint32_t mem,
+                        uint32_t gpus, uint32_t milli, int64_t submit, int32_t prio, uint32_t flags)
 {
     uint64_t res[2] = {cpu, mem};
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
@@ -38,9 +39,26 @@ static int sp_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t pods, uint
     q.resources = res;
     q.resource_count = 2;
     /* The request's arrays are the caller's only during the call. */
-    int rc = st_submit_req(e, id, queue, &q, 0, submit, 100, 0);
+    int rc = st_submit_req(e, id, queue, &q, prio, submit, 100, flags);
     res[0] = res[1] = 0xdead;
     return rc;
+}
+
+static int sp_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t pods, uint32_t cpu, uint32_t mem, uint32_t gpus,
+                     uint32_t milli, int64_t submit)
+{
+    return sp_submit_pf(e, id, queue, pods, cpu, mem, gpus, milli, submit, 0, 0);
+}
+
+/* The cycle's only eviction is `victim`, for `for_job`. */
+static void sp_evicted(st_env *e, uint64_t victim, uint64_t for_job)
+{
+    const uint64_t *victims, *for_jobs;
+    uint32_t n;
+    cr_assert_eq(gpusched_sched_decisions_evictions(e->d, &victims, &for_jobs, &n), 0);
+    cr_assert_eq(n, 1, "%u evictions", n);
+    cr_assert_eq(victims[0], victim, "victim %llu", (unsigned long long)victims[0]);
+    cr_assert_eq(for_jobs[0], for_job);
 }
 
 static uint64_t sp_used(st_env *e, uint32_t queue, uint32_t resource)
@@ -173,22 +191,43 @@ Test(sched_pods, resources_freed_outside_the_scheduler_end_the_memo)
     st_env_free(&e);
 }
 
-Test(sched_pods, pod_gangs_neither_preempt_nor_reserve_nor_take_bad_input)
+Test(sched_pods, pod_gangs_preempt_and_are_preempted_but_do_not_reserve_nor_take_bad_input)
 {
     st_env e = sp_env(0);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT, 1), 0);
     uint32_t a = st_queue(&e, "a", 0, 64);
-    cr_assert_eq(st_submit_full(&e, 1, a, 16, -5, 1, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    const uint32_t pre = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+    cr_assert_eq(st_submit_full(&e, 1, a, 16, -5, 1, 100, pre), 0);
     st_cycle(&e, 2);
     cr_assert(st_started(&e, 1));
-    cr_assert_eq(sp_submit(&e, 2, a, 2, 1000, 1024, 4, 0, 3), 0, "%s", gpusched_sched_errmsg(e.s));
+    /* A pod gang evicts a whole-GPU job for its GPUs. */
+    cr_assert_eq(sp_submit_pf(&e, 2, a, 2, 1000, 1024, 4, 0, 3, 3, 0), 0, "%s", gpusched_sched_errmsg(e.s));
     st_cycle(&e, 4);
+    sp_evicted(&e, 1, 2);
+    cr_assert(st_started(&e, 2));
+    /* A preemptible pod gang without GPUs takes all but 1000 of each
+     * node's cpu (job 2 holds 1000 on two nodes); job 1 waits. */
+    cr_assert_eq(gpusched_sched_cancel(e.s, 1), 0);
+    cr_assert_eq(sp_submit_pf(&e, 3, a, 4, 15000, 1024, 0, 0, 5, -1, pre), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 6);
+    cr_assert(st_started(&e, 3));
+    /* A pod of 2000 cpu fits nowhere now, with 8 GPUs free: the eviction
+     * frees cpu, which counting GPUs would not see. */
+    cr_assert_eq(sp_submit_pf(&e, 4, a, 1, 2000, 1024, 0, 0, 7, 5, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 8);
+    sp_evicted(&e, 3, 4);
+    cr_assert(st_started(&e, 4));
+    cr_assert_eq(sp_used(&e, a, sp_res(&e, "cpu")), 4000);
+    /* A pod that fits nowhere even with every victim gone waits, without evicting
+     * or reserving. */
+    cr_assert_eq(sp_submit_pf(&e, 5, a, 1, 17000, 1024, 0, 0, 9, 9, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 10);
     const uint64_t *victims, *for_jobs;
     uint32_t n;
     cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &for_jobs, &n), 0);
-    cr_assert_eq(n, 0, "a pod gang does not preempt yet");
-    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 0, "nor reserve");
-    cr_assert_eq(st_wait(&e, 2, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 0, "pod gangs do not reserve yet");
+    cr_assert_eq(st_wait(&e, 5, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
     /* Bad pods are refused at submit with the placer's words. */
     uint32_t pending, running;
     cr_assert_eq(gpusched_sched_counts(e.s, &pending, &running), 0);
@@ -210,14 +249,6 @@ Test(sched_pods, pod_gangs_neither_preempt_nor_reserve_nor_take_bad_input)
     cr_assert_eq(pending2, pending);
     cr_assert_eq(gpusched_sched_queue_quota_set(e.s, a, sp_res(&e, "memory") + 1, 1, 0, 0), GPUSCHED_ERANGE);
     cr_assert(strstr(gpusched_sched_errmsg(e.s), "2 topology resources"), "%s", gpusched_sched_errmsg(e.s));
-    /* A whole-GPU gang of the same size does preempt: the contrast is the
-     * pods, not the cluster. */
-    cr_assert_eq(st_submit_full(&e, 5, a, 8, 0, 6, 100, 0), 0, "%s", gpusched_sched_errmsg(e.s));
-    st_cycle(&e, 7);
-    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &for_jobs, &n), 0);
-    cr_assert_eq(n, 1);
-    cr_assert_eq(victims[0], 1);
-    cr_assert_eq(for_jobs[0], 5);
     cr_assert_eq(gpusched_sched_check(e.s), 0, "%s", gpusched_sched_errmsg(e.s));
     st_env_free(&e);
 }

@@ -111,7 +111,12 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan);
 
 /**
  * Plans the preemption that lets a gang fit, and with
- * #GPUSCHED_PLACE_FLAG_COMMIT carries it out.
+ * #GPUSCHED_PLACE_FLAG_COMMIT carries it out. A gang of pods with
+ * resources or GPU fractions may evict jobs holding resources (their cpu,
+ * memory and fractions come free with them); its plan has the least
+ * highest victim priority and no victim it can spare, but is not proven
+ * cheapest (gpusched_preempt_plan_optimality() says exact 0). A whole-GPU
+ * gang never evicts a job holding resources or fractions.
  * @param p The placer.
  * @param req The gang (#GPUSCHED_PLACE_REQUEST_INIT, then fields); its
  *        `priority` decides which jobs are eligible victims.

@@ -28,8 +28,9 @@
  *   named resource its pods' sum; of GPUs its whole GPUs, and for GPU
  *   fractions the pods' milli summed, rounded up to whole GPUs; of a class
  *   its GPUs when it names one class with `gpu_class` (a class list is
- *   charged to GPUs only). Pod gangs do not preempt and get no
- *   reservation yet: they wait for room (doc/sched.md, "Pod gangs").
+ *   charged to GPUs only). Pod gangs preempt (their victims may be pod
+ *   gangs) but get no reservation yet: when preemption cannot help they
+ *   wait for room (doc/sched.md, "Pod gangs").
  * - **Quota** (per resource): a queue's *subtree quota* is its nominal
  *   plus its children's subtree quotas. Its *guarantee* is the subtree
  *   quota minus its lending limit (the part nobody else may use). A

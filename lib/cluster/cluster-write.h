@@ -50,17 +50,27 @@ void gs_holdtab_free(gs_holdtab *t, const gs_alloc *a);
 
 
 /* Resources and GPU fractions (pods.c): the state's arrays, a claim's
- * validation (alone in its transaction), its allocations, its application,
- * a podx job's release, the invariants. */
+ * validation, its allocations, its application, a podx job's release and
+ * lending in a transaction, the invariants. */
 int gs_pods_create(struct gpusched_cluster *c);
 void gs_pods_destroy(struct gpusched_cluster *c);
 void gs_stamps_free(struct gpusched_cluster *c);
 size_t gs_stamps_bytes(const struct gpusched_cluster *c);
 size_t gs_pods_bytes(const struct gpusched_cluster *c);
-int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi);
+/* A claim with a podx, against the state as the releases among
+ * before[0, nbefore) (validated already) leave it: the only changes a
+ * transaction may commit with such a claim. */
+int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, const gs_op *before, uint32_t nbefore);
 int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_release(struct gpusched_cluster *c, gs_hold *h);
+/* Lends (or takes back) what podx job h holds beyond its whole GPUs: its
+ * resources and its fractions (a GPU whose fractions are all lent counts
+ * as free); the GPU holders are left alone. Cannot fail. */
+void gs_pods_lend(struct gpusched_cluster *c, const gs_hold *h, bool lend);
+/* Whether h's lending can be taken back now: nothing took the resources
+ * or the GPU room it gave since. */
+bool gs_pods_can_unlend(const struct gpusched_cluster *c, const gs_hold *h);
 int gs_pods_check(struct gpusched_cluster *c);
 /* A podx on the wire (snapshot and journal version 3): milli, GPUs per
  * pod, resource count and amounts, pods per pair, all u32. The reader

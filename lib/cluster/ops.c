@@ -73,8 +73,6 @@ void gs_ovl_node(const gs_ovl *o, uint32_t node, uint64_t *given, uint64_t *take
 
 static int validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
 {
-    if (op->podx)
-        return gs_pods_validate_claim(c, op, multi);
     const uint64_t id = op->job.id;
     gs_ovl_ent *e = multi ? ovl_get(&c->txn.ids_ovl, id) : NULL;
     if (e && (e->a & ID_CLAIMED))
@@ -178,6 +176,14 @@ int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
     if (n == 1 && ops->kind == GS_OP_RELEASE)
         return validate_release(c, ops, false);
     const bool multi = n > 1;
+    uint32_t pods_claims = 0, releases = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        pods_claims += ops[i].kind == GS_OP_CLAIM && ops[i].podx;
+        releases += ops[i].kind == GS_OP_RELEASE;
+    }
+    if (pods_claims && pods_claims + releases != n)
+        return gs_error(&c->err, GPUSCHED_EINVAL,
+                        "a claim with resources or GPU fractions is committed alone or with releases only");
     if (multi) {
         uint64_t pairs = 0;
         for (uint32_t i = 0; i < n; i++) {
@@ -197,7 +203,8 @@ int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         if (op->kind == GS_OP_CLAIM && op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL)
             return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: unknown flags 0x%x",
                             (unsigned long long)op->job.id, op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL);
-        int rc = op->kind == GS_OP_CLAIM     ? validate_claim(c, op, multi)
+        int rc = op->kind == GS_OP_CLAIM && op->podx ? gs_pods_validate_claim(c, op, ops, i)
+                 : op->kind == GS_OP_CLAIM           ? validate_claim(c, op, multi)
                  : op->kind == GS_OP_RELEASE ? validate_release(c, op, multi)
                                              : validate_one(c, op);
         if (rc)

@@ -156,20 +156,70 @@ size_t gs_pods_bytes(const struct gpusched_cluster *c)
 
 /* ---- validation -------------------------------------------------------- */
 
-static int check_res(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint32_t pods)
+/* What the releases staged before a claim give back on one node: each
+ * resource, the GPUs held whole, and per GPU the milli of fractions. */
+typedef struct gs_given {
+    uint64_t res[GPUSCHED_MAX_RESOURCES];
+    uint64_t whole;
+    uint32_t milli[64];
+} gs_given;
+
+/* The pair of job h on `node`, or UINT32_MAX (a job's nodes ascend). */
+static uint32_t pair_on(const gs_hold *h, uint32_t node)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    uint32_t lo = 0, hi = h->npairs;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (nodes[mid] < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < h->npairs && nodes[lo] == node ? lo : UINT32_MAX;
+}
+
+/* The sum over the releases among ops[0, n) (validated: op->slot is set). */
+static void given_on(const struct gpusched_cluster *c, const gs_op *ops, uint32_t n, uint32_t node, gs_given *g)
+{
+    memset(g, 0, sizeof *g);
+    for (uint32_t k = 0; k < n; k++) {
+        if (ops[k].kind != GS_OP_RELEASE)
+            continue;
+        const gs_hold *h = &c->jobs.rec[ops[k].slot];
+        const uint32_t i = pair_on(h, node);
+        if (i == UINT32_MAX)
+            continue;
+        const uint64_t mask = gs_hold_masks(h)[i];
+        const gs_podx *x = gs_hold_podx(c, h);
+        if (!x) {
+            g->whole |= mask;
+            continue;
+        }
+        for (uint32_t r = 0; r < x->nres; r++)
+            g->res[r] += (uint64_t)x->pods[i] * x->pod_res[r];
+        if (!x->milli)
+            g->whole |= mask;
+        for (uint64_t m = x->milli ? mask : 0; m; m &= m - 1)
+            g->milli[gs_ctz64(m)] += x->milli;
+    }
+}
+
+static int check_res(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint32_t pods,
+                     const gs_given *g)
 {
     const struct gpusched_topo *t = c->topo;
     for (uint32_t r = 0; r < x->nres; r++) {
-        uint64_t want = (uint64_t)pods * x->pod_res[r];
-        if (want > c->res_free[r][node])
-            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u has %u %s free, %u pods ask for %llu", i,
-                            node, c->res_free[r][node], t->res_names[r], pods, (unsigned long long)want);
+        const uint64_t want = (uint64_t)pods * x->pod_res[r], have = c->res_free[r][node] + (g ? g->res[r] : 0);
+        if (want > have)
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u has %llu %s free, %u pods ask for %llu", i,
+                            node, (unsigned long long)have, t->res_names[r], pods, (unsigned long long)want);
     }
     return 0;
 }
 
 static int check_gpus(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, uint32_t node, uint64_t mask,
-                      uint32_t pods)
+                      uint32_t pods, const gs_given *g)
 {
     const uint32_t gpus = gs_cl_node_gpus(c, node);
     const uint64_t all = gs_node_all_mask(gpus);
@@ -177,11 +227,20 @@ static int check_gpus(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, 
     if (mask & ~all)
         return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u", i,
                         node, gpus, (unsigned long long)mask, gs_ctz64(mask & ~all));
+    /* GPUs free once the earlier releases are done: free now, held whole
+     * by a released job, or shared only by released fractions. */
+    const uint64_t shared = c->node_shared ? c->node_shared[node] : 0;
+    uint64_t free_now = c->node_free[node] | (g ? g->whole : 0);
+    for (uint64_t m = g ? shared & mask : 0; m; m &= m - 1) {
+        const uint32_t k = gs_ctz64(m);
+        if (c->gpu_milli_used[gs_cl_gpu_base(c, node) + k] == g->milli[k])
+            free_now |= (uint64_t)1 << k;
+    }
     if (x->milli == 0) {
         if ((uint64_t)pods * x->pod_gpus != n)
             return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of %u GPUs on node %u, mask has %u GPUs",
                             i, pods, x->pod_gpus, node, n);
-        uint64_t taken = mask & ~c->node_free[node];
+        uint64_t taken = mask & ~free_now;
         if (taken)
             return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is not free", i, node,
                             gs_ctz64(taken));
@@ -190,29 +249,26 @@ static int check_gpus(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, 
     if (n != pods)
         return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of a GPU fraction on node %u, mask has %u GPUs",
                         i, pods, node, n);
-    const uint64_t shared = c->node_shared ? c->node_shared[node] : 0;
     for (uint64_t m = mask; m; m &= m - 1) {
-        const uint32_t g = gs_ctz64(m);
-        const uint64_t bit = (uint64_t)1 << g;
+        const uint32_t k = gs_ctz64(m);
+        const uint64_t bit = (uint64_t)1 << k;
         uint32_t used = 0;
-        if (shared & bit)
-            used = c->gpu_milli_used[gs_cl_gpu_base(c, node) + g];
-        else if (!(c->node_free[node] & bit))
-            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is held whole", i, node, g);
+        if (free_now & bit)
+            used = 0;
+        else if (shared & bit)
+            used = c->gpu_milli_used[gs_cl_gpu_base(c, node) + k] - (g ? g->milli[k] : 0);
+        else
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is held whole", i, node, k);
         if (used + x->milli > 1000)
             return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u has %u milli free, a pod asks for %u",
-                            i, node, g, 1000 - used, x->milli);
+                            i, node, k, 1000 - used, x->milli);
     }
     return 0;
 }
 
-int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
+int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, const gs_op *before, uint32_t nbefore)
 {
     const gs_podx *x = op->podx;
-    if (multi)
-        return gs_error(&c->err, GPUSCHED_EINVAL,
-                        "job %llu: a claim with resources or GPU fractions is committed alone, not with other changes",
-                        (unsigned long long)op->job.id);
     if (op->n == 0 || x->npairs != op->n)
         return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: empty allocation", (unsigned long long)op->job.id);
     if (x->nres > c->topo->nres || x->milli >= 1000)
@@ -236,9 +292,14 @@ int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
         if (c->nodes_not_up && c->node_health[node] != GPUSCHED_NODE_UP)
             return gs_error(&c->err, GPUSCHED_ESTATE, "pair %u: node %u is not up (health %u)", i, node,
                             c->node_health[node]);
-        int rc = check_res(c, x, i, node, x->pods[i]);
+        gs_given given, *g = NULL;
+        if (nbefore) {
+            given_on(c, before, nbefore, node, &given);
+            g = &given;
+        }
+        int rc = check_res(c, x, i, node, x->pods[i], g);
         if (!rc)
-            rc = check_gpus(c, x, i, node, op->masks[i], x->pods[i]);
+            rc = check_gpus(c, x, i, node, op->masks[i], x->pods[i], g);
         if (rc)
             return rc;
     }
@@ -291,8 +352,9 @@ static void res_add(struct gpusched_cluster *c, const gs_podx *x, uint32_t node,
 }
 
 /* Fractions of `milli` on the GPUs of `mask`, taken (sign > 0) or given
- * back; a GPU whose last fraction goes is free again. */
-static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t milli, int sign)
+ * back; a GPU whose last fraction goes is free again. A temporary change
+ * (`temp`, a transaction's lending) leaves the GPU holders alone. */
+static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask, uint32_t milli, int sign, bool temp)
 {
     const uint64_t old = gs_cluster_node_avail(c, node);
     const uint32_t base = gs_cl_gpu_base(c, node);
@@ -308,11 +370,13 @@ static void milli_move(struct gpusched_cluster *c, uint32_t node, uint64_t mask,
             *used = (uint16_t)(*used + milli);
             c->node_free[node] &= ~bit;
             c->node_shared[node] |= bit;
-            c->gpu_holder[base + g] = GS_HOLDER_SHARED;
+            if (!temp)
+                c->gpu_holder[base + g] = GS_HOLDER_SHARED;
         } else if ((*used = (uint16_t)(*used - milli)) == 0) {
             c->node_free[node] |= bit;
             c->node_shared[node] &= ~bit;
-            c->gpu_holder[base + g] = 0;
+            if (!temp)
+                c->gpu_holder[base + g] = 0;
         }
     }
     gs_cluster_node_changed(c, node, old);
@@ -336,7 +400,7 @@ void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op)
         const uint32_t node = op->nodes[i];
         res_add(c, x, node, x->pods[i], -1);
         if (x->milli)
-            milli_move(c, node, op->masks[i], x->milli, +1);
+            milli_move(c, node, op->masks[i], x->milli, +1, false);
         else if (op->masks[i])
             gs_cluster_node_move(c, node, op->masks[i], 0, c->node_resv[node], holder);
     }
@@ -355,7 +419,7 @@ void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
     for (uint32_t i = 0; i < h->npairs; i++) {
         res_add(c, x, nodes[i], x->pods[i], +1);
         if (x->milli)
-            milli_move(c, nodes[i], masks[i], x->milli, -1);
+            milli_move(c, nodes[i], masks[i], x->milli, -1, false);
         else if (masks[i])
             gs_cluster_node_move(c, nodes[i], masks[i], masks[i], c->node_resv[nodes[i]], 0);
     }
@@ -364,6 +428,42 @@ void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
     c->podx_jobs--;
     c->podx_gen++;
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
+}
+
+/* ---- lending in a transaction -------------------------------------------- */
+
+void gs_pods_lend(struct gpusched_cluster *c, const gs_hold *h, bool lend)
+{
+    const gs_podx *x = c->podx_of[gs_hold_slot(&c->jobs, h)];
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        res_add(c, x, nodes[i], x->pods[i], lend ? +1 : -1);
+        if (x->milli)
+            milli_move(c, nodes[i], masks[i], x->milli, lend ? -1 : +1, true);
+    }
+}
+
+bool gs_pods_can_unlend(const struct gpusched_cluster *c, const gs_hold *h)
+{
+    const gs_podx *x = c->podx_of[gs_hold_slot(&c->jobs, h)];
+    const uint32_t *nodes = gs_hold_nodes(h);
+    const uint64_t *masks = gs_hold_masks(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        const uint32_t node = nodes[i];
+        for (uint32_t r = 0; r < x->nres; r++)
+            if (c->res_free[r][node] < (uint64_t)x->pods[i] * x->pod_res[r])
+                return false;
+        const uint32_t base = gs_cl_gpu_base(c, node);
+        for (uint64_t m = x->milli ? masks[i] : 0; m; m &= m - 1) {
+            const uint32_t g = gs_ctz64(m), used = c->gpu_milli_used[base + g];
+            /* A GPU the lending freed must still be free, and a shared one
+             * must still have room for the fraction. */
+            if ((used == 0 && !(c->node_free[node] & ((uint64_t)1 << g))) || used + x->milli > 1000)
+                return false;
+        }
+    }
+    return true;
 }
 
 /* ---- invariants -------------------------------------------------------- */

@@ -56,6 +56,8 @@ static void kill_group(struct gpusched_cluster *c, uint32_t i)
 {
     gs_tgroup *g = &c->txn.groups[i];
     gs_cluster_flips_apply(c, c->txn.flips + g->first, g->n);
+    if (g->kind == GS_TG_LEND_JOB && gs_hold_podx(c, &c->jobs.rec[g->slot]))
+        gs_pods_lend(c, &c->jobs.rec[g->slot], false);
     group_lent_flags(c, g, false);
     g->kind = GS_TG_DEAD;
 }
@@ -98,6 +100,11 @@ static int undo_group(struct gpusched_cluster *c, uint32_t i, const char *what, 
                 return gs_error(&c->err, GPUSCHED_ESTATE,
                                 "%s %llu cannot be taken back: node %u has GPUs of it held since",
                                 what, (unsigned long long)id, f[k].node);
+        if (g->kind == GS_TG_LEND_JOB && gs_hold_podx(c, &c->jobs.rec[g->slot]) &&
+            !gs_pods_can_unlend(c, &c->jobs.rec[g->slot]))
+            return gs_error(&c->err, GPUSCHED_ESTATE,
+                            "%s %llu cannot be taken back: its resources or GPU fractions were taken since", what,
+                            (unsigned long long)id);
     }
     kill_group(c, i);
     trim(c);
@@ -119,12 +126,15 @@ int gs_txn_lend_job(struct gpusched_cluster *c, gs_hold *h)
     const uint64_t *masks = gs_hold_masks(h);
     gs_tgroup *g = push_group(c, GS_TG_LEND_JOB, slot, h->npairs);
     gs_flip *f = x->flips + g->first;
-    /* A job's fractions are not lent: other jobs share their GPUs. */
+    /* Whole GPUs are flipped; fractions and resources are given back by
+     * gs_pods_lend (a GPU other jobs share stays shared). */
     const gs_podx *px = gs_hold_podx(c, h);
     const bool shared = px && px->milli;
     for (uint32_t i = 0; i < h->npairs; i++)
         f[i] = (gs_flip){nodes[i], shared ? 0 : masks[i] & ~c->node_free[nodes[i]], 0};
     gs_cluster_flips_apply(c, f, g->n);
+    if (px)
+        gs_pods_lend(c, h, true);
     h->lent = 1;
     x->job_group[slot] = x->ngroups;
     return 0;

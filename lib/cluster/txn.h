@@ -9,8 +9,10 @@
  *    placement (they count as taken). Each is recorded as a group of
  *    per-node XOR flips of the free and reserved masks; flips commute, so
  *    undoing every group, in any order, restores the masks and (through
- *    the same incremental update) the aggregates bit for bit. Temporaries
- *    never touch the job and reservation tables or the GPU holders.
+ *    the same incremental update) the aggregates bit for bit. A lent job
+ *    with resources or GPU fractions also gives them back, as additions
+ *    its record determines (they commute too). Temporaries never touch
+ *    the job and reservation tables or the GPU holders.
  *
  *  - Staged changes (claim GPUs for a job, release a job, and the
  *    cluster's own reservation, health and descriptor changes), applied
@@ -40,7 +42,9 @@ int gs_txn_begin(struct gpusched_cluster *c);
 /* ---- temporaries --------------------------------------------------------- */
 
 /* Lends a running job: its GPUs count as free until unlent or the
- * transaction ends. No-op if lent. GPUSCHED_ENOMEM (nothing changed). */
+ * transaction ends, and so do its resources and GPU fractions (a GPU
+ * whose fractions are all lent is free). No-op if lent. GPUSCHED_ENOMEM
+ * (nothing changed). */
 int gs_txn_lend_job(struct gpusched_cluster *c, gs_hold *h);
 /* Takes a lent job back (no-op if not lent). The last temporary is popped;
  * an earlier one is undone in place, which needs its GPUs free now

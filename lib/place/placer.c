@@ -128,7 +128,7 @@ static void prefetch_commit(const gpusched_placer *p)
  * avoided nodes, the job's reservation lent in the open transaction (the
  * search sees what the job may use), fresh scratch memory and an empty
  * result. search_end undoes the lending. */
-static int search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+static void search_setup(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
     p->req = r;
     next_generation(p);
@@ -136,6 +136,11 @@ static int search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
         p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
     gs_arena_reset(&p->arena);
     gs_pl_result_reset(res, p->nlevels);
+}
+
+static int search_begin(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    search_setup(p, r, res);
     p->res = res;
     gs_hold *resv = gs_cluster_resv_find(p->c, r->job.id);
     return resv ? gs_txn_lend_resv(p->c, resv) : 0;
@@ -148,8 +153,36 @@ static void search_end(gpusched_placer *p, uint32_t mark)
     p->res = NULL;
 }
 
+/* A request with pods (pods.c): the search, its result staged when it
+ * commits; `check_running`: a committing request whose job runs is
+ * GPUSCHED_EEXIST. */
+static int place_pods(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool check_running)
+{
+    search_setup(p, r, res);
+    int rc = check_running ? gs_pl_req_not_running(p, r) : 0;
+    if (!rc)
+        rc = gs_pl_pods_place(p, r, res);
+    p->req = NULL;
+    if (rc && rc != GPUSCHED_ENOSPC) {
+        gs_pl_result_reset(res, p->nlevels);
+        if (rc == GPUSCHED_ENOMEM || p->err.msg[0] == '\0')
+            return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
+    }
+    return rc;
+}
+
 int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
+    if (r->pods_path) {
+        /* A probe: nothing staged, and the workload does not learn the
+         * shape once per probe. */
+        gs_pl_req probe = *r;
+        probe.in.flags &= ~GPUSCHED_PLACE_FLAG_COMMIT;
+        p->probing = true;
+        int rc = place_pods(p, &probe, res, false);
+        p->probing = false;
+        return rc;
+    }
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
     if (!rc)
@@ -175,6 +208,8 @@ static int stage_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
 
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags)
 {
+    if (r->pods_path)
+        return (flags & GS_PL_HOLD) ? GPUSCHED_EINVAL : place_pods(p, r, res, flags & GS_PL_CHECK_RUNNING);
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
     if (!rc)
@@ -238,26 +273,6 @@ static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const 
 
 /* Pods with resources or fractions: their own search (pods.c), staged in
  * the open transaction like the GPU search's. */
-static int place_pods(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
-{
-    next_generation(p);
-    for (uint32_t i = 0; i < r->in.avoid_count; i++)
-        p->avoid_gen[r->in.avoid_nodes[i]] = p->gen;
-    gs_arena_reset(&p->arena);
-    gs_pl_result_reset(res, p->nlevels);
-    p->req = r;
-    int rc = gs_pl_req_not_running(p, r);
-    if (!rc)
-        rc = gs_pl_pods_place(p, r, res);
-    p->req = NULL;
-    if (rc && rc != GPUSCHED_ENOSPC) {
-        gs_pl_result_reset(res, p->nlevels);
-        if (rc == GPUSCHED_ENOMEM || p->err.msg[0] == '\0')
-            return gs_error(&p->err, rc, "place: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : p->c->err.msg);
-    }
-    return rc;
-}
-
 GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
 {
     if (!p)
@@ -271,7 +286,7 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
     gs_err_clear(&p->err);
-    rc = r.pods_path ? place_pods(p, &r, res) : gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
+    rc = gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
     int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_FLAG_COMMIT), &res, &req, 1);
     return rc ? rc : frc;
 }

@@ -175,6 +175,25 @@ static int lend_best(gs_pp *x)
     return rc;
 }
 
+/* A gang with pods (resources, GPU fractions): the victims it needs may
+ * free cpu or memory rather than GPUs, which the GPU-counting searches do
+ * not see. So: the priority tier, every eligible victim of it lent, then
+ * pruned to the victims the gang needs (none can be spared, up to
+ * GPUSCHED_MAX_PRUNE of them). Complete, not proven cheapest. */
+static int plan_pods(gs_pp *x, gpusched_place_result *res)
+{
+    x->plan->exact = 0;
+    int rc = 0;
+    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
+        return rc;
+    rc = lend_all_eligible(x);
+    if (!rc && (rc = gs_pp_fits(x)) == 0)
+        return explain_failure(x, res);
+    if (rc < 0 || (rc = gs_pp_prune(x)) || (rc = record_victims(x)))
+        return rc;
+    return place_final(x, res);
+}
+
 static int plan_and_place(gs_pp *x, gpusched_place_result *res)
 {
     gpusched_preempt_plan *plan = x->plan;
@@ -185,6 +204,8 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         return rc;
     if (rc)
         return place_final(x, res); /* no victim needed */
+    if (x->r->pods_path)
+        return plan_pods(x, res);
     gs_pp_cost cost = {0, 0, 0};
     bool found = false;
     if ((rc = gs_pp_indexed(x, &cost, &found)) < 0)
@@ -235,7 +256,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
                         !req ? "request" : !res ? "result" : "plan");
     gs_pl_req r;
     int rc = gs_pl_req_load(p, req, &r);
-    if (rc || (rc = gs_pl_req_whole_gpus(p, &r, "preempt")) || (rc = gs_pl_req_not_running(p, &r)))
+    if (rc || (rc = gs_pl_req_not_running(p, &r)))
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);

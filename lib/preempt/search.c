@@ -276,8 +276,9 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
 
 /* ---- pruning ------------------------------------------------------------- */
 
-/* Whether the probe's placement uses a GPU of job h. */
-static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h)
+/* Whether the probe's placement uses a GPU of job h; for a gang with pods,
+ * a node of h (h may free cpu or memory there rather than GPUs). */
+static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h, bool pods)
 {
     const uint32_t *nodes = gs_hold_nodes(h);
     const uint64_t *masks = gs_hold_masks(h);
@@ -290,7 +291,7 @@ static bool placement_uses(const gpusched_place_result *probe, const gs_hold *h)
             else
                 hi = mid;
         }
-        if (lo < probe->n && probe->nodes[lo] == nodes[i] && (probe->masks[lo] & masks[i]))
+        if (lo < probe->n && probe->nodes[lo] == nodes[i] && (pods || (probe->masks[lo] & masks[i])))
             return true;
     }
     return false;
@@ -332,7 +333,7 @@ int gs_pp_prune(gs_pp *x)
     uint32_t kept = 0;
     for (uint32_t i = 0; i < plan->nlent; i++) {
         gs_hold *h = gs_pp_job(x, plan->lent[i]);
-        if (placement_uses(plan->probe, h))
+        if (placement_uses(plan->probe, h, x->r->pods_path))
             plan->lent[kept++] = plan->lent[i];
         else if ((rc = gs_txn_unlend_job(x->c, h)))
             return rc;

@@ -10,9 +10,10 @@
 bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
                     bool movers)
 {
-    /* Jobs with resources or GPU fractions are not evicted or moved yet:
-     * the what-if searches count GPUs only. */
-    if (h->id == r->job.id || r->in.now < h->protected_until || gs_hold_podx(c, h))
+    /* Jobs with resources or GPU fractions are evicted only for gangs with
+     * pods (whose search lends what they hold), and not moved yet: the
+     * GPU-counting searches of whole-GPU gangs and moves do not see them. */
+    if (h->id == r->job.id || r->in.now < h->protected_until || ((movers || !r->pods_path) && gs_hold_podx(c, h)))
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;

@@ -382,8 +382,8 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     w.reason = GPUSCHED_SCHED_WAIT_FIT;
     w.place_reason = reason;
     w.free_gpus = s->c->root_free_gpus;
-    /* Pod gangs neither preempt nor reserve yet (doc/sched.md, "Pods"). */
-    if (s->preempt && nominal && !s->strict && s->npre && !j->pods) {
+    /* Pod gangs preempt; they do not reserve yet (doc/sched.md, "Pod gangs"). */
+    if (s->preempt && nominal && !s->strict && s->npre) {
         job_desc(s, j, x->now, borrowed, &job);
         q = j->req;
         q.job = &job;

@@ -846,9 +846,10 @@ class Cluster(u.Handle):
         (``raise_if_failed()`` raises DoesNotFit); its ``protected_jobs``
         then tell whether protection is why.
 
-        Takes the keyword arguments of :meth:`place` (but not pods with
-        resources or GPU fractions yet: the library raises InvalidArgument
-        for a request with pod fields), and:
+        Takes the keyword arguments of :meth:`place`, pods with resources
+        or GPU fractions included (their victims may free cpu or memory
+        rather than GPUs; such plans are pruned to victims that cannot be
+        spared but are not proven cheapest: ``exact`` is False), and:
             policy: how plans are ranked, a :class:`~gpusched.PreemptPolicy`
                 (or its int or name). PRIORITY_FIRST, the default: never
                 evict a job of priority p when the eligible jobs below p

@@ -78,7 +78,8 @@ class PreemptPlan:
             policy: no victim was needed, or every domain that could hold
             the gang had at most :data:`EXACT_MAX` candidate victims and
             was searched exactly. False when it comes from the heuristic,
-            when no plan was found, and for a defragmentation.
+            when no plan was found, for a gang of pods with resources or
+            GPU fractions that needed victims, and for a defragmentation.
         cost_lower_bound: no plan evicting the same highest priority (any
             plan, under :attr:`PreemptPolicy.COST_FIRST`) costs less than
             this; equal to ``cost`` when ``exact``, so ``cost -

@@ -316,7 +316,7 @@ class TestBadInput(PodCase):
         self.assertTrue(c.place(pods=1, gpu_milli=250, cpu=500, commit=True, job_id=1).ok)
         before = self.state()
         pod = dict(pods=1, cpu=500, job_id=2, commit=True, priority=5)
-        for call in (lambda: c.preempt(**pod), lambda: c.defrag(**pod),
+        for call in (lambda: c.defrag(**pod),
                      lambda: c.place_many([dict(pods=1, cpu=500)]), lambda: c.move(1)):
             with self.assertRaises(InvalidArgument):
                 call()
@@ -335,6 +335,32 @@ class TestBadInput(PodCase):
         # Whole-GPU gangs keep working beside the pods.
         self.assertTrue(c.place(8, pod_gpus=4, commit=True, job_id=3).ok)
         self.assertTrue(c.preempt(4)[0].ok)
+
+    def test_preemption_frees_cpu_for_a_pod_gang(self):
+        c = self.use(pod_topology(1, 2, 2, 4))
+        # Preemptible pods without GPUs take almost all of each node's cpu.
+        cpu = c.node_resource_free(0, "cpu")
+        for n in range(4):
+            self.assertTrue(c.place(pods=1, cpu=cpu - 100, commit=True, job_id=10 + n, priority=n % 2,
+                                    cost_hint=10 - n, preemptible=True).ok)
+        before = self.state()
+        placement, plan = c.preempt(pods=2, cpu=5000, gpu_milli=250, priority=5, job_id=20)
+        self.assertTrue(placement.ok, placement.message)
+        self.assertEqual(len(plan.victims), 2)
+        # Priority first: both victims from the lowest tier (priority 0).
+        self.assertEqual(sorted(plan.victims), [10, 12])
+        self.assertFalse(plan.exact)
+        self.assertEqual(self.state(), before, "a plan changes nothing")
+        placement, plan = c.preempt(pods=2, cpu=5000, gpu_milli=250, priority=5, job_id=20, commit=True)
+        self.assertTrue(placement.ok, placement.message)
+        self.assertEqual(c.job_count, 3)
+        self.assertIsNone(c.check())
+        # Nothing of lower priority left to evict: does not fit, nothing changes.
+        before = self.state()
+        placement, plan = c.preempt(pods=4, cpu=5000, priority=5, job_id=21, commit=True)
+        self.assertFalse(placement.ok)
+        self.assertEqual(plan.victims, ())
+        self.assertEqual(self.state(), before)
 
     def test_gpus_or_pods_is_needed(self):
         c = self.use(pod_topology(1, 1, 1, 4))
