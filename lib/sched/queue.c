@@ -282,7 +282,29 @@ static bool kid_before(const uint32_t *a, const uint32_t *b, const gpusched_sche
     return *a < *b;
 }
 
-GS_HEAP_DEFINE(kids, uint32_t, const gpusched_sched *, kid_before)
+GS_HEAP_DEFINE(kids_heap, uint32_t, const gpusched_sched *, kid_before)
+
+/* Insertion sort first: between two orders only the shares on one path
+ * move, so each list is sorted but for an element or two, and this is one
+ * compare per child (a heap sort every time was a tenth of a 10k-gang
+ * cycle's instructions when thousands start). A list far from sorted
+ * (more shifts than 8 per child) is finished by the heap sort: the order
+ * is total, so both give the same result. */
+static void kids_sort(uint32_t *k, uint32_t n, const gpusched_sched *s)
+{
+    uint64_t shifts = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        const uint32_t v = k[i];
+        uint32_t j = i;
+        for (; j > 0 && kid_before(&v, &k[j - 1], s); j--)
+            k[j] = k[j - 1];
+        k[j] = v;
+        if ((shifts += i - j) > 8 * (uint64_t)n) {
+            kids_heap_sort(k, n, s);
+            return;
+        }
+    }
+}
 
 int gs_sq_leaf_order(gpusched_sched *s, uint32_t *n)
 {
