@@ -2,9 +2,11 @@
  * with exact run times, first-come-first-served order and no preemption,
  * the head gang's reservation is never delayed by the gangs that backfill
  * (it starts at or before the time first reserved for it, and its reserved
- * time never moves later), for reservation depths 1 to 3; backfill does
- * happen. Then hand-made cases: EASY, conservative depth, greedy first fit
- * starving a big gang, a prediction shorter than the limit. */
+ * time never moves later), for reservation depths 1 to 3, with whole-GPU
+ * gangs and with a mix that adds pod gangs of cpu, memory and GPU
+ * fractions; backfill does happen. Then hand-made cases: EASY,
+ * conservative depth, greedy first fit starving a big gang, a prediction
+ * shorter than the limit. */
 #include "place-test.h"
 #include "sched-test.h"
 
@@ -13,13 +15,48 @@
 typedef struct simjob {
     int64_t submit, dur, start, first_resv, last_resv;
     uint32_t gpus;
-    int state; /* 0 not submitted, 1 pending, 2 running, 3 done */
+    uint32_t pods, cpu, milli; /* pods > 0: a pod gang of `gpus` GPUs per pod or a fraction */
+    int state;                 /* 0 not submitted, 1 pending, 2 running, 3 done */
 } simjob;
 
-static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
+/* The 96 GPUs of st_env_small(), 16 cores and 64 GiB per node. */
+static st_env env_with_cpu(void)
+{
+    char text[4096];
+    int o = snprintf(text, sizeof text, "levels block rack\nresources cpu memory\n");
+    for (uint32_t n = 0; n < 24; n++)
+        o += snprintf(text + o, sizeof text - (size_t)o, "node b%u/r%u n%u gpus=4 cpu=16000 memory=65536\n", n / 12,
+                      n / 4, n);
+    return st_env_text(text, (size_t)o);
+}
+
+/* Half the gangs of the mix: pods of cpu with 0 to 2 whole GPUs or a
+ * fraction each. */
+static void pod_shape(pt_rng *r, simjob *j)
+{
+    j->pods = 1 + pt_below(r, 8);
+    j->cpu = 1000 * (1 + pt_below(r, 16));
+    j->gpus = pt_below(r, 3);
+    j->milli = j->gpus == 1 && pt_below(r, 2) ? 250 * (1 + pt_below(r, 3)) : 0;
+}
+
+static void submit_pods(st_env *e, uint64_t id, uint32_t q, const simjob *j)
+{
+    uint64_t amounts[2] = {j->cpu, 4096};
+    gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
+    req.split = GPUSCHED_SPLIT_PODS;
+    req.pods = j->pods;
+    req.pod_gpus = j->gpus;
+    req.gpu_milli = j->milli;
+    req.resources = amounts;
+    req.resource_count = 2;
+    cr_assert_eq(st_submit_req(e, id, q, &req, 0, j->submit, j->dur, 0), 0, "%s", gpusched_sched_errmsg(e->s));
+}
+
+static void simulate(uint64_t seed, int64_t depth, bool pods, uint32_t *backfills, uint32_t *pod_resv)
 {
     pt_rng r = {seed * 0x2545f4914f6cdd1dull + 7};
-    st_env e = st_env_small();
+    st_env e = pods ? env_with_cpu() : st_env_small();
     uint32_t q = st_queue(&e, "q", 0, 100000);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT, 0), 0);
@@ -31,6 +68,8 @@ static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
         t += pt_below(&r, 6);
         jobs[i] = (simjob){.submit = t, .dur = 1 + pt_below(&r, 60), .start = -1, .first_resv = -1, .last_resv = -1,
                            .gpus = sizes[pt_below(&r, 13)]};
+        if (pods && pt_below(&r, 2))
+            pod_shape(&r, &jobs[i]);
     }
     uint32_t done = 0, started_order = 0;
     int64_t now = 0;
@@ -53,7 +92,10 @@ static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
             }
         for (uint32_t i = 1; i <= NJ; i++)
             if (jobs[i].state == 0 && jobs[i].submit == now) {
-                st_submit(&e, i, q, jobs[i].gpus, jobs[i].submit, jobs[i].dur);
+                if (jobs[i].pods)
+                    submit_pods(&e, i, q, &jobs[i]);
+                else
+                    st_submit(&e, i, q, jobs[i].gpus, jobs[i].submit, jobs[i].dur);
                 jobs[i].state = 1;
             }
         st_cycle(&e, now);
@@ -84,10 +126,13 @@ static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
             simjob *j = &jobs[id];
             /* The head: every gang submitted before it has started. */
             for (uint32_t i = 1; i < id; i++)
-                cr_assert_geq(jobs[i].state, 2, "seed %llu: the reservation is not the head's", (unsigned long long)seed);
+                cr_assert_geq(jobs[i].state, 2, "seed %llu: the reservation is job %llu's, job %u waits before it",
+                              (unsigned long long)seed, (unsigned long long)id, i);
             cr_assert_gt(rt, now);
-            if (j->first_resv < 0)
+            if (j->first_resv < 0) {
                 j->first_resv = rt;
+                *pod_resv += j->pods != 0;
+            }
             if (j->last_resv >= 0)
                 cr_assert_leq(rt, j->last_resv, "seed %llu: job %llu's reservation moved from %lld to %lld",
                               (unsigned long long)seed, (unsigned long long)id, (long long)j->last_resv,
@@ -101,11 +146,22 @@ static void simulate(uint64_t seed, int64_t depth, uint32_t *backfills)
 
 Test(sched_backfill, backfill_never_delays_the_head_reservation)
 {
-    uint32_t backfills = 0;
+    uint32_t backfills = 0, pod_resv = 0;
     for (uint64_t seed = 1; seed <= 25; seed++)
         for (int64_t depth = 1; depth <= 3; depth++)
-            simulate(seed, depth, &backfills);
+            simulate(seed, depth, false, &backfills, &pod_resv);
     cr_assert_gt(backfills, 100, "the simulation exercises backfill (%u)", backfills);
+}
+
+Test(sched_backfill, backfill_never_delays_the_head_reservation_of_pod_gangs)
+{
+    uint32_t backfills = 0, pod_resv = 0;
+    for (uint64_t seed = 1; seed <= 25; seed++)
+        for (int64_t depth = 1; depth <= 3; depth++)
+            simulate(seed, depth, true, &backfills, &pod_resv);
+    cr_log_info("%u backfills, %u pod gangs reserved for", backfills, pod_resv);
+    cr_assert_gt(backfills, 100, "the simulation exercises backfill (%u)", backfills);
+    cr_assert_gt(pod_resv, 25, "pod gangs get reservations (%u)", pod_resv);
 }
 
 /* 96 GPUs; job 1 holds 64 until 100. */

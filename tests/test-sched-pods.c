@@ -1,7 +1,7 @@
 /* Pod gangs in the scheduling cycle: quotas of cpu, memory (topology
  * resources) beside GPUs, GPU fractions charged by their milli, the memo
  * of failed shapes keyed by pod shape and count, preemption by and of pod
- * gangs, and what pod gangs do not do yet (reserve). */
+ * gangs, and their reservations. */
 #include "sched-test.h"
 
 /* 4 nodes of 4 GPUs (class a100), 16 cores and 64 GiB each, in one rack;
@@ -191,7 +191,7 @@ Test(sched_pods, resources_freed_outside_the_scheduler_end_the_memo)
     st_env_free(&e);
 }
 
-Test(sched_pods, pod_gangs_preempt_and_are_preempted_but_do_not_reserve_nor_take_bad_input)
+Test(sched_pods, pod_gangs_preempt_are_preempted_reserve_and_take_no_bad_input)
 {
     st_env e = sp_env(0);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT, 1), 0);
@@ -218,15 +218,23 @@ Test(sched_pods, pod_gangs_preempt_and_are_preempted_but_do_not_reserve_nor_take
     sp_evicted(&e, 3, 4);
     cr_assert(st_started(&e, 4));
     cr_assert_eq(sp_used(&e, a, sp_res(&e, "cpu")), 4000);
-    /* A pod that fits nowhere even with every victim gone waits, without evicting
-     * or reserving. */
+    /* A pod that fits nowhere even with every victim gone waits, without
+     * evicting or a reservation; the evicted gang, which fits once jobs
+     * end, gets the reservation. */
     cr_assert_eq(sp_submit_pf(&e, 5, a, 1, 17000, 1024, 0, 0, 9, 9, 0), 0, "%s", gpusched_sched_errmsg(e.s));
     st_cycle(&e, 10);
     const uint64_t *victims, *for_jobs;
     uint32_t n;
     cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &for_jobs, &n), 0);
     cr_assert_eq(n, 0);
-    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 0, "pod gangs do not reserve yet");
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    uint64_t rid;
+    int64_t rtime;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &rid, &rtime, NULL, NULL, NULL, NULL), 0);
+    cr_assert_eq(rid, 3);
+    /* It needs 15,000 cpu on each node: jobs 2 and 4 gone (started at 4
+     * and 8, limits of 100). */
+    cr_assert_eq(rtime, 108, "reserved at %lld", (long long)rtime);
     cr_assert_eq(st_wait(&e, 5, NULL).reason, GPUSCHED_SCHED_WAIT_FIT);
     /* Bad pods are refused at submit with the placer's words. */
     uint32_t pending, running;

@@ -29,8 +29,8 @@
  *   fractions the pods' milli summed, rounded up to whole GPUs; of a class
  *   its GPUs when it names one class with `gpu_class` (a class list is
  *   charged to GPUs only). Pod gangs preempt (their victims may be pod
- *   gangs) but get no reservation yet: when preemption cannot help they
- *   wait for room (doc/sched.md, "Pod gangs").
+ *   gangs) and are reserved for like whole-GPU gangs (doc/sched.md, "Pod
+ *   gangs").
  * - **Quota** (per resource): a queue's *subtree quota* is its nominal
  *   plus its children's subtree quotas. Its *guarantee* is the subtree
  *   quota minus its lending limit (the part nobody else may use). A

@@ -382,7 +382,6 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     w.reason = GPUSCHED_SCHED_WAIT_FIT;
     w.place_reason = reason;
     w.free_gpus = s->c->root_free_gpus;
-    /* Pod gangs preempt; they do not reserve yet (doc/sched.md, "Pod gangs"). */
     if (s->preempt && nominal && !s->strict && s->npre) {
         job_desc(s, j, x->now, borrowed, &job);
         q = j->req;
@@ -393,7 +392,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         if (rc)
             return rc;
     }
-    if (!s->strict && s->nresv < (uint32_t)s->resv_depth && !j->pods) {
+    if (!s->strict && s->nresv < (uint32_t)s->resv_depth) {
         int rc = gs_sd_reserve(s, slot, x->now);
         if (rc == 0) {
             const gs_resv *v = &s->resv[s->nresv - 1];

@@ -28,17 +28,21 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
 }
 
 /* The earliest count of ends after which it fits: *count, or ENOSPC. */
-static int search(gpusched_sched *s, const gs_pl_req *r, uint64_t free_now, uint32_t *count)
+static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
 {
     uint32_t lo = 0;
-    /* Counting GPUs is necessary: lend without probing until enough. */
-    uint64_t have = free_now;
-    while (lo < s->nends && have < r->in.gpus)
-        have += s->j[s->end_slot[lo++]].gpus;
-    int rc = lend_range(s, 0, lo);
-    if (rc)
-        return rc;
-    if (have >= r->in.gpus) {
+    /* Enough free GPUs is necessary: lend without probing until the
+     * cluster counts them (a job's own count would not do: lending a
+     * fraction frees its GPU only with the last of its sharers). Pods of
+     * GPU fractions may go to shared GPUs: no count for them. */
+    const uint64_t need = !r->pods_path ? r->in.gpus : r->shape.milli ? 0 : r->gpus;
+    int rc = 0;
+    while (lo < s->nends && s->c->root_free_gpus < need)
+        if ((rc = lend_range(s, lo, lo + 1)))
+            return rc;
+        else
+            lo++;
+    if (s->c->root_free_gpus >= need) {
         if ((rc = probe(s, r)) < 0)
             return rc;
         if (rc == 1) {
@@ -116,7 +120,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     if ((rc = gs_txn_begin(s->c)))
         return rc;
     uint32_t count = 0;
-    rc = search(s, &r, s->c->root_free_gpus, &count);
+    rc = search(s, &r, &count);
     if (rc == 0)
         rc = gs_pl_place_staged(s->p, &r, s->res, 0);
     gs_txn_rollback(s->c);

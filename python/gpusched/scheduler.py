@@ -312,7 +312,8 @@ class Scheduler(u.Handle):
         gang uses its pods' sum of each topology resource (quotas by
         :meth:`resource` name, e.g. ``set_quota(q, 64000, resource="cpu")``),
         and of GPUs its whole GPUs, fractions charged by their milli summed
-        and rounded up; it preempts but gets no reservation yet (sched.h)."""
+        and rounded up; it preempts and is reserved for like a whole-GPU
+        gang (sched.h)."""
         req, keep = build_request(self.cluster.topology, gpus, pod_gpus=pod_gpus,
                                   whole_nodes=whole_nodes, required=required, preferred=preferred,
                                   slices=slices, gpu_class=gpu_class, labels=labels,
