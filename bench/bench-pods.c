@@ -407,7 +407,91 @@ static void pf_pod_1m(gsb_ctx *b)
     gpusched_topo_unref(t);
 }
 
+/* ---- preemption for a pod gang on a million GPUs ------------------------- */
+
+/* The 1m shape with every GPU held by preemptible jobs of priority 0 and 1
+ * (whole-GPU jobs, and pods with cores, of whole GPUs or fractions); a gang
+ * of 8 pods of 4 GPUs and 64 cores at priority 5 needs victims. Plan only,
+ * the median over `reps` plans. */
+static void pf_preempt_1m(gsb_ctx *b)
+{
+    gpusched_topo *t = pf_big();
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    gpusched_preempt_plan *plan;
+    if (!t || gpusched_cluster_new(t, NULL, &c)) {
+        gpusched_topo_unref(t);
+        return;
+    }
+    if (gpusched_placer_new(c, NULL, &p) || gpusched_place_result_new(NULL, &res) ||
+        gpusched_preempt_plan_new(NULL, &plan))
+        return;
+    /* Nine nodes in ten: two jobs of 2 GPUs; the tenth: pods of 2 GPUs and
+     * 8 cores, or of a 500-milli fraction, until its GPUs are taken. */
+    const uint32_t nn = gpusched_topo_node_count(t);
+    uint64_t s = 777, id = 1, pods = 0;
+    uint64_t pod_res[2] = {8000, 32768};
+    for (uint32_t n = 0; n < nn; n++)
+        for (uint64_t mask = 0x3; n % 10 && mask <= 0xc; mask <<= 2) {
+            gpusched_job job = GPUSCHED_JOB_INIT;
+            job.id = id++;
+            job.priority = (int32_t)(pf_rand(&s) & 1);
+            job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+            job.cost_hint = 1 + pf_rand(&s) % 100;
+            gpusched_cluster_allocate(c, &job, 1, &n, &mask);
+        }
+    for (int rc = 0; rc == 0;) {
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = id++;
+        job.priority = (int32_t)(pf_rand(&s) & 1);
+        job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+        job.cost_hint = 1 + pf_rand(&s) % 100;
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        q.job = &job, q.split = GPUSCHED_SPLIT_PODS, q.pods = 1;
+        if (pf_rand(&s) % 8)
+            q.pod_gpus = 2;
+        else
+            q.gpu_milli = 500;
+        q.resources = pod_res, q.resource_count = 2, q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+        rc = gpusched_placer_place(p, &q, res);
+        pods += rc == 0;
+    }
+    const int reps = gsb_quick(b) ? 3 : 9;
+    double v[9];
+    uint64_t gang_res[2] = {64000, 262144};
+    uint32_t victims = 0, exact = 0;
+    int rc = 0;
+    for (int i = 0; i < reps; i++) {
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = 1ull << 40;
+        job.priority = 5;
+        q.job = &job, q.split = GPUSCHED_SPLIT_PODS, q.pods = 8, q.pod_gpus = 4;
+        q.resources = gang_res, q.resource_count = 2;
+        double t0 = gsb_now_ns();
+        rc = gpusched_placer_preempt(p, &q, res, plan);
+        v[i] = (gsb_now_ns() - t0) / 1e6;
+        const uint64_t *ids;
+        gpusched_preempt_plan_victims(plan, &ids, &victims);
+        gpusched_preempt_plan_optimality(plan, &exact, NULL);
+    }
+    char params[256];
+    snprintf(params, sizeof params,
+             "\"gpus\": %llu, \"held\": 1.0, \"jobs\": %u, \"pod_jobs\": %llu, \"gang\": \"8 pods of 4 GPUs, 64 "
+             "cores\", \"fit\": %d, \"victims\": %u",
+             (unsigned long long)gpusched_topo_gpu_count(t), gpusched_cluster_job_count(c), (unsigned long long)pods,
+             rc == 0, victims);
+    gsb_report(b, "preempt.pods.1m.ms", gsb_median(v, (size_t)reps), "ms", params);
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_unref(c);
+    gpusched_topo_unref(t);
+}
+
 const gsb_scenario gsb_pods_scenarios[] = {
+    {"preempt.pods.1m", pf_preempt_1m},
     {"place.openb.fill", pf_openb_fill},
     {"place.pod.1m", pf_pod_1m},
     {NULL, NULL},

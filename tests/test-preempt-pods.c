@@ -318,3 +318,70 @@ Test(preempt_pods, plans_against_releasing_and_placing)
               "coverage: %u plans, %u victims, %u cpu-only, %u multi-tier, %u do not fit", seen_plans, seen_victims,
               seen_cpu_only, seen_multi_tier, seen_none);
 }
+
+/* More candidates than one batch of the ordering takes (64), and a plan
+ * that needs more than one: 240 nodes, each with one preemptible pod of 9
+ * cores (priority 0 on 150 nodes, 1 on the others); a gang of 120 pods of
+ * 12 cores needs 120 nodes cleared, all of them of priority 0. */
+Test(preempt_pods, plans_longer_than_one_batch_keep_the_least_tier)
+{
+    char text[32768], err[256];
+    int o = snprintf(text, sizeof text, "levels rack\nresources cpu memory\n");
+    for (uint32_t n = 0; n < 240; n++)
+        o += snprintf(text + o, sizeof text - (size_t)o, "node r%u n%u gpus=2 cpu=16000 memory=65536\n", n / 20, n);
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    gpusched_preempt_plan *plan;
+    cr_assert_eq(gpusched_topo_parse(text, (size_t)o, NULL, &t, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    uint64_t small[2] = {9000, 1024}, big[2] = {12000, 1024};
+    for (uint32_t n = 0; n < 240; n++) {
+        gpusched_job job = GPUSCHED_JOB_INIT;
+        job.id = 1000 + n;
+        job.priority = (n * 7) % 240 < 150 ? 0 : 1;
+        job.flags = GPUSCHED_JOB_FLAG_PREEMPTIBLE;
+        job.cost_hint = 1 + n % 13;
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        q.split = GPUSCHED_SPLIT_PODS, q.pods = 1, q.resources = small, q.resource_count = 2;
+        q.job = &job;
+        q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+        cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
+    }
+    /* One pod per node: two would need 18 cores. */
+    for (uint32_t n = 0; n < 240; n++) {
+        uint64_t ids[4];
+        uint32_t k;
+        cr_assert_eq(gpusched_cluster_node_jobs(c, n, ids, 4, &k), 0);
+        cr_assert_eq(k, 1, "node %u runs %u jobs", n, k);
+    }
+    gpusched_job gang = GPUSCHED_JOB_INIT;
+    gang.id = 1;
+    gang.priority = 5;
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.split = GPUSCHED_SPLIT_PODS, q.pods = 120, q.resources = big, q.resource_count = 2;
+    q.job = &gang;
+    cr_assert_eq(gpusched_placer_preempt(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
+    const uint64_t *victims;
+    uint32_t n;
+    cr_assert_eq(gpusched_preempt_plan_victims(plan, &victims, &n), 0);
+    cr_assert_gt(n, 64, "%u victims", n);
+    for (uint32_t v = 0; v < n; v++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_find(c, victims[v], &j), 0);
+        cr_assert_eq(j.priority, 0, "victim %llu has priority %d", (unsigned long long)victims[v], j.priority);
+    }
+    q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+    cr_assert_eq(gpusched_placer_preempt(p, &q, res, plan), 0, "%s", gpusched_placer_errmsg(p));
+    cr_assert_eq(gpusched_cluster_check(c), 0, "%s", gpusched_cluster_errmsg(c));
+    cr_assert_eq(gpusched_cluster_job_count(c), 240 - n + 1);
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_unref(c);
+    gpusched_topo_unref(t);
+}

@@ -22,6 +22,7 @@ typedef struct gs_victim {
     double rank_evict;  /* clearing `home`: GPUs evicted per GPU gained */
     uint64_t cost;      /* the job's cost_hint */
     uint64_t id;
+    int32_t prio;       /* the job's priority */
 } gs_victim;
 
 /* What a plan costs, compared lexicographically: least cost, then fewest
@@ -101,6 +102,12 @@ struct gpusched_preempt_plan {
  * by cost (by_rack), or by cost alone. Fills plan->v / plan->nv. */
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
                   int32_t scope, bool by_rack, bool movers);
+/* The same entries (with the racks' ranks when by_rack), not grouped or
+ * ordered: for a caller that takes only the first few in its own order. */
+int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                            int32_t scope, bool by_rack, bool movers);
+/* The order gs_pp_collect gives inside a domain. */
+bool gs_pp_taken_before(const gs_victim *a, const gs_victim *b);
 
 /* move.c: the request that places running job h again with its shape
  * (see gpusched_placer_move); q->job points to `job`, filled from h. */
@@ -181,6 +188,9 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best);
 int gs_pp_search_all(gs_pp *x, gs_pp_best *best);
 /* Drops the lent entries the gang does not need. */
 int gs_pp_prune(gs_pp *x);
+/* pods.c: the victims of a gang with pods, left lent and pruned; *n is 0
+ * (with every eligible victim lent) when none lets it fit. */
+int gs_pp_plan_pods(gs_pp *x, uint32_t *n);
 /* The GPUs of the job's own reservation `own` inside scope domain `dom`,
  * walking its pairs from *i on (domains visited in ascending order). */
 uint64_t gs_pp_own_in(const struct gpusched_topo *t, const gs_hold *own, int32_t scope, uint32_t dom, uint32_t *i);

@@ -175,21 +175,16 @@ static int lend_best(gs_pp *x)
     return rc;
 }
 
-/* A gang with pods (resources, GPU fractions): the victims it needs may
- * free cpu or memory rather than GPUs, which the GPU-counting searches do
- * not see. So: the priority tier, every eligible victim of it lent, then
- * pruned to the victims the gang needs (none can be spared, up to
- * GPUSCHED_MAX_PRUNE of them). Complete, not proven cheapest. */
+/* A gang with pods (pods.c), once it does not fit as the cluster is. */
 static int plan_pods(gs_pp *x, gpusched_place_result *res)
 {
-    x->plan->exact = 0;
-    int rc = 0;
-    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
+    uint32_t n = 0;
+    int rc = gs_pp_plan_pods(x, &n);
+    if (rc)
         return rc;
-    rc = lend_all_eligible(x);
-    if (!rc && (rc = gs_pp_fits(x)) == 0)
-        return explain_failure(x, res);
-    if (rc < 0 || (rc = gs_pp_prune(x)) || (rc = record_victims(x)))
+    if (!n)
+        return explain_failure(x, res); /* every eligible victim is lent */
+    if ((rc = record_victims(x)))
         return rc;
     return place_final(x, res);
 }

@@ -67,7 +67,7 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
     uint32_t d0 = gs_pp_scope_domain(t, scope, first_leaf);
     if (d0 == gs_pp_scope_domain(t, scope, t->node_leaf[nodes[h->npairs - 1]]))
         return push(plan, (gs_victim){.dom = d0, .slot = slot, .gpus = h->ngpus, .home = by_rack ? first_leaf : 0,
-                                      .cost = h->cost_hint, .id = h->id});
+                                      .cost = h->cost_hint, .id = h->id, .prio = h->priority});
     gs_victim cur = {0};
     bool open = false;
     for (uint32_t i = 0; i < h->npairs; i++) {
@@ -79,7 +79,8 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
             open = false;
         }
         if (!open) {
-            cur = (gs_victim){.dom = d, .slot = slot, .home = by_rack ? leaf : 0, .cost = h->cost_hint, .id = h->id};
+            cur = (gs_victim){.dom = d, .slot = slot, .home = by_rack ? leaf : 0, .cost = h->cost_hint, .id = h->id,
+                              .prio = h->priority};
             open = true;
         }
         cur.gpus += gs_popcount64(masks[i]);
@@ -89,7 +90,7 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
 
 /* The order inside a domain: the racks cheapest to clear first, then
  * the cheapest job, the most GPUs for the cost, the lowest id. */
-static bool taken_before(const gs_victim *a, const gs_victim *b)
+bool gs_pp_taken_before(const gs_victim *a, const gs_victim *b)
 {
     if (a->rank_cost != b->rank_cost)
         return a->rank_cost < b->rank_cost;
@@ -115,7 +116,7 @@ static void sort_victims(gs_victim *a, gs_victim *tmp, uint32_t n)
         for (uint32_t i = lo + 1; i < hi; i++) {
             gs_victim v = a[i];
             uint32_t k = i;
-            for (; k > lo && taken_before(&v, &a[k - 1]); k--)
+            for (; k > lo && gs_pp_taken_before(&v, &a[k - 1]); k--)
                 a[k] = a[k - 1];
             a[k] = v;
         }
@@ -126,7 +127,7 @@ static void sort_victims(gs_victim *a, gs_victim *tmp, uint32_t n)
             uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             uint32_t i = lo, k = mid, o = lo;
             while (i < mid && k < hi)
-                dst[o++] = taken_before(&src[k], &src[i]) ? src[k++] : src[i++];
+                dst[o++] = gs_pp_taken_before(&src[k], &src[i]) ? src[k++] : src[i++];
             while (i < mid)
                 dst[o++] = src[i++];
             while (k < hi)
@@ -214,8 +215,8 @@ static int rank_homes(gpusched_preempt_plan *plan, const struct gpusched_cluster
     return 0;
 }
 
-int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                  int32_t scope, bool by_rack, bool movers)
+int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                            int32_t scope, bool by_rack, bool movers)
 {
     plan->nv = 0;
     plan->protected_jobs = 0;
@@ -230,8 +231,12 @@ int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c,
             gs_pp_count_protected(plan, h, r);
         }
     }
-    int rc = by_rack ? rank_homes(plan, c) : 0;
-    if (rc)
-        return rc;
-    return group_and_order(plan, scope < 0 ? 1 : c->topo->ndom[scope]);
+    return by_rack ? rank_homes(plan, c) : 0;
+}
+
+int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                  int32_t scope, bool by_rack, bool movers)
+{
+    int rc = gs_pp_collect_unordered(plan, c, r, scope, by_rack, movers);
+    return rc ? rc : group_and_order(plan, scope < 0 ? 1 : c->topo->ndom[scope]);
 }
