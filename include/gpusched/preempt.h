@@ -116,7 +116,8 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan);
  * memory and fractions come free with them); its plan has the least
  * highest victim priority and no victim it can spare, but is not proven
  * cheapest (gpusched_preempt_plan_optimality() says exact 0). A whole-GPU
- * gang never evicts a job holding resources or fractions.
+ * gang may evict jobs of pods holding whole GPUs, never a job of GPU
+ * fractions.
  * @param p The placer.
  * @param req The gang (#GPUSCHED_PLACE_REQUEST_INIT, then fields); its
  *        `priority` decides which jobs are eligible victims.

@@ -10,10 +10,14 @@
 bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
                     bool movers)
 {
-    /* Jobs with resources or GPU fractions are evicted only for gangs with
-     * pods (whose search lends what they hold), and not moved yet: the
-     * GPU-counting searches of whole-GPU gangs and moves do not see them. */
-    if (h->id == r->job.id || r->in.now < h->protected_until || ((movers || !r->pods_path) && gs_hold_podx(c, h)))
+    /* Jobs with resources or GPU fractions are not moved yet, and a job of
+     * fractions is evicted only for a gang with pods: the GPU-counting
+     * searches of whole-GPU gangs see what whole GPUs a job frees, and a
+     * fraction frees a GPU only with the last of its sharers. */
+    if (h->id == r->job.id || r->in.now < h->protected_until)
+        return false;
+    const gs_podx *px = gs_hold_podx(c, h);
+    if (px && (movers || (!r->pods_path && px->milli)))
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
