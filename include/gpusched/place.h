@@ -242,7 +242,8 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
 /**
  * Places a sequence of gangs in order, each seeing the ones before it:
  * the GPUs of every request that fits, committed or plan-only, are taken
- * for the requests after it (a plan-only request's are given back when the
+ * for the requests after it, and for requests with pods their resources
+ * and GPU fractions too (a plan-only request's are given back when the
  * call returns, so a batch of plan-only requests is a what-if of the whole
  * sequence). A request that does not fit is reported in its result and the
  * batch goes on. Every request is validated before anything is placed, and

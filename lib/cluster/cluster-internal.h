@@ -193,7 +193,7 @@ typedef struct gs_flip {
     uint64_t fx, rx;
 } gs_flip;
 
-enum { GS_TG_DEAD = 0, GS_TG_LEND_JOB, GS_TG_LEND_RESV, GS_TG_HOLD };
+enum { GS_TG_DEAD = 0, GS_TG_LEND_JOB, GS_TG_LEND_RESV, GS_TG_HOLD, GS_TG_HOLD_PODS };
 
 /* A temporary: its flips are flips[first, first + n). */
 typedef struct gs_tgroup {
@@ -255,7 +255,20 @@ typedef struct gs_txn_state {
     gs_op *ops;
     uint32_t nops, ops_cap;
     gs_ovl nodes_ovl, ids_ovl;
+    /* Pods kept until the transaction closes (gs_txn_keep_pods): what a
+     * hold of pods takes, and what staged claims of a batch borrow. */
+    struct gs_kept_pods *kept;
+    uint32_t nkept, kept_cap;
 } gs_txn_state;
+
+/* A placement of pods the transaction keeps: its podx (a copy it owns)
+ * and its pairs (borrowed from the caller's result). */
+typedef struct gs_kept_pods {
+    gs_podx *x;
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+} gs_kept_pods;
 
 /* The journal (journal.c, doc/journal.md). */
 typedef struct gs_journal {

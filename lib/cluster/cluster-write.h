@@ -57,11 +57,13 @@ void gs_pods_destroy(struct gpusched_cluster *c);
 void gs_stamps_free(struct gpusched_cluster *c);
 size_t gs_stamps_bytes(const struct gpusched_cluster *c);
 size_t gs_pods_bytes(const struct gpusched_cluster *c);
-/* A claim with a podx, against the state as the releases among
- * before[0, nbefore) (validated already) leave it: the only changes a
- * transaction may commit with such a claim. */
+/* A claim with a podx, against the state as the changes before[0,
+ * nbefore) (validated already: releases and claims) leave it. */
 int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, const gs_op *before, uint32_t nbefore);
 int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op);
+/* The arrays pods need (racks' summaries; with `fractions`, the milli per
+ * GPU and the shared masks), allocated on first use. GPUSCHED_ENOMEM. */
+int gs_pods_ensure(struct gpusched_cluster *c, bool fractions);
 void gs_pods_apply_claim(struct gpusched_cluster *c, gs_op *op);
 void gs_pods_release(struct gpusched_cluster *c, gs_hold *h);
 /* Lends (or takes back) what podx job h holds beyond its whole GPUs: its
@@ -71,6 +73,14 @@ void gs_pods_lend(struct gpusched_cluster *c, const gs_hold *h, bool lend);
 /* Whether h's lending can be taken back now: nothing took the resources
  * or the GPU room it gave since. */
 bool gs_pods_can_unlend(const struct gpusched_cluster *c, const gs_hold *h);
+/* Takes (or gives back) what n pairs of pods `x` hold beyond their whole
+ * GPUs (resources, fractions), as a transaction's hold; cannot fail. */
+void gs_pods_take(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                  const uint64_t *masks, bool take);
+/* Whether n pairs of pods `x` fit as the cluster is now: 0 or
+ * GPUSCHED_EBUSY / GPUSCHED_EINVAL with a message. */
+int gs_pods_check_pairs(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                        const uint64_t *masks);
 int gs_pods_check(struct gpusched_cluster *c);
 /* A podx on the wire (snapshot and journal version 3): milli, GPUs per
  * pod, resource count and amounts, pods per pair, all u32. The reader

@@ -222,18 +222,24 @@ typedef struct gs_jr_scratch {
     uint32_t *nodes;
     uint64_t *masks;
     uint32_t pairs_cap;
-    gs_podx *podx;          /* a record holds at most one claim with a podx */
+    gs_podx **podx;         /* one per claim with a podx of the record */
+    uint32_t npodx, podx_cap;
 } gs_jr_scratch;
 
 /* The podx of a claim with n pairs, into the scratch; the record's length
  * bounds it. */
-static int get_podx(gs_rd *r, gs_op *op, gs_jr_scratch *s, const gs_alloc *a, uint32_t nres_max)
+static int get_podx(gs_rd *r, gs_op *op, gs_jr_scratch *s, const gs_alloc *a, uint32_t nres_max, uint32_t k)
 {
-    if (op->podx)
-        return GPUSCHED_ECORRUPT;
-    int rc = gs_podx_read(r, op->n, nres_max, a, &s->podx);
+    if (k >= s->podx_cap) {
+        uint32_t cap = s->podx_cap;
+        if (gs_grow(a, (void **)&s->podx, &cap, k + 1, sizeof *s->podx))
+            return GPUSCHED_ENOMEM;
+        memset(s->podx + s->podx_cap, 0, (size_t)(cap - s->podx_cap) * sizeof *s->podx);
+        s->podx_cap = cap;
+    }
+    int rc = gs_podx_read(r, op->n, nres_max, a, &s->podx[k]);
     if (!rc)
-        op->podx = s->podx;
+        op->podx = s->podx[k];
     return rc;
 }
 
@@ -270,21 +276,20 @@ static int get_pairs(gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used)
 }
 
 static int get_op(struct gpusched_cluster *c, gs_rd *r, gs_op *op, gs_jr_scratch *s, uint32_t *used,
-                  uint32_t version, bool *pods_seen)
+                  uint32_t version, uint32_t *pods_seen)
 {
     memset(op, 0, sizeof *op);
     op->kind = gs_rd_u8(r);
     int rc = 0;
     switch (op->kind) {
     case GS_JR_CLAIM_PODS:
-        if (version < GS_JR_VERSION_PODS || *pods_seen)
+        if (version < GS_JR_VERSION_PODS)
             return GPUSCHED_ECORRUPT;
-        *pods_seen = true;
         op->kind = GS_OP_CLAIM;
         get_job(r, &op->job, version);
         rc = get_pairs(r, op, s, used);
         if (!rc && !r->bad)
-            rc = get_podx(r, op, s, &c->alloc, c->topo->nres);
+            rc = get_podx(r, op, s, &c->alloc, c->topo->nres, (*pods_seen)++);
         break;
     case GS_OP_CLAIM:
         get_job(r, &op->job, version);
@@ -351,7 +356,7 @@ static int read_record(struct gpusched_cluster *c, gs_rd *r, uint32_t index, gs_
         return gs_error(&c->err, GPUSCHED_ENOMEM, "journal record %u: out of memory", index);
     gs_rd body = {r->p, r->p + payload, false};
     uint32_t used = 0;
-    bool pods_seen = false;
+    uint32_t pods_seen = 0;
     for (uint32_t i = 0; i < n; i++) {
         int rc = get_op(c, &body, &s->ops[i], s, &used, version, &pods_seen);
         if (rc == GPUSCHED_ENOMEM)
@@ -412,6 +417,8 @@ GPUSCHED_API int gpusched_cluster_journal_apply(gpusched_cluster *c, const void 
     gs_free(&c->alloc, s.ops);
     gs_free(&c->alloc, s.nodes);
     gs_free(&c->alloc, s.masks);
+    for (uint32_t k = 0; k < s.podx_cap; k++)
+        gs_free(&c->alloc, s.podx[k]);
     gs_free(&c->alloc, s.podx);
     if (!rc)
         gs_err_clear(&c->err);

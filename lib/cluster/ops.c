@@ -98,6 +98,25 @@ static int validate_claim(struct gpusched_cluster *c, gs_op *op, bool multi)
     return 0;
 }
 
+/* A claim with resources or fractions, against what ops[0, i) did; in a
+ * transaction of several changes its GPUs are then taken for the later
+ * whole-GPU claims. */
+static int validate_pods_claim(struct gpusched_cluster *c, gs_op *ops, uint32_t i, bool multi)
+{
+    gs_op *op = &ops[i];
+    gs_ovl_ent *e = multi ? ovl_get(&c->txn.ids_ovl, op->job.id) : NULL;
+    if (e && (e->a & ID_CLAIMED))
+        return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is claimed twice in one transaction",
+                        (unsigned long long)op->job.id);
+    int rc = gs_pods_validate_claim(c, op, ops, i);
+    if (rc || !multi)
+        return rc;
+    e->a |= ID_CLAIMED;
+    for (uint32_t k = 0; k < op->n; k++)
+        ovl_get(&c->txn.nodes_ovl, op->nodes[k])->b |= op->masks[k];
+    return 0;
+}
+
 static int validate_release(struct gpusched_cluster *c, gs_op *op, bool multi)
 {
     const uint64_t id = op->job.id;
@@ -176,14 +195,6 @@ int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
     if (n == 1 && ops->kind == GS_OP_RELEASE)
         return validate_release(c, ops, false);
     const bool multi = n > 1;
-    uint32_t pods_claims = 0, releases = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        pods_claims += ops[i].kind == GS_OP_CLAIM && ops[i].podx;
-        releases += ops[i].kind == GS_OP_RELEASE;
-    }
-    if (pods_claims && pods_claims + releases != n)
-        return gs_error(&c->err, GPUSCHED_EINVAL,
-                        "a claim with resources or GPU fractions is committed alone or with releases only");
     if (multi) {
         uint64_t pairs = 0;
         for (uint32_t i = 0; i < n; i++) {
@@ -203,7 +214,7 @@ int gs_ops_validate(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         if (op->kind == GS_OP_CLAIM && op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL)
             return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: unknown flags 0x%x",
                             (unsigned long long)op->job.id, op->job.flags & ~(uint32_t)GPUSCHED_JOB_FLAG_ALL);
-        int rc = op->kind == GS_OP_CLAIM && op->podx ? gs_pods_validate_claim(c, op, ops, i)
+        int rc = op->kind == GS_OP_CLAIM && op->podx ? validate_pods_claim(c, ops, i, multi)
                  : op->kind == GS_OP_CLAIM           ? validate_claim(c, op, multi)
                  : op->kind == GS_OP_RELEASE ? validate_release(c, op, multi)
                                              : validate_one(c, op);

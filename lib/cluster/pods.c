@@ -156,19 +156,19 @@ size_t gs_pods_bytes(const struct gpusched_cluster *c)
 
 /* ---- validation -------------------------------------------------------- */
 
-/* What the releases staged before a claim give back on one node: each
- * resource, the GPUs held whole, and per GPU the milli of fractions. */
+/* What the changes staged before a claim did on one node: given back by
+ * releases (each resource, GPUs held whole, per GPU the milli of
+ * fractions) and taken by claims (the same, and GPUs claimed whole). */
 typedef struct gs_given {
-    uint64_t res[GPUSCHED_MAX_RESOURCES];
-    uint64_t whole;
-    uint32_t milli[64];
+    int64_t res[GPUSCHED_MAX_RESOURCES];
+    uint64_t whole, taken;
+    uint32_t milli[64], milli_taken[64];
 } gs_given;
 
-/* The pair of job h on `node`, or UINT32_MAX (a job's nodes ascend). */
-static uint32_t pair_on(const gs_hold *h, uint32_t node)
+/* The pair of a job's pairs on `node`, or UINT32_MAX (nodes ascend). */
+static uint32_t pair_on(const uint32_t *nodes, uint32_t n, uint32_t node)
 {
-    const uint32_t *nodes = gs_hold_nodes(h);
-    uint32_t lo = 0, hi = h->npairs;
+    uint32_t lo = 0, hi = n;
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo) / 2;
         if (nodes[mid] < node)
@@ -176,32 +176,42 @@ static uint32_t pair_on(const gs_hold *h, uint32_t node)
         else
             hi = mid;
     }
-    return lo < h->npairs && nodes[lo] == node ? lo : UINT32_MAX;
+    return lo < n && nodes[lo] == node ? lo : UINT32_MAX;
 }
 
-/* The sum over the releases among ops[0, n) (validated: op->slot is set). */
+/* One job's pair `i` (mask, podx or NULL) added to g, with sign +1 for a
+ * release, -1 for a claim. */
+static void add_pair(gs_given *g, const gs_podx *x, uint32_t i, uint64_t mask, int sign)
+{
+    for (uint32_t r = 0; x && r < x->nres; r++)
+        g->res[r] += sign * (int64_t)((uint64_t)x->pods[i] * x->pod_res[r]);
+    if (!x || !x->milli) {
+        if (sign > 0)
+            g->whole |= mask;
+        else
+            g->taken |= mask;
+        return;
+    }
+    for (uint64_t m = mask; m; m &= m - 1)
+        (sign > 0 ? g->milli : g->milli_taken)[gs_ctz64(m)] += x->milli;
+}
+
+/* The sum over ops[0, n) (validated: a release's op->slot is set). */
 static void given_on(const struct gpusched_cluster *c, const gs_op *ops, uint32_t n, uint32_t node, gs_given *g)
 {
     memset(g, 0, sizeof *g);
     for (uint32_t k = 0; k < n; k++) {
-        if (ops[k].kind != GS_OP_RELEASE)
-            continue;
-        const gs_hold *h = &c->jobs.rec[ops[k].slot];
-        const uint32_t i = pair_on(h, node);
-        if (i == UINT32_MAX)
-            continue;
-        const uint64_t mask = gs_hold_masks(h)[i];
-        const gs_podx *x = gs_hold_podx(c, h);
-        if (!x) {
-            g->whole |= mask;
-            continue;
+        const gs_op *op = &ops[k];
+        if (op->kind == GS_OP_RELEASE) {
+            const gs_hold *h = &c->jobs.rec[op->slot];
+            const uint32_t i = pair_on(gs_hold_nodes(h), h->npairs, node);
+            if (i != UINT32_MAX)
+                add_pair(g, gs_hold_podx(c, h), i, gs_hold_masks(h)[i], +1);
+        } else if (op->kind == GS_OP_CLAIM) {
+            const uint32_t i = pair_on(op->nodes, op->n, node);
+            if (i != UINT32_MAX)
+                add_pair(g, op->podx, i, op->masks[i], -1);
         }
-        for (uint32_t r = 0; r < x->nres; r++)
-            g->res[r] += (uint64_t)x->pods[i] * x->pod_res[r];
-        if (!x->milli)
-            g->whole |= mask;
-        for (uint64_t m = x->milli ? mask : 0; m; m &= m - 1)
-            g->milli[gs_ctz64(m)] += x->milli;
     }
 }
 
@@ -210,10 +220,11 @@ static int check_res(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, u
 {
     const struct gpusched_topo *t = c->topo;
     for (uint32_t r = 0; r < x->nres; r++) {
-        const uint64_t want = (uint64_t)pods * x->pod_res[r], have = c->res_free[r][node] + (g ? g->res[r] : 0);
-        if (want > have)
-            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u has %llu %s free, %u pods ask for %llu", i,
-                            node, (unsigned long long)have, t->res_names[r], pods, (unsigned long long)want);
+        const uint64_t want = (uint64_t)pods * x->pod_res[r];
+        const int64_t have = (int64_t)c->res_free[r][node] + (g ? g->res[r] : 0);
+        if (have < 0 || want > (uint64_t)have)
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u has %lld %s free, %u pods ask for %llu", i,
+                            node, (long long)(have < 0 ? 0 : have), t->res_names[r], pods, (unsigned long long)want);
     }
     return 0;
 }
@@ -227,38 +238,22 @@ static int check_gpus(struct gpusched_cluster *c, const gs_podx *x, uint32_t i, 
     if (mask & ~all)
         return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: node %u has %u GPUs, mask 0x%llx names GPU %u", i,
                         node, gpus, (unsigned long long)mask, gs_ctz64(mask & ~all));
-    /* GPUs free once the earlier releases are done: free now, held whole
-     * by a released job, or shared only by released fractions. */
+    if (x->milli == 0 ? (uint64_t)pods * x->pod_gpus != n : n != pods)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of %u GPUs on node %u, mask has %u GPUs", i,
+                        pods, x->milli ? 1 : x->pod_gpus, node, n);
+    /* Each GPU as the earlier changes leave it: held whole (not given back,
+     * or claimed whole), or with `used` milli of fractions (0: free). */
     const uint64_t shared = c->node_shared ? c->node_shared[node] : 0;
-    uint64_t free_now = c->node_free[node] | (g ? g->whole : 0);
-    for (uint64_t m = g ? shared & mask : 0; m; m &= m - 1) {
-        const uint32_t k = gs_ctz64(m);
-        if (c->gpu_milli_used[gs_cl_gpu_base(c, node) + k] == g->milli[k])
-            free_now |= (uint64_t)1 << k;
-    }
-    if (x->milli == 0) {
-        if ((uint64_t)pods * x->pod_gpus != n)
-            return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of %u GPUs on node %u, mask has %u GPUs",
-                            i, pods, x->pod_gpus, node, n);
-        uint64_t taken = mask & ~free_now;
-        if (taken)
-            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is not free", i, node,
-                            gs_ctz64(taken));
-        return 0;
-    }
-    if (n != pods)
-        return gs_error(&c->err, GPUSCHED_EINVAL, "pair %u: %u pods of a GPU fraction on node %u, mask has %u GPUs",
-                        i, pods, node, n);
+    const uint32_t base = gs_cl_gpu_base(c, node);
     for (uint64_t m = mask; m; m &= m - 1) {
         const uint32_t k = gs_ctz64(m);
         const uint64_t bit = (uint64_t)1 << k;
-        uint32_t used = 0;
-        if (free_now & bit)
-            used = 0;
-        else if (shared & bit)
-            used = c->gpu_milli_used[gs_cl_gpu_base(c, node) + k] - (g ? g->milli[k] : 0);
-        else
-            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is held whole", i, node, k);
+        const bool whole = (g && (g->taken & bit)) ||
+                           (!(shared & bit) && !((c->node_free[node] | (g ? g->whole : 0)) & bit));
+        uint32_t used = shared & bit ? c->gpu_milli_used[base + k] - (g ? g->milli[k] : 0) : 0;
+        used += g ? g->milli_taken[k] : 0;
+        if (whole || (x->milli == 0 && used))
+            return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u is not free", i, node, k);
         if (used + x->milli > 1000)
             return gs_error(&c->err, GPUSCHED_EBUSY, "pair %u: node %u GPU %u has %u milli free, a pod asks for %u",
                             i, node, k, 1000 - used, x->milli);
@@ -306,12 +301,12 @@ int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, const gs_op *b
     return 0;
 }
 
-int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
+int gs_pods_ensure(struct gpusched_cluster *c, bool fractions)
 {
     const struct gpusched_topo *t = c->topo;
     if (!c->leafsum && leafsum_alloc(c))
         return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for GPU fractions");
-    if (op->podx->milli && !c->gpu_milli_used) {
+    if (fractions && !c->gpu_milli_used) {
         c->gpu_milli_used = gs_calloc(&c->alloc, (size_t)t->ngpus, sizeof *c->gpu_milli_used);
         c->node_shared = gs_calloc(&c->alloc, t->nnodes, sizeof *c->node_shared);
         if (!c->gpu_milli_used || !c->node_shared) {
@@ -322,6 +317,14 @@ int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
             return gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory for GPU fractions");
         }
     }
+    return 0;
+}
+
+int gs_pods_prepare(struct gpusched_cluster *c, gs_op *op)
+{
+    int rc = gs_pods_ensure(c, op->podx->milli != 0);
+    if (rc)
+        return rc;
     if (c->podx_cap < c->jobs.cap) {
         /* Room for every slot the table has: the claim's is among them. */
         gs_podx **of = gs_realloc_array(&c->alloc, c->podx_of, c->jobs.cap, sizeof *of);
@@ -430,7 +433,30 @@ void gs_pods_release(struct gpusched_cluster *c, gs_hold *h)
     gs_holdtab_remove(&c->jobs, &c->alloc, h);
 }
 
-/* ---- lending in a transaction -------------------------------------------- */
+/* ---- lending and holding in a transaction --------------------------------- */
+
+void gs_pods_take(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                  const uint64_t *masks, bool take)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        res_add(c, x, nodes[i], x->pods[i], take ? -1 : +1);
+        if (x->milli)
+            milli_move(c, nodes[i], masks[i], x->milli, take ? +1 : -1, true);
+    }
+}
+
+int gs_pods_check_pairs(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                        const uint64_t *masks)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = check_res(c, x, i, nodes[i], x->pods[i], NULL);
+        if (!rc)
+            rc = check_gpus(c, x, i, nodes[i], masks[i], x->pods[i], NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
 
 void gs_pods_lend(struct gpusched_cluster *c, const gs_hold *h, bool lend)
 {

@@ -58,6 +58,10 @@ static void kill_group(struct gpusched_cluster *c, uint32_t i)
     gs_cluster_flips_apply(c, c->txn.flips + g->first, g->n);
     if (g->kind == GS_TG_LEND_JOB && gs_hold_podx(c, &c->jobs.rec[g->slot]))
         gs_pods_lend(c, &c->jobs.rec[g->slot], false);
+    if (g->kind == GS_TG_HOLD_PODS) {
+        const gs_kept_pods *k = &c->txn.kept[g->slot];
+        gs_pods_take(c, k->x, k->n, k->nodes, k->masks, false);
+    }
     group_lent_flags(c, g, false);
     g->kind = GS_TG_DEAD;
 }
@@ -216,6 +220,49 @@ int gs_txn_hold(struct gpusched_cluster *c, uint64_t for_job, uint32_t n, const 
     return 0;
 }
 
+gs_podx *gs_txn_keep_pods(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                          const uint64_t *masks)
+{
+    gs_txn_state *t = &c->txn;
+    if (gs_grow(&c->alloc, (void **)&t->kept, &t->kept_cap, t->nkept + 1, sizeof *t->kept)) {
+        gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory keeping a placement of pods");
+        return NULL;
+    }
+    gs_podx *copy = gs_malloc(&c->alloc, gs_podx_size(n));
+    if (!copy) {
+        gs_error(&c->err, GPUSCHED_ENOMEM, "out of memory keeping a placement of pods");
+        return NULL;
+    }
+    memcpy(copy, x, gs_podx_size(n));
+    t->kept[t->nkept++] = (gs_kept_pods){copy, nodes, masks, n};
+    return copy;
+}
+
+int gs_txn_hold_pods(struct gpusched_cluster *c, const gs_podx *x)
+{
+    gs_txn_state *t = &c->txn;
+    uint32_t k = t->nkept;
+    while (k-- > 0 && t->kept[k].x != x)
+        ;
+    if (k == UINT32_MAX)
+        return gs_error(&c->err, GPUSCHED_EINVAL, "hold of pods: the placement is not kept by the transaction");
+    const gs_kept_pods *kp = &t->kept[k];
+    int rc = gs_pods_ensure(c, x->milli != 0);
+    if (!rc)
+        rc = gs_pods_check_pairs(c, x, kp->n, kp->nodes, kp->masks);
+    if (rc)
+        return rc;
+    if ((rc = room(c, kp->n)))
+        return rc;
+    gs_tgroup *g = push_group(c, GS_TG_HOLD_PODS, k, kp->n);
+    gs_flip *f = t->flips + g->first;
+    for (uint32_t i = 0; i < kp->n; i++)
+        f[i] = (gs_flip){kp->nodes[i], x->milli ? 0 : kp->masks[i], 0};
+    gs_cluster_flips_apply(c, f, g->n);
+    gs_pods_take(c, x, kp->n, kp->nodes, kp->masks, true);
+    return 0;
+}
+
 /* ---- staged changes ------------------------------------------------------ */
 
 gs_op *gs_txn_stage(struct gpusched_cluster *c, uint32_t kind)
@@ -266,6 +313,9 @@ int gs_txn_stage_release(struct gpusched_cluster *c, uint64_t id)
 
 static void close_txn(struct gpusched_cluster *c)
 {
+    for (uint32_t k = 0; k < c->txn.nkept; k++)
+        gs_free(&c->alloc, c->txn.kept[k].x);
+    c->txn.nkept = 0;
     c->txn.nops = 0;
     c->txn.open = false;
 }
@@ -329,6 +379,9 @@ void gs_txn_free(struct gpusched_cluster *c)
     gs_free(&c->alloc, x->ops);
     gs_free(&c->alloc, x->nodes_ovl.e);
     gs_free(&c->alloc, x->ids_ovl.e);
+    for (uint32_t k = 0; k < x->nkept; k++)
+        gs_free(&c->alloc, x->kept[k].x);
+    gs_free(&c->alloc, x->kept);
     memset(x, 0, sizeof *x);
 }
 
@@ -337,5 +390,5 @@ size_t gs_txn_bytes(const struct gpusched_cluster *c)
     const gs_txn_state *x = &c->txn;
     return (size_t)x->flips_cap * sizeof *x->flips + (size_t)x->groups_cap * sizeof *x->groups +
            (size_t)x->job_group_cap * sizeof *x->job_group + (size_t)x->ops_cap * sizeof *x->ops +
-           ((size_t)x->nodes_ovl.cap + x->ids_ovl.cap) * sizeof(gs_ovl_ent);
+           ((size_t)x->nodes_ovl.cap + x->ids_ovl.cap) * sizeof(gs_ovl_ent) + (size_t)x->kept_cap * sizeof *x->kept;
 }

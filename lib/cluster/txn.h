@@ -59,6 +59,18 @@ int gs_txn_unlend_resv(struct gpusched_cluster *c, gs_hold *r);
 int gs_txn_hold(struct gpusched_cluster *c, uint64_t for_job, uint32_t n, const uint32_t *nodes,
                 const uint64_t *masks);
 
+/* A placement of pods kept until the transaction closes: a copy of `x`
+ * (n pairs) the transaction owns, with the pairs borrowed (they must stay
+ * unchanged until then). A staged claim of pods may borrow the copy (a
+ * batch stages several). NULL when out of memory (c->err says so). */
+gs_podx *gs_txn_keep_pods(struct gpusched_cluster *c, const gs_podx *x, uint32_t n, const uint32_t *nodes,
+                          const uint64_t *masks);
+/* Holds a kept placement of pods (`x` as gs_txn_keep_pods returned it):
+ * its whole GPUs, resources and fractions count as taken until the
+ * transaction ends. Each pair must fit as the cluster is now
+ * (GPUSCHED_EBUSY with a message); GPUSCHED_ENOMEM; nothing changed. */
+int gs_txn_hold_pods(struct gpusched_cluster *c, const gs_podx *x);
+
 /* A point in the temporaries, and undoing everything done after it. */
 uint32_t gs_txn_mark(const struct gpusched_cluster *c);
 void gs_txn_undo_to(struct gpusched_cluster *c, uint32_t mark);

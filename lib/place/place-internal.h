@@ -183,6 +183,7 @@ struct gpusched_placer {
     uint32_t nwl, wl_cap;
     bool wl_fixed;
     bool probing;               /* a preemption's probe: the workload learns nothing */
+    bool holding;               /* a batch: each placement of pods is held */
     /* Learning: shapes counted here, copied to `wl` at refreshes (after
      * 1, 2, 4, ... 1024 requests, then every 1024), so that cached
      * growths stay valid between refreshes. wl_epoch counts changes of wl. */
@@ -218,7 +219,7 @@ bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out);
 /* placer.c: the request's placement into `res` in the cluster's open
  * transaction (doc/transactions.md): with GPUSCHED_PLACE_FLAG_COMMIT its claim
  * is staged there (the caller commits); with GS_PL_HOLD its GPUs are held
- * for the searches after it (whole-GPU requests only); with
+ * for the searches after it; with
  * GS_PL_CHECK_RUNNING a committing request whose job runs is
  * GPUSCHED_EEXIST. Requests with pods take the pod search. 0,
  * GPUSCHED_ENOSPC (res explains) or an error. */

@@ -208,8 +208,12 @@ static int stage_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
 
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags)
 {
-    if (r->pods_path)
-        return (flags & GS_PL_HOLD) ? GPUSCHED_EINVAL : place_pods(p, r, res, flags & GS_PL_CHECK_RUNNING);
+    if (r->pods_path) {
+        p->holding = flags & GS_PL_HOLD;
+        int rc = place_pods(p, r, res, flags & GS_PL_CHECK_RUNNING);
+        p->holding = false;
+        return rc;
+    }
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
     if (!rc)
@@ -305,8 +309,6 @@ static int check_batch(gpusched_placer *p, uint32_t n, const gpusched_place_requ
             return gs_error(&p->err, GPUSCHED_EINVAL, "place batch: %s %u is NULL", reqs[i] ? "result" : "request", i);
         gs_pl_req r;
         int rc = gs_pl_req_load(p, reqs[i], &r);
-        if (rc == 0)
-            rc = gs_pl_req_whole_gpus(p, &r, "place batch");
         if (rc == 0)
             rc = gs_pl_req_not_running(p, &r);
         if (rc) {

@@ -640,8 +640,9 @@ static int fill_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_re
     return 0;
 }
 
-/* The record the commit copies: what each pair holds. */
-static int stage_commit(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, const gs_pod_pick *pick)
+/* The record the commit copies: what each pair holds, in p->podx. */
+static int build_podx(gpusched_placer *p, const gs_pl_req *r, const gpusched_place_result *res,
+                      const gs_pod_pick *pick)
 {
     if (res->n > p->podx_cap) {
         gs_podx *x = gs_realloc_array(&p->alloc, p->podx, 1, gs_podx_size(res->n));
@@ -659,9 +660,28 @@ static int stage_commit(gpusched_placer *p, const gs_pl_req *r, gpusched_place_r
     x->npairs = res->n;
     for (uint32_t i = 0; i < res->n; i++)
         x->pods[i] = pick[i].pods;
+    return 0;
+}
+
+/* A committing request's claim staged; in a batch (p->holding) the
+ * placement is held for the requests after it, and the claim borrows the
+ * transaction's copy of the record (p->podx is the next request's). */
+static int finish_pods(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, const gs_pod_pick *pick)
+{
+    const bool commit = r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT;
+    if (!commit && !p->holding)
+        return 0;
+    int rc = build_podx(p, r, res, pick);
+    if (rc)
+        return rc;
+    const gs_podx *x = p->podx;
+    if (p->holding && !(x = gs_txn_keep_pods(p->c, p->podx, res->n, res->nodes, res->masks)))
+        return GPUSCHED_ENOMEM;
     gpusched_job job;
     gs_pl_job_of(r, &job);
-    return gs_txn_stage_claim_pods(p->c, &job, res->n, res->nodes, res->masks, x);
+    if (commit && (rc = gs_txn_stage_claim_pods(p->c, &job, res->n, res->nodes, res->masks, x)))
+        return rc;
+    return p->holding ? gs_txn_hold_pods(p->c, x) : 0;
 }
 
 /* ---- failures ------------------------------------------------------------ */
@@ -949,7 +969,7 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
         gs_pod_pick pick = {node, 1};
         if ((rc = fill_result(p, r, res, &pick, 1, &mask)))
             return rc;
-        return r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT ? stage_commit(p, r, res, &pick) : 0;
+        return finish_pods(p, r, res, &pick);
     }
     leaf_range(p, -1, 0, &first, &end);
     if (req >= 0 && req < (int32_t)p->nlevels - 1) {
@@ -1005,7 +1025,7 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
         gs_pod_pick pick = {node, 1};
         if ((rc = fill_result(p, r, res, &pick, 1, &mask)))
             return rc;
-        return r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT ? stage_commit(p, r, res, &pick) : 0;
+        return finish_pods(p, r, res, &pick);
     }
     gs_pod_pick *pick = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *pick);
     if (!pick)
@@ -1015,5 +1035,5 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
         return rc;
     if ((rc = fill_result(p, r, res, pick, k, NULL)))
         return rc;
-    return r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT ? stage_commit(p, r, res, pick) : 0;
+    return finish_pods(p, r, res, pick);
 }

@@ -799,9 +799,10 @@ class Cluster(u.Handle):
 
     def place_many(self, requests: Iterable[Mapping[str, Any]]) -> List[Placement]:
         """Places gangs in order, in one call, each seeing the ones before
-        it: a committed request's GPUs are taken, and so are a plan-only
-        request's until the call returns (a batch of plans is a what-if of
-        the whole sequence), unless its job is running, holds a reservation
+        it: a committed request's GPUs (and for pods its cpu, memory and
+        GPU fractions) are taken, and so are a plan-only request's until
+        the call returns (a batch of plans is a what-if of the whole
+        sequence), unless its job is running, holds a reservation
         or appears twice in the batch (place.h). `requests` are dicts of
         :meth:`place` arguments (``gpus`` included). Every request is
         checked before anything is placed. Returns one

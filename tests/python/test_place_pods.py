@@ -316,8 +316,7 @@ class TestBadInput(PodCase):
         self.assertTrue(c.place(pods=1, gpu_milli=250, cpu=500, commit=True, job_id=1).ok)
         before = self.state()
         pod = dict(pods=1, cpu=500, job_id=2, commit=True, priority=5)
-        for call in (lambda: c.defrag(**pod),
-                     lambda: c.place_many([dict(pods=1, cpu=500)]), lambda: c.move(1)):
+        for call in (lambda: c.defrag(**pod), lambda: c.move(1)):
             with self.assertRaises(InvalidArgument):
                 call()
             self.assertEqual(self.state(), before)
@@ -335,6 +334,23 @@ class TestBadInput(PodCase):
         # Whole-GPU gangs keep working beside the pods.
         self.assertTrue(c.place(8, pod_gpus=4, commit=True, job_id=3).ok)
         self.assertTrue(c.preempt(4)[0].ok)
+
+    def test_batches_of_pods_hold_what_each_placed(self):
+        c = self.use(pod_topology(1, 1, 2, 2))
+        cpu = c.node_resource_free(0, "cpu")
+        # Each pod takes most of a node's cpu: a third finds no room, as it
+        # would after the first two were committed; plan only changes nothing.
+        before = self.state()
+        out = c.place_many([dict(pods=1, cpu=cpu - 100, job_id=1), dict(pods=1, cpu=cpu - 100, job_id=2),
+                            dict(pods=1, cpu=200, gpu_milli=500, job_id=3)])
+        self.assertEqual([p.ok for p in out], [True, True, False])
+        self.assertNotEqual(out[0].nodes, out[1].nodes)
+        self.assertEqual(self.state(), before)
+        out = c.place_many([dict(pods=1, cpu=cpu - 100, job_id=1, commit=True),
+                            dict(pods=2, cpu=50, gpu_milli=600, job_id=2, commit=True)])
+        self.assertTrue(all(p.ok for p in out))
+        self.assertEqual(c.job_count, 2)
+        self.assertIsNone(c.check())
 
     def test_preemption_frees_cpu_for_a_pod_gang(self):
         c = self.use(pod_topology(1, 2, 2, 4))
