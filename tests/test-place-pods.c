@@ -299,9 +299,14 @@ Test(place_pods, bad_input_changes_nothing)
     q.gpu_class_count = 1;
     cr_assert_eq(place(&e, &q, 1, true), 0, "%s", gpusched_placer_errmsg(e.p));
     cr_assert_eq(gpusched_topo_node_class(e.t, placed_node(&e, NULL)), h100);
-    /* A move does not take pods yet: it says so and changes nothing. */
-    cr_assert_eq(gpusched_placer_move(e.p, 1, 0, e.res), GPUSCHED_EINVAL);
-    cr_assert(strstr(gpusched_placer_errmsg(e.p), "not moved yet"), "%s", gpusched_placer_errmsg(e.p));
+    /* A move keeps the pod on its class. */
+    cr_assert_eq(gpusched_placer_move(e.p, 1, GPUSCHED_PLACE_FLAG_COMMIT, e.res), 0, "%s",
+                 gpusched_placer_errmsg(e.p));
+    const uint32_t *mn;
+    const uint64_t *mm;
+    uint32_t mc;
+    cr_assert_eq(gpusched_cluster_job_allocation(e.c, 1, &mn, &mm, &mc, NULL), 0);
+    cr_assert_eq(gpusched_topo_node_class(e.t, mn[0]), h100);
     check(e.c);
     pt_env_free(&e);
 }

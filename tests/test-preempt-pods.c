@@ -11,7 +11,9 @@
  *    lets the gang fit.
  *  - Plan only changes nothing; a commit releases the victims and runs the
  *    gang where the plan said, the state checks, and the journal's record
- *    replays to the same bytes. */
+ *    replays to the same bytes.
+ *
+ * And moves of running jobs, pods among them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,4 +392,69 @@ Test(preempt_pods, plans_longer_than_one_batch_keep_the_least_tier)
     gpusched_placer_free(p);
     gpusched_cluster_unref(c);
     gpusched_topo_unref(t);
+}
+
+/* A move of a running job, pods or whole GPUs: plan only changes nothing;
+ * it always finds a place (its own is free once it is gone); the commit
+ * puts it where the plan said, keeps its id and descriptor, and the state
+ * checks (the checker rebuilds every node's free resources and milli from
+ * the jobs). */
+Test(preempt_pods, moves_of_pods_against_releasing_and_placing)
+{
+    uint32_t moved = 0, stuck = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        uint64_t s = seed * 0x2545f4914f6cdd1dull + 5;
+        pp_env e = pp_env_new(&s);
+        if (!e.njobs) {
+            pp_env_free(&e);
+            continue;
+        }
+        const uint64_t id = e.ids[pp_below(&s, e.njobs)];
+        size_t len;
+        unsigned char *before = pp_snap(e.c, &len);
+        int rc = gpusched_placer_move(e.p, id, 0, e.res);
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu: %s", (unsigned long long)seed,
+                  gpusched_placer_errmsg(e.p));
+        size_t len2;
+        unsigned char *after = pp_snap(e.c, &len2);
+        cr_assert(len == len2 && memcmp(before, after, len) == 0, "seed %llu: a plan-only move changed the cluster",
+                  (unsigned long long)seed);
+        free(after);
+        gpusched_job old = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_find(e.c, id, &old), 0);
+        if (rc) {
+            stuck++;
+        } else {
+            const uint32_t *pn;
+            const uint64_t *pm;
+            uint32_t pc;
+            gpusched_place_result_nodes(e.res, &pn, &pm, &pc);
+            uint32_t nodes[64];
+            uint64_t masks[64];
+            cr_assert_leq(pc, 64);
+            memcpy(nodes, pn, pc * sizeof *pn);
+            memcpy(masks, pm, pc * sizeof *pm);
+            cr_assert_eq(gpusched_placer_move(e.p, id, GPUSCHED_PLACE_FLAG_COMMIT, e.res), 0, "seed %llu: %s",
+                         (unsigned long long)seed, gpusched_placer_errmsg(e.p));
+            cr_assert_eq(gpusched_cluster_check(e.c), 0, "seed %llu: %s", (unsigned long long)seed,
+                         gpusched_cluster_errmsg(e.c));
+            const uint32_t *an;
+            const uint64_t *am;
+            uint32_t ac;
+            cr_assert_eq(gpusched_cluster_job_allocation(e.c, id, &an, &am, &ac, NULL), 0);
+            cr_assert_eq(ac, pc);
+            cr_assert_arr_eq(an, nodes, pc * sizeof *an);
+            cr_assert_arr_eq(am, masks, pc * sizeof *am);
+            gpusched_job now = GPUSCHED_JOB_INIT;
+            cr_assert_eq(gpusched_cluster_job_find(e.c, id, &now), 0);
+            cr_assert(now.priority == old.priority && now.flags == old.flags && now.cost_hint == old.cost_hint,
+                      "seed %llu: the descriptor changed", (unsigned long long)seed);
+            moved++;
+        }
+        free(before);
+        pp_env_free(&e);
+    }
+    cr_log_info("%u moves", moved);
+    cr_assert_gt(moved, 200);
+    cr_assert_eq(stuck, 0, "%u jobs found no place, not even their own (free once they are gone)", stuck);
 }

@@ -262,6 +262,10 @@ GPUSCHED_API int gpusched_preempt_plan_move(const gpusched_preempt_plan *plan, u
  * level with one domain holding all of it; when it spans several
  * lowest-level domains, slices of the greatest common divisor of its GPUs
  * per such domain, each inside one; its GPU class when it has one class.
+ * A job of pods (resources, GPU fractions) moves as the same pods: their
+ * count, GPUs or fraction and resources, in the deepest domain that holds
+ * all of it, on its class when it has one (its slices and class list are
+ * not known to the cluster and are not kept).
  * The job's GPUs count as free for the search on nodes that are up, so a
  * job on a node that is down, cordoned or draining moves off that node,
  * and a healthy job may stay where it is (the result then lists its own

@@ -268,7 +268,10 @@ int gs_pods_validate_claim(struct gpusched_cluster *c, gs_op *op, const gs_op *b
         return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: empty allocation", (unsigned long long)op->job.id);
     if (x->nres > c->topo->nres || x->milli >= 1000)
         return gs_error(&c->err, GPUSCHED_EINVAL, "job %llu: bad pod shape", (unsigned long long)op->job.id);
-    if (gs_cluster_job_find(c, op->job.id))
+    bool released = false; /* a move releases the job first */
+    for (uint32_t k = 0; k < nbefore && !released; k++)
+        released = before[k].kind == GS_OP_RELEASE && before[k].job.id == op->job.id;
+    if (!released && gs_cluster_job_find(c, op->job.id))
         return gs_error(&c->err, GPUSCHED_EEXIST, "job %llu is already running", (unsigned long long)op->job.id);
     if (c->resv.count && gs_cluster_resv_find(c, op->job.id))
         return gs_error(&c->err, GPUSCHED_EINVAL,

@@ -1,6 +1,7 @@
-/* Moving a running job: the request of its shape, derived from its GPUs,
- * placed again with its own GPUs lent to the search; the commit swaps the
- * old GPUs for the new ones under the same id and descriptor. */
+/* Moving a running job: the request of its shape, derived from its GPUs
+ * (or, for pods, from what its pods hold), placed again with what it holds
+ * lent to the search; the commit swaps the old placement for the new one
+ * under the same id and descriptor. */
 #include "preempt-internal.h"
 
 static uint32_t gcd32(uint32_t a, uint32_t b)
@@ -85,6 +86,35 @@ void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_pl
     }
 }
 
+/* A job of pods: the same pods (count, GPUs or fraction, resources) in
+ * the deepest domain that holds all of it now, on nodes of its class when
+ * it has one. Its slices and class list are not known: not kept. */
+static void pods_shape(const struct gpusched_cluster *c, const gs_hold *h, const gs_podx *x, uint64_t *amounts,
+                       gpusched_place_request *q, gpusched_job *job)
+{
+    const struct gpusched_topo *t = c->topo;
+    const uint32_t *nodes = gs_hold_nodes(h);
+    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    *job = gs_hold_job(h);
+    q->job = job;
+    q->split = GPUSCHED_SPLIT_PODS;
+    uint32_t pods = 0, cls = t->node_class[nodes[0]];
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        pods += x->pods[i];
+        if (t->node_class[nodes[i]] != cls)
+            cls = GPUSCHED_NONE;
+    }
+    q->pods = pods;
+    q->pod_gpus = x->milli ? 1 : x->pod_gpus;
+    q->gpu_milli = x->milli;
+    for (uint32_t r = 0; r < x->nres; r++)
+        amounts[r] = x->pod_res[r];
+    q->resources = amounts;
+    q->resource_count = x->nres;
+    q->gpu_class = x->milli || x->pod_gpus ? cls : GPUSCHED_NONE;
+    q->required_level = common_level(t, t->node_leaf[nodes[0]], t->node_leaf[nodes[h->npairs - 1]]);
+}
+
 GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint32_t flags,
                                       gpusched_place_result *res)
 {
@@ -97,12 +127,14 @@ GPUSCHED_API int gpusched_placer_move(gpusched_placer *p, uint64_t job_id, uint3
     gs_hold *h = gs_cluster_job_find(p->c, job_id);
     if (!h)
         return gs_error(&p->err, GPUSCHED_ENOENT, "move: no running job %llu", (unsigned long long)job_id);
-    if (gs_hold_podx(p->c, h))
-        return gs_error(&p->err, GPUSCHED_EINVAL,
-                        "move: job %llu holds resources or GPU fractions: not moved yet", (unsigned long long)job_id);
     gpusched_place_request q;
     gpusched_job job;
-    gs_pp_shape(p->c, h, &q, &job);
+    uint64_t amounts[GPUSCHED_MAX_RESOURCES];
+    const gs_podx *x = gs_hold_podx(p->c, h);
+    if (x)
+        pods_shape(p->c, h, x, amounts, &q, &job);
+    else
+        gs_pp_shape(p->c, h, &q, &job);
     q.flags = flags;
     gs_pl_req r;
     int rc = gs_pl_req_load(p, &q, &r);

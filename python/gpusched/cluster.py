@@ -928,8 +928,9 @@ class Cluster(u.Handle):
 
     def move(self, job_id: int, *, commit: bool = False) -> Placement:
         """Plans moving running job `job_id` to the best GPUs for its shape
-        now (the same split, locality and GPU class; its own GPUs count as
-        free on nodes that are up), and with ``commit=True`` moves it: the
+        now (the same split, locality and GPU class, or for a job of pods
+        the same pods with their resources; its own GPUs count as free on
+        nodes that are up), and with ``commit=True`` moves it: the
         job keeps its id and descriptor, only its GPUs change. This is how
         a job on a failed or drained node is repaired. Returns the
         :class:`~gpusched.Placement`; when the shape fits nowhere its

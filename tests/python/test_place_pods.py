@@ -316,10 +316,12 @@ class TestBadInput(PodCase):
         self.assertTrue(c.place(pods=1, gpu_milli=250, cpu=500, commit=True, job_id=1).ok)
         before = self.state()
         pod = dict(pods=1, cpu=500, job_id=2, commit=True, priority=5)
-        for call in (lambda: c.defrag(**pod), lambda: c.move(1)):
-            with self.assertRaises(InvalidArgument):
-                call()
-            self.assertEqual(self.state(), before)
+        with self.assertRaises(InvalidArgument):
+            c.defrag(**pod)
+        self.assertEqual(self.state(), before)
+        # A move takes the job of pods elsewhere, or leaves it where it is.
+        self.assertTrue(c.move(1, commit=True).ok)
+        self.assertEqual(c.free_gpus(), before[0])
         # Snapshots and the journal keep what the pods hold.
         back = Cluster.restore(c.snapshot())
         try:
