@@ -138,6 +138,35 @@ static unsigned char *pp_snap(gpusched_cluster *c, size_t *len)
     return buf;
 }
 
+/* A result's pairs, copied (the result is reused), and checked later
+ * against a job's allocation. */
+typedef struct pp_pairs {
+    uint32_t n, nodes[64];
+    uint64_t masks[64];
+} pp_pairs;
+
+static void pp_copy(const gpusched_place_result *res, pp_pairs *out)
+{
+    const uint32_t *pn;
+    const uint64_t *pm;
+    gpusched_place_result_nodes(res, &pn, &pm, &out->n);
+    cr_assert_leq(out->n, 64);
+    memcpy(out->nodes, pn, out->n * sizeof *pn);
+    memcpy(out->masks, pm, out->n * sizeof *pm);
+}
+
+/* Job `id` holds exactly the pairs. */
+static void pp_holds(gpusched_cluster *c, uint64_t id, const pp_pairs *want)
+{
+    const uint32_t *an;
+    const uint64_t *am;
+    uint32_t ac;
+    cr_assert_eq(gpusched_cluster_job_allocation(c, id, &an, &am, &ac, NULL), 0);
+    cr_assert_eq(ac, want->n);
+    cr_assert_arr_eq(an, want->nodes, ac * sizeof *an);
+    cr_assert_arr_eq(am, want->masks, ac * sizeof *am);
+}
+
 /* The reference: on a copy of the cluster, the jobs of `release` (a bit
  * per job index) gone, does the gang fit? */
 static bool ref_fits(const unsigned char *image, size_t len, const pp_env *e, uint32_t release,
@@ -262,15 +291,8 @@ static void check_one(uint64_t seed)
 
     /* The commit, journaled: it does what the plan said, and the record
      * replays to the same state. */
-    const uint32_t *pn;
-    const uint64_t *pm;
-    uint32_t pc;
-    gpusched_place_result_nodes(e.res, &pn, &pm, &pc);
-    uint32_t plan_nodes[64];
-    uint64_t plan_masks[64];
-    cr_assert_leq(pc, 64);
-    memcpy(plan_nodes, pn, pc * sizeof *pn);
-    memcpy(plan_masks, pm, pc * sizeof *pm);
+    pp_pairs planned;
+    pp_copy(e.res, &planned);
     uint64_t plan_ids[MAXJOBS];
     if (n) /* victims is NULL without victims */
         memcpy(plan_ids, victims, n * sizeof *victims);
@@ -288,13 +310,7 @@ static void check_one(uint64_t seed)
         cr_assert_arr_eq(cv, plan_ids, n * sizeof *cv);
     for (uint32_t v = 0; v < n; v++)
         cr_assert_eq(gpusched_cluster_job_find(e.c, plan_ids[v], NULL), GPUSCHED_ENOENT);
-    const uint32_t *an;
-    const uint64_t *am;
-    uint32_t ac;
-    cr_assert_eq(gpusched_cluster_job_allocation(e.c, 1, &an, &am, &ac, NULL), 0);
-    cr_assert_eq(ac, pc);
-    cr_assert_arr_eq(an, plan_nodes, pc * sizeof *an);
-    cr_assert_arr_eq(am, plan_masks, pc * sizeof *am);
+    pp_holds(e.c, 1, &planned);
     const void *jr;
     size_t jlen;
     cr_assert_eq(gpusched_cluster_journal_view(e.c, &jr, &jlen), 0);
@@ -425,26 +441,13 @@ Test(preempt_pods, moves_of_pods_against_releasing_and_placing)
         if (rc) {
             stuck++;
         } else {
-            const uint32_t *pn;
-            const uint64_t *pm;
-            uint32_t pc;
-            gpusched_place_result_nodes(e.res, &pn, &pm, &pc);
-            uint32_t nodes[64];
-            uint64_t masks[64];
-            cr_assert_leq(pc, 64);
-            memcpy(nodes, pn, pc * sizeof *pn);
-            memcpy(masks, pm, pc * sizeof *pm);
+            pp_pairs planned;
+            pp_copy(e.res, &planned);
             cr_assert_eq(gpusched_placer_move(e.p, id, GPUSCHED_PLACE_FLAG_COMMIT, e.res), 0, "seed %llu: %s",
                          (unsigned long long)seed, gpusched_placer_errmsg(e.p));
             cr_assert_eq(gpusched_cluster_check(e.c), 0, "seed %llu: %s", (unsigned long long)seed,
                          gpusched_cluster_errmsg(e.c));
-            const uint32_t *an;
-            const uint64_t *am;
-            uint32_t ac;
-            cr_assert_eq(gpusched_cluster_job_allocation(e.c, id, &an, &am, &ac, NULL), 0);
-            cr_assert_eq(ac, pc);
-            cr_assert_arr_eq(an, nodes, pc * sizeof *an);
-            cr_assert_arr_eq(am, masks, pc * sizeof *am);
+            pp_holds(e.c, id, &planned);
             gpusched_job now = GPUSCHED_JOB_INIT;
             cr_assert_eq(gpusched_cluster_job_find(e.c, id, &now), 0);
             cr_assert(now.priority == old.priority && now.flags == old.flags && now.cost_hint == old.cost_hint,
