@@ -23,8 +23,8 @@
  * ids break ties). */
 static bool first(const gs_victim *a, const gs_victim *b, const gs_pp *x)
 {
-    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && a->prio != b->prio)
-        return a->prio < b->prio;
+    if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && a->dom != b->dom)
+        return a->dom < b->dom; /* the priority keys (gs_pp_collect_cluster) */
     return gs_pp_taken_before(a, b);
 }
 
@@ -126,7 +126,7 @@ int gs_pp_plan_pods(gs_pp *x, uint32_t *nvictims)
     plan->prio_cap = INT32_MAX;
     /* plan->v holds the candidates unordered: no collected variant. */
     x->collected = INT32_MIN;
-    int rc = gs_pp_collect_unordered(plan, x->c, x->r, -1, true, false);
+    int rc = gs_pp_collect_cluster(plan, x->c, x->r);
     if (rc || gs_grow(&plan->alloc, (void **)&plan->tmp, &plan->tmp_cap, plan->nv + 1, sizeof *plan->tmp))
         return rc ? rc : GPUSCHED_ENOMEM;
     const uint32_t n = plan->nv;

@@ -22,7 +22,6 @@ typedef struct gs_victim {
     double rank_evict;  /* clearing `home`: GPUs evicted per GPU gained */
     uint64_t cost;      /* the job's cost_hint */
     uint64_t id;
-    int32_t prio;       /* the job's priority */
 } gs_victim;
 
 /* What a plan costs, compared lexicographically: least cost, then fewest
@@ -102,10 +101,13 @@ struct gpusched_preempt_plan {
  * by cost (by_rack), or by cost alone. Fills plan->v / plan->nv. */
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
                   int32_t scope, bool by_rack, bool movers);
-/* The same entries (with the racks' ranks when by_rack), not grouped or
- * ordered: for a caller that takes only the first few in its own order. */
-int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                            int32_t scope, bool by_rack, bool movers);
+/* The victims of the whole cluster (scope -1, one entry per job, with the
+ * racks' ranks), not grouped or ordered, for a caller that takes only the
+ * first few in its own order: `dom` holds the job's priority instead, as
+ * gs_pp_prio_key() (the domain is 0 for all). */
+int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r);
+/* A priority as an unsigned key of the same order. */
+static inline uint32_t gs_pp_prio_key(int32_t prio) { return (uint32_t)prio ^ 0x80000000u; }
 /* The order gs_pp_collect gives inside a domain. */
 bool gs_pp_taken_before(const gs_victim *a, const gs_victim *b);
 

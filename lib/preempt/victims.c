@@ -71,7 +71,7 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
     uint32_t d0 = gs_pp_scope_domain(t, scope, first_leaf);
     if (d0 == gs_pp_scope_domain(t, scope, t->node_leaf[nodes[h->npairs - 1]]))
         return push(plan, (gs_victim){.dom = d0, .slot = slot, .gpus = h->ngpus, .home = by_rack ? first_leaf : 0,
-                                      .cost = h->cost_hint, .id = h->id, .prio = h->priority});
+                                      .cost = h->cost_hint, .id = h->id});
     gs_victim cur = {0};
     bool open = false;
     for (uint32_t i = 0; i < h->npairs; i++) {
@@ -83,8 +83,7 @@ static int add_job(gpusched_preempt_plan *plan, const struct gpusched_cluster *c
             open = false;
         }
         if (!open) {
-            cur = (gs_victim){.dom = d, .slot = slot, .home = by_rack ? leaf : 0, .cost = h->cost_hint, .id = h->id,
-                              .prio = h->priority};
+            cur = (gs_victim){.dom = d, .slot = slot, .home = by_rack ? leaf : 0, .cost = h->cost_hint, .id = h->id};
             open = true;
         }
         cur.gpus += gs_popcount64(masks[i]);
@@ -219,8 +218,10 @@ static int rank_homes(gpusched_preempt_plan *plan, const struct gpusched_cluster
     return 0;
 }
 
-int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
-                            int32_t scope, bool by_rack, bool movers)
+/* The entries, unordered; with `prio_key` (scope -1) each entry's dom is
+ * its job's priority key. */
+static int collect_entries(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                           int32_t scope, bool by_rack, bool movers, bool prio_key)
 {
     plan->nv = 0;
     plan->protected_jobs = 0;
@@ -231,6 +232,8 @@ int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_c
         if (gs_pp_eligible(c, h, r, plan->prio_cap, movers)) {
             if (add_job(plan, c, h, slot, scope, by_rack))
                 return GPUSCHED_ENOMEM;
+            if (prio_key)
+                plan->v[plan->nv - 1].dom = gs_pp_prio_key(h->priority);
         } else if (!movers) {
             gs_pp_count_protected(plan, h, r);
         }
@@ -238,9 +241,14 @@ int gs_pp_collect_unordered(gpusched_preempt_plan *plan, const struct gpusched_c
     return by_rack ? rank_homes(plan, c) : 0;
 }
 
+int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r)
+{
+    return collect_entries(plan, c, r, -1, true, false, true);
+}
+
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
                   int32_t scope, bool by_rack, bool movers)
 {
-    int rc = gs_pp_collect_unordered(plan, c, r, scope, by_rack, movers);
+    int rc = collect_entries(plan, c, r, scope, by_rack, movers, false);
     return rc ? rc : group_and_order(plan, scope < 0 ? 1 : c->topo->ndom[scope]);
 }
