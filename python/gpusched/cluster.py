@@ -761,8 +761,8 @@ class Cluster(u.Handle):
         ``whole_nodes=True`` each pod has a node of ``pod_gpus`` GPUs (None:
         the largest size) to itself, where nothing runs. Two slice
         constraints must nest (the deeper one divides the other).
-        :meth:`place_many`, :meth:`preempt`, :meth:`defrag`, :meth:`move`
-        and reservations do not take such pods yet (the library raises
+        :meth:`place_many`, :meth:`preempt` and :meth:`move` take such pods;
+        :meth:`defrag` and reservations do not yet (the library raises
         InvalidArgument); snapshots and journals keep them.
             pods: the number of pods (at least 1; None: `gpus` divided by
                 the GPUs per pod).
