@@ -33,7 +33,7 @@ typedef struct pp_env {
     int32_t prio[MAXJOBS];
     uint32_t flags[MAXJOBS];
     int64_t protected_until[MAXJOBS];
-    bool fraction[MAXJOBS];
+    bool gpuless[MAXJOBS]; /* a job of fractions or of pods without GPUs */
     uint32_t njobs;
 } pp_env;
 
@@ -114,7 +114,7 @@ static pp_env pp_env_new(uint64_t *s)
             e.prio[e.njobs] = job.priority;
             e.flags[e.njobs] = job.flags;
             e.protected_until[e.njobs] = job.protected_until;
-            e.fraction[e.njobs] = q.gpu_milli != 0;
+            e.gpuless[e.njobs] = q.gpu_milli != 0 || (q.pods && q.pod_gpus == 0);
             e.njobs++;
         }
     }
@@ -210,7 +210,7 @@ static void check_one(uint64_t seed)
     pp_env e = pp_env_new(&s);
     uint64_t amounts[2];
     gpusched_place_request q = pp_request(&s, amounts, true);
-    const bool whole = q.pods == 0; /* a whole-GPU gang: jobs of fractions are no victims */
+    const bool whole = q.pods == 0; /* a whole-GPU gang: jobs of fractions or without GPUs are no victims */
     gpusched_job job = GPUSCHED_JOB_INIT;
     job.id = 1;
     job.priority = 2 + (int32_t)pp_below(&s, 3);
@@ -221,7 +221,7 @@ static void check_one(uint64_t seed)
     uint32_t eligible = 0, tiers = 0;
     for (uint32_t i = 0; i < e.njobs; i++) {
         if ((e.flags[i] & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && e.prio[i] < job.priority &&
-            q.now >= e.protected_until[i] && !(whole && e.fraction[i]))
+            q.now >= e.protected_until[i] && !(whole && e.gpuless[i]))
             eligible |= 1u << i;
     }
     int rc = gpusched_placer_preempt(e.p, &q, e.res, e.plan);

@@ -117,7 +117,7 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan);
  * highest victim priority and no victim it can spare, but is not proven
  * cheapest (gpusched_preempt_plan_optimality() says exact 0). A whole-GPU
  * gang may evict jobs of pods holding whole GPUs, never a job of GPU
- * fractions.
+ * fractions or of pods without GPUs.
  * @param p The placer.
  * @param req The gang (#GPUSCHED_PLACE_REQUEST_INIT, then fields); its
  *        `priority` decides which jobs are eligible victims.

@@ -11,13 +11,14 @@ bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs
                     bool movers)
 {
     /* Jobs with resources or GPU fractions are not moved yet, and a job of
-     * fractions is evicted only for a gang with pods: the GPU-counting
-     * searches of whole-GPU gangs see what whole GPUs a job frees, and a
-     * fraction frees a GPU only with the last of its sharers. */
+     * fractions or without GPUs is evicted only for a gang with pods: the
+     * GPU-counting searches of whole-GPU gangs see what whole GPUs a job
+     * frees, a fraction frees a GPU only with the last of its sharers, and
+     * a job without GPUs frees none (its cost per GPU has no meaning). */
     if (h->id == r->job.id || r->in.now < h->protected_until)
         return false;
     const gs_podx *px = gs_hold_podx(c, h);
-    if (px && (movers || (!r->pods_path && px->milli)))
+    if (px && (movers || (!r->pods_path && (px->milli || !h->ngpus))))
         return false;
     if (movers)
         return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
