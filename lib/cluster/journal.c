@@ -223,7 +223,7 @@ typedef struct gs_jr_scratch {
     uint64_t *masks;
     uint32_t pairs_cap;
     gs_podx **podx;         /* one per claim with a podx of the record */
-    uint32_t npodx, podx_cap;
+    uint32_t podx_cap;
 } gs_jr_scratch;
 
 /* The podx of a claim with n pairs, into the scratch; the record's length
