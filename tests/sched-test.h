@@ -51,6 +51,17 @@ static inline st_env st_env_small(void)
     return st_env_uniform(2, fan, 4);
 }
 
+/* st_env_small() with 16 cores and 64 GiB per node. */
+static inline st_env st_env_small_cpu(void)
+{
+    char text[4096];
+    int o = snprintf(text, sizeof text, "levels block rack\nresources cpu memory\n");
+    for (uint32_t n = 0; n < 24; n++)
+        o += snprintf(text + o, sizeof text - (size_t)o, "node b%u/r%u n%u gpus=4 cpu=16000 memory=65536\n", n / 12,
+                      n / 4, n);
+    return st_env_text(text, (size_t)o);
+}
+
 static inline void st_env_free(st_env *e)
 {
     gpusched_sched_decisions_free(e->d);

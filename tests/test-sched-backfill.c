@@ -19,17 +19,6 @@ typedef struct simjob {
     int state;                 /* 0 not submitted, 1 pending, 2 running, 3 done */
 } simjob;
 
-/* The 96 GPUs of st_env_small(), 16 cores and 64 GiB per node. */
-static st_env env_with_cpu(void)
-{
-    char text[4096];
-    int o = snprintf(text, sizeof text, "levels block rack\nresources cpu memory\n");
-    for (uint32_t n = 0; n < 24; n++)
-        o += snprintf(text + o, sizeof text - (size_t)o, "node b%u/r%u n%u gpus=4 cpu=16000 memory=65536\n", n / 12,
-                      n / 4, n);
-    return st_env_text(text, (size_t)o);
-}
-
 /* Half the gangs of the mix: pods of cpu with 0 to 2 whole GPUs or a
  * fraction each. */
 static void pod_shape(pt_rng *r, simjob *j)
@@ -56,7 +45,7 @@ static void submit_pods(st_env *e, uint64_t id, uint32_t q, const simjob *j)
 static void simulate(uint64_t seed, int64_t depth, bool pods, uint32_t *backfills, uint32_t *pod_resv)
 {
     pt_rng r = {seed * 0x2545f4914f6cdd1dull + 7};
-    st_env e = pods ? env_with_cpu() : st_env_small();
+    st_env e = pods ? st_env_small_cpu() : st_env_small();
     uint32_t q = st_queue(&e, "q", 0, 100000);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_PREEMPT, 0), 0);

@@ -10,6 +10,8 @@
 
 #define GS_MEMO_SIZE 4096u
 #define GS_MEMO_PROBES 16u
+/* Templates a wait is compared with, newest first (record_wait()). */
+#define GS_TMPL_RECENT 4u
 
 /* Admissions of the cycle for gangs without pods, by (queue, GPUs,
  * class): the same demand of the same queue gets the same answer while
@@ -127,17 +129,24 @@ static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_
     }
     if (d->nwaits == d->waits_cap && gs_sd_grow_waits(d, d->nwaits + 1))
         return GPUSCHED_ENOMEM;
-    if (!d->ntmpl || !gs_sd_same_template(&d->tmpl[d->ntmpl - 1], w, msg)) {
+    /* Gangs of one queue often alternate between a few reasons (over
+     * quota when big, no room when small): the last few templates are
+     * looked at, not only the last. */
+    uint32_t t = d->ntmpl, lo = d->ntmpl > GS_TMPL_RECENT ? d->ntmpl - GS_TMPL_RECENT : 0;
+    while (t > lo && !gs_sd_same_template(&d->tmpl[t - 1], w, msg))
+        t--;
+    if (t == lo) {
         if (gs_grow(&s->alloc, (void **)&s->wt, &s->wt_cap, s->nwt + 1, sizeof *s->wt) ||
             gs_sd_add_template(d, w, msg))
             return GPUSCHED_ENOMEM;
         s->wt[s->nwt++] = d->tmpl[d->ntmpl - 1].w;
+        t = d->ntmpl;
     }
     gs_dwait *c = &d->waits[d->nwaits++];
     c->job_id = w->job_id;
     c->requested = w->requested;
     c->seq = w->seq;
-    c->tmpl = d->ntmpl - 1;
+    c->tmpl = t - 1;
     gs_jw *jw = &s->jw[slot];
     jw->cycle = s->cycle_no;
     jw->requested = w->requested;
@@ -253,40 +262,109 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     return started(s, x, slot, 0, seq);
 }
 
+/* The admission memo's entry for gang j (not of pods) at the current
+ * usage, filled by gs_sq_admit() on a miss. */
+static const admit_memo *admit_entry(gpusched_sched *s, const gs_sj *j)
+{
+    uint64_t h = gs_sd_mix64(gs_sd_mix64(j->queue, j->qgpus), j->cls_res);
+    admit_memo *a = &s->admit_memo[(h >> 32) & (GS_ADMIT_MEMO - 1)];
+    if (a->epoch == s->use_epoch + 1 && a->queue == j->queue && a->qgpus == j->qgpus && a->cls_res == j->cls_res)
+        return a;
+    gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
+    int nominal = 1;
+    int over = gs_sq_admit(s, j, &nominal, &w);
+    *a = (admit_memo){.epoch = s->use_epoch + 1, .queue = j->queue, .qgpus = j->qgpus, .cls_res = j->cls_res,
+                      .over = over, .nominal = nominal, .w_queue = w.queue, .w_resource = w.resource,
+                      .w_used = w.used, .w_requested = w.requested, .w_limit = w.limit};
+    return a;
+}
+
 /* gs_sq_admit(), answered from the admission memo when it holds the same
  * queue and demand at the current usage. */
 static int admit(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w)
 {
     if (j->pods)
         return gs_sq_admit(s, j, nominal, w);
-    uint64_t h = gs_sd_mix64(gs_sd_mix64(j->queue, j->qgpus), j->cls_res);
-    admit_memo *a = &s->admit_memo[(h >> 32) & (GS_ADMIT_MEMO - 1)];
-    if (a->epoch == s->use_epoch + 1 && a->queue == j->queue && a->qgpus == j->qgpus && a->cls_res == j->cls_res) {
-        *nominal = a->nominal;
-        if (a->over) {
-            w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
-            w->queue = a->w_queue;
-            w->resource = a->w_resource;
-            w->used = a->w_used;
-            w->requested = a->w_requested;
-            w->limit = a->w_limit;
-        }
-        return a->over;
+    const admit_memo *a = admit_entry(s, j);
+    *nominal = a->nominal;
+    if (a->over) {
+        w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
+        w->queue = a->w_queue;
+        w->resource = a->w_resource;
+        w->used = a->w_used;
+        w->requested = a->w_requested;
+        w->limit = a->w_limit;
     }
-    int over = gs_sq_admit(s, j, nominal, w);
-    *a = (admit_memo){.epoch = s->use_epoch + 1, .queue = j->queue, .qgpus = j->qgpus, .cls_res = j->cls_res,
-                      .over = over, .nominal = *nominal, .w_queue = w->queue, .w_resource = w->resource,
-                      .w_used = w->used, .w_requested = w->requested, .w_limit = w->limit};
-    return over;
+    return a->over;
+}
+
+/* The waits decided without a search, a reservation or a preemption,
+ * and without building the request: over quota, a shape that failed at
+ * this size or less, too few free GPUs. 1 if gang `slot` waits so
+ * (recorded exactly as evaluate() records it), 0 if evaluate() must
+ * decide, or an error. After an event a cycle explains thousands of
+ * gangs, nearly all this way. */
+static int quick_wait(gpusched_sched *s, cyc *x, uint32_t slot)
+{
+    const gs_sj *j = &s->j[slot];
+    if (j->pods || x->have_blocker || j->evicted_cycle == s->cycle_no || s->jw[slot].cycle == s->cycle_no)
+        return 0;
+    const admit_memo *a = admit_entry(s, j);
+    gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
+    uint32_t msg;
+    w.requested = j->gpus;
+    if (a->over && s->quotas) {
+        w.reason = GPUSCHED_SCHED_WAIT_QUOTA;
+        w.queue = a->w_queue;
+        w.resource = a->w_resource;
+        w.used = a->w_used;
+        w.requested = a->w_requested;
+        w.limit = a->w_limit;
+        msg = queue_name_msg(s, x->d, w.queue, w.resource);
+    } else {
+        gs_memo *m = memo_find(s, j->shape, 0);
+        if (m && m->size > j->size)
+            m = NULL;
+        if (!m && j->need_free <= s->c->root_free_gpus)
+            return 0; /* a search decides */
+        uint32_t reason = m ? m->reason : GPUSCHED_REASON_NO_GPUS;
+        if (s->preempt && a->nominal && !s->strict && s->npre) {
+            /* evaluate() would try a preemption unless this cycle found
+             * none for the shape at this priority and size or less. */
+            uint64_t pkey = j->shape ? gs_sd_mix64(j->shape, (uint64_t)(uint32_t)j->priority) | 1 : 0;
+            const gs_memo *pm = memo_lookup(s, pkey, 0, 1);
+            if (!pm || pm->size > j->size)
+                return 0;
+        }
+        if (!s->strict && s->nresv < (uint32_t)s->resv_depth)
+            return 0; /* the first gang that does not fit gets a reservation */
+        if (reason == GPUSCHED_REASON_NO_GPUS && s->free_at_start >= j->gpus && s->started_gpus)
+            return 0; /* it waits for the gangs started before it (SHARE) */
+        msg = m ? memo_msg(s, x->d, m) : GS_SD_MSG_TOO_FEW_FREE;
+        w.reason = GPUSCHED_SCHED_WAIT_FIT;
+        w.place_reason = reason;
+        w.free_gpus = s->c->root_free_gpus;
+        w.queue = j->queue;
+    }
+    w.job_id = j->id;
+    w.seq = x->seq++;
+    w.time = -1;
+    w.share = s->q[j->queue].share;
+    int rc = record_wait(s, x, slot, &w, msg);
+    return rc ? rc : 1;
 }
 
 /* One gang: 1 if it started, 0 if it waits, or an error. */
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
+    if (s->quick) {
+        int rc = quick_wait(s, x, slot);
+        if (rc)
+            return rc < 0 ? rc : 0;
+    }
     gs_sj *j = &s->j[slot];
-    if (j->evicted_cycle == s->cycle_no || j->eval_cycle == s->cycle_no)
-        return 0; /* evicted by this cycle (listed among the evictions), or evaluated already */
-    j->eval_cycle = s->cycle_no;
+    if (j->evicted_cycle == s->cycle_no || s->jw[slot].cycle == s->cycle_no)
+        return 0; /* evicted by this cycle (listed among the evictions), or waits already */
     gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
     w.job_id = j->id;
     w.seq = x->seq++;

@@ -56,7 +56,6 @@ typedef struct gs_sj {
     int64_t start;
     uint64_t cost_hint;
     uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
-    uint64_t eval_cycle;        /* the cycle that last evaluated it */
     uint64_t shape;             /* gs_sj_shape_key() of its request */
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
@@ -195,6 +194,10 @@ struct gpusched_sched {
     uint32_t npre;
     uint64_t free_at_start, started_gpus, free_at_end;
     uint64_t podx_gen_at_end;       /* the cluster's podx_gen after the last cycle */
+    /* Waits known without a search are recorded without building the
+     * request (cycle.c quick_wait()); GPUSCHED_SCHED_QUICK=0 in the
+     * environment at creation turns it off, so that tests can compare. */
+    int quick;
 };
 
 /* The decisions of one cycle. A wait is stored as what differs between

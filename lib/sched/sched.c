@@ -1,5 +1,6 @@
 /* The scheduler handle: lifetime, parameters, queues, job events and the
  * invariant checker. The cycle is in cycle.c. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched-internal.h"
@@ -130,6 +131,8 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     s->gpend_mode = -1;
     s->decay_time = INT64_MIN;
     s->dirty = 1;
+    const char *quick = getenv("GPUSCHED_SCHED_QUICK");
+    s->quick = !(quick && strcmp(quick, "0") == 0);
     if ((rc = gpusched_placer_new(cluster, alloc, &s->p)) || (rc = gpusched_place_result_new(alloc, &s->res)) ||
         (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) ||
         (rc = queues_reserve(s))) {
