@@ -117,41 +117,55 @@ static uint32_t queue_name_msg(gpusched_sched *s, gpusched_sched_decisions *d, u
     return *off;
 }
 
-/* The wait goes to the decisions as its per-gang parts and a template
- * index, a new template only when it differs from the last one; the
- * gang's slot gets the same (gpusched_sched_job_state()). */
-static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
+/* The index of a template holding w's shared parts and msg: one of the
+ * last few (gangs of one queue often alternate between a few reasons:
+ * over quota when big, no room when small), or a new one; or an error. */
+static int64_t wait_template(gpusched_sched *s, gpusched_sched_decisions *d, const gpusched_sched_wait *w,
+                             uint32_t msg)
+{
+    uint32_t t = d->ntmpl, lo = d->ntmpl > GS_TMPL_RECENT ? d->ntmpl - GS_TMPL_RECENT : 0;
+    while (t > lo && !gs_sd_same_template(&d->tmpl[t - 1], w, msg))
+        t--;
+    if (t > lo)
+        return t - 1;
+    if (gs_grow(&s->alloc, (void **)&s->wt, &s->wt_cap, s->nwt + 1, sizeof *s->wt) || gs_sd_add_template(d, w, msg))
+        return GPUSCHED_ENOMEM;
+    s->wt[s->nwt++] = d->tmpl[d->ntmpl - 1].w;
+    return d->ntmpl - 1;
+}
+
+/* A wait's per-gang parts, in the decisions (room made at the cycle's
+ * start) and in the gang's slot (gpusched_sched_job_state()). */
+static void wait_store(gpusched_sched *s, cyc *x, uint32_t slot, uint64_t job_id, uint64_t requested, uint32_t seq,
+                       uint32_t tmpl)
 {
     gpusched_sched_decisions *d = x->d;
     if (s->strict && !x->have_blocker) {
         x->have_blocker = 1;
-        x->blocker = w->job_id;
-    }
-    if (d->nwaits == d->waits_cap && gs_sd_grow_waits(d, d->nwaits + 1))
-        return GPUSCHED_ENOMEM;
-    /* Gangs of one queue often alternate between a few reasons (over
-     * quota when big, no room when small): the last few templates are
-     * looked at, not only the last. */
-    uint32_t t = d->ntmpl, lo = d->ntmpl > GS_TMPL_RECENT ? d->ntmpl - GS_TMPL_RECENT : 0;
-    while (t > lo && !gs_sd_same_template(&d->tmpl[t - 1], w, msg))
-        t--;
-    if (t == lo) {
-        if (gs_grow(&s->alloc, (void **)&s->wt, &s->wt_cap, s->nwt + 1, sizeof *s->wt) ||
-            gs_sd_add_template(d, w, msg))
-            return GPUSCHED_ENOMEM;
-        s->wt[s->nwt++] = d->tmpl[d->ntmpl - 1].w;
-        t = d->ntmpl;
+        x->blocker = job_id;
     }
     gs_dwait *c = &d->waits[d->nwaits++];
-    c->job_id = w->job_id;
-    c->requested = w->requested;
-    c->seq = w->seq;
-    c->tmpl = t - 1;
+    c->job_id = job_id;
+    c->requested = requested;
+    c->seq = seq;
+    c->tmpl = tmpl;
     gs_jw *jw = &s->jw[slot];
     jw->cycle = s->cycle_no;
-    jw->requested = w->requested;
-    jw->tmpl = c->tmpl;
-    jw->seq = w->seq;
+    jw->requested = requested;
+    jw->tmpl = tmpl;
+    jw->seq = seq;
+}
+
+/* The wait goes to the decisions as its per-gang parts and a template
+ * index; the gang's slot gets the same. */
+static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
+{
+    if (x->d->nwaits == x->d->waits_cap && gs_sd_grow_waits(x->d, x->d->nwaits + 1))
+        return GPUSCHED_ENOMEM;
+    int64_t t = wait_template(s, x->d, w, msg);
+    if (t < 0)
+        return (int)t;
+    wait_store(s, x, slot, w->job_id, w->requested, w->seq, (uint32_t)t);
     return 0;
 }
 
@@ -298,70 +312,172 @@ static int admit(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched
     return a->over;
 }
 
-/* The waits decided without a search, a reservation or a preemption,
- * and without building the request: over quota, a shape that failed at
- * this size or less, too few free GPUs. 1 if gang `slot` waits so
- * (recorded exactly as evaluate() records it), 0 if evaluate() must
- * decide, or an error. After an event a cycle explains thousands of
- * gangs, nearly all this way. */
-static int quick_wait(gpusched_sched *s, cyc *x, uint32_t slot)
+/* Quick waits: the waits decided without a search, a reservation or a
+ * preemption, and without building the request: over quota, a shape that
+ * failed at this size or less, too few free GPUs. After an event a cycle
+ * explains thousands of gangs, nearly all this way, so a run of them is
+ * decided in one loop that looks up each admission, memo entry and
+ * template once per run (nothing they depend on changes while gangs only
+ * wait), and reads one cache line per gang. Decided exactly as evaluate()
+ * decides (tests/test-sched-quick.c compares the two). */
+#define GS_QUICK_WAYS 16u
+enum { QW_FIT, QW_SHARE, QW_KINDS };
+/* Direct-mapped: an entry replaced takes its templates with it. */
+typedef struct quick_run_cache {
+    struct {
+        uint32_t valid, queue, qgpus, cls_res;
+        int64_t tmpl;               /* its QUOTA template, -1 until made */
+        admit_memo v;               /* a copy: the memo's entry may be reused */
+    } adm[GS_QUICK_WAYS];
+    struct {
+        uint64_t shape;             /* 0: empty (a shape of 0 is never memoized) */
+        gs_memo *m;
+        uint32_t queue;             /* the queue its templates are for */
+        int64_t tmpl[QW_KINDS];     /* FIT and SHARE templates of a hit, -1 until made */
+    } memo[GS_QUICK_WAYS];
+    struct {
+        uint32_t queue;
+        int64_t tmpl[QW_KINDS];     /* FIT and SHARE templates of too few free GPUs */
+    } none;
+} quick_run_cache;
+
+static void quick_cache_init(quick_run_cache *c)
 {
-    const gs_sj *j = &s->j[slot];
-    if (j->pods || x->have_blocker || j->evicted_cycle == s->cycle_no || s->jw[slot].cycle == s->cycle_no)
-        return 0;
-    const admit_memo *a = admit_entry(s, j);
+    for (uint32_t k = 0; k < GS_QUICK_WAYS; k++) {
+        c->adm[k].valid = 0;
+        c->memo[k].shape = 0;
+    }
+    c->none.queue = GS_SQ_NONE;
+}
+
+/* The admission of gang j, with the slot of its QUOTA template. */
+static const admit_memo *quick_admit(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
+{
+    uint32_t k = (j->qgpus ^ (j->cls_res << 3) ^ (j->queue * 0x9e3779b1u >> 20)) & (GS_QUICK_WAYS - 1);
+    if (!c->adm[k].valid || c->adm[k].qgpus != j->qgpus || c->adm[k].queue != j->queue ||
+        c->adm[k].cls_res != j->cls_res) {
+        c->adm[k].v = *admit_entry(s, j);
+        c->adm[k].valid = 1;
+        c->adm[k].queue = j->queue;
+        c->adm[k].qgpus = j->qgpus;
+        c->adm[k].cls_res = j->cls_res;
+        c->adm[k].tmpl = -1;
+    }
+    *tmpl = &c->adm[k].tmpl;
+    return &c->adm[k].v;
+}
+
+/* The memo entry of gang j's shape if it holds for j's size (else NULL),
+ * with the slots of the FIT and SHARE templates for j's queue. */
+static gs_memo *quick_memo(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
+{
+    uint32_t k = (uint32_t)(j->shape >> 40) & (GS_QUICK_WAYS - 1);
+    if (c->memo[k].shape != j->shape || !j->shape) {
+        c->memo[k].shape = j->shape;
+        c->memo[k].m = memo_find(s, j->shape, 0);
+        c->memo[k].queue = GS_SQ_NONE;
+    }
+    gs_memo *m = c->memo[k].m;
+    if (m && m->size <= j->size) {
+        if (c->memo[k].queue != j->queue) {
+            c->memo[k].queue = j->queue;
+            c->memo[k].tmpl[QW_FIT] = c->memo[k].tmpl[QW_SHARE] = -1;
+        }
+        *tmpl = c->memo[k].tmpl;
+        return m;
+    }
+    if (c->none.queue != j->queue) {
+        c->none.queue = j->queue;
+        c->none.tmpl[QW_FIT] = c->none.tmpl[QW_SHARE] = -1;
+    }
+    *tmpl = c->none.tmpl;
+    return NULL;
+}
+
+/* A quick wait's template: QUOTA from admission a, else FIT or SHARE
+ * (`reason`) from memo entry m or too few free GPUs (m NULL). */
+static int64_t quick_template(gpusched_sched *s, cyc *x, uint32_t reason, const admit_memo *a, gs_memo *m,
+                              const gs_sj *j)
+{
     gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
     uint32_t msg;
-    w.requested = j->gpus;
-    if (a->over && s->quotas) {
-        w.reason = GPUSCHED_SCHED_WAIT_QUOTA;
+    w.reason = reason;
+    w.time = -1;
+    w.share = s->q[j->queue].share;
+    if (reason == GPUSCHED_SCHED_WAIT_QUOTA) {
         w.queue = a->w_queue;
         w.resource = a->w_resource;
         w.used = a->w_used;
-        w.requested = a->w_requested;
         w.limit = a->w_limit;
         msg = queue_name_msg(s, x->d, w.queue, w.resource);
     } else {
-        gs_memo *m = memo_find(s, j->shape, 0);
-        if (m && m->size > j->size)
-            m = NULL;
-        if (!m && j->need_free <= s->c->root_free_gpus)
-            return 0; /* a search decides */
-        uint32_t reason = m ? m->reason : GPUSCHED_REASON_NO_GPUS;
-        if (s->preempt && a->nominal && !s->strict && s->npre) {
-            /* evaluate() would try a preemption unless this cycle found
-             * none for the shape at this priority and size or less. */
-            uint64_t pkey = j->shape ? gs_sd_mix64(j->shape, (uint64_t)(uint32_t)j->priority) | 1 : 0;
-            const gs_memo *pm = memo_lookup(s, pkey, 0, 1);
-            if (!pm || pm->size > j->size)
-                return 0;
-        }
-        if (!s->strict && s->nresv < (uint32_t)s->resv_depth)
-            return 0; /* the first gang that does not fit gets a reservation */
-        if (reason == GPUSCHED_REASON_NO_GPUS && s->free_at_start >= j->gpus && s->started_gpus)
-            return 0; /* it waits for the gangs started before it (SHARE) */
-        msg = m ? memo_msg(s, x->d, m) : GS_SD_MSG_TOO_FEW_FREE;
-        w.reason = GPUSCHED_SCHED_WAIT_FIT;
-        w.place_reason = reason;
-        w.free_gpus = s->c->root_free_gpus;
+        w.place_reason = m ? m->reason : GPUSCHED_REASON_NO_GPUS;
+        w.free_gpus = reason == GPUSCHED_SCHED_WAIT_SHARE ? s->free_at_start : s->c->root_free_gpus;
+        w.taken_gpus = reason == GPUSCHED_SCHED_WAIT_SHARE ? s->started_gpus : 0;
         w.queue = j->queue;
+        msg = m ? memo_msg(s, x->d, m) : GS_SD_MSG_TOO_FEW_FREE;
     }
-    w.job_id = j->id;
-    w.seq = x->seq++;
-    w.time = -1;
-    w.share = s->q[j->queue].share;
-    int rc = record_wait(s, x, slot, &w, msg);
-    return rc ? rc : 1;
+    return wait_template(s, x->d, &w, msg);
+}
+
+/* Decides the gangs slots[0 .. n) in order while each takes a quick wait;
+ * the number decided (the next one needs evaluate()), or an error. */
+static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint32_t n)
+{
+    if (!s->quick || x->have_blocker)
+        return 0;
+    /* What makes a gang that does not fit do more than wait: a
+     * reservation to make, a preemption to try. */
+    const int resv_open = !s->strict && s->nresv < (uint32_t)s->resv_depth;
+    const int may_preempt = s->preempt && !s->strict && s->npre;
+    const uint64_t root_free = s->c->root_free_gpus;
+    quick_run_cache c;
+    quick_cache_init(&c);
+    uint32_t i = 0;
+    for (; i < n && !x->have_blocker; i++) {
+        const uint32_t slot = slots[i];
+        if (i + 4 < n)
+            __builtin_prefetch(&s->j[slots[i + 4]]);
+        const gs_sj *j = &s->j[slot];
+        if (j->pods || j->state != GS_SJ_PENDING || j->evicted_cycle == s->cycle_no ||
+            s->jw[slot].cycle == s->cycle_no)
+            break;
+        int64_t *tmpl;
+        const admit_memo *a = quick_admit(s, &c, j, &tmpl);
+        uint32_t reason = GPUSCHED_SCHED_WAIT_QUOTA;
+        gs_memo *m = NULL;
+        uint64_t requested = j->gpus;
+        if (a->over && s->quotas) {
+            requested = a->w_requested;
+        } else {
+            m = quick_memo(s, &c, j, &tmpl);
+            if ((!m && j->need_free <= root_free) || resv_open)
+                break; /* a search, or the first gang that does not fit: reserved for */
+            if (may_preempt && a->nominal) {
+                /* evaluate() would try a preemption unless this cycle found
+                 * none for the shape at this priority and size or less. */
+                uint64_t pkey = j->shape ? gs_sd_mix64(j->shape, (uint64_t)(uint32_t)j->priority) | 1 : 0;
+                const gs_memo *pm = memo_lookup(s, pkey, 0, 1);
+                if (!pm || pm->size > j->size)
+                    break;
+            }
+            reason = GPUSCHED_SCHED_WAIT_FIT;
+            if ((m ? m->reason : GPUSCHED_REASON_NO_GPUS) == GPUSCHED_REASON_NO_GPUS && s->started_gpus &&
+                s->free_at_start >= j->gpus) {
+                reason = GPUSCHED_SCHED_WAIT_SHARE; /* it would have fit but for the gangs started before it */
+                tmpl += QW_SHARE;
+            }
+        }
+        if (*tmpl < 0 && (*tmpl = quick_template(s, x, reason, a, m, j)) < 0)
+            return *tmpl;
+        wait_store(s, x, slot, j->id, requested, x->seq++, (uint32_t)*tmpl);
+    }
+    return i;
 }
 
 /* One gang: 1 if it started, 0 if it waits, or an error. */
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
-    if (s->quick) {
-        int rc = quick_wait(s, x, slot);
-        if (rc)
-            return rc < 0 ? rc : 0;
-    }
     gs_sj *j = &s->j[slot];
     if (j->evicted_cycle == s->cycle_no || s->jw[slot].cycle == s->cycle_no)
         return 0; /* evicted by this cycle (listed among the evictions), or waits already */
@@ -525,6 +641,11 @@ static int run_old(gpusched_sched *s, cyc *x)
     gs_sq_shares(s);
     int rc = 0;
     for (uint32_t i = 0; i < n && rc >= 0; i++) {
+        int64_t k = quick_run(s, x, old + i, n - i);
+        if (k < 0 || (i += (uint32_t)k) == n) {
+            rc = (int)k;
+            break;
+        }
         if (s->j[old[i]].state != GS_SJ_PENDING)
             continue;
         rc = evaluate(s, x, old[i]);
@@ -548,6 +669,13 @@ static int run_fair(gpusched_sched *s, cyc *x)
             pos++;
             continue;
         }
+        int64_t k = quick_run(s, x, leaf->pend + leaf->cursor, leaf->npend - leaf->cursor);
+        if (k < 0) {
+            rc = (int)k;
+            break;
+        }
+        if ((leaf->cursor += (uint32_t)k) == leaf->npend)
+            continue;
         uint32_t slot = leaf->pend[leaf->cursor++];
         if (leaf->cursor + 3 < leaf->npend) {
             const char *ahead = (const char *)&s->j[leaf->pend[leaf->cursor + 3]];
@@ -580,6 +708,11 @@ static int run_global(gpusched_sched *s, cyc *x)
     memcpy(s->order, s->gpend, (size_t)n * sizeof *s->order);
     gs_sq_shares(s);
     for (uint32_t i = 0; i < n; i++) {
+        int64_t k = quick_run(s, x, s->order + i, n - i);
+        if (k < 0)
+            return (int)k;
+        if ((i += (uint32_t)k) == n)
+            break;
         int rc = evaluate(s, x, s->order[i]);
         if (rc < 0)
             return rc;

@@ -50,17 +50,21 @@ typedef struct gs_sj {
     uint32_t size;              /* the memo's size: gpus, or pods for a pod gang */
     uint32_t need_free;         /* whole GPUs that must be free for it to fit */
     uint8_t pods;               /* placed as pods with resources or fractions */
+    /* The fields above and these two are what a quick wait reads (cycle.c):
+     * the first cache line. */
+    uint64_t shape;             /* gs_sj_shape_key() of its request */
+    uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
     uint64_t *res_amt;          /* pod gangs: per topology resource, the gang's total;
                                  * NULL otherwise (one block with the request's arrays) */
     int64_t submit, limit, predicted;
     int64_t start;
     uint64_t cost_hint;
-    uint64_t evicted_cycle;     /* the cycle it was evicted in (not restarted in it) */
-    uint64_t shape;             /* gs_sj_shape_key() of its request */
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
     uint32_t run_pos;           /* position in s->running */
 } gs_sj;
+
+_Static_assert(offsetof(gs_sj, evicted_cycle) + sizeof(uint64_t) <= 64, "a quick wait reads one cache line");
 
 /* A gang's last explanation, by slot: the parts that differ between
  * gangs, and the rest in template `tmpl` of s->wt, valid while `cycle` is
