@@ -1,11 +1,12 @@
-/* The cycle's quick waits (cycle.c quick_wait(): over quota, a shape that
+/* The cycle's quick waits (cycle.c quick_run(): over quota, a shape that
  * already failed, too few free GPUs, recorded without a search) decide
  * exactly what the full evaluation decides. Two schedulers over two equal
  * clusters, one created with GPUSCHED_SCHED_QUICK=0, get the same random
  * events (submits of whole-GPU and pod gangs, ends, cancels, node
- * failures) under random parameters (order, depth, preemption, strictness,
- * quotas, borrowing limits); every cycle's decisions must be equal field
- * by field, explanations included, and so must every job's state. */
+ * failures, quota changes) under random parameters (order, depth,
+ * preemption, strictness, quotas, borrowing limits); every cycle's
+ * decisions must be equal field by field, explanations included, and so
+ * must every job's state. */
 #include <stdlib.h>
 
 #include "place-test.h"
@@ -192,6 +193,15 @@ static uint32_t run_seed(uint64_t seed)
         } else if (what == 8 && next_id > 1) {
             uint64_t id = 1 + pt_below(&r, (uint32_t)(next_id - 1));
             cr_assert_eq(gpusched_sched_cancel(p.a.s, id), gpusched_sched_cancel(p.b.s, id));
+        } else if (what == 9 && pt_below(&r, 3) == 0) {
+            /* A quota moves: admissions remembered across cycles must not
+             * outlive it. */
+            uint32_t k = pt_below(&r, 4);
+            uint64_t nominal = 8 * pt_below(&r, 6), borrow = pt_below(&r, 2) ? GPUSCHED_SCHED_UNLIMITED : 8;
+            cr_assert_eq(gpusched_sched_queue_quota_set(p.a.s, leaf[k], 0, nominal, borrow, GPUSCHED_SCHED_UNLIMITED),
+                         0);
+            cr_assert_eq(gpusched_sched_queue_quota_set(p.b.s, leaf[k], 0, nominal, borrow, GPUSCHED_SCHED_UNLIMITED),
+                         0);
         } else if (what == 9) {
             uint32_t node = pt_below(&r, 24);
             uint32_t h = pt_below(&r, 3) ? GPUSCHED_NODE_UP : GPUSCHED_NODE_DOWN;

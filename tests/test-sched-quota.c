@@ -409,6 +409,22 @@ static void submit_random(pt_rng *r, st_env *e, ref *m, uint64_t id, int64_t now
     cr_assert_eq(st_submit_req(e, id, q, &req, prio, now, dur, flags), 0, "%s", gpusched_sched_errmsg(e->s));
 }
 
+/* One leaf's GPU quota grows between cycles (the model's invariants hold
+ * for usage admitted under the quotas of the time, so they never shrink):
+ * the scheduler must answer from the new one, nothing remembered of the
+ * old. */
+static void requota(pt_rng *r, st_env *e, ref *m)
+{
+    uint32_t q = 1 + pt_below(r, m->nq - 1);
+    if (!m->leaf[q])
+        return;
+    m->nominal[0][q] += 1 + pt_below(r, 16);
+    if (m->borrow[0][q] != UNL)
+        m->borrow[0][q] += pt_below(r, 8);
+    cr_assert_eq(gpusched_sched_queue_quota_set(e->s, q, 0, m->nominal[0][q], m->borrow[0][q], m->lend[0][q]), 0,
+                 "%s", gpusched_sched_errmsg(e->s));
+}
+
 static void run_seed(uint64_t seed)
 {
     pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 1};
@@ -438,6 +454,8 @@ static void run_seed(uint64_t seed)
                 cr_assert_eq(gpusched_sched_job_end(e.s, id, now), 0, "%s", gpusched_sched_errmsg(e.s));
                 m->running[id] = false;
             }
+        if (pt_below(&r, 8) == 0)
+            requota(&r, &e, m);
         st_cycle(&e, now);
         check_cycle(&e, m, probe, res, quotas);
     }

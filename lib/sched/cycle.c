@@ -353,7 +353,9 @@ static void quick_cache_init(quick_run_cache *c)
 /* The admission of gang j, with the slot of its QUOTA template. */
 static const admit_memo *quick_admit(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
 {
-    uint32_t k = (j->qgpus ^ (j->cls_res << 3) ^ (j->queue * 0x9e3779b1u >> 20)) & (GS_QUICK_WAYS - 1);
+    /* Multiplicative: sizes are often powers of two, which low bits mix badly. */
+    uint64_t h = (j->qgpus + ((uint64_t)j->cls_res << 32)) * 0x9e3779b97f4a7c15ull + j->queue * 0xc2b2ae3d27d4eb4full;
+    uint32_t k = (uint32_t)(h >> 60) & (GS_QUICK_WAYS - 1);
     if (!c->adm[k].valid || c->adm[k].qgpus != j->qgpus || c->adm[k].queue != j->queue ||
         c->adm[k].cls_res != j->cls_res) {
         c->adm[k].v = *admit_entry(s, j);
@@ -768,7 +770,6 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->cycle_no++;
     s->cmemo_gen++;
     s->nwt = 0;
-    s->use_epoch++; /* quotas and limits may have changed since the last cycle: a new admission memo */
     /* GPUs freed behind the scheduler's back (the caller released a job of
      * its own) end the memo too. */
     if (s->c->root_free_gpus != s->free_at_end || s->c->podx_gen != s->podx_gen_at_end)

@@ -51,6 +51,7 @@ static int recompute_one(gpusched_sched *s, uint32_t q, uint64_t *total)
 
 int gs_sq_recompute(gpusched_sched *s)
 {
+    s->use_epoch++; /* quotas or the tree change: admissions too */
     /* Post order without recursion: a queue's id is not ordered with its
      * children's once queues move, so walk the tree from the root. */
     uint32_t n = 0, top = 0;

@@ -128,7 +128,7 @@ struct gpusched_sched {
     /* Usage within quota: ent = min(used, total) for a leaf, min(sument,
      * total) above; sument sums the children's ent. */
     uint64_t *ent, *sument;
-    uint64_t use_epoch;             /* moves with every change of usage (gs_sq_use) and cycle */
+    uint64_t use_epoch;             /* moves with every change of usage (gs_sq_use), quotas or tree */
     struct admit_memo *admit_memo;  /* cycle.c */
     double *decayed;
     uint32_t *res_set;              /* per resource: queues with a non-zero nominal */

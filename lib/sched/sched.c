@@ -70,6 +70,7 @@ static void queue_append(gpusched_sched *s, const char *name, uint32_t parent, i
 {
     uint32_t q = s->nq++;
     gs_sq *x = &s->q[q];
+    s->use_epoch++; /* a new queue in a path: admissions change */
     memset(x, 0, sizeof *x);
     strcpy(x->name, name);
     x->parent = parent;
