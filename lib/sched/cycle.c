@@ -17,7 +17,7 @@
  * class): the same demand of the same queue gets the same answer while
  * usage has not moved (s->use_epoch). Direct-mapped; a gang's admission
  * walks its queue's path for each resource, a hit reads one entry. */
-#define GS_ADMIT_MEMO 1024u
+#define GS_ADMIT_MEMO 4096u
 typedef struct admit_memo {
     uint64_t epoch;              /* s->use_epoch + 1 when filled: 0 is empty */
     uint32_t queue, qgpus, cls_res;
@@ -320,7 +320,7 @@ static int admit(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched
  * template once per run (nothing they depend on changes while gangs only
  * wait), and reads one cache line per gang. Decided exactly as evaluate()
  * decides (tests/test-sched-quick.c compares the two). */
-#define GS_QUICK_WAYS 16u
+#define GS_QUICK_WAYS 32u
 enum { QW_FIT, QW_SHARE, QW_KINDS };
 /* Direct-mapped: an entry replaced takes its templates with it. */
 typedef struct quick_run_cache {
