@@ -254,8 +254,10 @@ GPUSCHED_API const char *gpusched_sched_decisions_wait_message(gpusched_sched_de
     gs_sd_wait_get(d, index, &whole);
     const gpusched_sched_wait *w = &whole;
     const uint32_t msg = d->tmpl[d->waits[index].tmpl].msg;
-    const char *text = msg == UINT32_MAX ? "" : d->pool + msg;
+    const char *text = "";
     char asked[96];
+    if (msg != UINT32_MAX && msg != GS_SD_MSG_TOO_FEW_FREE)
+        text = d->pool + msg;
     if (msg == GS_SD_MSG_TOO_FEW_FREE) {
         /* Written here, not by the cycle: most waiting gangs are never asked
          * for their message (doc/sched.md, "Work per pending gang"). */

@@ -15,19 +15,6 @@
 
 #include "fuzz.h"
 
-typedef struct rd {
-    const uint8_t *p;
-    size_t n;
-} rd;
-
-static uint32_t take(rd *r, uint32_t below)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 2 && r->n; i++, r->p++, r->n--)
-        v = v << 8 | *r->p;
-    return below ? v % below : v;
-}
-
 typedef struct world {
     gpusched_topo *t;
     gpusched_cluster *c;
@@ -47,67 +34,67 @@ static uint8_t *snap(gpusched_cluster *c, size_t *len)
     return b;
 }
 
-static uint64_t some_job(world *w, rd *r)
+static uint64_t some_job(world *w, fuzz_rd *r)
 {
     uint32_t n = gpusched_cluster_job_count(w->c);
-    uint64_t id = 1 + take(r, 64);
-    if (n && take(r, 4))
-        FUZZ_CHECK(gpusched_cluster_job_at(w->c, take(r, n), &id) == 0, "job_at");
+    uint64_t id = 1 + fuzz_take(r, 64);
+    if (n && fuzz_take(r, 4))
+        FUZZ_CHECK(gpusched_cluster_job_at(w->c, fuzz_take(r, n), &id) == 0, "job_at");
     return id;
 }
 
 /* Per-pod amounts a pod request points to (cpu, memory, one too many). */
 static uint64_t pod_res[3];
 
-static void request(rd *r, gpusched_place_request *q, gpusched_job *job, uint64_t id, bool commit)
+static void request(fuzz_rd *r, gpusched_place_request *q, gpusched_job *job, uint64_t id, bool commit)
 {
     *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
     *job = (gpusched_job)GPUSCHED_JOB_INIT;
     job->id = id;
-    job->flags = take(r, 4);
-    job->priority = (int32_t)take(r, 5);
-    job->cost_hint = take(r, 10);
+    job->flags = fuzz_take(r, 4);
+    job->priority = (int32_t)fuzz_take(r, 5);
+    job->cost_hint = fuzz_take(r, 10);
     q->job = job;
-    q->gpus = 1 + take(r, 24);
-    q->split = take(r, 3);
-    q->pod_gpus = take(r, 5);
-    q->required_level = take(r, 3) ? GPUSCHED_NONE : take(r, 2);
+    q->gpus = 1 + fuzz_take(r, 24);
+    q->split = fuzz_take(r, 3);
+    q->pod_gpus = fuzz_take(r, 5);
+    q->required_level = fuzz_take(r, 3) ? GPUSCHED_NONE : fuzz_take(r, 2);
     q->flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
-    if (take(r, 3) == 0) {
+    if (fuzz_take(r, 3) == 0) {
         /* Pods: fractions, cpu and memory, sometimes invalid. */
-        q->gpus = take(r, 4) ? 0 : q->gpus;
-        q->pods = take(r, 5);
-        q->gpu_milli = take(r, 3) ? 0 : 100 * take(r, 12);
-        q->pod_gpus = take(r, 4);
-        q->split = take(r, 8) ? GPUSCHED_SPLIT_PODS : q->split;
-        pod_res[0] = 1000 * (uint64_t)take(r, 10);
-        pod_res[1] = 4096 * (uint64_t)take(r, 10);
-        pod_res[2] = take(r, 2);
+        q->gpus = fuzz_take(r, 4) ? 0 : q->gpus;
+        q->pods = fuzz_take(r, 5);
+        q->gpu_milli = fuzz_take(r, 3) ? 0 : 100 * fuzz_take(r, 12);
+        q->pod_gpus = fuzz_take(r, 4);
+        q->split = fuzz_take(r, 8) ? GPUSCHED_SPLIT_PODS : q->split;
+        pod_res[0] = 1000 * (uint64_t)fuzz_take(r, 10);
+        pod_res[1] = 4096 * (uint64_t)fuzz_take(r, 10);
+        pod_res[2] = fuzz_take(r, 2);
         q->resources = pod_res;
-        q->resource_count = take(r, 4);
-        q->policy = take(r, 5);
+        q->resource_count = fuzz_take(r, 4);
+        q->policy = fuzz_take(r, 5);
     }
 }
 
 /* One operation; returns whether it was plan-only (`*plan_only`) and its code. */
-static int step(world *w, rd *r, bool *plan_only)
+static int step(world *w, fuzz_rd *r, bool *plan_only)
 {
-    const uint32_t kind = take(r, 14);
-    const bool commit = take(r, 3) != 0;
+    const uint32_t kind = fuzz_take(r, 14);
+    const bool commit = fuzz_take(r, 3) != 0;
     gpusched_place_request q;
     gpusched_job job;
     *plan_only = false;
     switch (kind) {
     case 0: case 1: {
-        uint32_t node = take(r, w->nnodes);
-        uint64_t mask = take(r, 0) & 0xf;
+        uint32_t node = fuzz_take(r, w->nnodes);
+        uint64_t mask = fuzz_take(r, 0) & 0xf;
         job = (gpusched_job)GPUSCHED_JOB_INIT;
-        job.id = 1 + take(r, 64);
-        job.flags = take(r, 4);
+        job.id = 1 + fuzz_take(r, 64);
+        job.flags = fuzz_take(r, 4);
         return gpusched_cluster_allocate(w->c, &job, 1, &node, &mask);
     }
     case 2:
-        request(r, &q, &job, 1 + take(r, 64), commit);
+        request(r, &q, &job, 1 + fuzz_take(r, 64), commit);
         *plan_only = !commit;
         return gpusched_placer_place(w->p, &q, w->res[0]);
     case 3: {
@@ -115,7 +102,7 @@ static int step(world *w, rd *r, bool *plan_only)
         gpusched_job jobs[3];
         const gpusched_place_request *qp[3];
         for (int i = 0; i < 3; i++) {
-            request(r, &qs[i], &jobs[i], 1 + take(r, 64), take(r, 2));
+            request(r, &qs[i], &jobs[i], 1 + fuzz_take(r, 64), fuzz_take(r, 2));
             qp[i] = &qs[i];
         }
         *plan_only = !(qs[0].flags | qs[1].flags | qs[2].flags);
@@ -124,25 +111,25 @@ static int step(world *w, rd *r, bool *plan_only)
     case 4:
         return gpusched_cluster_release(w->c, some_job(w, r));
     case 5: {
-        uint32_t node = take(r, w->nnodes);
-        uint64_t mask = take(r, 0) & 0xf;
-        return gpusched_cluster_reserve(w->c, 1 + take(r, 64), 1, &node, &mask);
+        uint32_t node = fuzz_take(r, w->nnodes);
+        uint64_t mask = fuzz_take(r, 0) & 0xf;
+        return gpusched_cluster_reserve(w->c, 1 + fuzz_take(r, 64), 1, &node, &mask);
     }
     case 6:
-        return gpusched_cluster_unreserve(w->c, 1 + take(r, 64));
+        return gpusched_cluster_unreserve(w->c, 1 + fuzz_take(r, 64));
     case 7:
-        return gpusched_cluster_release_to_resv(w->c, some_job(w, r), 1 + take(r, 64));
+        return gpusched_cluster_release_to_resv(w->c, some_job(w, r), 1 + fuzz_take(r, 64));
     case 8:
-        return gpusched_cluster_node_health_set(w->c, take(r, w->nnodes), take(r, 5), NULL, 0, NULL);
+        return gpusched_cluster_node_health_set(w->c, fuzz_take(r, w->nnodes), fuzz_take(r, 5), NULL, 0, NULL);
     case 9:
-        request(r, &q, &job, 1 + take(r, 64), commit);
+        request(r, &q, &job, 1 + fuzz_take(r, 64), commit);
         *plan_only = !commit;
         return gpusched_placer_preempt(w->p, &q, w->res[0], w->plan);
     case 10:
         *plan_only = !commit;
         return gpusched_placer_move(w->p, some_job(w, r), commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0, w->res[0]);
     case 11:
-        request(r, &q, &job, 1 + take(r, 64), commit);
+        request(r, &q, &job, 1 + fuzz_take(r, 64), commit);
         *plan_only = !commit;
         return gpusched_placer_defrag(w->p, &q, w->res[0], w->plan);
     case 12: {
@@ -167,11 +154,11 @@ static int step(world *w, rd *r, bool *plan_only)
         gpusched_fairq_task t = GPUSCHED_FAIRQ_TASK_INIT;
         uint64_t id;
         int rc;
-        switch (take(r, 3)) {
+        switch (fuzz_take(r, 3)) {
         case 0:
             t.id = w->next_task++;
-            t.tenant = take(r, 4);
-            t.type = take(r, 4);
+            t.tenant = fuzz_take(r, 4);
+            t.type = fuzz_take(r, 4);
             t.enqueue_time = (double)w->next_task;
             rc = gpusched_fairq_enqueue(w->q, &t);
             FUZZ_CHECK(gpusched_fairq_count(w->q, &queued, &running) == 0, "count");
@@ -182,7 +169,7 @@ static int step(world *w, rd *r, bool *plan_only)
             FUZZ_CHECK(rc == 0 || rc == GPUSCHED_EEMPTY, "poll: %s", gpusched_fairq_errmsg(w->q));
             break;
         default:
-            rc = gpusched_fairq_complete(w->q, take(r, (uint32_t)w->next_task + 1), 1.0 + take(r, 100));
+            rc = gpusched_fairq_complete(w->q, fuzz_take(r, (uint32_t)w->next_task + 1), 1.0 + fuzz_take(r, 100));
             break;
         }
         *plan_only = true; /* the cluster is not touched */
@@ -193,7 +180,7 @@ static int step(world *w, rd *r, bool *plan_only)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    rd r = {data, size};
+    fuzz_rd r = {data, size};
     /* Three small shapes of 2 levels, nodes of 4 GPUs with cpu and memory. */
     static const char *const text[] = {
         "levels zone rack\nresources cpu memory\nnode z0/r[0-1] n[0-] count=3 gpus=4 cpu=8000 memory=32768\n",
@@ -201,7 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         "levels zone rack\nresources cpu memory\nnode z0/r0 n[0-] count=4 gpus=4 cpu=4000 memory=65536\n"};
     world w = {.next_task = 1};
     char err[256];
-    const uint32_t shape = take(&r, 3);
+    const uint32_t shape = fuzz_take(&r, 3);
     FUZZ_CHECK(gpusched_topo_parse(text[shape], strlen(text[shape]), NULL, &w.t, err, sizeof err) == 0, "topo: %s",
                err);
     w.nnodes = gpusched_topo_node_count(w.t);

@@ -12,6 +12,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The input as a stream of numbers, two bytes each (0 once it is used
+ * up), so that every byte string decodes to some sequence of calls. */
+typedef struct fuzz_rd {
+    const uint8_t *p;
+    size_t n;
+} fuzz_rd;
+
+/* The next number, below `below` (0: any 16-bit value). */
+static inline uint32_t fuzz_take(fuzz_rd *r, uint32_t below)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 2 && r->n; i++, r->p++, r->n--)
+        v = v << 8 | *r->p;
+    return below ? v % below : v;
+}
+
 #define FUZZ_CHECK(cond, ...)                                                  \
     do {                                                                       \
         if (!(cond)) {                                                         \
