@@ -432,24 +432,33 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
      * reservation to make, a preemption to try. */
     const int resv_open = !s->strict && s->nresv < (uint32_t)s->resv_depth;
     const int may_preempt = s->preempt && !s->strict && s->npre;
-    const uint64_t root_free = s->c->root_free_gpus;
+    const int quotas = s->quotas != 0, strict = s->strict != 0;
+    const uint64_t root_free = s->c->root_free_gpus, cycle_no = s->cycle_no;
+    const uint64_t free_at_start = s->free_at_start, started = s->started_gpus;
+    /* Locals, not the handles' fields: the waits written below could alias
+     * them as far as the compiler knows, and each would be read again for
+     * every gang. Written back before anything else may read them. */
+    const gs_sj *const jobs = s->j;
+    gs_jw *const jws = s->jw;
+    gs_dwait *const waits = x->d->waits;
+    uint32_t nw = x->d->nwaits, seq = x->seq;
     quick_run_cache c;
     quick_cache_init(&c);
     uint32_t i = 0;
-    for (; i < n && !x->have_blocker; i++) {
+    int64_t rc = 0;
+    for (; i < n; i++) {
         const uint32_t slot = slots[i];
         if (i + 4 < n)
-            __builtin_prefetch(&s->j[slots[i + 4]]);
-        const gs_sj *j = &s->j[slot];
-        if (j->pods || j->state != GS_SJ_PENDING || j->evicted_cycle == s->cycle_no ||
-            s->jw[slot].cycle == s->cycle_no)
+            __builtin_prefetch(&jobs[slots[i + 4]]);
+        const gs_sj *j = &jobs[slot];
+        if (j->pods || j->state != GS_SJ_PENDING || j->evicted_cycle == cycle_no || jws[slot].cycle == cycle_no)
             break;
         int64_t *tmpl;
         const admit_memo *a = quick_admit(s, &c, j, &tmpl);
         uint32_t reason = GPUSCHED_SCHED_WAIT_QUOTA;
         gs_memo *m = NULL;
         uint64_t requested = j->gpus;
-        if (a->over && s->quotas) {
+        if (a->over && quotas) {
             requested = a->w_requested;
         } else {
             m = quick_memo(s, &c, j, &tmpl);
@@ -464,17 +473,32 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
                     break;
             }
             reason = GPUSCHED_SCHED_WAIT_FIT;
-            if ((m ? m->reason : GPUSCHED_REASON_NO_GPUS) == GPUSCHED_REASON_NO_GPUS && s->started_gpus &&
-                s->free_at_start >= j->gpus) {
+            if ((m ? m->reason : GPUSCHED_REASON_NO_GPUS) == GPUSCHED_REASON_NO_GPUS && started &&
+                free_at_start >= j->gpus) {
                 reason = GPUSCHED_SCHED_WAIT_SHARE; /* it would have fit but for the gangs started before it */
                 tmpl += QW_SHARE;
             }
         }
-        if (*tmpl < 0 && (*tmpl = quick_template(s, x, reason, a, m, j)) < 0)
-            return *tmpl;
-        wait_store(s, x, slot, j->id, requested, x->seq++, (uint32_t)*tmpl);
+        if (*tmpl < 0 && (*tmpl = quick_template(s, x, reason, a, m, j)) < 0) {
+            rc = *tmpl;
+            break;
+        }
+        const uint32_t t = (uint32_t)*tmpl;
+        waits[nw] = (gs_dwait){.job_id = j->id, .requested = requested, .seq = seq, .tmpl = t};
+        jws[slot] = (gs_jw){.cycle = cycle_no, .requested = requested, .tmpl = t, .seq = seq};
+        nw++;
+        seq++;
+        if (strict) {
+            /* The first gang that waits blocks the rest (ORDER). */
+            x->have_blocker = 1;
+            x->blocker = j->id;
+            i++;
+            break;
+        }
     }
-    return i;
+    x->d->nwaits = nw;
+    x->seq = seq;
+    return rc < 0 ? rc : i;
 }
 
 /* One gang: 1 if it started, 0 if it waits, or an error. */
