@@ -95,19 +95,35 @@ int64_t gs_sj_expected(const gs_sj *j)
     return d ? d : GS_SD_NEVER;
 }
 
-/* The running jobs with an expected end, by (end, slot), kept sorted as
- * jobs start and stop (the reservation search walks them in order). */
-static uint32_t end_pos(const gpusched_sched *s, int64_t end, uint32_t slot)
+/* The running jobs with an expected end, by (end, slot), as a skip list
+ * over the slots (the reservation search walks them in order). */
+static uint32_t end_levels(uint32_t slot)
 {
-    uint32_t lo = 0, hi = s->nends;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->end_time[mid] < end || (s->end_time[mid] == end && s->end_slot[mid] < slot))
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint64_t h = gs_sd_mix64(0x5eedu, slot);
+    uint32_t l = 1;
+    while (l < GS_ENDS_LEVELS && (h & 3) == 0) {
+        l++;
+        h >>= 2;
     }
-    return lo;
+    return l;
+}
+
+static bool end_before(const gpusched_sched *s, uint32_t a, int64_t end, uint32_t slot)
+{
+    const int64_t e = s->endn[a].end;
+    return e != end ? e < end : a < slot;
+}
+
+/* The next-links that precede (end, slot) at each level: at[l] points to
+ * the link to change. */
+static void end_find(gpusched_sched *s, int64_t end, uint32_t slot, uint32_t **at)
+{
+    uint32_t *links = s->ends_head;
+    for (uint32_t l = GS_ENDS_LEVELS; l-- > 0;) {
+        while (links[l] && end_before(s, links[l] - 1, end, slot))
+            links = s->endn[links[l] - 1].next;
+        at[l] = &links[l];
+    }
 }
 
 static void ends_add(gpusched_sched *s, uint32_t slot)
@@ -116,25 +132,57 @@ static void ends_add(gpusched_sched *s, uint32_t slot)
     int64_t d = gs_sj_expected(j);
     if (d == GS_SD_NEVER)
         return;
-    int64_t end = j->start + d;
-    uint32_t at = end_pos(s, end, slot);
-    memmove(s->end_time + at + 1, s->end_time + at, (s->nends - at) * sizeof *s->end_time);
-    memmove(s->end_slot + at + 1, s->end_slot + at, (s->nends - at) * sizeof *s->end_slot);
-    s->end_time[at] = end;
-    s->end_slot[at] = slot;
+    gs_endnode *e = &s->endn[slot];
+    e->end = j->start + d;
+    uint32_t *at[GS_ENDS_LEVELS];
+    end_find(s, e->end, slot, at);
+    const uint32_t lv = end_levels(slot);
+    for (uint32_t l = 0; l < GS_ENDS_LEVELS; l++) {
+        e->next[l] = l < lv ? *at[l] : 0;
+        if (l < lv)
+            *at[l] = slot + 1;
+    }
     s->nends++;
 }
 
 static void ends_del(gpusched_sched *s, uint32_t slot)
 {
     const gs_sj *j = &s->j[slot];
-    int64_t d = gs_sj_expected(j);
-    if (d == GS_SD_NEVER)
+    if (gs_sj_expected(j) == GS_SD_NEVER)
         return;
-    uint32_t at = end_pos(s, j->start + d, slot);
-    memmove(s->end_time + at, s->end_time + at + 1, (s->nends - at - 1) * sizeof *s->end_time);
-    memmove(s->end_slot + at, s->end_slot + at + 1, (s->nends - at - 1) * sizeof *s->end_slot);
+    const gs_endnode *e = &s->endn[slot];
+    uint32_t *at[GS_ENDS_LEVELS];
+    end_find(s, e->end, slot, at);
+    for (uint32_t l = 0; l < GS_ENDS_LEVELS; l++)
+        if (*at[l] == slot + 1)
+            *at[l] = e->next[l];
     s->nends--;
+}
+
+int gs_sj_ends_check(gpusched_sched *s)
+{
+    uint32_t n = 0;
+    int64_t last = INT64_MIN;
+    uint32_t last_slot = 0;
+    for (uint32_t k = gs_sj_end_next(s, GS_SJ_NONE); k != GS_SJ_NONE; k = gs_sj_end_next(s, k)) {
+        const gs_sj *j = &s->j[k];
+        if (++n > s->nends || j->state != GS_SJ_RUNNING || gs_sj_expected(j) == GS_SD_NEVER ||
+            s->endn[k].end != j->start + gs_sj_expected(j))
+            return gs_error(&s->err, GPUSCHED_ECORRUPT, "check: the list of expected ends holds job slot %u wrongly",
+                            k);
+        if (n > 1 && (s->endn[k].end < last || (s->endn[k].end == last && k <= last_slot)))
+            return gs_error(&s->err, GPUSCHED_ECORRUPT, "check: the list of expected ends is out of order at slot %u",
+                            k);
+        last = s->endn[k].end;
+        last_slot = k;
+    }
+    uint32_t want = 0;
+    for (uint32_t i = 0; i < s->nrunning; i++)
+        want += gs_sj_expected(&s->j[s->running[i]]) != GS_SD_NEVER;
+    if (n != s->nends || n != want)
+        return gs_error(&s->err, GPUSCHED_ECORRUPT, "check: %u expected ends listed, %u counted, %u running jobs have one",
+                        n, s->nends, want);
+    return 0;
 }
 
 int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)

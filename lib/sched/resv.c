@@ -1,7 +1,7 @@
 /* Reservations over time: the earliest time a blocked gang fits, found by
  * lending the running jobs to a what-if transaction in the order of their
- * expected ends (s->end_time, kept sorted by jobs.c) (galloping, then bisection: fitting is monotone in the
- * GPUs freed), and the nodes it would use then (doc/sched.md,
+ * expected ends (jobs.c keeps them in order) (galloping, then bisection:
+ * fitting is monotone in the GPUs freed), and the nodes it would use then (doc/sched.md,
  * "Reservations"). Nothing of the cluster changes: the transaction rolls
  * back. */
 #include <string.h>
@@ -9,8 +9,24 @@
 #include "cluster/txn.h"
 #include "sched-internal.h"
 
-static int lend_range(gpusched_sched *s, uint32_t from, uint32_t to)
+/* The first ends in order, copied to s->end_slot as far as a search has
+ * gone: its cost follows the answer, not the number of running jobs. */
+typedef struct ends_prefix {
+    uint32_t n;                 /* s->end_slot[0, n) are the first n */
+    uint32_t last;              /* the slot of the n-th, GS_SJ_NONE before the first */
+} ends_prefix;
+
+static void ends_upto(gpusched_sched *s, ends_prefix *p, uint32_t to)
 {
+    while (p->n < to) {
+        p->last = gs_sj_end_next(s, p->last);
+        s->end_slot[p->n++] = p->last;
+    }
+}
+
+static int lend_range(gpusched_sched *s, ends_prefix *p, uint32_t from, uint32_t to)
+{
+    ends_upto(s, p, to);
     for (uint32_t i = from; i < to; i++) {
         gs_hold *h = gs_cluster_job_find(s->c, s->j[s->end_slot[i]].id);
         int rc = h ? gs_txn_lend_job(s->c, h) : 0;
@@ -30,6 +46,7 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
 /* The earliest count of ends after which it fits: *count, or ENOSPC. */
 static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
 {
+    ends_prefix p = {0, GS_SJ_NONE};
     uint32_t lo = 0;
     /* Enough free GPUs is necessary: lend without probing until the
      * cluster counts them (a job's own count would not do: lending a
@@ -38,7 +55,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
     const uint64_t need = !r->pods_path ? r->in.gpus : r->shape.milli ? 0 : r->gpus;
     int rc = 0;
     while (lo < s->nends && s->c->root_free_gpus < need)
-        if ((rc = lend_range(s, lo, lo + 1)))
+        if ((rc = lend_range(s, &p, lo, lo + 1)))
             return rc;
         else
             lo++;
@@ -55,7 +72,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
         if (lo >= s->nends)
             return GPUSCHED_ENOSPC;
         uint32_t mark = gs_txn_mark(s->c), to = lo + step < s->nends ? lo + step : s->nends;
-        if ((rc = lend_range(s, lo, to)) || (rc = probe(s, r)) < 0)
+        if ((rc = lend_range(s, &p, lo, to)) || (rc = probe(s, r)) < 0)
             return rc;
         if (rc == 1) {
             hi = to;
@@ -68,7 +85,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
     /* Not with lo lent (and lent now), yes with hi. */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2, mark = gs_txn_mark(s->c);
-        if ((rc = lend_range(s, lo, mid)) || (rc = probe(s, r)) < 0)
+        if ((rc = lend_range(s, &p, lo, mid)) || (rc = probe(s, r)) < 0)
             return rc;
         if (rc == 1) {
             hi = mid;
@@ -77,7 +94,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
             lo = mid;
         }
     }
-    if ((rc = lend_range(s, lo, hi)))
+    if ((rc = lend_range(s, &p, lo, hi)))
         return rc;
     *count = hi;
     return 0;
@@ -135,7 +152,8 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     gs_resv *v = &s->resv[s->nresv++];
     v->slot = slot;
     /* A job overdue is expected to end just after now. */
-    v->time = count ? (s->end_time[count - 1] > now ? s->end_time[count - 1] : now + 1) : now;
+    const int64_t last = count ? s->endn[s->end_slot[count - 1]].end : now;
+    v->time = count ? (last > now ? last : now + 1) : now;
     v->off = s->nrnodes;
     v->n = n;
     memcpy(s->rnodes + s->nrnodes, nodes, (size_t)n * sizeof *nodes);

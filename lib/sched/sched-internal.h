@@ -87,6 +87,15 @@ static inline uint64_t gs_sd_mix64(uint64_t h, uint64_t v)
  * one shape. */
 uint64_t gs_sj_shape_key(const gpusched_place_request *q);
 
+/* A running job's node in the list of expected ends: its end and, per
+ * level, the next slot + 1 (0: none). A slot's levels are fixed by a hash
+ * of it (each further level with probability 1/4). */
+#define GS_ENDS_LEVELS 12
+typedef struct gs_endnode {
+    int64_t end;
+    uint32_t next[GS_ENDS_LEVELS];
+} gs_endnode;
+
 /* A reservation made by the current cycle. */
 typedef struct gs_resv {
     uint32_t slot;
@@ -180,11 +189,16 @@ struct gpusched_sched {
     int64_t resv_min_time;
     uint32_t *avoid_buf;
     uint32_t avoid_cap;
-    uint64_t *ends;                 /* reservation search: (end, slot) sorted */
-    /* Running jobs with an expected end, by (end, slot), kept sorted. */
-    int64_t *end_time;
+    /* Running jobs with an expected end, in (end, slot) order: a skip list
+     * whose nodes are the job slots, so that a start or an end costs
+     * O(log n) and never allocates (jobs.c). */
+    gs_endnode *endn;               /* per slot, grown with j */
+    uint32_t endn_cap;
+    uint32_t ends_head[GS_ENDS_LEVELS];
+    uint32_t nends;
+    /* Reservation search scratch: the first ends in order (resv.c). */
     uint32_t *end_slot;
-    uint32_t nends, ends_cap;
+    uint32_t end_slot_cap;
     gs_memo *memo;
     uint32_t memo_cap;              /* power of two */
     uint64_t memo_gen;
@@ -295,6 +309,16 @@ void gs_sj_map_put(gpusched_sched *s, uint64_t id, uint32_t slot);
 void gs_sj_map_del(gpusched_sched *s, uint64_t id);
 uint32_t gs_sj_find(const gpusched_sched *s, uint64_t id);
 int64_t gs_sj_expected(const gs_sj *j);
+/* The slot after `slot` in end order (GS_SJ_NONE: the first), or
+ * GS_SJ_NONE at the end. */
+static inline uint32_t gs_sj_end_next(const gpusched_sched *s, uint32_t slot)
+{
+    uint32_t n = slot == GS_SJ_NONE ? s->ends_head[0] : s->endn[slot].next[0];
+    return n ? n - 1 : GS_SJ_NONE;
+}
+/* Checks the list of expected ends: in order, and every running job with
+ * an expected end in it once. 0 or GPUSCHED_ECORRUPT (message in s->err). */
+int gs_sj_ends_check(gpusched_sched *s);
 /* The cluster job flags gang j starts with: its own, without
  * GPUSCHED_JOB_FLAG_PREEMPTIBLE when it has more GPUs than
  * GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS allows a victim. */

@@ -100,7 +100,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     gs_sq_fini(s);
     void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
-                      s->stack, s->resv, s->rnodes, s->avoid_buf, s->end_time, s->end_slot, s->memo};
+                      s->stack, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
@@ -479,7 +479,7 @@ static int pods_block(gpusched_sched *s, const gs_pl_req *r, gpusched_place_requ
     return 0;
 }
 
-static int ends_reserve(gpusched_sched *s, uint32_t need);
+static int ends_reserve(gpusched_sched *s, uint32_t slots, uint32_t jobs);
 
 GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_job *in)
 {
@@ -534,7 +534,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
         gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + s->npending + 1,
                 sizeof *s->running) ||
         gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend) ||
-        ends_reserve(s, s->nrunning + s->npending + 1)) {
+        ends_reserve(s, s->nj + 1, s->nrunning + s->npending + 1)) {
         gs_free(&s->alloc, avoid);
         gs_free(&s->alloc, res_amt);
         return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
@@ -580,23 +580,13 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     return gs_ok(&s->err);
 }
 
-/* Room in the sorted ends for every job: a start never allocates. */
-static int ends_reserve(gpusched_sched *s, uint32_t need)
+/* Room in the list of expected ends (a node per slot) and in the
+ * reservation search's scratch for every job: a start never allocates. */
+static int ends_reserve(gpusched_sched *s, uint32_t slots, uint32_t jobs)
 {
-    if (need <= s->ends_cap)
-        return 0;
-    uint32_t cap = s->ends_cap ? s->ends_cap : 64;
-    while (cap < need)
-        cap *= 2;
-    int64_t *t = gs_realloc_array(&s->alloc, s->end_time, cap, sizeof *t);
-    if (!t)
+    if (gs_grow(&s->alloc, (void **)&s->endn, &s->endn_cap, slots, sizeof *s->endn) ||
+        gs_grow(&s->alloc, (void **)&s->end_slot, &s->end_slot_cap, jobs, sizeof *s->end_slot))
         return GPUSCHED_ENOMEM;
-    s->end_time = t;
-    uint32_t *sl = gs_realloc_array(&s->alloc, s->end_slot, cap, sizeof *sl);
-    if (!sl)
-        return GPUSCHED_ENOMEM;
-    s->end_slot = sl;
-    s->ends_cap = cap;
     return 0;
 }
 
@@ -815,5 +805,7 @@ GPUSCHED_API int gpusched_sched_check(gpusched_sched *s)
     }
     gs_free(&s->alloc, used);
     gs_free(&s->alloc, pend);
+    if (!rc)
+        rc = gs_sj_ends_check(s);
     return rc ? rc : gs_ok(&s->err);
 }
