@@ -286,7 +286,8 @@ static const admit_memo *admit_entry(gpusched_sched *s, const gs_sj *j)
         return a;
     gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
     int nominal = 1;
-    int over = gs_sq_admit(s, j, &nominal, &w);
+    /* The thresholds, or (quick waits off, to compare) the walk itself. */
+    int over = s->quick ? gs_sq_admit_fast(s, j, &nominal, &w) : gs_sq_admit(s, j, &nominal, &w);
     *a = (admit_memo){.epoch = s->use_epoch + 1, .queue = j->queue, .qgpus = j->qgpus, .cls_res = j->cls_res,
                       .over = over, .nominal = nominal, .w_queue = w.queue, .w_resource = w.resource,
                       .w_used = w.used, .w_requested = w.requested, .w_limit = w.limit};
@@ -320,7 +321,6 @@ static int admit(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched
  * template once per run (nothing they depend on changes while gangs only
  * wait), and reads one cache line per gang. Decided exactly as evaluate()
  * decides (tests/test-sched-quick.c compares the two). */
-#define GS_QUICK_WAYS 32u
 enum { QW_FIT, QW_SHARE, QW_KINDS };
 /* Direct-mapped: an entry replaced takes its templates with it. */
 typedef struct quick_run_cache {
@@ -353,9 +353,7 @@ static void quick_cache_init(quick_run_cache *c)
 /* The admission of gang j, with the slot of its QUOTA template. */
 static const admit_memo *quick_admit(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
 {
-    /* Multiplicative: sizes are often powers of two, which low bits mix badly. */
-    uint64_t h = (j->qgpus + ((uint64_t)j->cls_res << 32)) * 0x9e3779b97f4a7c15ull + j->queue * 0xc2b2ae3d27d4eb4full;
-    uint32_t k = (uint32_t)(h >> 60) & (GS_QUICK_WAYS - 1);
+    const uint32_t k = j->quick_way;
     if (!c->adm[k].valid || c->adm[k].qgpus != j->qgpus || c->adm[k].queue != j->queue ||
         c->adm[k].cls_res != j->cls_res) {
         c->adm[k].v = *admit_entry(s, j);

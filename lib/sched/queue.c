@@ -222,6 +222,83 @@ int gs_sq_admit(const gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_
     return 0;
 }
 
+/* `a + g > b` is `g > thr(b, a)` for amounts below 2^62. */
+static int64_t thr(uint64_t b, uint64_t a)
+{
+    if (b < a)
+        return -1;
+    return b - a > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(b - a);
+}
+
+/* admit_res() as thresholds, level by level in the same order. */
+static void prof_fill(const gpusched_sched *s, uint32_t leafq, uint32_t r, gs_sq_prof *p)
+{
+    uint32_t path[GPUSCHED_SCHED_MAX_DEPTH + 1], depth = 0;
+    for (uint32_t q = leafq; q != GS_SQ_NONE; q = s->q[q].parent)
+        path[depth++] = q;
+    depth--;
+    const uint32_t leaf = gs_qr(s, path[0], r);
+    int64_t nom = thr(s->total[leaf], s->used[leaf]);
+    for (uint32_t k = 1; k < depth; k++) {
+        const uint32_t i = gs_qr(s, path[k], r);
+        const int64_t t = thr(sat_add(s->total[i], s->borrow[i]), s->used[i]);
+        nom = t < nom ? t : nom;
+    }
+    uint64_t base = s->used[leaf];
+    for (uint32_t k = 1; k <= depth; k++) {
+        const uint32_t i = gs_qr(s, path[k], r);
+        base = s->sument[i] - s->ent[gs_qr(s, path[k - 1], r)] + base;
+        const int64_t t = thr(s->total[i], base);
+        nom = t < nom ? t : nom;
+    }
+    p->nominal_max = nom;
+    uint64_t cap = s->total[gs_qr(s, path[depth], r)];
+    for (uint32_t k = depth + 1; k-- > 0;) {
+        const uint32_t q = path[k], i = gs_qr(s, q, r);
+        if (k < depth) {
+            const uint32_t pi = gs_qr(s, path[k + 1], r);
+            const uint64_t siblings = s->sumocc[pi] - gs_sq_occ(s, i);
+            const uint64_t avail = cap > siblings ? cap - siblings : 0;
+            const uint64_t limit = sat_add(s->total[i], s->borrow[i]);
+            cap = avail < limit ? avail : limit;
+        }
+        p->queue[k] = q;
+        p->used[k] = s->used[i];
+        p->cap[k] = cap;
+        p->head[k] = thr(cap, s->used[i]);
+    }
+    p->n = depth + 1;
+    p->epoch = s->use_epoch + 1;
+}
+
+int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w)
+{
+    const uint32_t r[2] = {0, j->cls_res};
+    *nominal = 1;
+    for (uint32_t k = 0; k < (j->cls_res ? 2u : 1u); k++) {
+        if (!gs_sq_active(s, r[k]))
+            continue;
+        gs_sq_prof *p = &s->prof[gs_qr(s, j->queue, r[k])];
+        if (p->epoch != s->use_epoch + 1)
+            prof_fill(s, j->queue, r[k], p);
+        const int64_t g = j->qgpus;
+        if (g <= p->nominal_max)
+            continue;
+        for (uint32_t l = 0; l < p->n; l++)
+            if (g > p->head[l]) {
+                w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
+                w->queue = p->queue[l];
+                w->resource = r[k];
+                w->used = p->used[l];
+                w->requested = (uint64_t)g;
+                w->limit = p->cap[l];
+                return 1; /* *nominal as gs_sq_admit() leaves it then */
+            }
+        *nominal = 0;
+    }
+    return 0;
+}
+
 void gs_sq_decay(gpusched_sched *s, int64_t now)
 {
     if (now <= s->decay_time) {

@@ -50,6 +50,7 @@ typedef struct gs_sj {
     uint32_t size;              /* the memo's size: gpus, or pods for a pod gang */
     uint32_t need_free;         /* whole GPUs that must be free for it to fit */
     uint8_t pods;               /* placed as pods with resources or fractions */
+    uint8_t quick_way;          /* its admission's way in a quick run's table (gs_sj_quick_way) */
     /* The fields above and these two are what a quick wait reads (cycle.c):
      * the first cache line. */
     uint64_t shape;             /* gs_sj_shape_key() of its request */
@@ -140,6 +141,7 @@ struct gpusched_sched {
     uint64_t use_epoch;             /* moves with every change of usage (gs_sq_use), quotas or tree */
     struct admit_memo *admit_memo;  /* cycle.c */
     double *decayed;
+    struct gs_sq_prof *prof;        /* admission thresholds per queue x resource (queue.c) */
     uint32_t *res_set;              /* per resource: queues with a non-zero nominal */
     uint32_t qr_cap;                /* queues the per-resource arrays hold */
 
@@ -286,6 +288,21 @@ static inline uint64_t gs_sq_occ(const gpusched_sched *s, uint32_t i)
  * within every subtree quota on the path, 0 and *nominal = 0 if within
  * the borrowing rules, or 1 with `w` filled (reason QUOTA). */
 int gs_sq_admit(const gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w);
+/* A queue's admission of one resource as thresholds in the amount asked
+ * (gs_sq_admit() is a threshold test on each level of the path), valid
+ * while s->use_epoch does not move: within quota on the whole path while
+ * the amount is at most `nominal_max`; else over at level k (leaf first)
+ * when it is more than head[k], the first such level named. */
+typedef struct gs_sq_prof {
+    uint64_t epoch;                 /* s->use_epoch + 1 when filled; 0: never */
+    int64_t nominal_max;
+    uint32_t n;                     /* levels on the path, the leaf first */
+    uint32_t queue[GPUSCHED_SCHED_MAX_DEPTH + 1];
+    int64_t head[GPUSCHED_SCHED_MAX_DEPTH + 1];
+    uint64_t used[GPUSCHED_SCHED_MAX_DEPTH + 1], cap[GPUSCHED_SCHED_MAX_DEPTH + 1];
+} gs_sq_prof;
+/* gs_sq_admit() for a gang without pods, from the profiles of its queue. */
+int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w);
 /* The decayed usage brought to `now`. */
 void gs_sq_decay(gpusched_sched *s, int64_t now);
 /* Shares of every queue (fair order); one path after a start. */
@@ -319,6 +336,15 @@ static inline uint32_t gs_sj_end_next(const gpusched_sched *s, uint32_t slot)
 /* Checks the list of expected ends: in order, and every running job with
  * an expected end in it once. 0 or GPUSCHED_ECORRUPT (message in s->err). */
 int gs_sj_ends_check(gpusched_sched *s);
+/* The way of a quick run's direct-mapped admission table (cycle.c) that
+ * gang j's (queue, GPUs, class) takes, fixed at submit. Multiplicative:
+ * sizes are often powers of two, which low bits mix badly. */
+#define GS_QUICK_WAYS 32u
+static inline uint8_t gs_sj_quick_way(const gs_sj *j)
+{
+    uint64_t h = (j->qgpus + ((uint64_t)j->cls_res << 32)) * 0x9e3779b97f4a7c15ull + j->queue * 0xc2b2ae3d27d4eb4full;
+    return (uint8_t)((h >> 59) & (GS_QUICK_WAYS - 1));
+}
 /* The cluster job flags gang j starts with: its own, without
  * GPUSCHED_JOB_FLAG_PREEMPTIBLE when it has more GPUs than
  * GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS allows a victim. */

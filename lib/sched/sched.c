@@ -61,6 +61,13 @@ static int queues_reserve(gpusched_sched *s)
     if (!d)
         return GPUSCHED_ENOMEM;
     s->decayed = d;
+    gs_sq_prof *pr = gs_realloc_array(&s->alloc, s->prof, n, sizeof *pr);
+    if (!pr)
+        return GPUSCHED_ENOMEM;
+    /* New profiles read as never filled (their epoch 0 is no epoch + 1). */
+    const size_t old = (size_t)s->qr_cap * s->nres;
+    memset(pr + old, 0, (n - old) * sizeof *pr);
+    s->prof = pr;
     s->qr_cap = cap;
     return 0;
 }
@@ -98,7 +105,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
         gs_free(&s->alloc, s->j[i].res_amt);
     }
     gs_sq_fini(s);
-    void *arrays[] = {s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
+    void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
@@ -573,6 +580,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->req.avoid_nodes = avoid;
     j->avoid = avoid;
     j->shape = gs_sj_shape_key(&j->req);
+    j->quick_way = gs_sj_quick_way(j);
     s->jw[slot].cycle = 0; /* no explanation yet */
     gs_sj_map_put(s, job.id, slot);
     gs_sq_pend_insert(s, slot); /* room reserved above */
