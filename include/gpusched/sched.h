@@ -277,6 +277,11 @@ typedef enum gpusched_sched_job_status {
 /**
  * Creates a scheduler over a cluster, with only the root queue. The
  * resources are GPUs and one per GPU class of the cluster's topology.
+ *
+ * With `GPUSCHED_SCHED_QUICK=0` in the environment at creation, its cycles
+ * evaluate every pending gang in full (no quick waits, admissions by
+ * walking the queue path): slower, never different; for tests that
+ * compare the two (doc/sched.md, "What is built and what is not").
  * @param cluster The cluster; the scheduler takes a reference.
  * @param alloc Allocator for everything the scheduler allocates; NULL: libc.
  * @param[out] out The scheduler.
