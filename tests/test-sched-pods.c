@@ -102,6 +102,30 @@ Test(sched_pods, cpu_quota_admits_and_explains)
     st_env_free(&e);
 }
 
+/* With quotas off, a gang over its queue's cpu quota that does not fit
+ * waits for room: its wait speaks of the GPUs it asks, not of the cpu it
+ * would pass the quota by (the quick waits and the full evaluation agree). */
+Test(sched_pods, quotas_off_a_fit_wait_asks_gpus_not_the_resource_over_quota)
+{
+    st_env e = sp_env(0);
+    const uint32_t cpu = sp_res(&e, "cpu");
+    uint32_t a = st_queue(&e, "team-a", 0, 64); /* GPUs within quota: only cpu is over */
+    cr_assert_eq(gpusched_sched_queue_quota_set(e.s, a, cpu, 4000, 0, GPUSCHED_SCHED_UNLIMITED), 0);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_QUOTAS, 0), 0);
+    /* Every GPU taken, then 2 pods of 2 GPUs and 6 cores each. */
+    cr_assert_eq(sp_submit(&e, 1, a, 4, 1000, 1024, 4, 0, 1), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 5);
+    cr_assert(st_started(&e, 1));
+    cr_assert_eq(sp_submit(&e, 2, a, 2, 6000, 1024, 2, 0, 6), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 10);
+    const char *msg;
+    gpusched_sched_wait w = st_wait(&e, 2, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT, "reason %u: %s", w.reason, msg);
+    cr_assert_eq(w.requested, 4, "requested %llu", (unsigned long long)w.requested);
+    cr_assert(strstr(msg, "4 GPUs asked"), "%s", msg);
+    st_env_free(&e);
+}
+
 Test(sched_pods, fractions_are_charged_by_their_milli)
 {
     st_env e = sp_env(0);

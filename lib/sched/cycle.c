@@ -339,6 +339,10 @@ typedef struct quick_run_cache {
         uint32_t queue;
         int64_t tmpl[QW_KINDS];     /* FIT and SHARE templates of too few free GPUs */
     } none;
+    /* A gang of pods: its admission (its resources make it its own) and
+     * QUOTA template, for that gang only. */
+    admit_memo pod_adm;
+    int64_t pod_tmpl;
 } quick_run_cache;
 
 static void quick_cache_init(quick_run_cache *c)
@@ -353,6 +357,16 @@ static void quick_cache_init(quick_run_cache *c)
 /* The admission of gang j, with the slot of its QUOTA template. */
 static const admit_memo *quick_admit(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
 {
+    if (j->pods) {
+        gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
+        int nominal = 1;
+        int over = gs_sq_admit(s, j, &nominal, &w);
+        c->pod_adm = (admit_memo){.over = over, .nominal = nominal, .w_queue = w.queue, .w_resource = w.resource,
+                                  .w_used = w.used, .w_requested = w.requested, .w_limit = w.limit};
+        c->pod_tmpl = -1;
+        *tmpl = &c->pod_tmpl;
+        return &c->pod_adm;
+    }
     const uint32_t k = j->quick_way;
     if (!c->adm[k].valid || c->adm[k].qgpus != j->qgpus || c->adm[k].queue != j->queue ||
         c->adm[k].cls_res != j->cls_res) {
@@ -449,7 +463,7 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
         if (i + 4 < n)
             __builtin_prefetch(&jobs[slots[i + 4]]);
         const gs_sj *j = &jobs[slot];
-        if (j->pods || j->state != GS_SJ_PENDING || j->evicted_cycle == cycle_no || jws[slot].cycle == cycle_no)
+        if (j->state != GS_SJ_PENDING || j->evicted_cycle == cycle_no || jws[slot].cycle == cycle_no)
             break;
         int64_t *tmpl;
         const admit_memo *a = quick_admit(s, &c, j, &tmpl);
@@ -520,8 +534,12 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     int nominal = 1;
     if (admit(s, j, &nominal, &w) && s->quotas)
         return record_wait(s, x, slot, &w, queue_name_msg(s, x->d, w.queue, w.resource));
+    /* Over quota with quotas off: it waits or starts as any other, the
+     * admission's numbers dropped (a FIT wait asks GPUs, not the amount of
+     * the resource it would pass). */
     w.reason = GPUSCHED_SCHED_WAIT_NONE;
     w.queue = j->queue, w.resource = 0, w.used = w.limit = 0;
+    w.requested = j->gpus;
     int borrowed = s->quotas && !nominal;
 
     /* The cheap outcomes (a memo hit, too few free GPUs, behind a
