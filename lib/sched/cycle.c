@@ -134,38 +134,25 @@ static int64_t wait_template(gpusched_sched *s, gpusched_sched_decisions *d, con
     return d->ntmpl - 1;
 }
 
-/* A wait's per-gang parts, in the decisions (room made at the cycle's
- * start) and in the gang's slot (gpusched_sched_job_state()). */
-static void wait_store(gpusched_sched *s, cyc *x, uint32_t slot, uint64_t job_id, uint64_t requested, uint32_t seq,
-                       uint32_t tmpl)
-{
-    gpusched_sched_decisions *d = x->d;
-    if (s->strict && !x->have_blocker) {
-        x->have_blocker = 1;
-        x->blocker = job_id;
-    }
-    gs_dwait *c = &d->waits[d->nwaits++];
-    c->job_id = job_id;
-    c->requested = requested;
-    c->seq = seq;
-    c->tmpl = tmpl;
-    gs_jw *jw = &s->jw[slot];
-    jw->cycle = s->cycle_no;
-    jw->requested = requested;
-    jw->tmpl = tmpl;
-    jw->seq = seq;
-}
-
 /* The wait goes to the decisions as its per-gang parts and a template
- * index; the gang's slot gets the same. */
+ * index; the gang's slot gets the same (gpusched_sched_job_state()).
+ * quick_run() writes its waits itself, in a loop that keeps these fields
+ * in locals. */
 static int record_wait(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w, uint32_t msg)
 {
-    if (x->d->nwaits == x->d->waits_cap && gs_sd_grow_waits(x->d, x->d->nwaits + 1))
+    gpusched_sched_decisions *d = x->d;
+    if (d->nwaits == d->waits_cap && gs_sd_grow_waits(d, d->nwaits + 1))
         return GPUSCHED_ENOMEM;
-    int64_t t = wait_template(s, x->d, w, msg);
+    int64_t t = wait_template(s, d, w, msg);
     if (t < 0)
         return (int)t;
-    wait_store(s, x, slot, w->job_id, w->requested, w->seq, (uint32_t)t);
+    if (s->strict && !x->have_blocker) {
+        x->have_blocker = 1;
+        x->blocker = w->job_id;
+    }
+    d->waits[d->nwaits++] = (gs_dwait){.job_id = w->job_id, .requested = w->requested, .seq = w->seq,
+                                       .tmpl = (uint32_t)t};
+    s->jw[slot] = (gs_jw){.cycle = s->cycle_no, .requested = w->requested, .tmpl = (uint32_t)t, .seq = w->seq};
     return 0;
 }
 
@@ -684,10 +671,12 @@ static int run_old(gpusched_sched *s, cyc *x)
     int rc = 0;
     for (uint32_t i = 0; i < n && rc >= 0; i++) {
         int64_t k = quick_run(s, x, old + i, n - i);
-        if (k < 0 || (i += (uint32_t)k) == n) {
+        if (k < 0) {
             rc = (int)k;
             break;
         }
+        if ((i += (uint32_t)k) == n)
+            break;
         if (s->j[old[i]].state != GS_SJ_PENDING)
             continue;
         rc = evaluate(s, x, old[i]);
