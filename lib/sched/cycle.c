@@ -330,20 +330,60 @@ typedef struct quick_run_cache {
      * QUOTA template, for that gang only. */
     admit_memo pod_adm;
     int64_t pod_tmpl;
+    /* The run's first queue (every gang's, in fair order): the admission of
+     * a gang of it without pods or class is two comparisons with its GPU
+     * profile, and over quota, the level its QUOTA template is for. */
+    struct {
+        uint32_t queue;
+        const gs_sq_prof *p;
+        admit_memo nominal, borrowed, over;     /* `over`: filled for a new template */
+        int64_t tmpl[GPUSCHED_SCHED_MAX_DEPTH + 1];
+    } q;
 } quick_run_cache;
 
-static void quick_cache_init(quick_run_cache *c)
+static void quick_cache_init(gpusched_sched *s, quick_run_cache *c, uint32_t queue)
 {
     for (uint32_t k = 0; k < GS_QUICK_WAYS; k++) {
         c->adm[k].valid = 0;
         c->memo[k].shape = 0;
     }
     c->none.queue = GS_SQ_NONE;
+    c->q.queue = queue;
+    if (queue == GS_SQ_NONE)
+        return;
+    c->q.p = gs_sq_prof_of(s, queue, 0);
+    c->q.nominal = (admit_memo){.nominal = 1};
+    c->q.borrowed = (admit_memo){.nominal = 0};
+    for (uint32_t l = 0; l < c->q.p->n; l++)
+        c->q.tmpl[l] = -1;
+}
+
+/* quick_admit() for a gang of the run's first queue without pods or
+ * class: gs_sq_admit_fast() on resource 0 with the profile in hand. */
+static const admit_memo *quick_admit_queue(quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
+{
+    const gs_sq_prof *p = c->q.p;
+    const int64_t g = j->qgpus;
+    if (g <= p->nominal_max)
+        return &c->q.nominal;
+    if (g <= p->admit_max)
+        return &c->q.borrowed;
+    uint32_t l = 0;
+    while (g <= p->head[l])
+        l++;
+    *tmpl = &c->q.tmpl[l];
+    if (**tmpl < 0)
+        c->q.over = (admit_memo){.over = 1, .nominal = 1, .w_queue = p->queue[l], .w_resource = 0,
+                                 .w_used = p->used[l], .w_limit = p->cap[l]};
+    c->q.over.w_requested = (uint64_t)g;
+    return &c->q.over;
 }
 
 /* The admission of gang j, with the slot of its QUOTA template. */
 static const admit_memo *quick_admit(gpusched_sched *s, quick_run_cache *c, const gs_sj *j, int64_t **tmpl)
 {
+    if (j->queue == c->q.queue && !j->cls_res && !j->pods)
+        return quick_admit_queue(c, j, tmpl);
     if (j->pods) {
         gpusched_sched_wait w = GPUSCHED_SCHED_WAIT_INIT;
         int nominal = 1;
@@ -425,7 +465,7 @@ static int64_t quick_template(gpusched_sched *s, cyc *x, uint32_t reason, const 
  * the number decided (the next one needs evaluate()), or an error. */
 static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint32_t n)
 {
-    if (!s->quick || x->have_blocker)
+    if (!s->quick || x->have_blocker || !n)
         return 0;
     /* What makes a gang that does not fit do more than wait: a
      * reservation to make, a preemption to try. */
@@ -442,7 +482,7 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
     gs_dwait *const waits = x->d->waits;
     uint32_t nw = x->d->nwaits, seq = x->seq;
     quick_run_cache c;
-    quick_cache_init(&c);
+    quick_cache_init(s, &c, jobs[slots[0]].state == GS_SJ_PENDING ? jobs[slots[0]].queue : GS_SQ_NONE);
     uint32_t i = 0;
     int64_t rc = 0;
     for (; i < n; i++) {

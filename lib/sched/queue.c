@@ -267,8 +267,19 @@ static void prof_fill(const gpusched_sched *s, uint32_t leafq, uint32_t r, gs_sq
         p->cap[k] = cap;
         p->head[k] = thr(cap, s->used[i]);
     }
+    p->admit_max = p->head[0];
+    for (uint32_t k = 1; k <= depth; k++)
+        p->admit_max = p->head[k] < p->admit_max ? p->head[k] : p->admit_max;
     p->n = depth + 1;
     p->epoch = s->use_epoch + 1;
+}
+
+const gs_sq_prof *gs_sq_prof_of(gpusched_sched *s, uint32_t q, uint32_t r)
+{
+    gs_sq_prof *p = &s->prof[gs_qr(s, q, r)];
+    if (p->epoch != s->use_epoch + 1)
+        prof_fill(s, q, r, p);
+    return p;
 }
 
 int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w)
@@ -278,9 +289,7 @@ int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_s
     for (uint32_t k = 0; k < (j->cls_res ? 2u : 1u); k++) {
         if (!gs_sq_active(s, r[k]))
             continue;
-        gs_sq_prof *p = &s->prof[gs_qr(s, j->queue, r[k])];
-        if (p->epoch != s->use_epoch + 1)
-            prof_fill(s, j->queue, r[k], p);
+        const gs_sq_prof *p = gs_sq_prof_of(s, j->queue, r[k]);
         const int64_t g = j->qgpus;
         if (g <= p->nominal_max)
             continue;

@@ -296,11 +296,14 @@ int gs_sq_admit(const gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_
 typedef struct gs_sq_prof {
     uint64_t epoch;                 /* s->use_epoch + 1 when filled; 0: never */
     int64_t nominal_max;
+    int64_t admit_max;              /* the least head: admitted while the amount is at most this */
     uint32_t n;                     /* levels on the path, the leaf first */
     uint32_t queue[GPUSCHED_SCHED_MAX_DEPTH + 1];
     int64_t head[GPUSCHED_SCHED_MAX_DEPTH + 1];
     uint64_t used[GPUSCHED_SCHED_MAX_DEPTH + 1], cap[GPUSCHED_SCHED_MAX_DEPTH + 1];
 } gs_sq_prof;
+/* Queue q's profile of resource r, filled if usage moved since. */
+const gs_sq_prof *gs_sq_prof_of(gpusched_sched *s, uint32_t q, uint32_t r);
 /* gs_sq_admit() for a gang without pods, from the profiles of its queue. */
 int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_sched_wait *w);
 /* The decayed usage brought to `now`. */
