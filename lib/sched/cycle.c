@@ -492,7 +492,7 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
         const gs_sj *j = &jobs[slot];
         if (j->state != GS_SJ_PENDING || j->evicted_cycle == cycle_no || jws[slot].cycle == cycle_no)
             break;
-        int64_t *tmpl;
+        int64_t *tmpl = NULL; /* set by quick_admit() over quota, else by quick_memo() */
         const admit_memo *a = quick_admit(s, &c, j, &tmpl);
         uint32_t reason = GPUSCHED_SCHED_WAIT_QUOTA;
         gs_memo *m = NULL;

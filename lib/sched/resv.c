@@ -43,11 +43,35 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
-/* The earliest count of ends after which it fits: *count, or ENOSPC. */
-static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
+/* The count of ends that lent job slot `last` (expected to end at
+ * `end`) in the current order, or, that job gone, the ends up to `end`;
+ * 0 without one. Walks only the prefix a search lends anyway. */
+static uint32_t hint_count(gpusched_sched *s, ends_prefix *p, uint32_t last, int64_t end)
+{
+    uint32_t n = 0;
+    while (last != GS_SJ_NONE && n < s->nends) {
+        ends_upto(s, p, n + 1);
+        const uint32_t slot = s->end_slot[n];
+        if (s->endn[slot].end > end)
+            break;
+        n++;
+        if (slot == last)
+            break;
+    }
+    return n;
+}
+
+/* The earliest count of ends after which it fits: *count, or ENOSPC.
+ * Fitting is monotone in the ends lent, so the least count is unique and
+ * any order of probes that brackets it finds the same one: the search
+ * probes the count of `hint` and the one before first (a gang reserved
+ * again after an event usually fits after the same job as before: two
+ * probes instead of a dozen), then gallops and bisects. */
+static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t last_end, uint32_t *count)
 {
     ends_prefix p = {0, GS_SJ_NONE};
-    uint32_t lo = 0;
+    const uint32_t hint = hint_count(s, &p, last, last_end);
+    uint32_t lo = 0, hi;
     /* Enough free GPUs is necessary: lend without probing until the
      * cluster counts them (a job's own count would not do: lending a
      * fraction frees its GPU only with the last of its sharers). Pods of
@@ -59,7 +83,28 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
             return rc;
         else
             lo++;
-    if (s->c->root_free_gpus >= need) {
+    /* Invariant from here: ends [0, lo) lent, and it does not fit with
+     * them (or was not probed, where noted). */
+    if (hint > lo + 1) {
+        uint32_t mark = gs_txn_mark(s->c);
+        if ((rc = lend_range(s, &p, lo, hint - 1)) || (rc = probe(s, r)) < 0)
+            return rc;
+        if (rc == 1) {
+            /* At most hint - 1: probe lo, then bisect. */
+            gs_txn_undo_to(s->c, mark);
+            hi = hint - 1;
+            if (s->c->root_free_gpus >= need) {
+                if ((rc = probe(s, r)) < 0)
+                    return rc;
+                if (rc == 1) {
+                    *count = lo;
+                    return 0;
+                }
+            }
+            goto bisect;
+        }
+        lo = hint - 1;
+    } else if (s->c->root_free_gpus >= need) {
         if ((rc = probe(s, r)) < 0)
             return rc;
         if (rc == 1) {
@@ -67,7 +112,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
             return 0;
         }
     }
-    uint32_t step = 1, hi;
+    uint32_t step = 1;
     for (;;) {
         if (lo >= s->nends)
             return GPUSCHED_ENOSPC;
@@ -82,6 +127,7 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t *count)
         lo = to;
         step *= 2;
     }
+bisect:
     /* Not with lo lent (and lent now), yes with hi. */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2, mark = gs_txn_mark(s->c);
@@ -119,7 +165,7 @@ static void smallest_domain(const gpusched_sched *s, uint32_t first, uint32_t la
 
 int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
 {
-    const gs_sj *j = &s->j[slot];
+    gs_sj *j = &s->j[slot];
     int rc;
     if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
         return GPUSCHED_ENOMEM;
@@ -137,7 +183,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     if ((rc = gs_txn_begin(s->c)))
         return rc;
     uint32_t count = 0;
-    rc = search(s, &r, &count);
+    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, &count);
     if (rc == 0)
         rc = gs_pl_place_staged(s->p, &r, s->res, 0);
     gs_txn_rollback(s->c);
@@ -154,6 +200,8 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     /* A job overdue is expected to end just after now. */
     const int64_t last = count ? s->endn[s->end_slot[count - 1]].end : now;
     v->time = count ? (last > now ? last : now + 1) : now;
+    j->resv_last = count ? s->end_slot[count - 1] : GS_SJ_NONE;
+    j->resv_end = count ? s->endn[j->resv_last].end : 0;
     v->off = s->nrnodes;
     v->n = n;
     memcpy(s->rnodes + s->nrnodes, nodes, (size_t)n * sizeof *nodes);

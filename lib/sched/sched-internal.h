@@ -63,6 +63,11 @@ typedef struct gs_sj {
     gpusched_place_request req; /* job NULL, flags 0, avoid_nodes -> `avoid` */
     uint32_t *avoid;
     uint32_t run_pos;           /* position in s->running */
+    /* Its last reservation's search ended lending job slot resv_last (then
+     * expected to end at resv_end): where the next search starts (resv.c).
+     * GS_SJ_NONE: none. */
+    uint32_t resv_last;
+    int64_t resv_end;
 } gs_sj;
 
 _Static_assert(offsetof(gs_sj, evicted_cycle) + sizeof(uint64_t) <= 64, "a quick wait reads one cache line");

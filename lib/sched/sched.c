@@ -576,6 +576,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->predicted = job.duration_predicted;
     j->cost_hint = job.cost_hint;
     j->evicted_cycle = UINT64_MAX;
+    j->resv_last = GS_SJ_NONE;
     j->req = req;
     j->req.avoid_nodes = avoid;
     j->avoid = avoid;
