@@ -280,7 +280,8 @@ typedef enum gpusched_sched_job_status {
  *
  * With `GPUSCHED_SCHED_QUICK=0` in the environment at creation, its cycles
  * evaluate every pending gang in full (no quick waits, admissions by
- * walking the queue path): slower, never different; for tests that
+ * walking the queue path, reservation searches without the hint of the
+ * gang's last one): slower, never different; for tests that
  * compare the two (doc/sched.md, "What is built and what is not").
  * @param cluster The cluster; the scheduler takes a reference.
  * @param alloc Allocator for everything the scheduler allocates; NULL: libc.
