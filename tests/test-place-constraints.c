@@ -319,3 +319,91 @@ Test(place_filters, a_wide_level_searched_past_its_tightest_domains)
     expect_fail(&e, &q, GPUSCHED_REASON_ELIGIBLE, "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 5 asked");
     env_free(&e);
 }
+
+/* A random topology (1 to 3 levels, up to 12 nodes of one size or of
+ * several) whose nodes all carry label "all": a filter every node passes. */
+static gpusched_topo *all_labelled(pt_rng *r)
+{
+    static const char *lv[] = {"zone", "block", "rack"};
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const uint32_t L = 1 + pt_below(r, 3), nnodes = 1 + pt_below(r, 12), g0 = 1 + pt_below(r, 8);
+    const bool uniform = pt_below(r, 2);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, L, lv + (3 - L)), 0);
+    uint32_t idx[3] = {0, 0, 0};
+    for (uint32_t n = 0; n < nnodes; n++) {
+        if (n && pt_below(r, 3) == 0) {
+            uint32_t l = pt_below(r, L);
+            idx[l]++;
+            for (uint32_t k = l + 1; k < L; k++)
+                idx[k] = 0;
+        }
+        char comp[3][16], name[16];
+        const char *path[3], *lab[] = {"all"};
+        for (uint32_t l = 0; l < L; l++) {
+            snprintf(comp[l], sizeof comp[l], "%c%u", lv[3 - L + l][0], idx[l]);
+            path[l] = comp[l];
+        }
+        snprintf(name, sizeof name, "n%u", n);
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, uniform ? g0 : 1 + pt_below(r, 8), "h100", lab, 1),
+                     0, "%s", gpusched_topo_builder_errmsg(b));
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0, "%s", gpusched_topo_builder_errmsg(b));
+    gpusched_topo_builder_free(b);
+    return t;
+}
+
+/* A request whose only filter is avoided nodes is explained from the
+ * aggregates less the avoided nodes (explain.c); the same request with a
+ * label every node carries is explained by visiting every node. The two
+ * must agree in outcome, nodes, reason and text, duplicates in the
+ * avoided list included. */
+Test(place_filters, avoided_nodes_explained_as_a_visit_of_every_node)
+{
+    pt_rng r = {0x5eed5};
+    uint32_t failures = 0, avoided_eligible = 0;
+    for (int iter = 0; iter < 600; iter++) {
+        env e = env_on(all_labelled(&r));
+        pt_random_state(&r, e.c, 77);
+        uint32_t all, avoid[6], spare[2];
+        cr_assert_eq(gpusched_topo_label_find(e.t, "all", &all), 0);
+        gpusched_place_request a;
+        gpusched_job job;
+        pt_random_request(&r, e.t, &a, &job, 77, spare);
+        a.gpu_class = GPUSCHED_NONE;
+        a.labels_required = a.labels_forbidden = 0;
+        a.avoid_count = 1 + pt_below(&r, 6);
+        for (uint32_t i = 0; i < a.avoid_count; i++)
+            avoid[i] = pt_below(&r, gpusched_topo_node_count(e.t));
+        a.avoid_nodes = avoid;
+        gpusched_place_request b = a;
+        b.labels_required = 1ull << all;
+        int ra = gpusched_placer_place(e.p, &a, e.res);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", gpusched_place_result_message(e.res));
+        uint32_t reason = gpusched_place_result_reason(e.res), na, nb;
+        const uint32_t *nodes_a, *nodes_b;
+        const uint64_t *masks;
+        gpusched_place_result_nodes(e.res, &nodes_a, &masks, &na);
+        uint32_t copy[64];
+        cr_assert_leq(na, 64);
+        memcpy(copy, nodes_a, na * sizeof *copy);
+        int rb = gpusched_placer_place(e.p, &b, e.res);
+        cr_assert_eq(ra, rb, "iteration %d: %s / %s", iter, msg, gpusched_place_result_message(e.res));
+        if (ra == GPUSCHED_ENOSPC) {
+            failures++;
+            avoided_eligible += reason == GPUSCHED_REASON_ELIGIBLE || reason == GPUSCHED_REASON_SPLIT;
+            cr_assert_eq(reason, gpusched_place_result_reason(e.res), "iteration %d", iter);
+            cr_assert_str_eq(msg, gpusched_place_result_message(e.res), "iteration %d", iter);
+        } else if (ra == 0) {
+            gpusched_place_result_nodes(e.res, &nodes_b, &masks, &nb);
+            cr_assert_eq(na, nb);
+            cr_assert_arr_eq(copy, nodes_b, na * sizeof *copy);
+        }
+        env_free(&e);
+    }
+    /* Both outcomes, and the counts explain.c takes from the aggregates. */
+    cr_assert_gt(failures, 100);
+    cr_assert_gt(avoided_eligible, 20);
+}

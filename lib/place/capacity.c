@@ -140,6 +140,14 @@ static uint64_t avoided_units(const gpusched_placer *p, int32_t l, uint32_t d)
     return p->avu_gen[l][d] == p->gen ? p->avu_val[l][d] : 0;
 }
 
+bool gs_pl_units_less_avoided(gpusched_placer *p, uint64_t *units)
+{
+    if (!p->req->avoid_exact || !avoided_ready(p))
+        return false;
+    *units = gs_pl_ub_units(p, -1, 0) - p->avu_root;
+    return true;
+}
+
 static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
 {
     uint32_t a, b;

@@ -55,9 +55,30 @@ static void unit_name(const gpusched_placer *p, uint32_t unit, char *buf, size_t
         snprintf(buf, cap, "GPUs");
 }
 
-static uint64_t eligible_free_gpus(const gpusched_placer *p)
+/* The cluster's free GPUs less the avoided nodes' (each counted once):
+ * O(avoided nodes) where a visit of every node would give the same. */
+static uint64_t free_gpus_less_avoided(gpusched_placer *p)
+{
+    const gpusched_place_request *q = &p->req->in;
+    uint64_t avoided = 0;
+    for (uint32_t i = 0; i < q->avoid_count; i++) {
+        const uint32_t v = q->avoid_nodes[i];
+        if (p->avoid_gen[v] != p->gen)
+            continue; /* listed twice: counted at its first place */
+        p->avoid_gen[v] = p->gen - 1;
+        avoided += gs_popcount64(gs_cluster_node_avail(p->c, v));
+    }
+    for (uint32_t i = 0; i < q->avoid_count; i++)
+        p->avoid_gen[q->avoid_nodes[i]] = p->gen;
+    return p->c->root_free_gpus - avoided;
+}
+
+static uint64_t eligible_free_gpus(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
+    const gpusched_place_request *in = &r->in;
+    if (in->gpu_class == GPUSCHED_NONE && !in->labels_required && !in->labels_forbidden)
+        return free_gpus_less_avoided(p);
     gs_pl_req any = *r;
     any.whole_w = 0;
     gs_pl_set_u0(&any, 1);
@@ -72,8 +93,11 @@ static uint64_t eligible_free_gpus(const gpusched_placer *p)
 
 static uint64_t node_units_total(gpusched_placer *p)
 {
+    uint64_t units;
     if (p->req->agg_exact_nodes)
         return gs_pl_ub_units(p, -1, 0);
+    if (gs_pl_units_less_avoided(p, &units))
+        return units;
     uint64_t sum = 0;
     for (uint32_t n = 0; n < p->t->nnodes; n++)
         sum += gs_pl_node_units(p, n);
