@@ -388,7 +388,8 @@ Test(place_filters, avoided_nodes_explained_as_a_visit_of_every_node)
         gpusched_place_result_nodes(e.res, &nodes_a, &masks, &na);
         uint32_t copy[64];
         cr_assert_leq(na, 64);
-        memcpy(copy, nodes_a, na * sizeof *copy);
+        if (na) /* nodes_a may be NULL then: memcpy from NULL is undefined */
+            memcpy(copy, nodes_a, na * sizeof *copy);
         int rb = gpusched_placer_place(e.p, &b, e.res);
         cr_assert_eq(ra, rb, "iteration %d: %s / %s", iter, msg, gpusched_place_result_message(e.res));
         if (ra == GPUSCHED_ENOSPC) {
