@@ -368,9 +368,7 @@ static const admit_memo *quick_admit_queue(quick_run_cache *c, const gs_sj *j, i
         return &c->q.nominal;
     if (g <= p->admit_max)
         return &c->q.borrowed;
-    uint32_t l = 0;
-    while (g <= p->head[l])
-        l++;
+    const uint32_t l = gs_sq_prof_level(p, g); /* < p->n: g passes the least head */
     *tmpl = &c->q.tmpl[l];
     if (**tmpl < 0)
         c->q.over = (admit_memo){.over = 1, .nominal = 1, .w_queue = p->queue[l], .w_resource = 0,

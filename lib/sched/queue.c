@@ -274,6 +274,14 @@ static void prof_fill(const gpusched_sched *s, uint32_t leafq, uint32_t r, gs_sq
     p->epoch = s->use_epoch + 1;
 }
 
+uint32_t gs_sq_prof_level(const gs_sq_prof *p, int64_t amount)
+{
+    uint32_t l = 0;
+    while (l < p->n && amount <= p->head[l])
+        l++;
+    return l;
+}
+
 const gs_sq_prof *gs_sq_prof_of(gpusched_sched *s, uint32_t q, uint32_t r)
 {
     gs_sq_prof *p = &s->prof[gs_qr(s, q, r)];
@@ -293,16 +301,16 @@ int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_s
         const int64_t g = j->qgpus;
         if (g <= p->nominal_max)
             continue;
-        for (uint32_t l = 0; l < p->n; l++)
-            if (g > p->head[l]) {
-                w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
-                w->queue = p->queue[l];
-                w->resource = r[k];
-                w->used = p->used[l];
-                w->requested = (uint64_t)g;
-                w->limit = p->cap[l];
-                return 1; /* *nominal as gs_sq_admit() leaves it then */
-            }
+        const uint32_t l = gs_sq_prof_level(p, g);
+        if (l < p->n) {
+            w->reason = GPUSCHED_SCHED_WAIT_QUOTA;
+            w->queue = p->queue[l];
+            w->resource = r[k];
+            w->used = p->used[l];
+            w->requested = (uint64_t)g;
+            w->limit = p->cap[l];
+            return 1; /* *nominal as gs_sq_admit() leaves it then */
+        }
         *nominal = 0;
     }
     return 0;

@@ -43,6 +43,13 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
+/* probe() with ends [0, lo) lent, 0 without one when fewer GPUs are free
+ * than the gang needs. */
+static int probe_if_enough(gpusched_sched *s, const gs_pl_req *r, uint64_t need)
+{
+    return s->c->root_free_gpus >= need ? probe(s, r) : 0;
+}
+
 /* The count of ends that lent job slot `last` (expected to end at
  * `end`) in the current order, or, that job gone, the ends up to `end`;
  * 0 without one. Walks only the prefix a search lends anyway. */
@@ -93,24 +100,17 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t 
             /* At most hint - 1: probe lo, then bisect. */
             gs_txn_undo_to(s->c, mark);
             hi = hint - 1;
-            if (s->c->root_free_gpus >= need) {
-                if ((rc = probe(s, r)) < 0)
-                    return rc;
-                if (rc == 1) {
-                    *count = lo;
-                    return 0;
-                }
-            }
-            goto bisect;
+            if ((rc = probe_if_enough(s, r, need)) == 0)
+                goto bisect;
+            if (rc == 1)
+                *count = lo;
+            return rc < 0 ? rc : 0;
         }
         lo = hint - 1;
-    } else if (s->c->root_free_gpus >= need) {
-        if ((rc = probe(s, r)) < 0)
-            return rc;
-        if (rc == 1) {
+    } else if ((rc = probe_if_enough(s, r, need)) != 0) {
+        if (rc == 1)
             *count = lo;
-            return 0;
-        }
+        return rc < 0 ? rc : 0;
     }
     uint32_t step = 1;
     for (;;) {

@@ -307,6 +307,9 @@ typedef struct gs_sq_prof {
     int64_t head[GPUSCHED_SCHED_MAX_DEPTH + 1];
     uint64_t used[GPUSCHED_SCHED_MAX_DEPTH + 1], cap[GPUSCHED_SCHED_MAX_DEPTH + 1];
 } gs_sq_prof;
+/* The first level (leaf first) whose limit `amount` more would pass, or
+ * p->n if none. */
+uint32_t gs_sq_prof_level(const gs_sq_prof *p, int64_t amount);
 /* Queue q's profile of resource r, filled if usage moved since. */
 const gs_sq_prof *gs_sq_prof_of(gpusched_sched *s, uint32_t q, uint32_t r);
 /* gs_sq_admit() for a gang without pods, from the profiles of its queue. */
