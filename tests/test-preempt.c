@@ -221,6 +221,76 @@ Test(preempt, only_lower_priority_preemptible_jobs)
     env_free(&x);
 }
 
+/* Refused before any search when the GPUs of every eligible victim, with
+ * the free ones and the gang's own reservation, are too few per domain:
+ * the result says which constraint and by how much, protection is still
+ * reported, and one more evictable rack lets the plan through. */
+Test(preempt, a_gang_too_big_even_with_every_victim_gone_is_refused_with_numbers)
+{
+    env x = env_full();
+    /* One node of every rack runs a job that cannot be evicted: a rack can
+     * offer at most 12 of its 16 GPUs. Node 4's job is protected. */
+    for (uint32_t rack = 0; rack < 6; rack++) {
+        cr_assert_eq(gpusched_cluster_release(x.e.c, 100 + 4 * rack + 3), 0);
+        add_job(&x, 100 + 4 * rack + 3, 4 * rack + 3, 0xf, 9, 10, 0);
+    }
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 104, &j), 0);
+    j.protected_until = 50;
+    cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j), 0);
+
+    gpusched_job job;
+    gpusched_place_request q = gang8(&job);
+    q.gpus = 32;
+    q.required_level = GPUSCHED_NONE;
+    q.slice_gpus[0] = 16;
+    q.slice_level[0] = 1;
+    REJECT(&x, &q, GPUSCHED_ENOSPC, "");
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_SLICES);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "slices of 16 GPUs at rack: with every eligible victim gone the racks would hold 0 of 2");
+    victims_are(&x, NULL, 0);
+    uint32_t pj = 0;
+    uint64_t pg = 0;
+    cr_assert_eq(gpusched_preempt_plan_protected(x.plan, &pj, &pg, NULL), 0);
+    cr_assert_eq(pj, 1);
+    cr_assert_eq(pg, 4);
+
+    /* The whole gang in one rack: the best rack would have 12 of 16. */
+    q.gpus = 16;
+    q.slice_gpus[0] = 0;
+    q.slice_level[0] = GPUSCHED_NONE;
+    q.required_level = 1;
+    REJECT(&x, &q, GPUSCHED_ENOSPC, "");
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_REQUIRED);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "required rack: with every eligible victim gone the best rack would have 12 of 16 GPUs");
+    /* More GPUs than the cluster could free at all: 17 nodes of 4 (the
+     * 18 evictable less the protected one). */
+    q.gpus = 70;
+    q.split = GPUSCHED_SPLIT_ANY;
+    q.pod_gpus = 0;
+    q.required_level = GPUSCHED_NONE;
+    REJECT(&x, &q, GPUSCHED_ENOSPC, "");
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_NO_GPUS);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "70 GPUs asked; with every eligible victim gone the cluster would have 68");
+
+    /* The gang's own reservation counts: node 11's job released to it
+     * makes rack 2 whole (its 4 GPUs plus 12 of victims). */
+    cr_assert_eq(gpusched_cluster_release(x.e.c, 111), 0);
+    add_job(&x, 111, 11, 0xf, 0, 10, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    cr_assert_eq(gpusched_cluster_release_to_resv(x.e.c, 111, 1), 0);
+    q.gpus = 16;
+    q.split = GPUSCHED_SPLIT_PODS;
+    q.pod_gpus = 4;
+    q.required_level = 1;
+    PLAN_OK(&x, &q);
+    const uint64_t rack2[] = {108, 109, 110};
+    victims_are(&x, rack2, 3);
+    env_free(&x);
+}
+
 /* The issue's case: one 5-GPU node, job 1 of priority 2 on GPUs 0-1, job
  * 2 of priority 1 on GPUs 2-3, both preemptible at cost 0; 2 GPUs at
  * priority 3. Priority first evicts the lower priority; cost first ties on

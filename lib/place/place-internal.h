@@ -376,6 +376,8 @@ void gs_pl_fmt_count(char *buf, size_t cap, uint64_t n);
 
 /* result.c */
 void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels);
+/* A failure said by another module (the preemption planner's bound). */
+void gs_pl_result_fail(gpusched_placer *p, gpusched_place_result *res, uint32_t reason, const char *msg);
 int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res);
 
 #endif

@@ -45,6 +45,13 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
     memset(res->locality, 0, sizeof res->locality);
 }
 
+void gs_pl_result_fail(gpusched_placer *p, gpusched_place_result *res, uint32_t reason, const char *msg)
+{
+    gs_pl_result_reset(res, p->nlevels);
+    res->reason = reason;
+    snprintf(res->msg, sizeof res->msg, "%s", msg);
+}
+
 /* Nodes and masks are already in place (the search writes them). */
 static int reserve_arrays(gpusched_placer *p, gpusched_place_result *res, uint32_t npods)
 {

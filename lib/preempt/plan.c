@@ -47,6 +47,7 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->best);
     gs_free(&a, plan->order);
     gs_free(&a, plan->opens);
+    gs_free(&a, plan->bound_gpus);
     gpusched_place_result_free(plan->probe);
     gs_free(&a, plan);
 }

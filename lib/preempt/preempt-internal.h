@@ -92,6 +92,8 @@ struct gpusched_preempt_plan {
     uint32_t order_cap;
     struct gs_pp_open *opens;   /* indexed search: domains waiting */
     uint32_t opens_cap;
+    uint64_t *bound_gpus;       /* bound.c: per domain of one level */
+    uint32_t bound_cap;
 };
 
 /* victims.c: every eligible victim's (or, with `movers`, every job a
@@ -190,6 +192,10 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best);
 int gs_pp_search_all(gs_pp *x, gs_pp_best *best);
 /* Drops the lent entries the gang does not need. */
 int gs_pp_prune(gs_pp *x);
+/* bound.c: 1 if no set of eligible victims can make the gang fit, by
+ * counting GPUs per domain of each of its constraints (nothing lent), with
+ * res saying why; 0 if one may; or an error. */
+int gs_pp_bound(gs_pp *x, gpusched_place_result *res);
 /* pods.c: the victims of a gang with pods, left lent and pruned; *n is 0
  * (with every eligible victim lent) when none lets it fit. */
 int gs_pp_plan_pods(gs_pp *x, uint32_t *n);

@@ -205,6 +205,8 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
     bool found = false;
     if ((rc = gs_pp_indexed(x, &cost, &found)) < 0)
         return rc;
+    if (rc == 0 && (rc = gs_pp_bound(x, res)) != 0)
+        return rc < 0 ? rc : GPUSCHED_ENOSPC;
     if (rc == 0) {
         /* The collecting path: the priority tier, the heuristic over the
          * scope's domains, then the exact pass. */
