@@ -1,7 +1,9 @@
 /* The engine against exhaustive search on thousands of tiny random
- * clusters and requests: the same feasibility (no false "does not fit"),
+ * clusters and requests: the same feasibility (no false "does not fit",
+ * and the yes-or-no what-if of the planners agrees),
  * the same optimal locality vector, and every placement valid. */
 #include "place-test.h"
+#include "cluster/txn.h"
 #include "place/place-internal.h"
 
 typedef struct pt_stats {
@@ -19,9 +21,10 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     const uint64_t job = 4242;
     pt_random_state(r, c, job);
     gpusched_placer *p;
-    gpusched_place_result *res;
+    gpusched_place_result *res, *probe;
     cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &probe), 0);
     if (budget != UINT64_MAX)
         p->dp_budget_max = budget;
     for (int k = 0; k < 8; k++) {
@@ -46,6 +49,13 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
                  (unsigned long long)q.labels_required, (unsigned long long)q.labels_forbidden, q.avoid_count);
         cr_assert_eq(rc == 0, want.feasible, "%s: engine %s (%s), reference %s", ctx, rc ? "no fit" : "fits",
                      gpusched_place_result_message(res), want.feasible ? "fits" : "no fit");
+        /* The yes-or-no what-if (capacities alone, no nodes chosen) agrees. */
+        gs_pl_req lr;
+        cr_assert_eq(gs_pl_req_load(p, &q, &lr), 0);
+        cr_assert_eq(gs_txn_begin(c), 0);
+        int frc = gs_pl_feasible(p, &lr, probe);
+        gs_txn_rollback(c);
+        cr_assert_eq(frc == 0, want.feasible, "%s: feasible says %s", ctx, gpusched_err_name(frc));
         if (rc) {
             cr_assert_neq(gpusched_place_result_reason(res), GPUSCHED_REASON_OK);
             cr_assert_neq(gpusched_place_result_message(res)[0], '\0');
@@ -77,6 +87,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
                          (unsigned long long)(want.fit[l] & 0xffffffff), (unsigned long long)(want.fit[l] >> 32));
     }
     gpusched_place_result_free(res);
+    gpusched_place_result_free(probe);
     gpusched_placer_free(p);
     gpusched_cluster_unref(c);
 }

@@ -236,6 +236,10 @@ void gs_pl_job_of(const gs_pl_req *r, gpusched_job *job);
  * result message, no commit (res receives the nodes). 0 or
  * GPUSCHED_ENOSPC; GPUSCHED_ENOMEM. */
 int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
+/* The same answer without choosing the nodes (the capacities are exact):
+ * for the what-ifs that only need yes or no. res is used for pods only
+ * and holds no nodes after. */
+int gs_pl_feasible(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res);
 
 /* capacity.c: units of the current request (p->req). Node units are
  * inline: the large placements evaluate them once per node returned. */
@@ -298,6 +302,8 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
 /* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
  * GPUSCHED_ENOMEM. */
 int gs_pl_search(gpusched_placer *p);
+/* Whether gs_pl_search() would find a placement, from capacities alone. */
+bool gs_pl_holds(gpusched_placer *p);
 
 /* assign.c: places y units of level l in domain d, appending nodes;
  * gs_pl_use_domain records a domain used (ascending per level). */

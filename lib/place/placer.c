@@ -192,6 +192,22 @@ int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *re
     return rc;
 }
 
+int gs_pl_feasible(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
+{
+    if (r->pods_path) {
+        int rc = gs_pl_fits(p, r, res);
+        res->n = 0;
+        return rc;
+    }
+    const uint32_t mark = gs_txn_mark(p->c);
+    int rc = search_begin(p, r, res);
+    if (!rc)
+        rc = gs_pl_holds(p) ? 0 : GPUSCHED_ENOSPC;
+    res->n = 0;
+    search_end(p, mark);
+    return rc;
+}
+
 /* With GPUSCHED_PLACE_FLAG_COMMIT the result's claim is staged in the
  * transaction; `hold`: its GPUs are held for later searches. */
 static int stage_result(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, bool hold)

@@ -352,6 +352,27 @@ static int search_with(gpusched_placer *p)
     return GPUSCHED_ENOSPC;
 }
 
+/* A placement exists exactly when the cluster's capacity holds the gang,
+ * or with a required level, when one of its domains does: every search
+ * level below it only chooses among placements inside such a domain, and
+ * the capacities are exact (doc/placement.md, "Why it is complete"). Free
+ * GPUs, one load per domain, rule most domains out first. */
+bool gs_pl_holds(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t l = r->stop;
+    if (l < 0)
+        return gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
+    if (r->gpus > p->max_dom_gpus[LV(l)])
+        return false;
+    const uint32_t *fg = p->c->agg[l].free_gpus;
+    const uint32_t need = r->gpus / r->unit[LV(l)], n = p->t->ndom[l];
+    for (uint32_t d = 0; d < n; d++)
+        if (fg[d] >= r->gpus && gs_pl_cap(p, l, d) >= need)
+            return true;
+    return false;
+}
+
 /* Locality counted down to nodes: the search counted down to the lowest
  * domain level first, whose answer is optimal when it uses no more nodes
  * than the fewest nodes anywhere (its locality down to the lowest domain

@@ -152,7 +152,7 @@ static int defrag_and_place(gs_pp *x, gpusched_place_result *res)
     gs_pl_req plan_only = *x->r;
     plan_only.in.flags &= ~GPUSCHED_PLACE_FLAG_COMMIT;
     const bool commit = x->r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT;
-    int rc = gs_pp_fits(x);
+    int rc = gs_pp_feasible(x);
     if (rc < 0)
         return rc;
     if (rc)

@@ -113,7 +113,7 @@ static int branch(gs_bb *b, uint32_t i, gs_pp_cost s, uint64_t freed)
             b->aborted = true;
             return 0;
         }
-        int rc = gs_pp_fits(b->x);
+        int rc = gs_pp_feasible(b->x);
         if (rc < 0)
             return rc;
         if (rc) /* every superset costs more */

@@ -181,6 +181,9 @@ int gs_pp_set_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k);
 /* 1 if the gang fits with what is lent now (its nodes in plan->probe), 0
  * if not, or an error. */
 int gs_pp_fits(gs_pp *x);
+/* The same answer without the nodes (plan->probe then holds none): for
+ * the what-ifs that only need yes or no. */
+int gs_pp_feasible(gs_pp *x);
 /* Whether plan->v holds the entries of this scope, in either order. */
 bool gs_pp_collected_scope(const gs_pp *x, int32_t scope);
 /* The entries of one variant (scope, order) in plan->v, unless there. */

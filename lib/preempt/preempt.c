@@ -79,7 +79,7 @@ static int tier_fits(gs_pp *x, int32_t cap)
     x->collected = INT32_MIN;
     int rc = lend_all_eligible(x);
     if (!rc)
-        rc = gs_pp_fits(x);
+        rc = gs_pp_feasible(x);
     int rc2 = gs_pp_unlend_to(x, 0);
     return rc < 0 ? rc : rc2 ? rc2 : rc;
 }
@@ -194,7 +194,7 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
     gpusched_preempt_plan *plan = x->plan;
     plan->exact = 1;
     plan->lower_bound = 0;
-    int rc = gs_pp_fits(x);
+    int rc = gs_pp_feasible(x);
     if (rc < 0)
         return rc;
     if (rc)
@@ -231,7 +231,7 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         plan->exact = 0;
         plan->lower_bound = 0;
         rc = lend_all_eligible(x);
-        if (!rc && (rc = gs_pp_fits(x)) == 0)
+        if (!rc && (rc = gs_pp_feasible(x)) == 0)
             return explain_failure(x, res);
         if (rc < 0 || (rc = gs_pp_prune(x)))
             return rc;

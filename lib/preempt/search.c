@@ -48,10 +48,16 @@ int gs_pp_fits(gs_pp *x)
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
+int gs_pp_feasible(gs_pp *x)
+{
+    int rc = gs_pl_feasible(x->p, x->r, x->plan->probe);
+    return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
 static int fits_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t k)
 {
     int rc = gs_pp_set_prefix(x, d, k);
-    return rc ? rc : gs_pp_fits(x);
+    return rc ? rc : gs_pp_feasible(x);
 }
 
 /* ---- the domains of a scope ---------------------------------------------- */
@@ -345,7 +351,7 @@ int gs_pp_prune(gs_pp *x)
     kept = 0;
     for (uint32_t i = 0; i < plan->nlent; i++) {
         gs_hold *h = gs_pp_job(x, plan->lent[i]);
-        if ((rc = gs_txn_unlend_job(x->c, h)) || (rc = gs_pp_fits(x)) < 0)
+        if ((rc = gs_txn_unlend_job(x->c, h)) || (rc = gs_pp_feasible(x)) < 0)
             return rc;
         if (rc == 0) { /* the gang needs it */
             if ((rc = gs_txn_lend_job(x->c, h)))

@@ -39,7 +39,7 @@ static int lend_range(gpusched_sched *s, ends_prefix *p, uint32_t from, uint32_t
 /* 1 if it fits with what is lent now, 0 if not, or an error. */
 static int probe(gpusched_sched *s, const gs_pl_req *r)
 {
-    int rc = gs_pl_fits(s->p, r, s->res);
+    int rc = gs_pl_feasible(s->p, r, s->res);
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
