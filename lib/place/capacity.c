@@ -63,19 +63,30 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
     }
 }
 
+static bool avoided_ready(gpusched_placer *p);
+
 /* Children whose capacity is a count in the aggregates divided by a
- * constant (any split: free GPUs; whole nodes: fully free nodes), in one
- * tight loop: a 200k-GPU gang sums the capacities of every rack. */
-static bool sum_from_aggregates(const gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum)
+ * constant (any split: free GPUs; whole nodes: fully free nodes), less
+ * the avoided nodes' when they are the request's only filter, in one
+ * tight loop: a 200k-GPU gang sums the capacities of every rack, and a
+ * reservation's probes those of every rack outside the reserved nodes. */
+static bool sum_from_aggregates(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum)
 {
     const gs_pl_req *r = p->req;
     int32_t k = l + 1;
-    if (!r->agg_exact_nodes || r->deepest_cons > k || k >= (int32_t)p->nlevels || (r->u0 > 1 && !r->whole_w))
+    if (r->deepest_cons > k || k >= (int32_t)p->nlevels || (r->u0 > 1 && !r->whole_w))
+        return false;
+    const bool avoided = !r->agg_exact_nodes;
+    if (avoided && !(r->avoid_exact && avoided_ready(p)))
         return false;
     const uint32_t *count = r->whole_w ? p->c->agg[k].free_nodes : p->c->agg[k].free_gpus;
     uint32_t per = r->unit[LV(k)] / r->u0; /* counted things per unit of level k */
     uint64_t s = 0;
-    if (per == 1) {
+    if (avoided) {
+        const uint32_t *ag = p->avu_gen[k], *av = p->avu_val[k], gen = p->gen;
+        for (uint32_t ch = a; ch < b; ch++)
+            s += (count[ch] - (ag[ch] == gen ? av[ch] : 0)) / per;
+    } else if (per == 1) {
         for (uint32_t ch = a; ch < b; ch++)
             s += count[ch];
     } else {
@@ -140,11 +151,11 @@ static uint64_t avoided_units(const gpusched_placer *p, int32_t l, uint32_t d)
     return p->avu_gen[l][d] == p->gen ? p->avu_val[l][d] : 0;
 }
 
-bool gs_pl_units_less_avoided(gpusched_placer *p, uint64_t *units)
+bool gs_pl_units_less_avoided(gpusched_placer *p, int32_t l, uint32_t d, uint64_t *units)
 {
     if (!p->req->avoid_exact || !avoided_ready(p))
         return false;
-    *units = gs_pl_ub_units(p, -1, 0) - p->avu_root;
+    *units = gs_pl_ub_units(p, l, d) - avoided_units(p, l, d);
     return true;
 }
 

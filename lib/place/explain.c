@@ -96,7 +96,7 @@ static uint64_t node_units_total(gpusched_placer *p)
     uint64_t units;
     if (p->req->agg_exact_nodes)
         return gs_pl_ub_units(p, -1, 0);
-    if (gs_pl_units_less_avoided(p, &units))
+    if (gs_pl_units_less_avoided(p, -1, 0, &units))
         return units;
     uint64_t sum = 0;
     for (uint32_t n = 0; n < p->t->nnodes; n++)
@@ -106,13 +106,17 @@ static uint64_t node_units_total(gpusched_placer *p)
 
 /* What domain d of level l holds in units of the level below: from the
  * aggregates when no constraint is deeper than l (then the units below
- * are the request's node-level units and the aggregates count them),
- * else from the children's capacities. */
+ * are the request's node-level units and the aggregates count them, less
+ * the avoided nodes' when those are the only filter), else from the
+ * children's capacities. */
 static uint64_t content_below(gpusched_placer *p, int32_t l, uint32_t d)
 {
     const gs_pl_req *r = p->req;
+    uint64_t units;
     if (r->agg_exact_nodes && r->deepest_cons <= l)
         return gs_pl_ub_units(p, l, d);
+    if (r->deepest_cons <= l && gs_pl_units_less_avoided(p, l, d, &units))
+        return units;
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
     uint64_t below = 0;

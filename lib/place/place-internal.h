@@ -288,10 +288,11 @@ uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of a domain's node-level units from the aggregates alone. */
 uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d);
 /* For a request whose only filter is avoided nodes (avoid_exact): the
- * node-level units of the whole cluster less the avoided nodes', from the
- * aggregates in O(avoided nodes). false if not such a request (or out of
- * scratch memory): the caller visits the nodes. */
-bool gs_pl_units_less_avoided(gpusched_placer *p, uint64_t *units);
+ * node-level units of domain d of level l (-1: the cluster) less the
+ * avoided nodes', from the aggregates (O(avoided nodes) once per search).
+ * false if not such a request (or out of scratch memory): the caller
+ * visits the nodes. */
+bool gs_pl_units_less_avoided(gpusched_placer *p, int32_t l, uint32_t d, uint64_t *units);
 /* Usable free GPUs of a domain: the cheapest bound, one load. */
 uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of the units of the best single node in a domain. */
