@@ -1,6 +1,8 @@
 /* How much of a request a node or a domain can hold: exact capacities
  * (memoized per search) and the upper bounds the aggregates give without
  * visiting nodes. */
+#include <string.h>
+
 #include "place-internal.h"
 
 static const uint32_t *agg_hist(const struct gpusched_cluster *c, int32_t l, uint32_t d)
@@ -83,7 +85,7 @@ static bool sum_from_aggregates(gpusched_placer *p, int32_t l, uint32_t a, uint3
     uint32_t per = r->unit[LV(k)] / r->u0; /* counted things per unit of level k */
     uint64_t s = 0;
     if (avoided) {
-        const uint32_t *ag = p->avu_gen[k], *av = p->avu_val[k], gen = p->gen;
+        const uint32_t *ag = p->avu_gen[k], *av = p->avu_val[k], gen = p->avu_epoch;
         for (uint32_t ch = a; ch < b; ch++)
             s += (count[ch] - (ag[ch] == gen ? av[ch] : 0)) / per;
     } else if (per == 1) {
@@ -97,13 +99,87 @@ static bool sum_from_aggregates(gpusched_placer *p, int32_t l, uint32_t a, uint3
     return true;
 }
 
+/* Adds u (modulo 2^32: a change may be negative) to the avoided units of
+ * node v's domains, stamped with the current epoch. */
+static void avoided_add(gpusched_placer *p, uint32_t v, uint32_t u)
+{
+    const struct gpusched_topo *t = p->t;
+    uint32_t d = t->node_leaf[v];
+    for (uint32_t l = p->nlevels; l-- > 0;) {
+        if (p->avu_gen[l][d] != p->avu_epoch) {
+            p->avu_gen[l][d] = p->avu_epoch;
+            p->avu_val[l][d] = 0;
+        }
+        p->avu_val[l][d] += u;
+        if (l)
+            d = t->dom_parent[l][d];
+    }
+}
+
+/* Whether the request avoids the list the units were last summed for,
+ * counting the same units. */
+static bool same_avoided(const gpusched_placer *p, const gs_pl_req *r)
+{
+    return p->avc_valid && r->in.avoid_count == p->avc_nraw && r->u0 == p->avc_u0 && r->whole_w == p->avc_whole &&
+           !memcmp(r->in.avoid_nodes, p->avc_raw, (size_t)p->avc_nraw * sizeof *p->avc_raw);
+}
+
+/* The sums from scratch under a new epoch, each distinct node counted at
+ * its first place in the list; false when the lists cannot grow. */
+static bool avoided_sum(gpusched_placer *p, const gs_pl_req *r)
+{
+    const uint32_t *list = r->in.avoid_nodes, n = r->in.avoid_count;
+    p->avc_valid = false;
+    if (gs_grow(&p->alloc, (void **)&p->avc_raw, &p->avc_cap, n, sizeof *p->avc_raw))
+        return false;
+    uint32_t *node = gs_realloc_array(&p->alloc, p->avc_node, p->avc_cap, sizeof *node);
+    if (node)
+        p->avc_node = node;
+    uint32_t *units = node ? gs_realloc_array(&p->alloc, p->avc_units, p->avc_cap, sizeof *units) : NULL;
+    if (!units)
+        return false;
+    p->avc_units = units;
+    if (++p->avu_epoch == 0) {
+        for (uint32_t l = 0; l < p->nlevels; l++)
+            memset(p->avu_gen[l], 0, p->t->ndom[l] * sizeof *p->avu_gen[l]);
+        p->avu_epoch = 1;
+    }
+    uint64_t root = 0;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = list[i];
+        if (p->avoid_gen[v] != p->gen)
+            continue; /* listed twice: counted at its first place */
+        p->avoid_gen[v] = p->gen - 1;
+        uint32_t u = gs_pl_units_of_mask(r, p->t, v, gs_cluster_node_avail(p->c, v));
+        p->avc_node[m] = v;
+        p->avc_units[m++] = u;
+        root += u;
+        if (u)
+            avoided_add(p, v, u);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        p->avoid_gen[list[i]] = p->gen;
+    memcpy(p->avc_raw, list, (size_t)n * sizeof *p->avc_raw);
+    p->avc_nraw = n;
+    p->avc_n = m;
+    p->avc_u0 = r->u0;
+    p->avc_whole = r->whole_w;
+    p->avu_root = root;
+    p->avc_valid = true;
+    return true;
+}
+
 /* For a request whose only filter is its avoided nodes: the units the
- * avoided nodes hold, per domain, summed once per search (O(avoided nodes
- * x levels)), so that a domain's capacity is its aggregates' less them
- * instead of a visit of its nodes (a reservation search avoids the nodes
- * of the reservations before it, and probes the whole cluster many
- * times). false if the scratch cannot be allocated: the caller visits the
- * nodes. */
+ * avoided nodes hold, per domain, so that a domain's capacity is its
+ * aggregates' less them instead of a visit of its nodes (a reservation
+ * search avoids the nodes of the reservations before it, and probes the
+ * whole cluster many times). Summed once per search, in O(avoided nodes x
+ * levels); a search that avoids the same list as the last (the probes of
+ * one reservation search) only recounts each node, O(avoided nodes), and
+ * carries the change up from the nodes whose units changed (those a lent
+ * or unlent job touched). false if the scratch cannot be allocated: the
+ * caller visits the nodes. */
 static bool avoided_ready(gpusched_placer *p)
 {
     if (p->avu_done == p->gen)
@@ -117,29 +193,20 @@ static bool avoided_ready(gpusched_placer *p)
             return false;
         }
     const gs_pl_req *r = p->req;
-    const uint32_t *list = r->in.avoid_nodes, n = r->in.avoid_count;
-    uint64_t root = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t v = list[i];
-        if (p->avoid_gen[v] != p->gen)
-            continue; /* listed twice: counted at its first place */
-        p->avoid_gen[v] = p->gen - 1;
-        uint32_t u = gs_pl_units_of_mask(r, t, v, gs_cluster_node_avail(p->c, v));
-        root += u;
-        uint32_t d = t->node_leaf[v];
-        for (uint32_t l = p->nlevels; u && l-- > 0;) {
-            if (p->avu_gen[l][d] != p->gen) {
-                p->avu_gen[l][d] = p->gen;
-                p->avu_val[l][d] = 0;
+    if (same_avoided(p, r)) {
+        for (uint32_t i = 0; i < p->avc_n; i++) {
+            uint32_t v = p->avc_node[i];
+            uint32_t u = gs_pl_units_of_mask(r, t, v, gs_cluster_node_avail(p->c, v));
+            if (u != p->avc_units[i]) {
+                p->avu_root += u;
+                p->avu_root -= p->avc_units[i];
+                avoided_add(p, v, u - p->avc_units[i]);
+                p->avc_units[i] = u;
             }
-            p->avu_val[l][d] += u;
-            if (l)
-                d = t->dom_parent[l][d];
         }
+    } else if (!avoided_sum(p, r)) {
+        return false;
     }
-    for (uint32_t i = 0; i < n; i++)
-        p->avoid_gen[list[i]] = p->gen;
-    p->avu_root = root;
     p->avu_done = p->gen;
     return true;
 }
@@ -148,7 +215,7 @@ static uint64_t avoided_units(const gpusched_placer *p, int32_t l, uint32_t d)
 {
     if (l < 0)
         return p->avu_root;
-    return p->avu_gen[l][d] == p->gen ? p->avu_val[l][d] : 0;
+    return p->avu_gen[l][d] == p->avu_epoch ? p->avu_val[l][d] : 0;
 }
 
 bool gs_pl_units_less_avoided(gpusched_placer *p, int32_t l, uint32_t d, uint64_t *units)

@@ -146,13 +146,19 @@ struct gpusched_placer {
     uint32_t *cap_gen[GS_MAX_LEVELS];
     uint32_t *avoid_gen;        /* per node: == gen when avoided */
     uint32_t gen;
-    /* Units of the avoided nodes per domain (valid where avu_gen == gen)
-     * and in all, summed once per search where avu_done == gen; allocated
-     * on first use (capacity.c). */
+    /* Units of the avoided nodes per domain (valid where avu_gen ==
+     * avu_epoch) and in all, ready for the search where avu_done == gen;
+     * allocated on first use (capacity.c). A search avoiding the same list
+     * for the same unit as the last one recounts only the nodes whose units
+     * changed: avc_raw is that list as given, avc_node its distinct nodes,
+     * avc_units what each counted. */
     uint32_t *avu_val[GS_MAX_LEVELS];
     uint32_t *avu_gen[GS_MAX_LEVELS];
     uint64_t avu_root;
-    uint32_t avu_done;
+    uint32_t avu_done, avu_epoch;
+    uint32_t *avc_raw, *avc_node, *avc_units;
+    uint32_t avc_nraw, avc_n, avc_cap, avc_u0, avc_whole;
+    bool avc_valid;
     gs_arena arena;
     /* What the search chose, in ascending order: nodes and GPU masks go
      * straight into the result being filled (no copy of a large gang's

@@ -39,6 +39,9 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
         gs_free(&a, p->avu_gen[l]);
     }
     gs_free(&a, p->avoid_gen);
+    gs_free(&a, p->avc_raw);
+    gs_free(&a, p->avc_node);
+    gs_free(&a, p->avc_units);
     gs_free(&a, p->sub_best);
     gs_free(&a, p->pod_cap);
     gs_free(&a, p->podx);
@@ -98,11 +101,8 @@ const char *gpusched_placer_errmsg(const gpusched_placer *p)
 static void next_generation(gpusched_placer *p)
 {
     if (++p->gen == 0) {
-        for (uint32_t l = 0; l < p->nlevels; l++) {
+        for (uint32_t l = 0; l < p->nlevels; l++)
             memset(p->cap_gen[l], 0, p->t->ndom[l] * sizeof *p->cap_gen[l]);
-            if (p->avu_gen[l])
-                memset(p->avu_gen[l], 0, p->t->ndom[l] * sizeof *p->avu_gen[l]);
-        }
         p->avu_done = 0;
         memset(p->avoid_gen, 0, p->t->nnodes * sizeof *p->avoid_gen);
         p->gen = 1;
