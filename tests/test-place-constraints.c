@@ -174,6 +174,17 @@ Test(place_slices, slices_stay_inside_their_domains)
     take(&e, 3, "n6", 1);
     expect_fail(&e, &q, GPUSCHED_REASON_SLICES,
                 "slices of 12 GPUs at block: 1 blocks can hold a slice (1 slices in all), 2 needed");
+    /* Slices of 8: each block holds one (11, 11, 11 and 12 GPUs free),
+     * until avoided nodes leave the last block 4 (counted from the
+     * aggregates less the avoided nodes). */
+    q.gpus = 32;
+    q.slice_gpus[0] = 8;
+    cr_assert_str_eq(place_names(&e, &q), "n1 n2 n4 n5 n7 n8 n9 n10");
+    const uint32_t avoid[] = {9, 10};
+    q.avoid_nodes = avoid;
+    q.avoid_count = 2;
+    expect_fail(&e, &q, GPUSCHED_REASON_SLICES,
+                "slices of 8 GPUs at block: 3 blocks can hold a slice (3 slices in all), 4 needed");
     env_free(&e);
 }
 

@@ -67,35 +67,60 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
 
 static bool avoided_ready(gpusched_placer *p);
 
-/* Children whose capacity is a count in the aggregates divided by a
- * constant (any split: free GPUs; whole nodes: fully free nodes), less
- * the avoided nodes' when they are the request's only filter, in one
- * tight loop: a 200k-GPU gang sums the capacities of every rack, and a
- * reservation's probes those of every rack outside the reserved nodes. */
-static bool sum_from_aggregates(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum)
+/* Level l's capacities in their pooled form, where no constraint is
+ * deeper and a unit is a count in the aggregates (any split: free GPUs;
+ * whole nodes: fully free nodes), less the avoided nodes' when they are the
+ * request's only filter: cap(l, d) = (count[d] - avoided(d)) / per. */
+typedef struct gs_pooled {
+    const uint32_t *count;
+    const uint32_t *av_gen, *av_val;    /* NULL: nothing avoided */
+    uint32_t epoch, per;
+} gs_pooled;
+
+static bool pooled(gpusched_placer *p, int32_t l, gs_pooled *o)
 {
     const gs_pl_req *r = p->req;
-    int32_t k = l + 1;
-    if (r->deepest_cons > k || k >= (int32_t)p->nlevels || (r->u0 > 1 && !r->whole_w))
+    if (r->deepest_cons > l || l < 0 || l >= (int32_t)p->nlevels || (r->u0 > 1 && !r->whole_w))
         return false;
     const bool avoided = !r->agg_exact_nodes;
     if (avoided && !(r->avoid_exact && avoided_ready(p)))
         return false;
-    const uint32_t *count = r->whole_w ? p->c->agg[k].free_nodes : p->c->agg[k].free_gpus;
-    uint32_t per = r->unit[LV(k)] / r->u0; /* counted things per unit of level k */
+    o->count = r->whole_w ? p->c->agg[l].free_nodes : p->c->agg[l].free_gpus;
+    o->av_gen = avoided ? p->avu_gen[l] : NULL;
+    o->av_val = avoided ? p->avu_val[l] : NULL;
+    o->epoch = p->avu_epoch;
+    o->per = r->unit[LV(l)] / r->u0; /* counted things per unit of level l */
+    return true;
+}
+
+/* The capacities of domains [a, b) of level l summed, and the number of
+ * them holding a unit, in one tight loop: a 200k-GPU gang sums the
+ * capacities of every rack, a reservation's probes those of every rack
+ * outside the reserved nodes, and a failure's explanation counts them.
+ * false when they are not pooled. */
+bool gs_pl_pooled_sum(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum, uint32_t *holding)
+{
+    gs_pooled o;
+    if (!pooled(p, l, &o))
+        return false;
     uint64_t s = 0;
-    if (avoided) {
-        const uint32_t *ag = p->avu_gen[k], *av = p->avu_val[k], gen = p->avu_epoch;
-        for (uint32_t ch = a; ch < b; ch++)
-            s += (count[ch] - (ag[ch] == gen ? av[ch] : 0)) / per;
-    } else if (per == 1) {
-        for (uint32_t ch = a; ch < b; ch++)
-            s += count[ch];
+    uint32_t h = 0;
+    if (o.av_gen) {
+        for (uint32_t d = a; d < b; d++) {
+            uint32_t c = (o.count[d] - (o.av_gen[d] == o.epoch ? o.av_val[d] : 0)) / o.per;
+            s += c;
+            h += c > 0;
+        }
     } else {
-        for (uint32_t ch = a; ch < b; ch++)
-            s += count[ch] / per;
+        for (uint32_t d = a; d < b; d++) {
+            uint32_t c = o.count[d] / o.per;
+            s += c;
+            h += c > 0;
+        }
     }
     *sum = s;
+    if (holding)
+        *holding = h;
     return true;
 }
 
@@ -231,7 +256,7 @@ static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
     uint64_t sum = 0;
-    if (!sum_from_aggregates(p, l, a, b, &sum))
+    if (!gs_pl_pooled_sum(p, l + 1, a, b, &sum, NULL))
         for (uint32_t ch = a; ch < b; ch++)
             sum += gs_pl_cap(p, l + 1, ch);
     return (uint32_t)(sum / p->req->ratio[LV(l)]);

@@ -128,6 +128,8 @@ static uint64_t content_below(gpusched_placer *p, int32_t l, uint32_t d)
 /* Domains of a level holding at least one unit and the units in all. */
 static void level_census(gpusched_placer *p, int32_t l, uint32_t *holding, uint64_t *units)
 {
+    if (gs_pl_pooled_sum(p, l, 0, p->t->ndom[l], units, holding))
+        return;
     *holding = 0;
     *units = 0;
     for (uint32_t d = 0; d < p->t->ndom[l]; d++) {
@@ -143,6 +145,10 @@ static bool some_domain_holds(gpusched_placer *p, int32_t l)
 {
     if (p->req->gpus > p->max_dom_gpus[LV(l)])
         return false;
+    uint64_t units;
+    uint32_t holding;
+    if (gs_pl_pooled_sum(p, l, 0, p->t->ndom[l], &units, &holding))
+        return holding > 0;
     for (uint32_t d = 0; d < p->t->ndom[l]; d++)
         if (gs_pl_cap(p, l, d))
             return true;

@@ -291,6 +291,10 @@ static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
 }
 /* Exact capacity of domain d at level l (-1 .. L) in units of level l. */
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
+/* Where level l's capacities are counts in the aggregates (less the
+ * avoided nodes'): those of domains [a, b) summed, and how many hold a
+ * unit (holding may be NULL), in one pass; false where they are not. */
+bool gs_pl_pooled_sum(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint64_t *sum, uint32_t *holding);
 /* Upper bound of a domain's node-level units from the aggregates alone. */
 uint64_t gs_pl_ub_units(const gpusched_placer *p, int32_t l, uint32_t d);
 /* For a request whose only filter is avoided nodes (avoid_exact): the
