@@ -105,18 +105,24 @@ bool gs_pl_pooled_sum(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uin
         return false;
     uint64_t s = 0;
     uint32_t h = 0;
-    if (o.av_gen) {
+    if (holding) { /* an explanation: the census too */
         for (uint32_t d = a; d < b; d++) {
-            uint32_t c = (o.count[d] - (o.av_gen[d] == o.epoch ? o.av_val[d] : 0)) / o.per;
+            uint32_t c = (o.count[d] - (o.av_gen && o.av_gen[d] == o.epoch ? o.av_val[d] : 0)) / o.per;
             s += c;
             h += c > 0;
         }
+    } else if (o.av_gen && o.per == 1) {
+        for (uint32_t d = a; d < b; d++)
+            s += o.count[d] - (o.av_gen[d] == o.epoch ? o.av_val[d] : 0);
+    } else if (o.av_gen) {
+        for (uint32_t d = a; d < b; d++)
+            s += (o.count[d] - (o.av_gen[d] == o.epoch ? o.av_val[d] : 0)) / o.per;
+    } else if (o.per == 1) {
+        for (uint32_t d = a; d < b; d++)
+            s += o.count[d];
     } else {
-        for (uint32_t d = a; d < b; d++) {
-            uint32_t c = o.count[d] / o.per;
-            s += c;
-            h += c > 0;
-        }
+        for (uint32_t d = a; d < b; d++)
+            s += o.count[d] / o.per;
     }
     *sum = s;
     if (holding)

@@ -313,8 +313,9 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
 /* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
  * GPUSCHED_ENOMEM. */
 int gs_pl_search(gpusched_placer *p);
-/* Whether gs_pl_search() would find a placement, from capacities alone. */
-bool gs_pl_holds(gpusched_placer *p);
+/* Whether gs_pl_search() would find a placement, from capacities alone:
+ * 1 or 0, or GPUSCHED_ENOMEM. */
+int gs_pl_holds(gpusched_placer *p);
 
 /* assign.c: places y units of level l in domain d, appending nodes;
  * gs_pl_use_domain records a domain used (ascending per level). */

@@ -201,8 +201,8 @@ int gs_pl_feasible(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result
     }
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
-    if (!rc)
-        rc = gs_pl_holds(p) ? 0 : GPUSCHED_ENOSPC;
+    if (!rc && (rc = gs_pl_holds(p)) >= 0)
+        rc = rc ? 0 : GPUSCHED_ENOSPC;
     res->n = 0;
     search_end(p, mark);
     return rc;

@@ -352,25 +352,35 @@ static int search_with(gpusched_placer *p)
     return GPUSCHED_ENOSPC;
 }
 
-/* A placement exists exactly when the cluster's capacity holds the gang,
- * or with a required level, when one of its domains does: every search
- * level below it only chooses among placements inside such a domain, and
- * the capacities are exact (doc/placement.md, "Why it is complete"). Free
- * GPUs, one load per domain, rule most domains out first. */
-bool gs_pl_holds(gpusched_placer *p)
+/* A placement exists exactly when one domain of a level the search tries
+ * holds the gang, or at the top, the cluster's capacity does: the same
+ * levels as search_with(), deepest first, each searched for its first
+ * candidate only (no locality key), so a small gang is answered by one
+ * descent and only a gang no single domain holds reads every domain's
+ * capacity. The capacities are exact (doc/placement.md, "Why it is
+ * complete"). */
+int gs_pl_holds(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
-    const int32_t l = r->stop;
-    if (l < 0)
-        return gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
-    if (r->gpus > p->max_dom_gpus[LV(l)])
-        return false;
-    const uint32_t *fg = p->c->agg[l].free_gpus;
-    const uint32_t need = r->gpus / r->unit[LV(l)], n = p->t->ndom[l];
-    for (uint32_t d = 0; d < n; d++)
-        if (fg[d] >= r->gpus && gs_pl_cap(p, l, d) >= need)
-            return true;
-    return false;
+    const int32_t L = (int32_t)p->nlevels;
+    int32_t start = r->pref < L ? r->pref : L;
+    if (start < r->stop)
+        start = r->stop;
+    for (int32_t l = start; l >= r->stop; l--) {
+        if (l < 0)
+            return gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
+        if (r->gpus > p->max_dom_gpus[LV(l)])
+            continue;
+        gs_cand s = {.level = l,
+                     .demand = r->gpus / r->unit[LV(l)],
+                     .demand_u0 = r->gpus / r->u0,
+                     .first_wins = true,
+                     .best_key = GS_KEY_INF};
+        int rc = dfs(p, &s, -1, 0);
+        if (rc || s.found)
+            return rc ? rc : 1;
+    }
+    return 0;
 }
 
 /* Locality counted down to nodes: the search counted down to the lowest
