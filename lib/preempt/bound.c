@@ -35,7 +35,8 @@ static int32_t level_of(const gs_pl_req *r, uint32_t i) { return i ? (int32_t)r-
 /* Per domain of every level checked, the GPUs the gang could have with
  * every eligible victim gone, in plan->bound_gpus (level i's domains from
  * off[i] on): one pass over the jobs, which also counts the protected
- * ones, as collecting the victims would. */
+ * ones, as collecting the victims would, and finds the priority range the
+ * priority tier needs (preempt.c). */
 static int gpus_without_victims(gs_pp *x, uint32_t *off)
 {
     const struct gpusched_cluster *c = x->c;
@@ -58,8 +59,14 @@ static int gpus_without_victims(gs_pp *x, uint32_t *off)
         add_job(t, own, level_of(r, i), g + off[i]);
     plan->protected_jobs = 0;
     plan->protected_gpus = 0;
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
     for (uint32_t j = 0; j < c->jobs.count; j++) {
         const gs_hold *h = &c->jobs.rec[c->jobs.live[j]];
+        /* The priority tier's range, so that its own pass is not needed. */
+        if ((h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority) {
+            lo = h->priority < lo ? h->priority : lo;
+            hi = h->priority > hi ? h->priority : hi;
+        }
         if (!gs_pp_eligible(c, h, r, INT32_MAX, false)) {
             gs_pp_count_protected(plan, h, r);
             continue;
@@ -68,6 +75,9 @@ static int gpus_without_victims(gs_pp *x, uint32_t *off)
         for (uint32_t i = 1; i < nl; i++)
             add_job(t, h, level_of(r, i), g + off[i]);
     }
+    x->prios_known = true;
+    x->lo_prio = lo;
+    x->hi_prio = hi;
     return 0;
 }
 

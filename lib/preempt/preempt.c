@@ -102,9 +102,9 @@ static int choose_tier(gs_pp *x)
     gpusched_preempt_plan *plan = x->plan;
     plan->prio_cap = INT32_MAX;
     /* Usually the victims share one priority: one pass over the jobs tells,
-     * without collecting or sorting them. */
-    int32_t lo_prio = INT32_MAX, hi_prio = INT32_MIN;
-    for (uint32_t i = 0; i < x->c->jobs.count; i++) {
+     * without collecting or sorting them (the bound's pass, when it ran). */
+    int32_t lo_prio = x->prios_known ? x->lo_prio : INT32_MAX, hi_prio = x->prios_known ? x->hi_prio : INT32_MIN;
+    for (uint32_t i = 0; !x->prios_known && i < x->c->jobs.count; i++) {
         const gs_hold *h = &x->c->jobs.rec[x->c->jobs.live[i]];
         if ((h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < x->r->job.priority) {
             lo_prio = h->priority < lo_prio ? h->priority : lo_prio;
@@ -257,7 +257,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0, 0, false, 0, 0};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
