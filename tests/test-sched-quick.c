@@ -1,12 +1,13 @@
 /* The cycle's quick waits (cycle.c quick_run(): over quota, a shape that
- * already failed, too few free GPUs, recorded without a search) decide
- * exactly what the full evaluation decides. Two schedulers over two equal
- * clusters, one created with GPUSCHED_SCHED_QUICK=0, get the same random
- * events (submits of whole-GPU and pod gangs, ends, cancels, node
- * failures, quota changes) under random parameters (order, depth,
- * preemption, strictness, quotas, borrowing limits); every cycle's
- * decisions must be equal field by field, explanations included, and so
- * must every job's state. */
+ * already failed, too few free GPUs, recorded without a search) and the
+ * reservation searches started from their last answer (resv.c) decide
+ * exactly what the full evaluation decides. Two schedulers over two equal clusters, one
+ * created with GPUSCHED_SCHED_QUICK=0, get the same random events (submits
+ * of whole-GPU and pod gangs, ends at any time, cancels, node failures,
+ * quota changes, and jobs the caller runs on the cluster itself) under
+ * random parameters (order, depth, preemption, strictness, quotas,
+ * borrowing limits); every cycle's decisions must be equal field by field,
+ * explanations included, and so must every job's state. */
 #include <stdlib.h>
 
 #include "place-test.h"
@@ -155,6 +156,31 @@ static uint32_t same_decisions(pair *p, uint64_t *running, uint32_t *nrun)
     return nwait;
 }
 
+/* The caller runs a job of its own on both clusters (on a node's free
+ * GPUs), or ends one: changes the schedulers did not make. */
+static void outside_job(pair *p, pt_rng *r, uint64_t *ids, uint32_t *n)
+{
+    if (*n && (*n == 8 || pt_below(r, 2))) {
+        uint32_t k = pt_below(r, *n);
+        cr_assert_eq(gpusched_cluster_release(p->a.c, ids[k]), 0);
+        cr_assert_eq(gpusched_cluster_release(p->b.c, ids[k]), 0);
+        ids[k] = ids[--*n];
+        return;
+    }
+    uint32_t node = pt_below(r, 24), health;
+    uint64_t free_mask;
+    cr_assert_eq(gpusched_cluster_node_state(p->a.c, node, &free_mask, NULL, NULL, &health), 0);
+    if (!free_mask || health != GPUSCHED_NODE_UP)
+        return;
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    j.id = 900000 + pt_below(r, 1u << 20);
+    uint64_t mask = free_mask & -free_mask;
+    int ra = gpusched_cluster_allocate(p->a.c, &j, 1, &node, &mask);
+    cr_assert_eq(ra, gpusched_cluster_allocate(p->b.c, &j, 1, &node, &mask));
+    if (ra == 0)
+        ids[(*n)++] = j.id;
+}
+
 static uint32_t run_seed(uint64_t seed)
 {
     pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 11};
@@ -173,11 +199,11 @@ static uint32_t run_seed(uint64_t seed)
     both_param(&p, GPUSCHED_SCHED_PARAM_QUOTAS, pt_below(&r, 4) != 0);
     if (pt_below(&r, 3) == 0)
         both_param(&p, GPUSCHED_SCHED_PARAM_AGE_LIMIT, 20 + pt_below(&r, 40));
-    uint64_t running[MAXJOBS], next_id = 1;
-    uint32_t nrun = 0, waits = 0;
+    uint64_t running[MAXJOBS], next_id = 1, outside[8];
+    uint32_t nrun = 0, waits = 0, nout = 0;
     int64_t now = 0;
     for (int step = 0; step < 220; step++, now += pt_below(&r, 4)) {
-        uint32_t what = pt_below(&r, 10);
+        uint32_t what = pt_below(&r, 11);
         if (what < 5 && next_id < MAXJOBS) {
             uint32_t q = leaf[pt_below(&r, 4)];
             pt_rng copy = r;
@@ -207,6 +233,8 @@ static uint32_t run_seed(uint64_t seed)
             uint32_t h = pt_below(&r, 3) ? GPUSCHED_NODE_UP : GPUSCHED_NODE_DOWN;
             cr_assert_eq(gpusched_sched_node_health_set(p.a.s, node, h, now),
                          gpusched_sched_node_health_set(p.b.s, node, h, now));
+        } else if (what == 10) {
+            outside_job(&p, &r, outside, &nout);
         }
         st_cycle(&p.a, now);
         st_cycle(&p.b, now);
