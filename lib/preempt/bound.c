@@ -18,6 +18,8 @@
  * one domain (the common case), else pair by pair. */
 static void add_job(const struct gpusched_topo *t, const gs_hold *h, int32_t l, uint64_t *dom_gpus)
 {
+    if (!h->npairs)
+        return;
     const uint32_t *nodes = gs_hold_nodes(h);
     uint32_t first = gs_pp_scope_domain(t, l, t->node_leaf[nodes[0]]);
     if (first == gs_pp_scope_domain(t, l, t->node_leaf[nodes[h->npairs - 1]])) {
