@@ -24,6 +24,15 @@ static void add_job(env *x, uint64_t id, uint32_t node, uint64_t mask, int32_t p
     cr_assert_eq(gpusched_cluster_allocate(x->e.c, &j, 1, &node, &mask), 0, "%s", gpusched_cluster_errmsg(x->e.c));
 }
 
+/* Job `id` protected from preemption until `until`. */
+static void protect(env *x, uint64_t id, int64_t until)
+{
+    gpusched_job j = GPUSCHED_JOB_INIT;
+    cr_assert_eq(gpusched_cluster_job_find(x->e.c, id, &j), 0);
+    j.protected_until = until;
+    cr_assert_eq(gpusched_cluster_job_update(x->e.c, &j), 0);
+}
+
 static env env_empty(void)
 {
     env x = {pt_env_on(ct_uniform()), NULL};
@@ -234,10 +243,7 @@ Test(preempt, a_gang_too_big_even_with_every_victim_gone_is_refused_with_numbers
         cr_assert_eq(gpusched_cluster_release(x.e.c, 100 + 4 * rack + 3), 0);
         add_job(&x, 100 + 4 * rack + 3, 4 * rack + 3, 0xf, 9, 10, 0);
     }
-    gpusched_job j = GPUSCHED_JOB_INIT;
-    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 104, &j), 0);
-    j.protected_until = 50;
-    cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j), 0);
+    protect(&x, 104, 50);
 
     gpusched_job job;
     gpusched_place_request q = gang8(&job);
@@ -407,10 +413,7 @@ Test(preempt, protected_jobs_are_not_victims_until_their_time)
 Test(preempt, what_an_earlier_call_reported_is_not_left)
 {
     env x = env_full();
-    gpusched_job j = GPUSCHED_JOB_INIT;
-    cr_assert_eq(gpusched_cluster_job_find(x.e.c, 100, &j), 0);
-    j.protected_until = 1000;
-    cr_assert_eq(gpusched_cluster_job_update(x.e.c, &j), 0);
+    protect(&x, 100, 1000);
     gpusched_job job;
     gpusched_place_request q = gang8(&job);
     PLAN_OK(&x, &q);

@@ -77,7 +77,6 @@ static int gpus_without_victims(gs_pp *x, uint32_t *off)
         for (uint32_t i = 1; i < nl; i++)
             add_job(t, h, level_of(r, i), g + off[i]);
     }
-    x->prios_known = true;
     x->lo_prio = lo;
     x->hi_prio = hi;
     return 0;

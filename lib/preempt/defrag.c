@@ -196,7 +196,7 @@ GPUSCHED_API int gpusched_placer_defrag(gpusched_placer *p, const gpusched_place
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "defrag: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, 0, 0, false, 0, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, true, false, 0, 0, INT32_MAX, INT32_MIN};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;

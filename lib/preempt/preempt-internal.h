@@ -151,9 +151,8 @@ typedef struct gs_pp {
     bool best_lent;             /* what is lent is the best plan's prefix */
     uint32_t hold_mark;         /* defrag: the transaction before the gang's hold */
     uint32_t checked;           /* defrag: domains checked since the first plan */
-    bool prios_known;           /* bound.c's pass found lo_prio and hi_prio: the */
-    int32_t lo_prio, hi_prio;   /* least and most priority of the preemptible jobs
-                                 * below the gang's (lo > hi: none) */
+    int32_t lo_prio, hi_prio;   /* bound.c: the least and most priority of the
+                                 * preemptible jobs below the gang's (lo > hi: none) */
 } gs_pp;
 
 /* Defragmentation checks at most this many more domains, in order of

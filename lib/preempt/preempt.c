@@ -101,16 +101,10 @@ static int choose_tier(gs_pp *x)
 {
     gpusched_preempt_plan *plan = x->plan;
     plan->prio_cap = INT32_MAX;
-    /* Usually the victims share one priority: one pass over the jobs tells,
-     * without collecting or sorting them (the bound's pass, when it ran). */
-    int32_t lo_prio = x->prios_known ? x->lo_prio : INT32_MAX, hi_prio = x->prios_known ? x->hi_prio : INT32_MIN;
-    for (uint32_t i = 0; !x->prios_known && i < x->c->jobs.count; i++) {
-        const gs_hold *h = &x->c->jobs.rec[x->c->jobs.live[i]];
-        if ((h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < x->r->job.priority) {
-            lo_prio = h->priority < lo_prio ? h->priority : lo_prio;
-            hi_prio = h->priority > hi_prio ? h->priority : hi_prio;
-        }
-    }
+    /* Usually the victims share one priority: the bound's pass over the
+     * jobs (gs_pp_bound, which runs first on this path) tells, without
+     * collecting or sorting them. */
+    const int32_t lo_prio = x->lo_prio, hi_prio = x->hi_prio;
     if (lo_prio >= hi_prio)
         return 0;
     int rc = gs_pp_collect_as(x, -1, false);
@@ -257,7 +251,7 @@ GPUSCHED_API int gpusched_placer_preempt(gpusched_placer *p, const gpusched_plac
         return rc;
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "preempt: %s", p->c->err.msg);
-    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0, 0, false, 0, 0};
+    gs_pp x = {p, p->c, plan, &r, INT32_MIN, false, false, 0, 0, INT32_MAX, INT32_MIN};
     plan->prio_cap = INT32_MAX;
     plan->n = plan->nmoves = plan->move_pairs = plan->ngang = 0;
     plan->cost = plan->gpus = 0;
