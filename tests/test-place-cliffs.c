@@ -105,14 +105,14 @@ Test(place_cliffs, locality_down_to_nodes_on_an_empty_cluster_is_the_bound)
 Test(place_cliffs, a_required_level_too_small_is_named_first)
 {
     env e = sixteen();
-    /* 19 nodes never fit a block of 18: said without reading more than
-     * the first (full) block. */
+    /* 19 nodes never fit a block of 18: said from the topology's figure,
+     * without reading a block. */
     gpusched_place_request q = nodes_req(19, GPUSCHED_SPLIT_WHOLE_NODES, GPUSCHED_NONE);
     q.required_level = 1;
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), GPUSCHED_ENOSPC);
     cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_REQUIRED);
     cr_assert_str_eq(gpusched_place_result_message(e.res),
-                     "required block: the best block holds 18 of 19 whole nodes of 4 GPUs");
+                     "required block: the largest block has 72 GPUs, 76 asked");
     /* Every block partly used: the scan finds the best one. */
     for (uint32_t b = 0; b < 128; b++)
         for (uint32_t k = 0; k < (b == 77 ? 2u : 3u); k++)
@@ -120,11 +120,11 @@ Test(place_cliffs, a_required_level_too_small_is_named_first)
     q.gpus = 4 * 17;
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), GPUSCHED_ENOSPC);
     cr_assert_str_eq(gpusched_place_result_message(e.res),
-                     "required block: the best block holds 16 of 17 whole nodes of 4 GPUs");
+                     "required block: the best block has 64 free GPUs, 68 asked");
     q = nodes_req(17, GPUSCHED_SPLIT_PODS, GPUSCHED_NONE);
     q.required_level = 1;
     cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), GPUSCHED_ENOSPC);
     cr_assert_str_eq(gpusched_place_result_message(e.res),
-                     "required block: the best block holds 32 of 34 pods of 2 GPUs");
+                     "required block: the best block has 64 free GPUs, 68 asked");
     pt_env_free(&e);
 }

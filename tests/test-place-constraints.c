@@ -132,13 +132,18 @@ Test(place_levels, required_level_and_its_explanation)
     take(&e, 1, "d", ~0ull << 4);
     cr_assert_str_eq(place_names(&e, &q), "g h i");
     q.gpus = 25;
-    expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack holds 24 of 25 GPUs");
+    expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack has 24 free GPUs, 25 asked");
     q.required_level = 0; /* z1: its full rack, then the tightest node */
     cr_assert_str_eq(place_names(&e, &q), "e g h i");
     q = req(20, GPUSCHED_SPLIT_PODS, 4);
     q.required_level = 1;
-    take(&e, 2, "g", 0x1f);
+    /* z1/r1 has 22 free GPUs, more than the gang's 20, but g and h hold
+     * one pod of 4 each: the exact content is what refutes it. */
+    take(&e, 2, "g", 0x1);
+    take(&e, 3, "h", 0x1);
     expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack holds 4 of 5 pods of 4 GPUs");
+    take(&e, 4, "i", 0x7);
+    expect_fail(&e, &q, GPUSCHED_REASON_REQUIRED, "required rack: the best rack has 19 free GPUs, 20 asked");
     env_free(&e);
 }
 

@@ -40,5 +40,5 @@ func ExampleCluster_Place_doesNotFit() {
 	defer cluster.Close()
 	p, _ := cluster.Place(gpusched.PlaceRequest{GPUs: 40, Required: "rack"})
 	fmt.Println(p.Fits, p.Reason, p.Message)
-	// Output: false required required rack: the best rack holds 32 of 40 GPUs
+	// Output: false required required rack: the largest rack has 32 GPUs, 40 asked
 }

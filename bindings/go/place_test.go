@@ -45,9 +45,9 @@ func TestDoesNotFitExplains(t *testing.T) {
 	must(t, err)
 	equal(t, p.Fits, false)
 	equal(t, p.Reason, ReasonRequired)
-	equal(t, p.Message, "required rack: the best rack holds 32 of 40 GPUs")
+	equal(t, p.Message, "required rack: the largest rack has 32 GPUs, 40 asked")
 	equal(t, len(p.Nodes), 0)
-	wantCode(t, p.Err(), ErrNoSpace, "32 of 40")
+	wantCode(t, p.Err(), ErrNoSpace, "40 asked")
 }
 
 func TestSlicesOnTheMillionGPUPreset(t *testing.T) {

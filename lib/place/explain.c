@@ -139,6 +139,20 @@ static void level_census(gpusched_placer *p, int32_t l, uint32_t *holding, uint6
     }
 }
 
+/* The largest of a level's counts (free nodes, free GPUs), a chunk at a
+ * time so that the loop vectorizes, stopping after a chunk that reaches
+ * `most`. */
+static uint64_t max_count(const uint32_t *v, uint32_t n, uint64_t most)
+{
+    uint32_t best = 0;
+    for (uint32_t a = 0; a < n && best < most; a += 256) {
+        uint32_t b = n - a < 256 ? n : a + 256;
+        for (uint32_t d = a; d < b; d++)
+            best = v[d] > best ? v[d] : best;
+    }
+    return best;
+}
+
 /* Whether some domain of the level holds the whole gang: none can when
  * the gang is larger than the level's largest domain. */
 static bool some_domain_holds(gpusched_placer *p, int32_t l)
@@ -153,20 +167,6 @@ static bool some_domain_holds(gpusched_placer *p, int32_t l)
         if (gs_pl_cap(p, l, d))
             return true;
     return false;
-}
-
-/* The largest of a level's counts (free nodes, free GPUs), a chunk at a
- * time so that the loop vectorizes, stopping after a chunk that reaches
- * `most`. */
-static uint64_t max_count(const uint32_t *v, uint32_t n, uint64_t most)
-{
-    uint32_t best = 0;
-    for (uint32_t a = 0; a < n && best < most; a += 256) {
-        uint32_t b = n - a < 256 ? n : a + 256;
-        for (uint32_t d = a; d < b; d++)
-            best = v[d] > best ? v[d] : best;
-    }
-    return best;
 }
 
 /* The same for pods: each domain's histogram weighed by the pods each
@@ -228,15 +228,35 @@ static void say_required(gpusched_placer *p, gpusched_place_result *res, int32_t
         num(best_content(p, l)).s, num(want).s, below);
 }
 
+/* A required level's failure from a figure that costs at most one load
+ * per domain of the level: a gang larger than the level's largest domain
+ * (a static figure), or one with more GPUs than any domain has free (the
+ * scan stops at a domain with enough). False when neither proves it. */
+static bool say_required_cheaply(gpusched_placer *p, gpusched_place_result *res, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const char *lname = p->t->level_names[l];
+    if (r->gpus > p->max_dom_gpus[LV(l)]) {
+        say(res, GPUSCHED_REASON_REQUIRED, "required %s: the largest %s has %s GPUs, %s asked", lname, lname,
+            num(p->max_dom_gpus[LV(l)]).s, num(r->gpus).s);
+        return true;
+    }
+    uint64_t best = max_count(p->c->agg[l].free_gpus, p->t->ndom[l], r->gpus);
+    if (best >= r->gpus)
+        return false;
+    say(res, GPUSCHED_REASON_REQUIRED, "required %s: the best %s has %s free GPUs, %s asked", lname, lname,
+        num(best).s, num(r->gpus).s);
+    return true;
+}
+
 static bool explain_constraints(gpusched_placer *p, gpusched_place_result *res)
 {
     const gs_pl_req *r = p->req;
-    /* A gang larger than every domain of its required level never fits
-     * there, whatever the slices: said first, without a census. */
-    if (r->stop >= 0 && r->gpus > p->max_dom_gpus[LV(r->stop)]) {
-        say_required(p, res, r->stop);
+    /* A required level that the free GPUs alone refute is said first,
+     * whatever the slices: a census may read every domain of a deep
+     * level (the racks of a million GPUs). */
+    if (r->stop >= 0 && say_required_cheaply(p, res, r->stop))
         return true;
-    }
     for (uint32_t i = r->ncons; i-- > 0;) {
         const gs_pl_cons *c = &r->cons[i];
         int32_t l = (int32_t)c->level;

@@ -336,7 +336,9 @@ static int search_with(gpusched_placer *p)
     for (int32_t l = start; l >= r->stop; l--) {
         if (l < 0) {
             uint32_t n = r->gpus / r->unit[LV(-1)];
-            if (gs_pl_cap(p, -1, 0) < n)
+            /* Too few free GPUs is refuted by one load; the exact
+             * capacity may read every domain. */
+            if (gs_pl_ub_gpus(p, -1, 0) < r->gpus || gs_pl_cap(p, -1, 0) < n)
                 return GPUSCHED_ENOSPC;
             return assign_root(p, n);
         }
@@ -368,7 +370,7 @@ int gs_pl_holds(gpusched_placer *p)
         start = r->stop;
     for (int32_t l = start; l >= r->stop; l--) {
         if (l < 0)
-            return gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
+            return gs_pl_ub_gpus(p, -1, 0) >= r->gpus && gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
         if (r->gpus > p->max_dom_gpus[LV(l)])
             continue;
         gs_cand s = {.level = l,

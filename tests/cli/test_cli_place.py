@@ -29,7 +29,7 @@ class Place(CliTest):
         code, out, err = self.run_cli("place", "preset:tiny", "--gpus", 40, "--required", "rack")
         self.assertEqual(code, 3, err)
         self.assertIn("does not fit", out)
-        self.assertIn("the best rack holds 32 of 40 GPUs", out)
+        self.assertIn("the largest rack has 32 GPUs, 40 asked", out)
         j = self.json("place", "preset:tiny", "--gpus", 40, "--required", "rack", rc=3)
         self.assertFalse(j["fits"])
         self.assertEqual(j["reason"], "required")
