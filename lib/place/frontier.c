@@ -171,10 +171,19 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;
         uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
+        /* A source holding fewer units than one above it at a strictly
+         * lower key starts no optimal path: the same choices from the
+         * other hold as much or more for less. So the states of an
+         * optimal path, their keys and the first path found to each are
+         * the same without it (the tie-breaking too: a strictly dominated
+         * source only ever reaches strictly dominated states, or Y at a
+         * higher key). */
+        gs_key above = GS_KEY_INF; /* least key of the sources above t */
         for (uint32_t t = Y + 1; fr[i].n && t-- > 0;) {
             gs_key base = dp[t];
-            if (base == GS_KEY_INF)
+            if (base == GS_KEY_INF || base > above)
                 continue;
+            above = base;
             for (uint32_t e = 0; e < fr[i].n; e++) {
                 uint64_t t2 = (uint64_t)t + fr[i].units[e];
                 if (t2 > Y)
