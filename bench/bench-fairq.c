@@ -1,6 +1,7 @@
 /* Fair-share queue scenarios: the full SIMD rescore over 1M tasks per
  * kernel (and against numpy and the memory bandwidth), the fast path over
- * FIFO heads, enqueue+poll throughput, and one prediction. */
+ * FIFO heads (also under the lag cap), enqueue+poll throughput, and one
+ * prediction. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,54 @@ static void gsb_fq_scan(gsb_ctx *b)
     gpusched_fairq_free(q);
 }
 
+/* The fast path under the LAGCAP preset, whose polls first compute the
+ * max-min fair level of the service given so far over every tenant. The
+ * tenants are first served unequally (5,000 tasks polled and completed
+ * with durations that depend on the tenant) so that the level is not a
+ * trivial one. */
+static void gsb_fq_lagcap(gsb_ctx *b)
+{
+    const uint32_t n = 100000;
+    gpusched_fairq *q = gsb_fq_build(n, GSB_FQ_TENANTS);
+    if (!q)
+        return;
+    if (gpusched_fairq_policy_set(q, GPUSCHED_FAIRQ_POLICY_LAGCAP))
+        goto fail;
+    for (uint32_t i = 0; i < 5000; i++) {
+        uint64_t id;
+        gpusched_fairq_decision d = GPUSCHED_FAIRQ_DECISION_INIT;
+        if (gpusched_fairq_poll(q, 1000.0 + i * 0.01, ~0ull, &id, &d) ||
+            gpusched_fairq_complete(q, id, 0.5 + (double)(d.tenant % 37) * (double)(gsb_fq_next() % 8)))
+            goto fail;
+    }
+    /* Each poll then completes its task (outside the clock): every poll
+     * sees the service moved by the one before. */
+    double t[32], now = 1100.0;
+    int reps = gsb_reps(b);
+    for (int r = 0; r < reps; r++) {
+        double ns = 0;
+        for (int c = 0; c < 200; c++, now += 0.01) {
+            uint64_t id;
+            gpusched_fairq_decision d = GPUSCHED_FAIRQ_DECISION_INIT;
+            double t0 = gsb_now_ns();
+            int rc = gpusched_fairq_poll(q, now, ~0ull, &id, &d);
+            ns += gsb_now_ns() - t0;
+            if (rc || gpusched_fairq_complete(q, id, 0.5 + (double)(d.tenant % 37)))
+                goto fail;
+        }
+        t[r] = ns / 200;
+    }
+    char params[160];
+    snprintf(params, sizeof params, "\"tasks\": %u, \"tenants\": %u, \"policy\": \"lagcap\"",
+             q->live, GSB_FQ_TENANTS);
+    gsb_report(b, "fairq.poll.lagcap.us", gsb_median(t, (size_t)reps) / 1e3, "us", params);
+    gpusched_fairq_free(q);
+    return;
+fail:
+    fprintf(stderr, "bench-fairq: lagcap: %s\n", gpusched_fairq_errmsg(q));
+    gpusched_fairq_free(q);
+}
+
 /* Enqueue + poll pairs, timed in batches of 1000; the batch's tasks are
  * completed between batches, outside the clock, so the running table
  * stays small. */
@@ -258,6 +307,7 @@ static void gsb_fq_predict(gsb_ctx *b)
 const gsb_scenario gsb_fairq_scenarios[] = {
     {"fairq.poll", gsb_fq_scan},
     {"fairq.ops", gsb_fq_ops},
+    {"fairq.lagcap", gsb_fq_lagcap},
     {"fairq.predict", gsb_fq_predict},
     {NULL, NULL},
 };

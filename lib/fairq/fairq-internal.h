@@ -406,6 +406,10 @@ static inline double gs_fq_tenant_term(const gs_fq_frame *f, const gs_fq_tenant 
 }
 
 void gs_fq_params_default(gs_fq_params *p);
+/* The weighted max-min fair level of the service given so far (stored
+ * units; +inf when every demand is served) and the mean weight of the
+ * tenants with demand: the lag cap's reference (policy.c). */
+double gs_fq_level(const gpusched_fairq *q, double *wmean);
 int gs_fq_check_now(const gpusched_fairq *q, double now, gs_err *e);
 /* The per-poll constants: maxima over the queue, scales. */
 void gs_fq_frame_build(gpusched_fairq *q, double now, uint64_t mask, gs_fq_frame *f);

@@ -217,12 +217,34 @@ static double gs_fq_fill(const gpusched_fairq *q, double l)
     return s;
 }
 
+/* One water-filling step from a level l at or below the fair one: with
+ * the tenants whose demand is at most l filled to their demand and the
+ * others at a common level, the level that gives out the service exactly.
+ * The fill is concave and piecewise linear in l, so the step never passes
+ * the fair level and is exact once no demand lies between l and it. */
+static double gs_fq_fill_step(const gpusched_fairq *q, double l, double served)
+{
+    double full = 0, wrest = 0;
+    for (uint32_t t = 0; t < q->ntenants; t++) {
+        const gs_fq_tenant *x = &q->ten[t];
+        if (x->dtime <= l)
+            full += x->weight * x->dtime;
+        else
+            wrest += x->weight;
+    }
+    return wrest > 0 ? (served - full) / wrest : l;
+}
+
 /* The weighted max-min fair level of the service given so far: the l with
- * sum_t w_t min(d_t, l) = sum_t w_t v_t, by bisection (the fill rises with
- * l); +inf when every demand is served. O(tenants) per step, 64 steps at
- * most: polls with the lag cap cost O(tenants) more. Also the mean weight
- * of the tenants that asked for anything (1 if none). */
-static double gs_fq_level(const gpusched_fairq *q, double *wmean)
+ * sum_t w_t min(d_t, l) = sum_t w_t v_t; +inf when every demand is served.
+ * Water-filling from served / (weight of the tenants with demand), which
+ * is at or below it: each step fills the tenants whose demand the level
+ * passed, and the level stops rising when no more do (usually within a
+ * few passes over the tenants). Demands spread so that it would take
+ * more than 16 steps finish by bisection above the last step (the fill
+ * rises with l). Also the mean weight of the tenants that asked for
+ * anything (1 if none). */
+double gs_fq_level(const gpusched_fairq *q, double *wmean)
 {
     double served = 0, dmax = 0, wsum = 0;
     uint32_t n = 0;
@@ -236,7 +258,16 @@ static double gs_fq_level(const gpusched_fairq *q, double *wmean)
     *wmean = n ? wsum / n : 1.0;
     if (gs_fq_fill(q, dmax) <= served)
         return INFINITY;
-    double lo = 0, hi = dmax;
+    if (served <= 0)
+        return 0;
+    double lo = served / wsum;
+    for (int i = 0; i < 16; i++) {
+        double next = gs_fq_fill_step(q, lo, served);
+        if (!(next > lo))
+            return lo;
+        lo = next;
+    }
+    double hi = dmax;
     for (int i = 0; i < 64 && hi - lo > 1e-12 * hi; i++) {
         double mid = 0.5 * (lo + hi);
         if (gs_fq_fill(q, mid) < served)
