@@ -11,8 +11,10 @@ typedef struct pt_stats {
 } pt_stats;
 
 /* Past the knapsack budget the engine fills greedily: still complete and
- * valid, locality no longer guaranteed. budget == UINT64_MAX: the default. */
-static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget)
+ * valid, locality no longer guaranteed. budget == UINT64_MAX: the default.
+ * knapsack: the placer's choice of knapsack (place-internal.h), 0 as in
+ * production. */
+static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget, uint8_t knapsack)
 {
     gpusched_topo *t = pt_random_topo(r, max_nodes);
     gpusched_cluster *c;
@@ -27,6 +29,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     cr_assert_eq(gpusched_place_result_new(NULL, &probe), 0);
     if (budget != UINT64_MAX)
         p->dp_budget_max = budget;
+    p->knapsack = knapsack;
     for (int k = 0; k < 8; k++) {
         gpusched_place_request q;
         gpusched_job qjob;
@@ -92,18 +95,32 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     gpusched_cluster_unref(c);
 }
 
-static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)
+static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget, uint8_t knapsack)
 {
     pt_rng r = {seed};
     pt_stats st = {0};
     for (uint32_t i = 0; i < rounds; i++)
-        one_case(&r, &st, max_nodes, budget);
+        one_case(&r, &st, max_nodes, budget, knapsack);
     cr_log_info("%u cases: %u invalid, %u fit, %u do not fit", st.cases, st.invalid, st.fit, st.nofit);
     cr_assert_gt(st.fit, st.cases / 8, "too few feasible cases to mean anything");
     cr_assert_gt(st.nofit, 0);
 }
 
+static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)
+{
+    run_with(seed, rounds, max_nodes, budget, 0);
+}
+
 Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4a7c15ull, 3000, 8, UINT64_MAX); }
+
+/* The two knapsacks (over units, over counts of children and grandchildren)
+ * each on their own, wherever they apply: the production choice between
+ * them is by cost, which on clusters this small is mostly the first. */
+Test(place_property, each_knapsack_matches_exhaustive_search)
+{
+    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 1);
+    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 2);
+}
 
 Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12, UINT64_MAX); }
 

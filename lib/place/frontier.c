@@ -129,6 +129,141 @@ static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n
     return 0;
 }
 
+/* Children whose frontiers count the level below them (greedy prefixes:
+ * each entry's key is a count of grandchildren times their weight w2) make
+ * a placement's key (children used) x w1 + (grandchildren used) x w2, and
+ * the weights order keys as the pairs (children, grandchildren) are
+ * ordered. So the knapsack can run over those pairs instead of over units:
+ * U[c][g], the most units c children and g grandchildren hold (capped at
+ * Y), and the frontier is read off the pairs in order. No placement for
+ * at most Y units uses more children than the fewest that hold Y (k), nor
+ * more grandchildren than the k children with the most, which bounds the
+ * table; a pair holding no more than one with fewer grandchildren is
+ * skipped as a source (it starts no optimal path). It gives the frontier
+ * the knapsack over units gives (the same best key for every amount), and
+ * runs only when its bound on the work is below the other's: with a few
+ * children of many units each (a zone of blocks, asked thousands of GPUs)
+ * it is a small fraction. Sets *applied when it ran (or found the budget
+ * spent: o->over_budget). */
+static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint32_t Y, uint64_t entries,
+                            bool *applied)
+{
+    const gs_pl_req *r = p->req;
+    const gs_key w1 = r->weight[LV(l + 1)], w2 = r->weight[LV(l + 2)];
+    const gs_front *fr = o->fronts;
+    *applied = false;
+    if (!w2 || p->knapsack == 1)
+        return 0;
+    /* At least Y / (the largest child) children, and a grandchild each:
+     * when even that many pairs are as many as Y + 1, no sort is needed to
+     * keep the knapsack over units. */
+    uint32_t largest = 0;
+    for (uint32_t i = 0; i < o->nkids; i++)
+        if (fr[i].n && fr[i].units[fr[i].n - 1] > largest)
+            largest = fr[i].units[fr[i].n - 1];
+    const uint64_t fewest = largest ? ((uint64_t)Y + largest - 1) / largest : 0;
+    if ((fewest + 1) * (fewest + 1) > Y && p->knapsack != 2)
+        return 0;
+    /* The scratch is given back whatever happens: only the frontier stays. */
+    const gs_arena_mark mark = gs_arena_save(&p->arena);
+    gs_kid *k = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *k);
+    uint32_t *most = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *most);
+    if (!k || !most)
+        return GPUSCHED_ENOMEM;
+    /* The children's levels below are counted greedily (l + 2 >= pref), so
+     * their keys are counts times w2 (frontier_greedy). */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < o->nkids; i++) {
+        if (!fr[i].n)
+            continue;
+        k[n] = (gs_kid){i, fr[i].units[fr[i].n - 1]};
+        most[n++] = (uint32_t)(fr[i].key[fr[i].n - 1] / w2);
+    }
+    gs_pl_sort_kids(k, n, true);
+    uint32_t kmax = 0;
+    for (uint64_t sum = 0; kmax < n && sum < Y;)
+        sum += k[kmax++].cap;
+    gs_pl_sort_u32_desc(most, n);
+    uint64_t gmax = 0;
+    for (uint32_t i = 0; i < kmax; i++)
+        gmax += most[i];
+    const uint64_t row = gmax + 1, pairs = (uint64_t)(kmax + 1) * row;
+    /* The budget is charged what the knapsack over units would cost, so
+     * that the same knapsacks run within it whichever runs them. */
+    const uint64_t work = pairs * entries, units_work = ((uint64_t)Y + 1) * entries;
+    gs_arena_restore(&p->arena, mark);
+    if ((work >= units_work && p->knapsack != 2) || pairs > UINT32_MAX)
+        return 0;
+    *applied = true;
+    o->over_budget = units_work > p->dp_budget;
+    if (o->over_budget)
+        return 0;
+    p->dp_budget -= units_work;
+    const uint32_t ratio = r->ratio[LV(l)], need = o->need;
+    gs_front *f = o->front;
+    int rc = front_alloc(p, f, pairs < need ? (uint32_t)pairs : need);
+    if (rc)
+        return rc;
+    const gs_arena_mark table = gs_arena_save(&p->arena);
+    uint32_t *U = gs_arena_get(&p->arena, (size_t)pairs * sizeof *U);
+    uint32_t *count = gs_arena_get(&p->arena, (size_t)entries * sizeof *count);
+    if (!U || !count)
+        return GPUSCHED_ENOMEM;
+    const uint32_t none = UINT32_MAX;
+    for (uint64_t s = 0; s < pairs; s++)
+        U[s] = none;
+    U[0] = 0;
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < o->nkids; i++) {
+        const gs_front *c = &fr[i];
+        if (!c->n)
+            continue;
+        for (uint32_t e = 0; e < c->n; e++)
+            count[e] = (uint32_t)(c->key[e] / w2);
+        /* Rows from the top: a row is read before this child writes it. */
+        for (uint32_t used = seen < kmax ? seen + 1 : kmax; used-- > 0;) {
+            const uint32_t *src = U + (size_t)used * row;
+            uint32_t *dst = U + (size_t)(used + 1) * row;
+            int64_t before = -1; /* most units at fewer grandchildren */
+            for (uint64_t g = 0; g < row; g++) {
+                const uint32_t u = src[g];
+                if (u == none || (int64_t)u <= before)
+                    continue;
+                before = u;
+                for (uint32_t e = 0; e < c->n; e++) {
+                    const uint64_t g2 = g + count[e];
+                    if (g2 >= row)
+                        break;
+                    uint64_t u2 = (uint64_t)u + c->units[e];
+                    if (u2 > Y)
+                        u2 = Y;
+                    if (dst[g2] == none || u2 > dst[g2])
+                        dst[g2] = (uint32_t)u2;
+                }
+            }
+        }
+        seen++;
+    }
+    /* Pairs in order are keys in order: each entry is the most units at
+     * that key or better, kept where it grows. */
+    uint32_t last = 0;
+    for (uint32_t used = 0; used <= kmax && last < need; used++)
+        for (uint64_t g = 0; g < row && last < need; g++) {
+            const uint32_t u = U[(size_t)used * row + g];
+            if (u == none)
+                continue;
+            uint32_t y = u / ratio < need ? u / ratio : need;
+            if (y > last) {
+                f->key[f->n] = (gs_key)used * w1 + (gs_key)g * w2;
+                f->units[f->n++] = y;
+                last = y;
+            }
+        }
+    gs_arena_restore(&p->arena, table);
+    o->counted = true;
+    return 0;
+}
+
 /* The children's frontiers, then the knapsack if the placement's work
  * budget still covers it (o->over_budget otherwise). */
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o)
@@ -151,6 +286,12 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
         if (rc)
             return rc;
         entries += fr[i].n;
+    }
+    if (o->front && !o->want_choices && l + 2 >= r->pref) {
+        bool applied;
+        int rc = frontier_counted(p, l, o, Y, entries, &applied);
+        if (rc || applied)
+            return rc;
     }
     uint64_t work = ((uint64_t)Y + 1) * entries;
     o->over_budget = work > p->dp_budget;
@@ -277,9 +418,9 @@ int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_
         return frontier_greedy(p, l, d, need, f);
     uint32_t ratio = r->ratio[LV(l)];
     uint32_t Y = need * ratio;
-    gs_pl_dp_out o = {0};
+    gs_pl_dp_out o = {.front = f, .need = need};
     int rc = gs_pl_dp(p, l, d, Y, &o);
-    if (rc)
+    if (rc || o.counted)
         return rc;
     if (o.over_budget)
         return frontier_filled(p, l, &o, need, f);

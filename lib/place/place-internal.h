@@ -170,6 +170,9 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    uint8_t knapsack;           /* tests: 0 the cheaper knapsack (frontier.c), 1 over
+                                 * units only, 2 over counts wherever it applies and
+                                 * no subsets (so that both are checked) */
     bool estimating;            /* the greedy try before the exact search (search.c) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */
@@ -342,6 +345,11 @@ void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
 typedef struct gs_pl_dp_out {
     bool want_choices;          /* in: keep what each child took */
+    gs_front *front;            /* in, without want_choices: where the counted
+                                 * knapsack writes the domain's frontier for
+                                 * `need` units when it applies (frontier.c) */
+    uint32_t need;
+    bool counted;               /* out: it did, and there is no table */
     bool over_budget;           /* out: no table, the work budget is spent */
     gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y) */
     gs_front *fronts;           /* per child */

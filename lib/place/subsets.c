@@ -274,7 +274,7 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
 {
     const gs_pl_req *r = p->req;
     *applicable = false;
-    if (l + 2 != r->pref || l + 1 >= (int32_t)p->nlevels || r->ratio[LV(l + 1)] != 1)
+    if (l + 2 != r->pref || l + 1 >= (int32_t)p->nlevels || r->ratio[LV(l + 1)] != 1 || p->knapsack == 2)
         return 0;
     gs_sub_kid *k;
     gs_run *rn;
