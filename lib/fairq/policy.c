@@ -246,17 +246,18 @@ static double gs_fq_fill_step(const gpusched_fairq *q, double l, double served)
  * anything (1 if none). */
 double gs_fq_level(const gpusched_fairq *q, double *wmean)
 {
-    double served = 0, dmax = 0, wsum = 0;
+    double served = 0, dmax = 0, wsum = 0, demand = 0;
     uint32_t n = 0;
     for (uint32_t t = 0; t < q->ntenants; t++) {
         const gs_fq_tenant *x = &q->ten[t];
         served += x->weight * x->vtime;
+        demand += x->weight * x->dtime; /* the fill at the largest demand */
         dmax = x->dtime > dmax ? x->dtime : dmax;
         if (x->dtime > 0)
             wsum += x->weight, n++;
     }
     *wmean = n ? wsum / n : 1.0;
-    if (gs_fq_fill(q, dmax) <= served)
+    if (demand <= served)
         return INFINITY;
     if (served <= 0)
         return 0;

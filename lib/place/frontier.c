@@ -166,9 +166,9 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
         return 0;
     /* The scratch is given back whatever happens: only the frontier stays. */
     const gs_arena_mark mark = gs_arena_save(&p->arena);
-    gs_kid *k = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *k);
+    uint32_t *cap = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *cap);
     uint32_t *most = gs_arena_get(&p->arena, (size_t)o->nkids * sizeof *most);
-    if (!k || !most)
+    if (!cap || !most)
         return GPUSCHED_ENOMEM;
     /* The children's levels below are counted greedily (l + 2 >= pref), so
      * their keys are counts times w2 (frontier_greedy). */
@@ -176,13 +176,13 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     for (uint32_t i = 0; i < o->nkids; i++) {
         if (!fr[i].n)
             continue;
-        k[n] = (gs_kid){i, fr[i].units[fr[i].n - 1]};
+        cap[n] = fr[i].units[fr[i].n - 1];
         most[n++] = (uint32_t)(fr[i].key[fr[i].n - 1] / w2);
     }
-    gs_pl_sort_kids(k, n, true);
+    gs_pl_sort_u32_desc(cap, n);
     uint32_t kmax = 0;
     for (uint64_t sum = 0; kmax < n && sum < Y;)
-        sum += k[kmax++].cap;
+        sum += cap[kmax++];
     gs_pl_sort_u32_desc(most, n);
     uint64_t gmax = 0;
     for (uint32_t i = 0; i < kmax; i++)

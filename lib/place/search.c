@@ -322,6 +322,15 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     return gs_pl_assign(p, -1, 0, n);
 }
 
+/* Whether the cluster as a whole holds the gang (n units of the top):
+ * too few free GPUs is refuted by one load, before the exact capacity,
+ * which may read every domain. */
+static bool cluster_holds(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    return gs_pl_ub_gpus(p, -1, 0) >= r->gpus && gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
+}
+
 static int search_with(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
@@ -334,14 +343,8 @@ static int search_with(gpusched_placer *p)
     for (uint32_t l = 0; l < p->nlevels; l++)
         p->ndoms[l] = 0;
     for (int32_t l = start; l >= r->stop; l--) {
-        if (l < 0) {
-            uint32_t n = r->gpus / r->unit[LV(-1)];
-            /* Too few free GPUs is refuted by one load; the exact
-             * capacity may read every domain. */
-            if (gs_pl_ub_gpus(p, -1, 0) < r->gpus || gs_pl_cap(p, -1, 0) < n)
-                return GPUSCHED_ENOSPC;
-            return assign_root(p, n);
-        }
+        if (l < 0)
+            return cluster_holds(p) ? assign_root(p, r->gpus / r->unit[LV(-1)]) : GPUSCHED_ENOSPC;
         if (r->gpus > p->max_dom_gpus[LV(l)])
             continue;
         gs_cand s;
@@ -370,7 +373,7 @@ int gs_pl_holds(gpusched_placer *p)
         start = r->stop;
     for (int32_t l = start; l >= r->stop; l--) {
         if (l < 0)
-            return gs_pl_ub_gpus(p, -1, 0) >= r->gpus && gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
+            return cluster_holds(p);
         if (r->gpus > p->max_dom_gpus[LV(l)])
             continue;
         gs_cand s = {.level = l,
