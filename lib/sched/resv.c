@@ -43,6 +43,15 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
+/* probe() by the placement itself, its nodes in s->res when it fits: for
+ * the count expected to be the answer, where a yes would be followed by
+ * the same search to find the nodes. */
+static int probe_placing(gpusched_sched *s, const gs_pl_req *r)
+{
+    int rc = gs_pl_place_staged(s->p, r, s->res, 0);
+    return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
+}
+
 /* probe() with ends [0, lo) lent, 0 without one when fewer GPUs are free
  * than the gang needs. */
 static int probe_if_enough(gpusched_sched *s, const gs_pl_req *r, uint64_t need)
@@ -68,13 +77,16 @@ static uint32_t hint_count(gpusched_sched *s, ends_prefix *p, uint32_t last, int
     return n;
 }
 
-/* The earliest count of ends after which it fits: *count, or ENOSPC.
- * Fitting is monotone in the ends lent, so the least count is unique and
- * any order of probes that brackets it finds the same one: the search
- * probes the count of `hint` and the one before first (a gang reserved
- * again after an event usually fits after the same job as before: two
- * probes instead of a dozen), then gallops and bisects. */
-static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t last_end, uint32_t *count)
+/* The earliest count of ends after which it fits: *count, with those
+ * ends lent, or ENOSPC. Fitting is monotone in the ends lent, so the least
+ * count is unique and any order of probes that brackets it finds the same
+ * one: the search probes the count of `hint` and the one before first (a
+ * gang reserved again after an event usually fits after the same job as
+ * before: two probes instead of a dozen), then gallops and bisects. When
+ * the probe that settles the count placed the gang (*placed = 1), its
+ * nodes are in s->res. */
+static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t last_end, uint32_t *count,
+                  int *placed)
 {
     ends_prefix p = {0, GS_SJ_NONE};
     const uint32_t hint = hint_count(s, &p, last, last_end);
@@ -117,8 +129,15 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t 
         if (lo >= s->nends)
             return GPUSCHED_ENOSPC;
         uint32_t mark = gs_txn_mark(s->c), to = lo + step < s->nends ? lo + step : s->nends;
-        if ((rc = lend_range(s, &p, lo, to)) || (rc = probe(s, r)) < 0)
+        /* One end more than a count that does not fit: a yes settles it. */
+        const int last_step = to == lo + 1;
+        if ((rc = lend_range(s, &p, lo, to)) || (rc = last_step ? probe_placing(s, r) : probe(s, r)) < 0)
             return rc;
+        if (rc == 1 && last_step) {
+            *count = to;
+            *placed = 1;
+            return 0;
+        }
         if (rc == 1) {
             hi = to;
             gs_txn_undo_to(s->c, mark);
@@ -183,8 +202,9 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     if ((rc = gs_txn_begin(s->c)))
         return rc;
     uint32_t count = 0;
-    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, &count);
-    if (rc == 0)
+    int placed = 0;
+    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, &count, &placed);
+    if (rc == 0 && !placed)
         rc = gs_pl_place_staged(s->p, &r, s->res, 0);
     gs_txn_rollback(s->c);
     if (rc)
