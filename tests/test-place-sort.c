@@ -19,11 +19,37 @@ static bool before(gs_kid a, gs_kid b, bool larger_first)
     return a.idx < b.idx;
 }
 
+/* Sorts both lists with the engine and checks them against insertion
+ * sort of the same lists. */
+static void check_sorts(gs_kid *k, uint32_t *v, uint32_t n, bool larger, int round)
+{
+    static gs_kid ref[700];
+    static uint32_t vref[700];
+    for (uint32_t i = 0; i < n; i++) {
+        gs_kid x = k[i];
+        uint32_t j = i;
+        for (; j > 0 && before(x, ref[j - 1], larger); j--)
+            ref[j] = ref[j - 1];
+        ref[j] = x;
+        uint32_t y = v[i];
+        for (j = i; j > 0 && vref[j - 1] < y; j--)
+            vref[j] = vref[j - 1];
+        vref[j] = y;
+    }
+    gs_pl_sort_kids(k, n, larger);
+    gs_pl_sort_u32_desc(v, n);
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_eq(k[i].idx, ref[i].idx, "round %d, n %u, position %u", round, n, i);
+        cr_assert_eq(k[i].cap, ref[i].cap);
+        cr_assert_eq(v[i], vref[i], "round %d, n %u, position %u", round, n, i);
+    }
+}
+
 Test(place_sort, kids_and_values_match_insertion_sort)
 {
     uint64_t s = 0x1234567;
-    static gs_kid k[700], ref[700];
-    static uint32_t v[700], vref[700];
+    static gs_kid k[700];
+    static uint32_t v[700];
     for (int round = 0; round < 400; round++) {
         uint32_t n = (uint32_t)(next(&s) % 700);
         bool larger = next(&s) & 1;
@@ -33,23 +59,34 @@ Test(place_sort, kids_and_values_match_insertion_sort)
             k[i].idx = k[i].idx * 700 + i; /* unique indices */
             v[i] = (uint32_t)(next(&s) % spread);
         }
+        check_sorts(k, v, n, larger, round);
+    }
+}
+
+/* Lists in index order with small capacities (a block's racks) take the
+ * counting sort; with a capacity of 256 or more, or an index out of order,
+ * the heap sort; values alike (counted below 256, else the heap sort).
+ * Every kind must give insertion sort's order. */
+Test(place_sort, kids_in_index_order_match_insertion_sort)
+{
+    uint64_t s = 0x9e3779b9;
+    static gs_kid k[300];
+    static uint32_t v[300];
+    for (int round = 0; round < 600; round++) {
+        uint32_t n = (uint32_t)(next(&s) % 300);
+        bool larger = next(&s) & 1;
+        uint32_t spread = round % 3 == 0 ? 300 : 1 + (uint32_t)(next(&s) % 60);
+        uint32_t idx = (uint32_t)(next(&s) % 5);
         for (uint32_t i = 0; i < n; i++) {
-            gs_kid x = k[i];
-            uint32_t j = i;
-            for (; j > 0 && before(x, ref[j - 1], larger); j--)
-                ref[j] = ref[j - 1];
-            ref[j] = x;
-            uint32_t y = v[i];
-            for (j = i; j > 0 && vref[j - 1] < y; j--)
-                vref[j] = vref[j - 1];
-            vref[j] = y;
+            idx += 1 + (uint32_t)(next(&s) % 3);
+            k[i] = (gs_kid){idx, (uint32_t)(next(&s) % spread)};
+            v[i] = (uint32_t)(next(&s) % spread);
         }
-        gs_pl_sort_kids(k, n, larger);
-        gs_pl_sort_u32_desc(v, n);
-        for (uint32_t i = 0; i < n; i++) {
-            cr_assert_eq(k[i].idx, ref[i].idx, "round %d, n %u, position %u", round, n, i);
-            cr_assert_eq(k[i].cap, ref[i].cap);
-            cr_assert_eq(v[i], vref[i]);
+        if (round % 7 == 0 && n > 2) { /* one index out of order */
+            gs_kid t = k[0];
+            k[0] = k[1];
+            k[1] = t;
         }
+        check_sorts(k, v, n, larger, round);
     }
 }

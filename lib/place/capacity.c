@@ -268,6 +268,39 @@ static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
     return (uint32_t)(sum / p->req->ratio[LV(l)]);
 }
 
+void gs_pl_caps(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t *out)
+{
+    const gs_pl_req *r = p->req;
+    if (l < 0 || l >= (int32_t)p->nlevels || !r->agg_exact_nodes || r->deepest_cons > l) {
+        for (uint32_t d = a; d < b; d++)
+            out[d - a] = gs_pl_cap(p, l, d);
+        return;
+    }
+    /* gs_pl_cap()'s first case, the aggregates' units over the level's unit
+     * (times u0), for the whole range: the loop a wide level's capacities
+     * cost (a zone's racks for a gang of pods). */
+    const struct gpusched_cluster *c = p->c;
+    const uint64_t u0 = r->u0, unit = r->unit[LV(l)];
+    if (r->whole_w || u0 == 1) {
+        const uint32_t *count = r->whole_w ? c->agg[l].free_nodes : c->agg[l].free_gpus;
+        for (uint32_t d = a; d < b; d++)
+            out[d - a] = (uint32_t)(count[d] * u0 / unit);
+        return;
+    }
+    const uint32_t H = c->hist_width;
+    uint32_t per_node[GPUSCHED_MAX_NODE_GPUS + 1];
+    for (uint32_t k = (uint32_t)u0; k < H; k++)
+        per_node[k] = gs_pl_div_u0(r, k);
+    for (uint32_t d = a; d < b; d++) {
+        const uint32_t *h = &c->agg[l].hist[(size_t)d * H];
+        uint64_t units = 0;
+        for (uint32_t k = (uint32_t)u0; k < H; k++)
+            units += (uint64_t)h[k] * per_node[k];
+        /* A pod is the level's unit unless a slice is: no division then. */
+        out[d - a] = (uint32_t)(unit == u0 ? units : units * u0 / unit);
+    }
+}
+
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d)
 {
     const gs_pl_req *r = p->req;

@@ -24,15 +24,19 @@ int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t
     gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
     if (!k)
         return GPUSCHED_ENOMEM;
+    const gs_arena_mark mark = gs_arena_save(&p->arena);
+    uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
+    if (!cap)
+        return GPUSCHED_ENOMEM;
+    gs_pl_caps(p, l + 1, a, b, cap);
     uint32_t m = 0;
     uint64_t sum = 0;
-    for (uint32_t ch = a; ch < b; ch++) {
-        uint32_t c = gs_pl_cap(p, l + 1, ch);
-        if (c) {
-            k[m++] = (gs_kid){ch, c};
-            sum += c;
+    for (uint32_t i = 0; i < b - a; i++)
+        if (cap[i]) {
+            k[m++] = (gs_kid){a + i, cap[i]};
+            sum += cap[i];
         }
-    }
+    gs_arena_restore(&p->arena, mark);
     *out = k;
     *n = m;
     *total = sum;

@@ -294,6 +294,8 @@ static inline uint32_t gs_pl_node_units(const gpusched_placer *p, uint32_t node)
 }
 /* Exact capacity of domain d at level l (-1 .. L) in units of level l. */
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d);
+/* gs_pl_cap() of domains [a, b) of level l into out[0 .. b - a). */
+void gs_pl_caps(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t *out);
 /* Where level l's capacities are counts in the aggregates (less the
  * avoided nodes'): those of domains [a, b) summed, and how many hold a
  * unit (holding may be NULL), in one pass; false where they are not. */

@@ -45,20 +45,6 @@ static uint64_t choose(uint32_t n, uint32_t k, uint64_t limit)
     return c;
 }
 
-static void sort_desc(uint32_t *v, uint32_t n)
-{
-    if (n > 64) {
-        gs_pl_sort_u32_desc(v, n);
-        return;
-    }
-    for (uint32_t i = 1; i < n; i++) {
-        uint32_t x = v[i], j = i;
-        for (; j > 0 && v[j - 1] < x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
 /* The kids with capacity and their grandchildren's capacities, largest
  * first and run-length coded: an empty or evenly used domain has one run
  * per kid, so a merge costs the runs, not the grandchildren. */
@@ -82,13 +68,14 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
         if (!cap)
             continue;
         gs_pl_children(p, l + 1, ch, &ga, &gb);
+        /* Each kid's grandchildren in g (room for all of the domain's),
+         * those with capacity packed to the front. */
         uint32_t cnt = 0;
-        for (uint32_t gc = ga; gc < gb; gc++) {
-            uint32_t c = gs_pl_cap(p, l + 2, gc);
-            if (c)
-                g[cnt++] = c;
-        }
-        sort_desc(g, cnt);
+        gs_pl_caps(p, l + 2, ga, gb, g);
+        for (uint32_t i = 0; i < gb - ga; i++)
+            if (g[i])
+                g[cnt++] = g[i];
+        gs_pl_sort_u32_desc(g, cnt);
         *grand += cnt;
         k[m] = (gs_sub_kid){ch, cap, o, 0};
         for (uint32_t i = 0; i < cnt; i++) {
@@ -113,7 +100,7 @@ static uint32_t fewest(const gs_sub_kid *k, uint32_t n, uint64_t Y, uint32_t *sc
 {
     for (uint32_t i = 0; i < n; i++)
         scratch[i] = k[i].cap;
-    sort_desc(scratch, n);
+    gs_pl_sort_u32_desc(scratch, n);
     uint64_t sum = 0;
     for (uint32_t i = 0; i < n; i++)
         if ((sum += scratch[i]) >= Y)
