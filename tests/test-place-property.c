@@ -128,3 +128,95 @@ Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
 {
     run(0x51ed270b27a3e5f1ull, 1500, 12, 0);
 }
+
+/* A uniform cluster whose blocks repeat a few random fill patterns: many
+ * subsets of equal capacity and equal counts, where the order of the
+ * enumeration decides. */
+static gpusched_cluster *periodic_cluster(pt_rng *r, gpusched_topo **out)
+{
+    const uint32_t fan[] = {3 + pt_below(r, 5), 2 + pt_below(r, 3), 2 + pt_below(r, 3)};
+    gpusched_topo *t = pt_uniform(2, fan, 4);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    const uint32_t per_block = fan[1] * fan[2], period = 1 + pt_below(r, 2);
+    uint64_t pattern[2][16];
+    for (uint32_t k = 0; k < period; k++)
+        for (uint32_t i = 0; i < per_block; i++)
+            pattern[k][i] = pt_below(r, 2) ? pt_next(r) & 0xf : 0;
+    uint64_t id = 1000;
+    for (uint32_t n = 0; n < fan[0] * per_block; n++) {
+        uint64_t m = pattern[(n / per_block) % period][n % per_block];
+        if (m) {
+            gpusched_job j = GPUSCHED_JOB_INIT;
+            j.id = id++;
+            cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0);
+        }
+    }
+    *out = t;
+    return c;
+}
+
+/* The subsets search (several children of a domain, the fewest
+ * grandchildren in them) runs as a branch and bound that skips what cannot
+ * win; it must choose exactly what trying every subset chooses, ties by
+ * least capacity and then by order included, which the reference above
+ * does not see (it checks the locality and the tightest single domains).
+ * Two placers over one cluster, one trying every subset by the plain loop,
+ * the other by the branch and bound from the first (in production it
+ * starts after 64): the same nodes. */
+Test(place_property, subsets_branch_and_bound_matches_every_subset)
+{
+    pt_rng r = {0x3c6ef372fe94f82bull};
+    uint32_t searched = 0, fit = 0;
+    for (uint32_t round = 0; round < 3000; round++) {
+        const uint64_t job = 4242;
+        gpusched_topo *t;
+        gpusched_cluster *c;
+        if (round & 1) {
+            c = periodic_cluster(&r, &t);
+        } else {
+            t = pt_random_topo(&r, 12);
+            cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+            pt_random_state(&r, c, job);
+        }
+        gpusched_placer *fast, *plain;
+        gpusched_place_result *a, *b;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &fast), 0);
+        cr_assert_eq(gpusched_placer_new(c, NULL, &plain), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &a), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &b), 0);
+        fast->subsets_mode = 2;
+        plain->subsets_mode = 1;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job qjob;
+            uint32_t avoid[4];
+            pt_random_request(&r, t, &q, &qjob, job, avoid);
+            const int ra = gpusched_placer_place(fast, &q, a), rb = gpusched_placer_place(plain, &q, b);
+            cr_assert_eq(ra, rb);
+            if (ra)
+                continue;
+            fit++;
+            const uint32_t *na, *nb;
+            const uint64_t *ma, *mb;
+            uint32_t ca, cb;
+            gpusched_place_result_nodes(a, &na, &ma, &ca);
+            gpusched_place_result_nodes(b, &nb, &mb, &cb);
+            cr_assert_eq(ca, cb, "round %u: %u nodes against %u", round, ca, cb);
+            for (uint32_t i = 0; i < ca; i++) {
+                cr_assert_eq(na[i], nb[i], "round %u: node %u of %u differs", round, i, ca);
+                cr_assert_eq(ma[i], mb[i]);
+            }
+        }
+        searched += fast->subsets_bb;
+        cr_assert_eq(plain->subsets_bb, 0);
+        gpusched_place_result_free(a);
+        gpusched_place_result_free(b);
+        gpusched_placer_free(fast);
+        gpusched_placer_free(plain);
+        gpusched_cluster_unref(c);
+        gpusched_topo_unref(t);
+    }
+    cr_log_info("%u placements, %u branch and bound searches", fit, searched);
+    cr_assert_gt(searched, 200, "too few searches by branch and bound to mean anything (%u)", searched);
+}

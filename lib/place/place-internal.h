@@ -170,6 +170,10 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    uint8_t subsets_mode;       /* tests: 1 every subset by the plain loop, 2 by the
+                                 * branch and bound from the first (subsets.c), to
+                                 * compare the two; 0 as in production */
+    uint32_t subsets_bb;        /* tests: searches the branch and bound ran */
     uint8_t knapsack;           /* tests: 0 the cheaper knapsack (frontier.c), 1 over
                                  * units only, 2 over counts wherever it applies and
                                  * no subsets (so that both are checked) */

@@ -13,7 +13,10 @@
  * all tried only when they cost less than the knapsack would and fit in
  * the placement's work budget (which they then use); otherwise the first
  * SUBSETS_TRY are, and without that proof the domain goes to the knapsack
- * (doc/placement.md, "Cost"). */
+ * (doc/placement.md, "Cost"). When every subset is tried and the
+ * grandchildren's capacities are small numbers, the enumeration is a
+ * branch and bound in the same order (bb_search), which reaches the
+ * subsets the plain loop would keep and skips the rest. */
 
 #include "place-internal.h"
 
@@ -181,6 +184,84 @@ static uint32_t merge(const gs_sub_kid *k, const gs_run *rn, const uint32_t *set
     return used;
 }
 
+/* For each kid and each capacity v, the count and the sum of its
+ * grandchildren of capacity v or more (levels 1 .. top + 1, the last 0):
+ * the greedy count of a subset is then a search over v instead of a merge
+ * of its runs (capacities of racks or nodes are small numbers). */
+#define GS_SUB_TABLE_MAX 256u
+typedef struct gs_sub_table {
+    uint32_t top;           /* the largest capacity */
+    uint32_t *count;        /* kid i, level v: count[i * (top + 2) + v] */
+    uint64_t *sum;
+} gs_sub_table;
+
+static bool table_build(gpusched_placer *p, const gs_sub_kid *k, const gs_run *rn, uint32_t n, uint32_t nruns,
+                        gs_sub_table *t)
+{
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        top = rn[i].value > top ? rn[i].value : top;
+    if (top >= GS_SUB_TABLE_MAX || !top)
+        return false;
+    const size_t w = (size_t)top + 2;
+    t->top = top;
+    t->count = gs_arena_get(&p->arena, n * w * sizeof *t->count);
+    t->sum = gs_arena_get(&p->arena, n * w * sizeof *t->sum);
+    if (!t->count || !t->sum)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t *c = t->count + i * w;
+        uint64_t *sm = t->sum + i * w;
+        uint32_t cc = 0;
+        uint64_t ss = 0;
+        /* Runs are largest first: walk the levels down beside them. */
+        uint32_t r = 0;
+        c[top + 1] = 0;
+        sm[top + 1] = 0;
+        for (uint32_t v = top; v >= 1; v--) {
+            while (r < k[i].n && rn[k[i].first + r].value >= v) {
+                cc += rn[k[i].first + r].count;
+                ss += (uint64_t)rn[k[i].first + r].count * rn[k[i].first + r].value;
+                r++;
+            }
+            c[v] = cc;
+            sm[v] = ss;
+        }
+    }
+    return true;
+}
+
+/* merge()'s count without the shares: the greedy takes every grandchild
+ * of capacity above v, the largest level whose sum reaches Y, and then as
+ * few of level v as make up the rest. The subset's capacity is at least Y. */
+static uint32_t table_used(const gs_sub_table *t, const uint32_t *set, uint32_t m, uint64_t Y)
+{
+    const size_t w = (size_t)t->top + 2;
+    uint64_t all = 0;
+    for (uint32_t i = 0; i < m; i++)
+        all += t->sum[set[i] * w + 1];
+    if (all < Y)
+        return UINT32_MAX; /* as merge() when the grandchildren run out */
+    uint32_t lo = 1, hi = t->top; /* the sum at level lo reaches Y */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < m; i++)
+            sum += t->sum[set[i] * w + mid];
+        if (sum >= Y)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    uint64_t above = 0;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        above += t->sum[set[i] * w + lo + 1];
+        count += t->count[set[i] * w + lo + 1];
+    }
+    return count + (uint32_t)((Y - above + lo - 1) / lo);
+}
+
 /* The last best subset found (a search's key, then its assignment, ask
  * for the same domain and amount): the children it chose. */
 static bool memo_get(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
@@ -213,9 +294,9 @@ static int memo_put(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_ke
  * capacity, then the first); it stops at a subset that meets both lower
  * bounds, which no later one can beat. Unless `all`, it gives up after
  * SUBSETS_TRY subsets without that proof (*given_up). */
-static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn, uint32_t n,
-                      uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb, bool all, uint32_t *scratch,
-                      gs_key *key, bool *given_up)
+static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn,
+                      const gs_sub_table *table, uint32_t n, uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb,
+                      bool all, uint32_t *scratch, gs_key *key, bool *given_up)
 {
     const gs_pl_req *r = p->req;
     uint32_t *set = scratch, *heads = scratch + n, *best = scratch + 2 * n, *left = scratch + 3 * n;
@@ -229,7 +310,7 @@ static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, 
         for (uint32_t i = 0; i < m; i++)
             cap += k[set[i]].cap;
         if (cap >= Y) {
-            uint32_t used = merge(k, rn, set, m, Y, heads, left, NULL);
+            uint32_t used = table ? table_used(table, set, m, Y) : merge(k, rn, set, m, Y, heads, left, NULL);
             gs_key kk = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)used * r->weight[LV(l + 2)];
             if (kk < *key || (kk == *key && cap < best_cap)) {
                 *key = kk;
@@ -254,6 +335,173 @@ static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, 
         for (uint32_t j = (uint32_t)i + 1; j < m; j++)
             set[j] = set[j - 1] + 1;
     }
+}
+
+/* The enumeration of every subset as a depth-first search in the same
+ * lexicographic order, where a branch (a prefix of children, the rest
+ * from those after it) is skipped when no subset in it can beat the best
+ * one so far by the same order: too little capacity even with the largest
+ * children left, or at least as many grandchildren as the best with all
+ * the children left (more children never need more of them) and at least
+ * its capacity with the smallest. The subsets it reaches are the ones the
+ * plain enumeration would keep, so the best is the same. */
+typedef struct gs_sub_bb {
+    const gs_sub_kid *k;
+    const gs_sub_table *t;
+    uint32_t n, m;
+    uint64_t Y;
+    uint64_t *psum;         /* the prefix's sums per level (top + 2) */
+    uint32_t *pcnt;
+    const uint64_t *ssum;   /* start s, level v: ssum[s * (top + 2) + v], the children from s on */
+    const uint32_t *scnt;
+    const uint64_t *most, *least;   /* start s, count c: most[s * (m + 1) + c] */
+    uint32_t *set, *best;
+    uint32_t best_used;
+    uint64_t best_cap;
+    uint32_t used_lb;       /* the global bounds: a subset meeting both ends the search */
+    uint64_t cap_lb;
+    bool found, done;
+} gs_sub_bb;
+
+/* The greedy count of grandchildren whose counts and sums per level are
+ * those of two tables added (the prefix's and a row or a suffix's),
+ * UINT32_MAX when they do not reach Y. */
+static uint32_t count_of_two(const uint64_t *s1, const uint32_t *c1, const uint64_t *s2, const uint32_t *c2,
+                             uint32_t top, uint64_t Y)
+{
+    if (s1[1] + s2[1] < Y)
+        return UINT32_MAX;
+    uint32_t lo = 1, hi = top;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (s1[mid] + s2[mid] >= Y)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const uint64_t above = s1[lo + 1] + s2[lo + 1];
+    return c1[lo + 1] + c2[lo + 1] + (uint32_t)((Y - above + lo - 1) / lo);
+}
+
+/* The greedy count of the prefix with the children from s on. */
+static uint32_t bb_used(const gs_sub_bb *b, uint32_t s)
+{
+    const size_t w = (size_t)b->t->top + 2;
+    return count_of_two(b->psum, b->pcnt, b->ssum + s * w, b->scnt + s * w, b->t->top, b->Y);
+}
+
+static void bb_add(gs_sub_bb *b, uint32_t c, int sign)
+{
+    const size_t w = (size_t)b->t->top + 2;
+    const uint64_t *sm = b->t->sum + c * w;
+    const uint32_t *ct = b->t->count + c * w;
+    for (size_t v = 0; v < w; v++) {
+        b->psum[v] += sign > 0 ? sm[v] : -sm[v];
+        b->pcnt[v] += sign > 0 ? ct[v] : -ct[v];
+    }
+}
+
+/* The last child of a subset: each candidate's count from the prefix's
+ * sums and its own row, nothing added or taken back. */
+static void bb_last(gs_sub_bb *b, uint32_t i, uint32_t s, uint64_t cap)
+{
+    const size_t w = (size_t)b->t->top + 2;
+    for (uint32_t c = s; c < b->n && !b->done; c++) {
+        const uint64_t with = cap + b->k[c].cap;
+        if (with < b->Y)
+            continue;
+        const uint32_t used = count_of_two(b->psum, b->pcnt, b->t->sum + c * w, b->t->count + c * w, b->t->top, b->Y);
+        if (used == UINT32_MAX)
+            continue;
+        if (!b->found || used < b->best_used || (used == b->best_used && with < b->best_cap)) {
+            b->found = true;
+            b->best_used = used;
+            b->best_cap = with;
+            b->set[i] = c;
+            for (uint32_t j = 0; j < b->m; j++)
+                b->best[j] = b->set[j];
+            b->done = used <= b->used_lb && with <= b->cap_lb;
+        }
+    }
+}
+
+static void bb_search(gs_sub_bb *b, uint32_t i, uint32_t s, uint64_t cap)
+{
+    const uint32_t rest = b->m - i;
+    if (rest == 1) {
+        bb_last(b, i, s, cap);
+        return;
+    }
+    const size_t cw = (size_t)b->m + 1;
+    for (uint32_t c = s; c + rest <= b->n && !b->done; c++) {
+        const uint64_t with = cap + b->k[c].cap;
+        if (with + b->most[(c + 1) * cw + rest - 1] < b->Y)
+            continue;
+        bb_add(b, c, 1);
+        bool skip = false;
+        if (b->found) {
+            const uint32_t lb = bb_used(b, c + 1);
+            skip = lb > b->best_used || (lb == b->best_used && with + b->least[(c + 1) * cw + rest - 1] >= b->best_cap);
+        }
+        if (!skip) {
+            b->set[i] = c;
+            bb_search(b, i + 1, c + 1, with);
+        }
+        bb_add(b, c, -1);
+    }
+}
+
+/* For each start s and count c, the sum of the c largest and of the c
+ * smallest capacities among the children from s on (UINT64_MAX / 2 and
+ * the like when fewer than c are left: such a branch is never entered). */
+static bool bb_prepare(gpusched_placer *p, gs_sub_bb *b, uint32_t *sorted)
+{
+    const uint32_t n = b->n, m = b->m;
+    const size_t w = (size_t)b->t->top + 2, cw = (size_t)m + 1;
+    uint64_t *ssum = gs_arena_get(&p->arena, (n + 1) * w * sizeof *ssum);
+    uint32_t *scnt = gs_arena_get(&p->arena, (n + 1) * w * sizeof *scnt);
+    uint64_t *most = gs_arena_get(&p->arena, (n + 1) * cw * sizeof *most);
+    uint64_t *least = gs_arena_get(&p->arena, (n + 1) * cw * sizeof *least);
+    b->psum = gs_arena_get(&p->arena, w * sizeof *b->psum);
+    b->pcnt = gs_arena_get(&p->arena, w * sizeof *b->pcnt);
+    if (!ssum || !scnt || !most || !least || !b->psum || !b->pcnt)
+        return false;
+    for (size_t v = 0; v < w; v++) {
+        ssum[n * w + v] = 0;
+        scnt[n * w + v] = 0;
+        b->psum[v] = 0;
+        b->pcnt[v] = 0;
+    }
+    for (uint32_t s = n; s-- > 0;)
+        for (size_t v = 0; v < w; v++) {
+            ssum[s * w + v] = ssum[(s + 1) * w + v] + b->t->sum[s * w + v];
+            scnt[s * w + v] = scnt[(s + 1) * w + v] + b->t->count[s * w + v];
+        }
+    /* Suffixes of the capacities, largest first, one insertion each. */
+    uint32_t len = 0;
+    for (uint32_t s = n + 1; s-- > 0;) {
+        if (s < n) {
+            uint32_t x = b->k[s].cap, j = len++;
+            for (; j > 0 && sorted[j - 1] < x; j--)
+                sorted[j] = sorted[j - 1];
+            sorted[j] = x;
+        }
+        uint64_t hi = 0, lo = 0;
+        most[s * cw] = least[s * cw] = 0;
+        for (uint32_t c = 1; c <= m; c++) {
+            if (c <= len) {
+                hi += sorted[c - 1];
+                lo += sorted[len - c];
+            }
+            most[s * cw + c] = c <= len ? hi : 0;
+            least[s * cw + c] = c <= len ? lo : UINT64_MAX / 2;
+        }
+    }
+    b->ssum = ssum;
+    b->scnt = scnt;
+    b->most = most;
+    b->least = least;
+    return true;
 }
 
 int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key, uint32_t *amount,
@@ -308,7 +556,31 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
         bool all = subsets <= limit;
         if (all && subsets > SUBSETS_MAX)
             p->dp_budget -= subsets * per;
-        enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, all, scratch, key, &given_up);
+        /* The first SUBSETS_TRY subsets in order first: on an empty or
+         * evenly used domain the first meets the bounds. Past them, every
+         * subset is tried again from the start, by the branch and bound
+         * where it applies. */
+        given_up = true;
+        if (p->subsets_mode != 2 || !all)
+            enumerate(p, l, k, rn, NULL, n, m, Y, key_lb, cap_lb, false, scratch, key, &given_up);
+        if (given_up && all) {
+            *key = GS_KEY_INF;
+            gs_sub_table table;
+            const bool tabled = table_build(p, k, rn, n, nruns, &table);
+            gs_sub_bb bb = {k, &table, n, m, Y, NULL, NULL, NULL, NULL, NULL, NULL, scratch, best, 0, 0, g_lb, cap_lb,
+                            false, false};
+            uint32_t *sorted = tabled && p->subsets_mode != 1 ? gs_arena_get(&p->arena, (size_t)n * sizeof *sorted) : NULL;
+            if (sorted && bb_prepare(p, &bb, sorted)) {
+                p->subsets_bb++;
+                bb_search(&bb, 0, 0, 0);
+                given_up = false;
+                if (bb.found)
+                    *key = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)bb.best_used * r->weight[LV(l + 2)];
+            } else {
+                enumerate(p, l, k, rn, tabled ? &table : NULL, n, m, Y, key_lb, cap_lb, true, scratch, key,
+                          &given_up);
+            }
+        }
         if (given_up) {
             *key = GS_KEY_INF;
             return 0;
