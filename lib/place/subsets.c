@@ -569,7 +569,12 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
             const bool tabled = table_build(p, k, rn, n, nruns, &table);
             gs_sub_bb bb = {k, &table, n, m, Y, NULL, NULL, NULL, NULL, NULL, NULL, scratch, best, 0, 0, g_lb, cap_lb,
                             false, false};
-            uint32_t *sorted = tabled && p->subsets_mode != 1 ? gs_arena_get(&p->arena, (size_t)n * sizeof *sorted) : NULL;
+            /* Its tables grow with the children times the subset's size:
+             * past 64k cells (1 MB) the plain loop does without them. */
+            const bool small = (uint64_t)(n + 1) * (m + 1) <= 65536;
+            uint32_t *sorted = tabled && small && p->subsets_mode != 1
+                                   ? gs_arena_get(&p->arena, (size_t)n * sizeof *sorted)
+                                   : NULL;
             if (sorted && bb_prepare(p, &bb, sorted)) {
                 p->subsets_bb++;
                 bb_search(&bb, 0, 0, 0);
