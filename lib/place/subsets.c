@@ -565,14 +565,15 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
             enumerate(p, l, k, rn, NULL, n, m, Y, key_lb, cap_lb, false, scratch, key, &given_up);
         if (given_up && all) {
             *key = GS_KEY_INF;
+            /* The tables grow with the children times the capacities and
+             * the subset's size: past 64k cells (1 MB of the placer's
+             * scratch) the plain loop does without them. */
+            const bool small = (uint64_t)(n + 1) * (m + 1) <= 65536 && (uint64_t)(n + 1) * GS_SUB_TABLE_MAX <= 65536;
             gs_sub_table table;
-            const bool tabled = table_build(p, k, rn, n, nruns, &table);
+            const bool tabled = small && table_build(p, k, rn, n, nruns, &table);
             gs_sub_bb bb = {k, &table, n, m, Y, NULL, NULL, NULL, NULL, NULL, NULL, scratch, best, 0, 0, g_lb, cap_lb,
                             false, false};
-            /* Its tables grow with the children times the subset's size:
-             * past 64k cells (1 MB) the plain loop does without them. */
-            const bool small = (uint64_t)(n + 1) * (m + 1) <= 65536;
-            uint32_t *sorted = tabled && small && p->subsets_mode != 1
+            uint32_t *sorted = tabled && p->subsets_mode != 1
                                    ? gs_arena_get(&p->arena, (size_t)n * sizeof *sorted)
                                    : NULL;
             if (sorted && bb_prepare(p, &bb, sorted)) {
