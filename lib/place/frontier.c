@@ -211,7 +211,8 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     const gs_arena_mark table = gs_arena_save(&p->arena);
     uint32_t *U = gs_arena_get(&p->arena, (size_t)pairs * sizeof *U);
     uint32_t *count = gs_arena_get(&p->arena, (size_t)entries * sizeof *count);
-    if (!U || !count)
+    int64_t *conv = gs_arena_get(&p->arena, (size_t)row * sizeof *conv);
+    if (!U || !count || !conv)
         return GPUSCHED_ENOMEM;
     const uint32_t none = UINT32_MAX;
     for (uint64_t s = 0; s < pairs; s++)
@@ -222,8 +223,37 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
         const gs_front *c = &fr[i];
         if (!c->n)
             continue;
-        for (uint32_t e = 0; e < c->n; e++)
+        bool dense = true;
+        for (uint32_t e = 0; e < c->n; e++) {
             count[e] = (uint32_t)(c->key[e] / w2);
+            dense = dense && count[e] == e + 1;
+        }
+        /* A child whose entries take its grandchildren one by one, largest
+         * first (a greedy count without slices), holds a concave number of
+         * units in them: each row is then a max-plus convolution with a
+         * concave kernel (maxplus.c), not a loop over every entry. Where
+         * the loop skips a source that an earlier one dominates, the
+         * convolution writes only values dominated in the same row, which
+         * neither the frontier read off below nor a later child's loop
+         * keeps: the frontier is the same. */
+        /* Short frontiers are cheaper by the loop (tests run the
+         * convolution on every dense one, so that tiny clusters reach it). */
+        if (dense && c->n >= (p->knapsack == 2 ? 2u : 8u) && gs_pl_concave(c->units, c->n)) {
+            for (uint32_t used = seen < kmax ? seen + 1 : kmax; used-- > 0;) {
+                const uint32_t *src = U + (size_t)used * row;
+                uint32_t *dst = U + (size_t)(used + 1) * row;
+                gs_pl_maxplus_concave(src, (uint32_t)row, c->units, c->n, conv);
+                for (uint64_t g = 0; g < row; g++) {
+                    if (conv[g] == GS_MAXPLUS_NEG)
+                        continue;
+                    const uint32_t u2 = conv[g] > (int64_t)Y ? Y : (uint32_t)conv[g];
+                    if (dst[g] == none || u2 > dst[g])
+                        dst[g] = u2;
+                }
+            }
+            seen++;
+            continue;
+        }
         /* Rows from the top: a row is read before this child writes it. */
         for (uint32_t used = seen < kmax ? seen + 1 : kmax; used-- > 0;) {
             const uint32_t *src = U + (size_t)used * row;

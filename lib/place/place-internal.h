@@ -345,6 +345,14 @@ typedef struct gs_kid {
 } gs_kid;
 int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total);
 void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
+/* maxplus.c: out[g] = max over c in 1 .. nf of src[g - c] + f[c - 1], for
+ * g < n, where f is concave (gs_pl_concave: non-decreasing, increments
+ * non-increasing); sources GS_MAXPLUS_NONE are absent, and an out[g] with
+ * no source is GS_MAXPLUS_NEG. O((n + nf) log n). */
+#define GS_MAXPLUS_NONE UINT32_MAX
+#define GS_MAXPLUS_NEG INT64_MIN
+void gs_pl_maxplus_concave(const uint32_t *src, uint32_t n, const uint32_t *f, uint32_t nf, int64_t *out);
+bool gs_pl_concave(const uint32_t *f, uint32_t nf);
 /* sort.c: allocation-free sorts. Children by capacity (largest or
  * smallest first; ties: lowest index); values descending. */
 void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
