@@ -195,8 +195,14 @@ static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
             amount[k[i].idx - a] = k[i].cap;
         rem = 0;
     }
+    /* Most children taken: one sort (the order the selections give), not
+     * a selection each. */
+    const bool sorted = n > 16 && rem > total / 4;
+    if (sorted)
+        gs_pl_sort_kids(k, n, true);
     for (uint32_t i = 0; i < n && rem; i++) {
-        gs_pl_kid_select(k, i, n);
+        if (!sorted)
+            gs_pl_kid_select(k, i, n);
         if (k[i].cap < rem) {
             amount[k[i].idx - a] = k[i].cap;
             rem -= k[i].cap;
