@@ -235,9 +235,9 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
          * the loop skips a source that an earlier one dominates, the
          * convolution writes only values dominated in the same row, which
          * neither the frontier read off below nor a later child's loop
-         * keeps: the frontier is the same. */
-        /* Short frontiers are cheaper by the loop (tests run the
-         * convolution on every dense one, so that tiny clusters reach it). */
+         * keeps: the frontier is the same. Short frontiers are cheaper by
+         * the loop (tests run the convolution on every dense one, so that
+         * tiny clusters reach it). */
         if (dense && c->n >= (p->knapsack == 2 ? 2u : 8u) && gs_pl_concave(c->units, c->n)) {
             for (uint32_t used = seen < kmax ? seen + 1 : kmax; used-- > 0;) {
                 const uint32_t *src = U + (size_t)used * row;

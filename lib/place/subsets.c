@@ -189,6 +189,9 @@ static uint32_t merge(const gs_sub_kid *k, const gs_run *rn, const uint32_t *set
  * the greedy count of a subset is then a search over v instead of a merge
  * of its runs (capacities of racks or nodes are small numbers). */
 #define GS_SUB_TABLE_MAX 256u
+/* Cells of one table (kids x levels, or starts x counts): past them the
+ * plain loop does without (1 MB of the placer's scratch). */
+#define GS_SUB_CELLS_MAX 65536u
 typedef struct gs_sub_table {
     uint32_t top;           /* the largest capacity */
     uint32_t *count;        /* kid i, level v: count[i * (top + 2) + v] */
@@ -201,9 +204,9 @@ static bool table_build(gpusched_placer *p, const gs_sub_kid *k, const gs_run *r
     uint32_t top = 0;
     for (uint32_t i = 0; i < nruns; i++)
         top = rn[i].value > top ? rn[i].value : top;
-    if (top >= GS_SUB_TABLE_MAX || !top)
-        return false;
     const size_t w = (size_t)top + 2;
+    if (top >= GS_SUB_TABLE_MAX || !top || (uint64_t)n * w > GS_SUB_CELLS_MAX)
+        return false;
     t->top = top;
     t->count = gs_arena_get(&p->arena, n * w * sizeof *t->count);
     t->sum = gs_arena_get(&p->arena, n * w * sizeof *t->sum);
@@ -229,37 +232,6 @@ static bool table_build(gpusched_placer *p, const gs_sub_kid *k, const gs_run *r
         }
     }
     return true;
-}
-
-/* merge()'s count without the shares: the greedy takes every grandchild
- * of capacity above v, the largest level whose sum reaches Y, and then as
- * few of level v as make up the rest. The subset's capacity is at least Y. */
-static uint32_t table_used(const gs_sub_table *t, const uint32_t *set, uint32_t m, uint64_t Y)
-{
-    const size_t w = (size_t)t->top + 2;
-    uint64_t all = 0;
-    for (uint32_t i = 0; i < m; i++)
-        all += t->sum[set[i] * w + 1];
-    if (all < Y)
-        return UINT32_MAX; /* as merge() when the grandchildren run out */
-    uint32_t lo = 1, hi = t->top; /* the sum at level lo reaches Y */
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo + 1) / 2;
-        uint64_t sum = 0;
-        for (uint32_t i = 0; i < m; i++)
-            sum += t->sum[set[i] * w + mid];
-        if (sum >= Y)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    uint64_t above = 0;
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < m; i++) {
-        above += t->sum[set[i] * w + lo + 1];
-        count += t->count[set[i] * w + lo + 1];
-    }
-    return count + (uint32_t)((Y - above + lo - 1) / lo);
 }
 
 /* The last best subset found (a search's key, then its assignment, ask
@@ -294,9 +266,9 @@ static int memo_put(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_ke
  * capacity, then the first); it stops at a subset that meets both lower
  * bounds, which no later one can beat. Unless `all`, it gives up after
  * SUBSETS_TRY subsets without that proof (*given_up). */
-static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn,
-                      const gs_sub_table *table, uint32_t n, uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb,
-                      bool all, uint32_t *scratch, gs_key *key, bool *given_up)
+static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, const gs_run *rn, uint32_t n,
+                      uint32_t m, uint64_t Y, gs_key key_lb, uint64_t cap_lb, bool all, uint32_t *scratch,
+                      gs_key *key, bool *given_up)
 {
     const gs_pl_req *r = p->req;
     uint32_t *set = scratch, *heads = scratch + n, *best = scratch + 2 * n, *left = scratch + 3 * n;
@@ -310,7 +282,7 @@ static void enumerate(const gpusched_placer *p, int32_t l, const gs_sub_kid *k, 
         for (uint32_t i = 0; i < m; i++)
             cap += k[set[i]].cap;
         if (cap >= Y) {
-            uint32_t used = table ? table_used(table, set, m, Y) : merge(k, rn, set, m, Y, heads, left, NULL);
+            uint32_t used = merge(k, rn, set, m, Y, heads, left, NULL);
             gs_key kk = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)used * r->weight[LV(l + 2)];
             if (kk < *key || (kk == *key && cap < best_cap)) {
                 *key = kk;
@@ -454,17 +426,20 @@ static void bb_search(gs_sub_bb *b, uint32_t i, uint32_t s, uint64_t cap)
 /* For each start s and count c, the sum of the c largest and of the c
  * smallest capacities among the children from s on (UINT64_MAX / 2 and
  * the like when fewer than c are left: such a branch is never entered). */
-static bool bb_prepare(gpusched_placer *p, gs_sub_bb *b, uint32_t *sorted)
+static bool bb_prepare(gpusched_placer *p, gs_sub_bb *b)
 {
     const uint32_t n = b->n, m = b->m;
     const size_t w = (size_t)b->t->top + 2, cw = (size_t)m + 1;
+    if ((uint64_t)(n + 1) * w > GS_SUB_CELLS_MAX || (uint64_t)(n + 1) * cw > GS_SUB_CELLS_MAX)
+        return false;
+    uint32_t *sorted = gs_arena_get(&p->arena, (size_t)n * sizeof *sorted);
     uint64_t *ssum = gs_arena_get(&p->arena, (n + 1) * w * sizeof *ssum);
     uint32_t *scnt = gs_arena_get(&p->arena, (n + 1) * w * sizeof *scnt);
     uint64_t *most = gs_arena_get(&p->arena, (n + 1) * cw * sizeof *most);
     uint64_t *least = gs_arena_get(&p->arena, (n + 1) * cw * sizeof *least);
     b->psum = gs_arena_get(&p->arena, w * sizeof *b->psum);
     b->pcnt = gs_arena_get(&p->arena, w * sizeof *b->pcnt);
-    if (!ssum || !scnt || !most || !least || !b->psum || !b->pcnt)
+    if (!sorted || !ssum || !scnt || !most || !least || !b->psum || !b->pcnt)
         return false;
     for (size_t v = 0; v < w; v++) {
         ssum[n * w + v] = 0;
@@ -562,29 +537,20 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
          * where it applies. */
         given_up = true;
         if (p->subsets_mode != 2 || !all)
-            enumerate(p, l, k, rn, NULL, n, m, Y, key_lb, cap_lb, false, scratch, key, &given_up);
+            enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, false, scratch, key, &given_up);
         if (given_up && all) {
             *key = GS_KEY_INF;
-            /* The tables grow with the children times the capacities and
-             * the subset's size: past 64k cells (1 MB of the placer's
-             * scratch) the plain loop does without them. */
-            const bool small = (uint64_t)(n + 1) * (m + 1) <= 65536 && (uint64_t)(n + 1) * GS_SUB_TABLE_MAX <= 65536;
             gs_sub_table table;
-            const bool tabled = small && table_build(p, k, rn, n, nruns, &table);
             gs_sub_bb bb = {k, &table, n, m, Y, NULL, NULL, NULL, NULL, NULL, NULL, scratch, best, 0, 0, g_lb, cap_lb,
                             false, false};
-            uint32_t *sorted = tabled && p->subsets_mode != 1
-                                   ? gs_arena_get(&p->arena, (size_t)n * sizeof *sorted)
-                                   : NULL;
-            if (sorted && bb_prepare(p, &bb, sorted)) {
+            if (p->subsets_mode != 1 && table_build(p, k, rn, n, nruns, &table) && bb_prepare(p, &bb)) {
                 p->subsets_bb++;
                 bb_search(&bb, 0, 0, 0);
                 given_up = false;
                 if (bb.found)
                     *key = (gs_key)m * r->weight[LV(l + 1)] + (gs_key)bb.best_used * r->weight[LV(l + 2)];
             } else {
-                enumerate(p, l, k, rn, tabled ? &table : NULL, n, m, Y, key_lb, cap_lb, true, scratch, key,
-                          &given_up);
+                enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, true, scratch, key, &given_up);
             }
         }
         if (given_up) {
