@@ -10,11 +10,33 @@ typedef struct pt_stats {
     uint32_t cases, invalid, fit, nofit;
 } pt_stats;
 
+/* The request placed again by the placer with wide keys: the same answer. */
+static void same_as_wide(gpusched_placer *pw, const gpusched_place_request *q, int rc, gpusched_place_result *res)
+{
+    gpusched_place_result *wres;
+    cr_assert_eq(gpusched_place_result_new(NULL, &wres), 0);
+    int wrc = gpusched_placer_place(pw, q, wres);
+    cr_assert_eq(wrc, rc, "wide keys: %s, narrow: %s", gpusched_err_name(wrc), gpusched_err_name(rc));
+    const uint32_t *a, *b;
+    const uint64_t *am, *bm;
+    uint32_t na = 0, nb = 0;
+    if (!rc) {
+        cr_assert_eq(gpusched_place_result_nodes(res, &a, &am, &na), 0);
+        cr_assert_eq(gpusched_place_result_nodes(wres, &b, &bm, &nb), 0);
+        cr_assert_eq(na, nb, "wide keys: %u nodes, narrow: %u", nb, na);
+        for (uint32_t i = 0; i < na; i++)
+            cr_assert(a[i] == b[i] && am[i] == bm[i], "wide keys: node %u differs at %u", b[i], i);
+    }
+    gpusched_place_result_free(wres);
+}
+
 /* Past the knapsack budget the engine fills greedily: still complete and
  * valid, locality no longer guaranteed. budget == UINT64_MAX: the default.
  * knapsack: the placer's choice of knapsack (place-internal.h), 0 as in
- * production. */
-static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget, uint8_t knapsack)
+ * production. wide: a second placer runs its knapsacks in 128-bit keys
+ * (as on topologies too large for 64-bit ones) and must return the same
+ * nodes. */
+static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget, uint8_t knapsack, bool wide)
 {
     gpusched_topo *t = pt_random_topo(r, max_nodes);
     gpusched_cluster *c;
@@ -30,6 +52,12 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     if (budget != UINT64_MAX)
         p->dp_budget_max = budget;
     p->knapsack = knapsack;
+    gpusched_placer *pw = NULL;
+    if (wide) {
+        cr_assert_eq(gpusched_placer_new(c, NULL, &pw), 0);
+        pw->knapsack = knapsack;
+        pw->wide_keys = true;
+    }
     for (int k = 0; k < 8; k++) {
         gpusched_place_request q;
         gpusched_job qjob;
@@ -37,6 +65,8 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         pt_random_request(r, t, &q, &qjob, job, avoid);
         st->cases++;
         int rc = gpusched_placer_place(p, &q, res);
+        if (pw)
+            same_as_wide(pw, &q, rc, res);
         if (rc != 0 && rc != GPUSCHED_ENOSPC) {
             cr_assert(rc == GPUSCHED_EINVAL, "rc %s: %s", gpusched_err_name(rc), gpusched_placer_errmsg(p));
             st->invalid++;
@@ -92,15 +122,17 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     gpusched_place_result_free(res);
     gpusched_place_result_free(probe);
     gpusched_placer_free(p);
+    gpusched_placer_free(pw);
     gpusched_cluster_unref(c);
 }
 
-static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget, uint8_t knapsack)
+static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget, uint8_t knapsack,
+                     bool wide)
 {
     pt_rng r = {seed};
     pt_stats st = {0};
     for (uint32_t i = 0; i < rounds; i++)
-        one_case(&r, &st, max_nodes, budget, knapsack);
+        one_case(&r, &st, max_nodes, budget, knapsack, wide);
     cr_log_info("%u cases: %u invalid, %u fit, %u do not fit", st.cases, st.invalid, st.fit, st.nofit);
     cr_assert_gt(st.fit, st.cases / 8, "too few feasible cases to mean anything");
     cr_assert_gt(st.nofit, 0);
@@ -108,7 +140,7 @@ static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_
 
 static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)
 {
-    run_with(seed, rounds, max_nodes, budget, 0);
+    run_with(seed, rounds, max_nodes, budget, 0, false);
 }
 
 Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4a7c15ull, 3000, 8, UINT64_MAX); }
@@ -118,8 +150,17 @@ Test(place_property, small_clusters_match_exhaustive_search) { run(0x9e3779b97f4
  * them is by cost, which on clusters this small is mostly the first. */
 Test(place_property, each_knapsack_matches_exhaustive_search)
 {
-    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 1);
-    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 2);
+    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 1, false);
+    run_with(0x7f4a7c159e3779b9ull, 1500, 12, UINT64_MAX, 2, false);
+}
+
+/* Every key of these clusters fits in 64 bits, so production runs the
+ * knapsack rows in 64 bits; the 128-bit rows (for topologies too large for
+ * that) must choose the same nodes, with each knapsack. */
+Test(place_property, wide_key_knapsacks_choose_the_same_nodes)
+{
+    run_with(0x3c6ef372fe94f82bull, 700, 12, UINT64_MAX, 0, true);
+    run_with(0x3c6ef372fe94f82bull, 700, 12, UINT64_MAX, 1, true);
 }
 
 Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12, UINT64_MAX); }

@@ -298,6 +298,75 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     return 0;
 }
 
+/* The entries of a frontier (units strictly ascending) with fewer than
+ * `lim` units: their count. */
+static uint32_t units_below(const uint32_t *units, uint32_t n, uint32_t lim)
+{
+    if (units[n - 1] < lim)
+        return n;
+    uint32_t lo = 0, hi = n - 1; /* units[hi] >= lim */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (units[mid] < lim)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* One child's frontier added to the knapsack's row dp[0..Y] (Y holds Y
+ * units or more), with the choices when pv and en are given. Rows from
+ * the top: a source is read before this child writes it. KEY_T is the
+ * width of the keys: 64 bits when every key of the request fits
+ * (gs_pl_req.key64: half the work of a 128-bit add and compare, the
+ * common case), else gs_key. The same comparisons in the same order:
+ * the same row and choices either way.
+ *
+ * A source holding fewer units than one above it at a strictly lower key
+ * starts no optimal path: the same choices from the other hold as much or
+ * more for less. So the states of an optimal path, their keys and the
+ * first path found to each are the same without it (the tie-breaking too:
+ * a strictly dominated source only ever reaches strictly dominated states,
+ * or Y at a higher key). Entries [0, m) of a source at t stay under Y;
+ * entry m reaches it, and those after it reach it at keys no lower (keys
+ * ascend with units), so only m can improve Y. */
+#define GS_KNAP_CHILD(NAME, KEY_T, INF)                                                              \
+    static void NAME(KEY_T *dp, uint32_t Y, const gs_front *f, KEY_T w, uint32_t *pv, uint32_t *en) \
+    {                                                                                               \
+        const uint32_t n = f->n, *units = f->units;                                                \
+        const gs_key *key = f->key;                                                                 \
+        KEY_T above = INF; /* least key of the sources above t */                                   \
+        for (uint32_t t = Y + 1; t-- > 0;) {                                                        \
+            const KEY_T base = dp[t];                                                               \
+            if (base == INF || base > above)                                                        \
+                continue;                                                                           \
+            above = base;                                                                           \
+            const KEY_T bw = base + w;                                                              \
+            const uint32_t m = units_below(units, n, Y - t);                                        \
+            for (uint32_t e = 0; e < m; e++) {                                                      \
+                const uint32_t t2 = t + units[e];                                                   \
+                const KEY_T k = bw + (KEY_T)key[e];                                                 \
+                if (k < dp[t2]) {                                                                   \
+                    dp[t2] = k;                                                                     \
+                    if (pv) {                                                                       \
+                        pv[t2] = t + 1;                                                             \
+                        en[t2] = e;                                                                 \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+            if (m < n && bw + (KEY_T)key[m] < dp[Y]) {                                              \
+                dp[Y] = bw + (KEY_T)key[m];                                                         \
+                if (pv) {                                                                           \
+                    pv[Y] = t + 1;                                                                  \
+                    en[Y] = m;                                                                      \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    }
+GS_KNAP_CHILD(knap_child64, uint64_t, UINT64_MAX)
+GS_KNAP_CHILD(knap_child128, gs_key, GS_KEY_INF)
+
 /* The children's frontiers, then the knapsack if the placement's work
  * budget still covers it (o->over_budget otherwise). */
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o)
@@ -342,38 +411,28 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     dp[0] = 0;
     if (prev)
         memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
-    gs_key w = r->weight[LV(l + 1)];
+    const gs_key w = r->weight[LV(l + 1)];
+    const bool narrow = r->key64 && !p->wide_keys;
+    uint64_t *dp64 = narrow ? gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp64) : NULL;
+    if (narrow && !dp64)
+        return GPUSCHED_ENOMEM;
+    if (dp64) {
+        for (uint32_t t = 0; t <= Y; t++)
+            dp64[t] = UINT64_MAX;
+        dp64[0] = 0;
+    }
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;
         uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
-        /* A source holding fewer units than one above it at a strictly
-         * lower key starts no optimal path: the same choices from the
-         * other hold as much or more for less. So the states of an
-         * optimal path, their keys and the first path found to each are
-         * the same without it (the tie-breaking too: a strictly dominated
-         * source only ever reaches strictly dominated states, or Y at a
-         * higher key). */
-        gs_key above = GS_KEY_INF; /* least key of the sources above t */
-        for (uint32_t t = Y + 1; fr[i].n && t-- > 0;) {
-            gs_key base = dp[t];
-            if (base == GS_KEY_INF || base > above)
-                continue;
-            above = base;
-            for (uint32_t e = 0; e < fr[i].n; e++) {
-                uint64_t t2 = (uint64_t)t + fr[i].units[e];
-                if (t2 > Y)
-                    t2 = Y;
-                gs_key k = base + w + fr[i].key[e];
-                if (k < dp[t2]) {
-                    dp[t2] = k;
-                    if (pv) {
-                        pv[t2] = t + 1;
-                        en[t2] = e;
-                    }
-                }
-            }
-        }
+        if (!fr[i].n)
+            continue;
+        if (dp64)
+            knap_child64(dp64, Y, &fr[i], (uint64_t)w, pv, en);
+        else
+            knap_child128(dp, Y, &fr[i], w, pv, en);
     }
+    for (uint32_t t = 0; dp64 && t <= Y; t++)
+        dp[t] = dp64[t] == UINT64_MAX ? GS_KEY_INF : dp64[t];
     o->dp = dp;
     o->prev = prev;
     o->entry = entry;

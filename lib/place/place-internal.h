@@ -73,6 +73,7 @@ typedef struct gs_pl_req {
     uint32_t unit[GS_PL_LEVELS];
     uint32_t ratio[GS_PL_LEVELS];
     gs_key weight[GS_PL_LEVELS];/* key weight of one domain at level l (0: not counted) */
+    bool key64;                 /* every key is under 2^62 (derive_weights): knapsacks in 64 bits */
     /* Pods with resources or fractions (pods.c): placed by gs_pl_pods_place
      * instead of the GPU search. */
     bool pods_path;
@@ -177,6 +178,8 @@ struct gpusched_placer {
     uint8_t knapsack;           /* tests: 0 the cheaper knapsack (frontier.c), 1 over
                                  * units only, 2 over counts wherever it applies and
                                  * no subsets (so that both are checked) */
+    bool wide_keys;             /* tests: knapsacks in 128 bits even where keys fit in
+                                 * 64 (gs_pl_req.key64), so that both are checked */
     bool estimating;            /* the greedy try before the exact search (search.c) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */

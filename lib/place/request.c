@@ -195,6 +195,9 @@ static int derive_weights(gpusched_placer *p, gs_pl_req *r)
             return gs_error(&p->err, GPUSCHED_ELIMIT,
                             "place request: the topology is too large for exact locality keys (set preferred_level)");
     }
+    /* Every key counts at most every domain of each counted level, so it
+     * is at most sum count x weight = w - 1 (the weights telescope). */
+    r->key64 = !(w >> 62);
     return 0;
 }
 
