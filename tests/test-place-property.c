@@ -2,6 +2,8 @@
  * clusters and requests: the same feasibility (no false "does not fit",
  * and the yes-or-no what-if of the planners agrees),
  * the same optimal locality vector, and every placement valid. */
+#include <stdlib.h>
+
 #include "place-test.h"
 #include "cluster/txn.h"
 #include "place/place-internal.h"
@@ -168,6 +170,48 @@ Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f
 Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
 {
     run(0x51ed270b27a3e5f1ull, 1500, 12, 0);
+}
+
+/* Larger clusters and gangs, so that the knapsack's frontiers are long
+ * (no exhaustive reference: too many nodes): the 64-bit rows and the
+ * 128-bit rows choose the same nodes. */
+Test(place_property, knapsack_widths_agree_on_larger_clusters)
+{
+    pt_rng r = {0x6a09e667f3bcc909ull};
+    uint32_t compared = 0, fits = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 15 : 150;
+    for (uint32_t round = 0; round < rounds; round++) {
+        gpusched_topo *t = pt_random_topo(&r, 300);
+        gpusched_cluster *c;
+        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+        gpusched_topo_unref(t);
+        pt_random_state(&r, c, 4242);
+        gpusched_placer *p, *pw;
+        gpusched_place_result *res;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        cr_assert_eq(gpusched_placer_new(c, NULL, &pw), 0);
+        pw->wide_keys = true;
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        for (int k = 0; k < 6; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            uint32_t avoid[4];
+            pt_random_request(&r, t, &q, &job, 4242, avoid);
+            q.gpus *= 1 + pt_below(&r, 24); /* still a multiple of the unit */
+            if (pt_below(&r, 2))
+                q.preferred_level = GPUSCHED_NONE; /* counted down to nodes */
+            int rc = gpusched_placer_place(p, &q, res);
+            same_as_wide(pw, &q, rc, res);
+            compared++;
+            fits += rc == 0;
+        }
+        gpusched_place_result_free(res);
+        gpusched_placer_free(p);
+        gpusched_placer_free(pw);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u requests compared, %u placed", compared, fits);
+    cr_assert_gt(fits, compared / 8, "too few feasible cases to mean anything");
 }
 
 /* A uniform cluster whose blocks repeat a few random fill patterns: many

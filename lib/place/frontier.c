@@ -298,23 +298,6 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     return 0;
 }
 
-/* The entries of a frontier (units strictly ascending) with fewer than
- * `lim` units: their count. */
-static uint32_t units_below(const uint32_t *units, uint32_t n, uint32_t lim)
-{
-    if (units[n - 1] < lim)
-        return n;
-    uint32_t lo = 0, hi = n - 1; /* units[hi] >= lim */
-    while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        if (units[mid] < lim)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* One child's frontier added to the knapsack's row dp[0..Y] (Y holds Y
  * units or more), with the choices when pv and en are given. Rows from
  * the top: a source is read before this child writes it. KEY_T is the
@@ -330,23 +313,25 @@ static uint32_t units_below(const uint32_t *units, uint32_t n, uint32_t lim)
  * a strictly dominated source only ever reaches strictly dominated states,
  * or Y at a higher key). Entries [0, m) of a source at t stay under Y;
  * entry m reaches it, and those after it reach it at keys no lower (keys
- * ascend with units), so only m can improve Y. */
+ * ascend with units), so only m can improve Y; m is found by a pointer that
+ * only moves forward, as t falls. */
 #define GS_KNAP_CHILD(NAME, KEY_T, INF)                                                              \
-    static void NAME(KEY_T *dp, uint32_t Y, const gs_front *f, KEY_T w, uint32_t *pv, uint32_t *en) \
+    static void NAME(KEY_T *dp, uint32_t Y, uint32_t n, const uint32_t *units, const KEY_T *key, KEY_T w, \
+                     uint32_t *pv, uint32_t *en)                                                    \
     {                                                                                               \
-        const uint32_t n = f->n, *units = f->units;                                                \
-        const gs_key *key = f->key;                                                                 \
         KEY_T above = INF; /* least key of the sources above t */                                   \
+        uint32_t m = 0;    /* entries under Y - t units: grows as t falls */                          \
         for (uint32_t t = Y + 1; t-- > 0;) {                                                        \
             const KEY_T base = dp[t];                                                               \
             if (base == INF || base > above)                                                        \
                 continue;                                                                           \
             above = base;                                                                           \
             const KEY_T bw = base + w;                                                              \
-            const uint32_t m = units_below(units, n, Y - t);                                        \
+            while (m < n && units[m] < Y - t)                                                       \
+                m++;                                                                                \
             for (uint32_t e = 0; e < m; e++) {                                                      \
                 const uint32_t t2 = t + units[e];                                                   \
-                const KEY_T k = bw + (KEY_T)key[e];                                                 \
+                const KEY_T k = bw + key[e];                                                       \
                 if (k < dp[t2]) {                                                                   \
                     dp[t2] = k;                                                                     \
                     if (pv) {                                                                       \
@@ -355,8 +340,8 @@ static uint32_t units_below(const uint32_t *units, uint32_t n, uint32_t lim)
                     }                                                                               \
                 }                                                                                   \
             }                                                                                       \
-            if (m < n && bw + (KEY_T)key[m] < dp[Y]) {                                              \
-                dp[Y] = bw + (KEY_T)key[m];                                                         \
+            if (m < n && bw + key[m] < dp[Y]) {                                                    \
+                dp[Y] = bw + key[m];                                                               \
                 if (pv) {                                                                           \
                     pv[Y] = t + 1;                                                                  \
                     en[Y] = m;                                                                      \
@@ -414,7 +399,11 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     const gs_key w = r->weight[LV(l + 1)];
     const bool narrow = r->key64 && !p->wide_keys;
     uint64_t *dp64 = narrow ? gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp64) : NULL;
-    if (narrow && !dp64)
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < nk; i++)
+        most = fr[i].n > most ? fr[i].n : most;
+    uint64_t *key64 = narrow ? gs_arena_get(&p->arena, ((size_t)most + 1) * sizeof *key64) : NULL;
+    if (narrow && (!dp64 || !key64))
         return GPUSCHED_ENOMEM;
     if (dp64) {
         for (uint32_t t = 0; t <= Y; t++)
@@ -426,10 +415,14 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
         uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
         if (!fr[i].n)
             continue;
-        if (dp64)
-            knap_child64(dp64, Y, &fr[i], (uint64_t)w, pv, en);
-        else
-            knap_child128(dp, Y, &fr[i], w, pv, en);
+        if (dp64) {
+            /* The keys' low halves, packed: one 8-byte load per entry. */
+            for (uint32_t e = 0; e < fr[i].n; e++)
+                key64[e] = (uint64_t)fr[i].key[e];
+            knap_child64(dp64, Y, fr[i].n, fr[i].units, key64, (uint64_t)w, pv, en);
+        } else {
+            knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en);
+        }
     }
     for (uint32_t t = 0; dp64 && t <= Y; t++)
         dp[t] = dp64[t] == UINT64_MAX ? GS_KEY_INF : dp64[t];
