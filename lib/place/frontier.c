@@ -327,16 +327,17 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
                 continue;                                                                           \
             above = base;                                                                           \
             const KEY_T bw = base + w;                                                              \
+            KEY_T *const dpt = dp + t;                                                              \
             while (m < n && units[m] < Y - t)                                                       \
                 m++;                                                                                \
             for (uint32_t e = 0; e < m; e++) {                                                      \
-                const uint32_t t2 = t + units[e];                                                   \
                 const KEY_T k = bw + key[e];                                                       \
-                if (k < dp[t2]) {                                                                   \
-                    dp[t2] = k;                                                                     \
+                KEY_T *d = dpt + units[e];                                                          \
+                if (k < *d) {                                                                       \
+                    *d = k;                                                                         \
                     if (pv) {                                                                       \
-                        pv[t2] = t + 1;                                                             \
-                        en[t2] = e;                                                                 \
+                        pv[t + units[e]] = t + 1;                                                   \
+                        en[t + units[e]] = e;                                                       \
                     }                                                                               \
                 }                                                                                   \
             }                                                                                       \
