@@ -195,9 +195,8 @@ static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
             amount[k[i].idx - a] = k[i].cap;
         rem = 0;
     }
-    /* Most children taken: one sort (the order the selections give), not
-     * a selection each. */
-    const bool sorted = n > 16 && rem > total / 4;
+    /* One sort gives the order the selections give. */
+    const bool sorted = gs_pl_sort_pays(n, rem, total);
     if (sorted)
         gs_pl_sort_kids(k, n, true);
     for (uint32_t i = 0; i < n && rem; i++) {

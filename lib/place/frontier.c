@@ -111,8 +111,7 @@ static int frontier_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n
     uint32_t ratio = r->ratio[LV(l)];
     if ((rc = front_alloc(p, f, n)))
         return rc;
-    /* Most children will be taken: one sort, not a selection each. */
-    bool sorted = n > 16 && (uint64_t)need * ratio > total / 4;
+    const bool sorted = gs_pl_sort_pays(n, (uint64_t)need * ratio, total);
     if (sorted)
         gs_pl_sort_kids(k, n, true);
     uint64_t sum = 0;
@@ -392,24 +391,26 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     uint32_t *entry = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *entry) : NULL;
     if (!dp || (o->want_choices && (!prev || !entry)))
         return GPUSCHED_ENOMEM;
-    for (uint32_t t = 0; t <= Y; t++)
-        dp[t] = GS_KEY_INF;
-    dp[0] = 0;
     if (prev)
         memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
     const gs_key w = r->weight[LV(l + 1)];
-    const bool narrow = r->key64 && !p->wide_keys;
-    uint64_t *dp64 = narrow ? gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp64) : NULL;
-    uint32_t most = 0;
-    for (uint32_t i = 0; i < nk; i++)
-        most = fr[i].n > most ? fr[i].n : most;
-    uint64_t *key64 = narrow ? gs_arena_get(&p->arena, ((size_t)most + 1) * sizeof *key64) : NULL;
-    if (narrow && (!dp64 || !key64))
-        return GPUSCHED_ENOMEM;
-    if (dp64) {
+    uint64_t *dp64 = NULL, *key64 = NULL;
+    if (r->key64 && !p->wide_keys) {
+        /* The 64-bit row is filled, then copied out to dp. */
+        uint32_t most = 0;
+        for (uint32_t i = 0; i < nk; i++)
+            most = fr[i].n > most ? fr[i].n : most;
+        dp64 = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp64);
+        key64 = gs_arena_get(&p->arena, ((size_t)most + 1) * sizeof *key64);
+        if (!dp64 || !key64)
+            return GPUSCHED_ENOMEM;
         for (uint32_t t = 0; t <= Y; t++)
             dp64[t] = UINT64_MAX;
         dp64[0] = 0;
+    } else {
+        for (uint32_t t = 0; t <= Y; t++)
+            dp[t] = GS_KEY_INF;
+        dp[0] = 0;
     }
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;

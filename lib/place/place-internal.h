@@ -348,6 +348,13 @@ typedef struct gs_kid {
 } gs_kid;
 int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t *n, uint64_t *total);
 void gs_pl_kid_select(gs_kid *k, uint32_t from, uint32_t n);
+/* Whether children taken largest first until `want` of their `total`
+ * capacity are better sorted once than selected one at a time: when there
+ * are many and most will be taken. */
+static inline bool gs_pl_sort_pays(uint32_t n, uint64_t want, uint64_t total)
+{
+    return n > 16 && want > total / 4;
+}
 /* maxplus.c: out[g] = max over c in 1 .. nf of src[g - c] + f[c - 1], for
  * g < n, where f is concave (gs_pl_concave: non-decreasing, increments
  * non-increasing); sources GS_MAXPLUS_NONE are absent, and an out[g] with
