@@ -187,6 +187,12 @@ struct gpusched_placer {
     int32_t sub_level;
     gs_key sub_key;
     uint32_t *sub_best;         /* the children chosen, ascending */
+    /* nodebound.c: the last witness built (valid while wit_gen == gen),
+     * its units by rack from rack wit_first on, and its key. */
+    uint32_t wit_gen, wit_dom, wit_first, wit_cap;
+    int32_t wit_level;
+    gs_key wit_key;
+    uint32_t *wit_share;
     /* Pods (pods.c): per node, pods of the current shape it holds (only
      * nodes of the region scanned are valid), the chosen pairs' pod counts
      * and the record the commit copies. */
@@ -321,6 +327,18 @@ uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d);
 uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d);
 /* Children of domain d at level l: a range of level l+1. */
 void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *first, uint32_t *end);
+
+/* nodebound.c: a lower bound of the key of candidate d (level l) from
+ * its lowest domains' histograms, where locality is counted down to nodes
+ * and d has domains of two levels or more below it; 0 elsewhere. Also the
+ * key of a placement built where the bound points (its witness) into
+ * *witness, GS_KEY_INF when none is built (filters, slices below l, more
+ * than two blocks); the witness is remembered in p->wit_*. */
+gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witness);
+/* Assigns the witness of candidate d when its key is at most target
+ * (*done), as gs_pl_assign(p, l, d, ...) would: domains from level l down
+ * and nodes. 0 or GPUSCHED_ENOMEM. */
+int gs_pl_node_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done);
 
 /* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
  * GPUSCHED_ENOMEM. */

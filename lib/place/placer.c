@@ -43,6 +43,7 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     gs_free(&a, p->avc_node);
     gs_free(&a, p->avc_units);
     gs_free(&a, p->sub_best);
+    gs_free(&a, p->wit_share);
     gs_free(&a, p->pod_cap);
     gs_free(&a, p->podx);
     gs_pl_wl_free(p);

@@ -3,7 +3,17 @@
  * best locality below (branch and bound); then the units handed down to
  * nodes (assign.c). doc/placement.md has the argument. */
 
+#include <stdlib.h>
+
 #include "place-internal.h"
+
+/* A candidate set aside: its own bound is above the search's. */
+typedef struct gs_later {
+    gs_key lb;
+    gs_key witness;
+    uint32_t seq;
+    uint32_t d;
+} gs_later;
 
 typedef struct gs_cand {
     int32_t level;              /* level of the candidates */
@@ -13,8 +23,12 @@ typedef struct gs_cand {
     bool found;
     bool done;
     uint32_t best;
+    uint32_t best_seq;          /* the best's rank in the order of visits */
+    uint32_t seq;               /* candidates visited so far */
     gs_key best_key;
     gs_key lb_key;              /* no candidate can do better than this */
+    gs_later *later;            /* NULL: every candidate evaluated when visited */
+    uint32_t nlater;
 } gs_cand;
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -54,6 +68,42 @@ static void prefetch_leaf_nodes(const gpusched_placer *p, int32_t l, uint32_t d)
     __builtin_prefetch(&p->c->node_free[b - 1]);
 }
 
+/* The exact key of candidate d, the seq-th visited, and whether it is the
+ * best so far: the least key, ties to the first visited (the tightest).
+ * lbd: the candidate's own bound (0: none). */
+static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs_key lbd, gs_key witness)
+{
+    /* A key some placement has is exact when it meets a lower bound: the
+     * witness of the candidate's bound first, then the greedy fill, and
+     * only then the knapsack. */
+    gs_key key = witness, k;
+    const gs_key enough = lbd > s->lb_key ? lbd : s->lb_key;
+    int rc = 0;
+    if (key > enough) {
+        const uint64_t budget = p->dp_budget;
+        p->dp_budget = 0;
+        p->estimating = true;
+        rc = gs_pl_best_key(p, s->level, d, s->demand, &k);
+        p->dp_budget = budget;
+        p->estimating = false;
+        key = k < key ? k : key;
+    }
+    if (!rc && key > enough) {
+        rc = gs_pl_best_key(p, s->level, d, s->demand, &k);
+        key = k < key ? k : key;
+    }
+    if (rc)
+        return rc;
+    if (key < s->best_key || (key == s->best_key && seq < s->best_seq)) {
+        s->found = true;
+        s->best = d;
+        s->best_seq = seq;
+        s->best_key = key;
+        s->done = key <= s->lb_key;
+    }
+    return 0;
+}
+
 static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
 {
     prefetch_leaf_nodes(p, s->level, d);
@@ -64,24 +114,43 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
         s->best = d;
         return 0;
     }
-    /* The greedy fill's key is one a placement has: when it meets the
-     * lower bound it is the exact key, and the knapsack is not needed. */
-    gs_key key;
-    const uint64_t budget = p->dp_budget;
-    p->dp_budget = 0;
-    p->estimating = true;
-    int rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
-    p->dp_budget = budget;
-    p->estimating = false;
-    if (!rc && key > s->lb_key)
-        rc = gs_pl_best_key(p, s->level, d, s->demand, &key);
-    if (rc)
-        return rc;
-    if (key < s->best_key) {
-        s->found = true;
-        s->best = d;
-        s->best_key = key;
-        s->done = key <= s->lb_key;
+    const uint32_t seq = s->seq++;
+    /* A candidate whose own bound is above the search's cannot end the
+     * search: it waits, in case one that can is found (then it never
+     * builds its frontiers). */
+    gs_key lb = 0, witness = GS_KEY_INF;
+    if (s->later) {
+        lb = gs_pl_node_bound(p, s->level, d, &witness);
+            if (lb > s->lb_key) {
+            s->later[s->nlater++] = (gs_later){lb, witness, seq, d};
+            return 0;
+        }
+    }
+    return evaluate(p, s, d, seq, lb, witness);
+}
+
+static int later_first(const void *x, const void *y)
+{
+    const gs_later *a = x, *b = y;
+    if (a->lb != b->lb)
+        return a->lb < b->lb ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The candidates set aside, least bound first, each evaluated unless its
+ * bound shows it cannot beat the best (or tie it from a later visit). */
+static int consider_later(gpusched_placer *p, gs_cand *s)
+{
+    qsort(s->later, s->nlater, sizeof *s->later, later_first);
+    for (uint32_t i = 0; i < s->nlater; i++) {
+        const gs_later *x = &s->later[i];
+        if (s->found && x->lb > s->best_key)
+            break;
+        if (s->found && x->lb == s->best_key && x->seq > s->best_seq)
+            continue;
+        int rc = evaluate(p, s, x->d, x->seq, x->lb, x->witness);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -197,7 +266,16 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
         .best_key = GS_KEY_INF,
     };
     s->lb_key = lower_bound(p, s, gs_pl_ub_node_units(p, -1, 0));
-    return dfs(p, s, -1, 0);
+    const int32_t L = (int32_t)p->nlevels;
+    if (!s->first_wins && r->pref == L && l <= L - 3) {
+        s->later = gs_arena_get(&p->arena, (size_t)p->t->ndom[l] * sizeof *s->later);
+        if (!s->later)
+            return GPUSCHED_ENOMEM;
+    }
+    int rc = dfs(p, s, -1, 0);
+    if (!rc && s->nlater && !s->done)
+        rc = consider_later(p, s);
+    return rc;
 }
 
 /* The chosen domain's ancestors are used too, one per level. */
@@ -229,6 +307,10 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
 {
     if (target == GS_KEY_INF || l + 1 >= p->req->pref)
         return gs_pl_assign(p, l, d, y);
+    bool done;
+    int wrc = gs_pl_node_witness_assign(p, l, d, target, &done);
+    if (wrc || done)
+        return wrc;
     const uint64_t budget = p->dp_budget;
     const uint32_t mark = l >= 0 ? p->ndoms[l] : 0;
     p->dp_budget = 0;
