@@ -156,7 +156,7 @@ static double sw_cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static double sw_time_once(sw_env *e, const gpusched_place_request *q, int *rc)
+__attribute__((noinline)) static double sw_time_once(sw_env *e, const gpusched_place_request *q, int *rc)
 {
     double t0 = sw_cpu_ns();
     *rc = gpusched_placer_place(e->p, q, e->res);
@@ -212,18 +212,24 @@ static void sw_case(gsb_ctx *b, sw_env *e, sw_stats *st, const char *prefix, con
     int rc;
     double us = sw_time(e, q, &rc);
     uint32_t nodes = 0;
+    char loc[96] = "";
     if (rc == 0) {
-        const uint32_t *nd;
+        const uint32_t *nd, *cnt;
         const uint64_t *m;
+        uint32_t nl = 0;
         gpusched_place_result_nodes(e->res, &nd, &m, &nodes);
+        gpusched_place_result_locality(e->res, &cnt, &nl);
+        for (uint32_t i = 0, at = 0; i < nl && at + 12 < sizeof loc; i++)
+            at += (uint32_t)snprintf(loc + at, sizeof loc - at, "%s%u", i ? "," : "", cnt[i]);
     } else if (rc != GPUSCHED_ENOSPC) {
         fprintf(stderr, "bench-sweep: %s: %s\n", prefix, gpusched_placer_errmsg(e->p));
         return;
     }
     double budget = 20 + 0.02 * nodes;
     double ratio = us / budget;
-    snprintf(params, sizeof params, "\"gpus\": %u, \"nodes\": %u, \"fit\": %d, \"budget_us\": %.1f, \"ratio\": %.3f",
-             q->gpus, nodes, rc == 0, budget, ratio);
+    snprintf(params, sizeof params,
+             "\"gpus\": %u, \"nodes\": %u, \"fit\": %d, \"budget_us\": %.1f, \"ratio\": %.3f, \"locality\": \"%s\"",
+             q->gpus, nodes, rc == 0, budget, ratio, loc);
     gsb_report(b, name, us, "us", params);
     st->cases++;
     st->fit += rc == 0;
