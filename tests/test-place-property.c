@@ -172,6 +172,67 @@ Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
     run(0x51ed270b27a3e5f1ull, 1500, 12, 0);
 }
 
+/* Locality counted down to nodes first tries the search counted down to
+ * the lowest domain level; when its knapsack runs out of budget the full
+ * search may do worse than that first answer, which is then kept. So with
+ * no budget at all, the answer is never worse (locality vector, nodes
+ * last) than the same request's with the lowest domain level preferred. */
+Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
+{
+    pt_rng r = {0x9b05688c2b3e6c1full};
+    uint32_t compared = 0, better = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
+    for (uint32_t round = 0; round < rounds; round++) {
+        gpusched_topo *t = pt_random_topo(&r, 300);
+        gpusched_cluster *c;
+        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+        gpusched_topo_unref(t);
+        pt_random_state(&r, c, 4242);
+        gpusched_placer *p;
+        gpusched_place_result *res, *low;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        p->dp_budget_max = 0;
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
+        const uint32_t L = gpusched_topo_level_count(t);
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            uint32_t avoid[4];
+            pt_random_request(&r, t, &q, &job, 4242, avoid);
+            q.gpus *= 1 + pt_below(&r, 24); /* still a multiple of the unit */
+            q.preferred_level = GPUSCHED_NONE;
+            gs_pl_req lr, coarse;
+            if (L == 0 || gs_pl_req_load(p, &q, &lr) || !gs_pl_req_coarse(p, &lr, &coarse))
+                continue;
+            int rc = gpusched_placer_place(p, &q, res);
+            gpusched_place_request ql = q;
+            ql.preferred_level = L - 1;
+            cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
+            if (rc)
+                continue;
+            const uint32_t *a, *b;
+            uint32_t na, nb;
+            cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
+            cr_assert_eq(gpusched_place_result_locality(low, &b, &nb), 0);
+            cr_assert_eq(na, nb);
+            uint32_t i = 0;
+            while (i < na && a[i] == b[i])
+                i++;
+            cr_assert(i == na || a[i] < b[i], "level %u: %u domains down to nodes, %u down to racks", i, a[i], b[i]);
+            compared++;
+            better += i < na;
+        }
+        gpusched_place_result_free(res);
+        gpusched_place_result_free(low);
+        gpusched_placer_free(p);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u compared, %u better down to nodes", compared, better);
+    cr_assert_gt(compared, rounds / 4);
+    cr_assert_gt(better, 0);
+}
+
 /* Larger clusters and gangs, so that the knapsack's frontiers are long
  * (no exhaustive reference: too many nodes): the 64-bit rows and the
  * 128-bit rows choose the same nodes. */

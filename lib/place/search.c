@@ -4,6 +4,7 @@
  * nodes (assign.c). doc/placement.md has the argument. */
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "place-internal.h"
 
@@ -470,11 +471,54 @@ int gs_pl_holds(gpusched_placer *p)
     return 0;
 }
 
+/* A search's output (nodes, masks, domains per level), kept aside. */
+typedef struct gs_kept_out {
+    uint32_t nout;
+    uint32_t *nodes;
+    uint64_t *masks;
+    uint32_t ndoms[GS_MAX_LEVELS];
+    uint32_t *doms[GS_MAX_LEVELS];
+} gs_kept_out;
+
+static int keep_output(gpusched_placer *p, gs_kept_out *k)
+{
+    k->nout = p->nout;
+    k->nodes = gs_arena_get(&p->arena, (size_t)p->nout * sizeof *k->nodes);
+    k->masks = gs_arena_get(&p->arena, (size_t)p->nout * sizeof *k->masks);
+    if (!k->nodes || !k->masks)
+        return GPUSCHED_ENOMEM;
+    memcpy(k->nodes, p->res->nodes, (size_t)p->nout * sizeof *k->nodes);
+    memcpy(k->masks, p->res->masks, (size_t)p->nout * sizeof *k->masks);
+    for (uint32_t l = 0; l < p->nlevels; l++) {
+        k->ndoms[l] = p->ndoms[l];
+        k->doms[l] = gs_arena_get(&p->arena, (size_t)p->ndoms[l] * sizeof *k->doms[l]);
+        if (!k->doms[l])
+            return GPUSCHED_ENOMEM;
+        memcpy(k->doms[l], p->out_doms[l], (size_t)p->ndoms[l] * sizeof *k->doms[l]);
+    }
+    return 0;
+}
+
+/* Puts a kept output back: every array it fills held it before, and
+ * arrays only grow. */
+static void restore_output(gpusched_placer *p, const gs_kept_out *k)
+{
+    p->nout = k->nout;
+    memcpy(p->res->nodes, k->nodes, (size_t)k->nout * sizeof *k->nodes);
+    memcpy(p->res->masks, k->masks, (size_t)k->nout * sizeof *k->masks);
+    for (uint32_t l = 0; l < p->nlevels; l++) {
+        p->ndoms[l] = k->ndoms[l];
+        memcpy(p->out_doms[l], k->doms[l], (size_t)k->ndoms[l] * sizeof *k->doms[l]);
+    }
+}
+
 /* Locality counted down to nodes: the search counted down to the lowest
  * domain level first, whose answer is optimal when it uses no more nodes
  * than the fewest nodes anywhere (its locality down to the lowest domain
  * level is optimal, and no placement uses fewer nodes). Otherwise the
- * full search. doc/placement.md, "Counted levels". */
+ * full search, whose answer is kept unless the first one's key is
+ * smaller: where the full search's knapsack ran out of budget it may not
+ * even reach the first one's racks. doc/placement.md, "Counted levels". */
 int gs_pl_search(gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
@@ -486,6 +530,14 @@ int gs_pl_search(gpusched_placer *p)
     p->req = r;
     if (rc || p->nout <= fewest_nodes(p))
         return rc;
+    gs_kept_out first;
+    if ((rc = keep_output(p, &first)))
+        return rc;
+    const gs_key first_key = key_below(p, -1);
     p->sub_gen = 0; /* the subset memo was the coarse request's */
-    return search_with(p);
+    if ((rc = search_with(p)))
+        return rc;
+    if (first_key < key_below(p, -1))
+        restore_output(p, &first);
+    return 0;
 }
