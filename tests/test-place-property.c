@@ -12,6 +12,18 @@ typedef struct pt_stats {
     uint32_t cases, invalid, fit, nofit;
 } pt_stats;
 
+/* A random cluster of at most max_nodes nodes in a random state (job
+ * 4242 running); *t: its topology, alive while the cluster is. */
+static gpusched_cluster *random_cluster(pt_rng *r, uint32_t max_nodes, gpusched_topo **t)
+{
+    *t = pt_random_topo(r, max_nodes);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(*t, NULL, &c), 0);
+    gpusched_topo_unref(*t);
+    pt_random_state(r, c, 4242);
+    return c;
+}
+
 /* The request placed again by the placer with wide keys: the same answer. */
 static void same_as_wide(gpusched_placer *pw, const gpusched_place_request *q, int rc, gpusched_place_result *res)
 {
@@ -40,12 +52,9 @@ static void same_as_wide(gpusched_placer *pw, const gpusched_place_request *q, i
  * nodes. */
 static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budget, uint8_t knapsack, bool wide)
 {
-    gpusched_topo *t = pt_random_topo(r, max_nodes);
-    gpusched_cluster *c;
-    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
-    gpusched_topo_unref(t);
+    gpusched_topo *t;
+    gpusched_cluster *c = random_cluster(r, max_nodes, &t);
     const uint64_t job = 4242;
-    pt_random_state(r, c, job);
     gpusched_placer *p;
     gpusched_place_result *res, *probe;
     cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
@@ -183,11 +192,8 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
     uint32_t compared = 0, better = 0;
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
     for (uint32_t round = 0; round < rounds; round++) {
-        gpusched_topo *t = pt_random_topo(&r, 300);
-        gpusched_cluster *c;
-        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
-        gpusched_topo_unref(t);
-        pt_random_state(&r, c, 4242);
+        gpusched_topo *t;
+        gpusched_cluster *c = random_cluster(&r, 300, &t);
         gpusched_placer *p;
         gpusched_place_result *res, *low;
         cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
@@ -242,11 +248,8 @@ Test(place_property, knapsack_widths_agree_on_larger_clusters)
     uint32_t compared = 0, fits = 0;
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 15 : 150;
     for (uint32_t round = 0; round < rounds; round++) {
-        gpusched_topo *t = pt_random_topo(&r, 300);
-        gpusched_cluster *c;
-        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
-        gpusched_topo_unref(t);
-        pt_random_state(&r, c, 4242);
+        gpusched_topo *t;
+        gpusched_cluster *c = random_cluster(&r, 300, &t);
         gpusched_placer *p, *pw;
         gpusched_place_result *res;
         cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
