@@ -403,6 +403,11 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
 /* Knapsack steps one placement may spend: beyond, domains are filled
  * greedily (doc/placement.md, "Cost"). */
 #define GS_PL_DP_BUDGET ((uint64_t)1 << 24)
+/* The budget of the search down to nodes once the search down to the
+ * lowest domain level has answered: per node-level unit of the gang, and
+ * at least (search.c gs_pl_search). */
+#define GS_PL_NODE_STEPS 64
+#define GS_PL_NODE_STEPS_MIN 4096
 /* subsets.c: the exact shortcut for domains whose grandchildren are the
  * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
  * if `amount` is given, each child's share (indexed from the first child). */

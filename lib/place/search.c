@@ -414,7 +414,8 @@ static bool cluster_holds(gpusched_placer *p)
     return gs_pl_ub_gpus(p, -1, 0) >= r->gpus && gs_pl_cap(p, -1, 0) >= r->gpus / r->unit[LV(-1)];
 }
 
-static int search_with(gpusched_placer *p)
+/* budget: the knapsack steps this search may spend. */
+static int search_with(gpusched_placer *p, uint64_t budget)
 {
     const gs_pl_req *r = p->req;
     int32_t L = (int32_t)p->nlevels;
@@ -422,7 +423,7 @@ static int search_with(gpusched_placer *p)
     if (start < r->stop)
         start = r->stop;
     p->nout = 0;
-    p->dp_budget = p->dp_budget_max;
+    p->dp_budget = budget;
     for (uint32_t l = 0; l < p->nlevels; l++)
         p->ndoms[l] = 0;
     for (int32_t l = start; l >= r->stop; l--) {
@@ -524,9 +525,9 @@ int gs_pl_search(gpusched_placer *p)
     const gs_pl_req *r = p->req;
     gs_pl_req coarse;
     if (!gs_pl_req_coarse(p, r, &coarse))
-        return search_with(p);
+        return search_with(p, p->dp_budget_max);
     p->req = &coarse;
-    int rc = search_with(p);
+    int rc = search_with(p, p->dp_budget_max);
     p->req = r;
     if (rc || p->nout <= fewest_nodes(p))
         return rc;
@@ -534,8 +535,12 @@ int gs_pl_search(gpusched_placer *p)
     if ((rc = keep_output(p, &first)))
         return rc;
     const gs_key first_key = key_below(p, -1);
+    /* Only nodes are at stake now (the first answer's vector down to the
+     * lowest domain level is optimal): the knapsack gets a budget in
+     * proportion to the gang. */
+    const uint64_t budget = GS_PL_NODE_STEPS * (r->gpus / r->u0) + GS_PL_NODE_STEPS_MIN;
     p->sub_gen = 0; /* the subset memo was the coarse request's */
-    if ((rc = search_with(p)))
+    if ((rc = search_with(p, budget < p->dp_budget_max ? budget : p->dp_budget_max)))
         return rc;
     if (first_key < key_below(p, -1))
         restore_output(p, &first);
