@@ -105,6 +105,34 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
     return 0;
 }
 
+/* A lower bound of candidate d's key from its children alone: it uses at
+ * least the fewest children whose capacities hold the gang (the greedy
+ * count, largest first), and at the levels below at least what the
+ * search's own bound says. */
+static int children_bound(gpusched_placer *p, const gs_cand *s, uint32_t d, gs_key *lb)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t l = s->level;
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
+    if (!cap)
+        return GPUSCHED_ENOMEM;
+    gs_pl_caps(p, l + 1, a, b, cap);
+    gs_pl_sort_u32_desc(cap, b - a);
+    const uint64_t want = (uint64_t)s->demand * r->ratio[LV(l)];
+    uint64_t held = 0, used = 0;
+    while (used < b - a && held < want)
+        held += cap[used++];
+    gs_arena_restore(&p->arena, m);
+    const uint64_t least = ceil_div(r->gpus, p->max_dom_gpus[LV(l + 1)]);
+    *lb = s->lb_key;
+    if (used > least)
+        *lb += (gs_key)(used - least) * r->weight[LV(l + 1)];
+    return 0;
+}
+
 static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
 {
     prefetch_leaf_nodes(p, s->level, d);
@@ -119,10 +147,14 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
     /* A candidate whose own bound is above the search's cannot end the
      * search: it waits, in case one that can is found (then it never
      * builds its frontiers). */
-    gs_key lb = 0, witness = GS_KEY_INF;
+    gs_key lb = 0, witness = GS_KEY_INF, cb;
     if (s->later) {
         lb = gs_pl_node_bound(p, s->level, d, &witness);
-            if (lb > s->lb_key) {
+        int rc = children_bound(p, s, d, &cb);
+        if (rc)
+            return rc;
+        lb = cb > lb ? cb : lb;
+        if (lb > s->lb_key) {
             s->later[s->nlater++] = (gs_later){lb, witness, seq, d};
             return 0;
         }
@@ -267,8 +299,7 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
         .best_key = GS_KEY_INF,
     };
     s->lb_key = lower_bound(p, s, gs_pl_ub_node_units(p, -1, 0));
-    const int32_t L = (int32_t)p->nlevels;
-    if (!s->first_wins && r->pref == L && l <= L - 3) {
+    if (!s->first_wins) {
         s->later = gs_arena_get(&p->arena, (size_t)p->t->ndom[l] * sizeof *s->later);
         if (!s->later)
             return GPUSCHED_ENOMEM;
