@@ -105,31 +105,53 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
     return 0;
 }
 
-/* A lower bound of candidate d's key from its children alone: it uses at
- * least the fewest children whose capacities hold the gang (the greedy
- * count, largest first), and at the levels below at least what the
- * search's own bound says. */
-static int children_bound(gpusched_placer *p, const gs_cand *s, uint32_t d, gs_key *lb)
+/* Most domains of one level under a candidate whose capacities its
+ * bound reads (children_bound): past it the level keeps its static count. */
+#define GS_BOUND_DOMS_MAX 256
+
+/* The fewest domains of level j under candidate d (level l) whose
+ * capacities hold the gang, largest first; 0 when there are more than
+ * GS_BOUND_DOMS_MAX of them. */
+static int fewest_under(gpusched_placer *p, int32_t l, uint32_t d, int32_t j, uint64_t *count)
 {
-    const gs_pl_req *r = p->req;
-    const int32_t l = s->level;
-    uint32_t a, b;
-    gs_pl_children(p, l, d, &a, &b);
+    const struct gpusched_topo *t = p->t;
+    const uint32_t a = gs_topo_node_domain(t, t->dom_start[l][d], (uint32_t)j);
+    const uint32_t b = gs_topo_node_domain(t, t->dom_start[l][d + 1] - 1, (uint32_t)j) + 1;
+    *count = 0;
+    if (b - a > GS_BOUND_DOMS_MAX)
+        return 0;
     gs_arena_mark m = gs_arena_save(&p->arena);
     uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
     if (!cap)
         return GPUSCHED_ENOMEM;
-    gs_pl_caps(p, l + 1, a, b, cap);
+    gs_pl_caps(p, j, a, b, cap);
     gs_pl_sort_u32_desc(cap, b - a);
-    const uint64_t want = (uint64_t)s->demand * r->ratio[LV(l)];
-    uint64_t held = 0, used = 0;
-    while (used < b - a && held < want)
-        held += cap[used++];
+    const uint64_t want = p->req->gpus / p->req->unit[LV(j)];
+    uint64_t held = 0;
+    while (*count < b - a && held < want)
+        held += cap[(*count)++];
     gs_arena_restore(&p->arena, m);
-    const uint64_t least = ceil_div(r->gpus, p->max_dom_gpus[LV(l + 1)]);
+    return 0;
+}
+
+/* A lower bound of candidate d's key from the capacities under it: at
+ * each counted domain level it uses at least the fewest domains whose
+ * capacities hold the gang (the largest first), and never fewer than the
+ * search's static count. Each count bounds its own level, so the vector
+ * bounds the key. */
+static int children_bound(gpusched_placer *p, const gs_cand *s, uint32_t d, gs_key *lb)
+{
+    const gs_pl_req *r = p->req;
     *lb = s->lb_key;
-    if (used > least)
-        *lb += (gs_key)(used - least) * r->weight[LV(l + 1)];
+    for (int32_t j = s->level + 1; j <= r->pref && j < (int32_t)p->nlevels; j++) {
+        uint64_t used;
+        int rc = fewest_under(p, s->level, d, j, &used);
+        if (rc)
+            return rc;
+        const uint64_t least = ceil_div(r->gpus, p->max_dom_gpus[LV(j)]);
+        if (used > least)
+            *lb += (gs_key)(used - least) * r->weight[LV(j)];
+    }
     return 0;
 }
 
