@@ -239,6 +239,74 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
     cr_assert_gt(better, 0);
 }
 
+/* Four levels (data center, zone, block, rack), locality counted down to
+ * racks, gangs larger than a zone: the rack witness (lib/place/
+ * rackwitness.c) answers where it meets the candidate's bound, and must
+ * give the locality the knapsack gives with no witness at all, in valid
+ * placements. */
+Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
+{
+    static const char *const lv[] = {"dc", "zone", "block", "rack"};
+    pt_rng r = {0x510e527fade682d1ull};
+    uint32_t compared = 0, witnessed = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 12 : 120;
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t fan[] = {1 + pt_below(&r, 2), 2 + pt_below(&r, 3), 2 + pt_below(&r, 3), 2 + pt_below(&r, 4),
+                                2 + pt_below(&r, 3)};
+        gpusched_topo *t;
+        char err[128];
+        cr_assert_eq(gpusched_topo_uniform(4, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
+        gpusched_cluster *c;
+        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+        gpusched_topo_unref(t);
+        pt_random_state(&r, c, 4242);
+        gpusched_placer *p, *po;
+        gpusched_place_result *res, *reso;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        cr_assert_eq(gpusched_placer_new(c, NULL, &po), 0);
+        po->witness_off = true;
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &reso), 0);
+        const uint32_t zone_gpus = fan[2] * fan[3] * fan[4] * 4;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+            gpusched_job job;
+            pt_req_job(&q, &job, 4242);
+            q.split = pt_below(&r, 2) ? GPUSCHED_SPLIT_ANY : GPUSCHED_SPLIT_PODS;
+            q.pod_gpus = q.split == GPUSCHED_SPLIT_PODS ? 2 : 0;
+            q.gpus = (zone_gpus / 4 + pt_below(&r, zone_gpus + 1)) & ~1u;
+            q.preferred_level = 3;
+            q.required_level = pt_below(&r, 2) ? GPUSCHED_NONE : 0;
+            const uint32_t before = p->rack_witnesses;
+            int rc = gpusched_placer_place(p, &q, res);
+            cr_assert_eq(gpusched_placer_place(po, &q, reso), rc);
+            if (rc)
+                continue;
+            const uint32_t *a, *b, *nodes;
+            const uint64_t *masks;
+            uint32_t na, nb, n;
+            cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
+            cr_assert_eq(gpusched_place_result_locality(reso, &b, &nb), 0);
+            for (uint32_t i = 0; i + 1 < na; i++) /* nodes are not counted */
+                cr_assert_eq(a[i], b[i], "round %u: level %u: %u domains with the witness, %u without", round, i,
+                             a[i], b[i]);
+            cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
+            char why[256];
+            cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "round %u: %s", round, why);
+            compared++;
+            witnessed += p->rack_witnesses != before;
+        }
+        gpusched_place_result_free(res);
+        gpusched_place_result_free(reso);
+        gpusched_placer_free(p);
+        gpusched_placer_free(po);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u compared, %u assigned by the rack witness", compared, witnessed);
+    cr_assert_gt(compared, rounds);
+    cr_assert_gt(witnessed, rounds / 10);
+}
+
 /* Larger clusters and gangs, so that the knapsack's frontiers are long
  * (no exhaustive reference: too many nodes): the 64-bit rows and the
  * 128-bit rows choose the same nodes. */

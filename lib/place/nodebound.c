@@ -338,6 +338,30 @@ static bool nb_search(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k, nb
 
 /* ---- the witness ---------------------------------------------------------- */
 
+gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uint32_t end, const uint32_t *by_rack)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t low = (int32_t)p->nlevels - 1;
+    gs_key sum = 0;
+    /* Racks ascend, so the ancestors of the racks with a share come in
+     * runs: a run is one domain used. */
+    for (int32_t j = l + 1; j <= low; j++) {
+        uint64_t used = 0;
+        uint32_t last = UINT32_MAX;
+        for (uint32_t y = first; y < end; y++) {
+            if (!by_rack[y - first])
+                continue;
+            uint32_t a = y;
+            for (int32_t u = low; u > j; u--)
+                a = gs_cl_parent(p->c, u, a);
+            used += a != last;
+            last = a;
+        }
+        sum += (gs_key)used * r->weight[LV(j)];
+    }
+    return sum;
+}
+
 /* A rack of the witness's blocks, ordered by its counts from the most
  * units down (8 bits each, packed), ties lowest index. */
 typedef struct nb_rack {
@@ -414,7 +438,7 @@ static int witness_plan(gpusched_placer *p, int32_t l, const nb_racks *k, const 
                         gs_key *key)
 {
     const gs_pl_req *r = p->req;
-    const int32_t L = (int32_t)p->nlevels, low = L - 1;
+    const int32_t L = (int32_t)p->nlevels;
     *key = GS_KEY_INF;
     uint32_t n = 0;
     nb_rack *x = witness_racks(p, k, f, &n);
@@ -428,30 +452,11 @@ static int witness_plan(gpusched_placer *p, int32_t l, const nb_racks *k, const 
     memset(by_rack, 0, (size_t)(k->end - k->first) * sizeof *by_rack);
     for (uint32_t i = 0; i < R; i++)
         by_rack[x[i].idx - k->first] = share[i];
-    /* Domains used at each level: racks with a share, and their distinct
-     * ancestors (racks ascend, so ancestors come in runs). */
-    gs_key sum = (gs_key)nodes * r->weight[LV(L)];
-    for (int32_t j = l + 1; j <= low; j++) {
-        uint64_t used = 0;
-        uint32_t last = UINT32_MAX;
-        for (uint32_t y = k->first; y < k->end; y++) {
-            if (!by_rack[y - k->first])
-                continue;
-            uint32_t a = y;
-            for (int32_t u = low; u > j; u--)
-                a = gs_cl_parent(p->c, u, a);
-            used += a != last;
-            last = a;
-        }
-        sum += (gs_key)used * r->weight[LV(j)];
-    }
-    *key = sum;
+    *key = (gs_key)nodes * r->weight[LV(L)] + gs_pl_shares_key(p, l, k->first, k->end, by_rack);
     return 0;
 }
 
-/* Assigns the witness below domain x of level j: its share of each
- * rack, children in index order. */
-static int witness_assign(gpusched_placer *p, int32_t j, uint32_t x, uint32_t first, const uint32_t *by_rack)
+int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t first, const uint32_t *by_rack)
 {
     const int32_t low = (int32_t)p->nlevels - 1;
     const struct gpusched_cluster *c = p->c;
@@ -469,7 +474,7 @@ static int witness_assign(gpusched_placer *p, int32_t j, uint32_t x, uint32_t fi
     uint32_t a, b;
     gs_pl_children(p, j, x, &a, &b);
     for (uint32_t ch = a; ch < b; ch++) {
-        int rc = witness_assign(p, j + 1, ch, first, by_rack);
+        int rc = gs_pl_assign_by_rack(p, j + 1, ch, first, by_rack);
         if (rc)
             return rc;
     }
@@ -482,11 +487,12 @@ static int witness_build(gpusched_placer *p, int32_t l, uint32_t d, const nb_rac
 {
     const uint32_t n = k->end - k->first;
     p->wit_gen = p->gen;
+    p->wit_pref = p->req->pref;
     p->wit_level = l;
     p->wit_dom = d;
     p->wit_first = k->first;
     p->wit_key = GS_KEY_INF;
-    if (!p->req->agg_exact_nodes || k->umax > 8 || p->req->deepest_cons > l || !f->witness)
+    if (!p->req->agg_exact_nodes || k->umax > 8 || p->req->deepest_cons > l || !f->witness || p->witness_off)
         return 0;
     if (n > p->wit_cap) {
         uint32_t *v = gs_realloc_array(&p->alloc, p->wit_share, n, sizeof *v);
@@ -530,7 +536,7 @@ int gs_pl_node_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key 
     nb_racks k;
     if (!nb_applies(p, l, &k))
         return 0;
-    if (p->wit_gen != p->gen || p->wit_level != l || p->wit_dom != d) {
+    if (!gs_pl_witness_valid(p, l, d)) {
         gs_key w;
         gs_pl_node_bound(p, l, d, &w);
         if (p->wit_gen != p->gen)
@@ -539,5 +545,5 @@ int gs_pl_node_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key 
     if (p->wit_key > target)
         return 0;
     *done = true;
-    return witness_assign(p, l, d, p->wit_first, p->wit_share);
+    return gs_pl_assign_by_rack(p, l, d, p->wit_first, p->wit_share);
 }

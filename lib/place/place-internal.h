@@ -180,6 +180,9 @@ struct gpusched_placer {
                                  * no subsets (so that both are checked) */
     bool wide_keys;             /* tests: knapsacks in 128 bits even where keys fit in
                                  * 64 (gs_pl_req.key64), so that both are checked */
+    bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
+                                 * that the knapsack's answers can be compared */
+    uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
     bool estimating;            /* the greedy try before the exact search (search.c) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */
@@ -190,7 +193,7 @@ struct gpusched_placer {
     /* nodebound.c: the last witness built (valid while wit_gen == gen),
      * its units by rack from rack wit_first on, and its key. */
     uint32_t wit_gen, wit_dom, wit_first, wit_cap;
-    int32_t wit_level;
+    int32_t wit_level, wit_pref;
     gs_key wit_key;
     uint32_t *wit_share;
     /* Pods (pods.c): per node, pods of the current shape it holds (only
@@ -339,6 +342,26 @@ gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witne
  * (*done), as gs_pl_assign(p, l, d, ...) would: domains from level l down
  * and nodes. 0 or GPUSCHED_ENOMEM. */
 int gs_pl_node_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done);
+/* The key, above nodes, of a placement under domain d of level l that
+ * gives by_rack[rack - first] units to each rack of [first, end): the
+ * domains with a share at each level below l. */
+gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uint32_t end, const uint32_t *by_rack);
+/* Assigns below domain x of level j the units by_rack[rack - first] of
+ * each of its racks, domains in index order (the witnesses' assignment). */
+int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t first, const uint32_t *by_rack);
+/* rackwitness.c: with racks the last counted level and two levels or
+ * more between candidate d (level l) and its racks, a placement on the
+ * fewest domains above the blocks, blocks and racks that hold the gang
+ * (the greedy rule in each): its key (GS_KEY_INF: none), remembered in
+ * p->wit_*. */
+gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d);
+/* Assigns that placement when its key is at most target (*done). */
+int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done);
+/* Whether p->wit_* is the witness of candidate d of level l for this request. */
+static inline bool gs_pl_witness_valid(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    return p->wit_gen == p->gen && p->wit_pref == p->req->pref && p->wit_level == l && p->wit_dom == d;
+}
 
 /* search.c: finds the placement; fills p->out_*. 0, GPUSCHED_ENOSPC, or
  * GPUSCHED_ENOMEM. */

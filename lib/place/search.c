@@ -75,8 +75,8 @@ static void prefetch_leaf_nodes(const gpusched_placer *p, int32_t l, uint32_t d)
 static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs_key lbd, gs_key witness)
 {
     /* A key some placement has is exact when it meets a lower bound: the
-     * witness of the candidate's bound first, then the greedy fill, and
-     * only then the knapsack. */
+     * witness of the candidate's bound first, then the greedy fill, then
+     * (racks counted last) the rack witness, and only then the knapsack. */
     gs_key key = witness, k;
     const gs_key enough = lbd > s->lb_key ? lbd : s->lb_key;
     int rc = 0;
@@ -87,6 +87,10 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
         rc = gs_pl_best_key(p, s->level, d, s->demand, &k);
         p->dp_budget = budget;
         p->estimating = false;
+        key = k < key ? k : key;
+    }
+    if (!rc && key > enough) {
+        k = gs_pl_rack_witness(p, s->level, d);
         key = k < key ? k : key;
     }
     if (!rc && key > enough) {
@@ -363,6 +367,8 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
         return gs_pl_assign(p, l, d, y);
     bool done;
     int wrc = gs_pl_node_witness_assign(p, l, d, target, &done);
+    if (!wrc && !done)
+        wrc = gs_pl_rack_witness_assign(p, l, d, target, &done);
     if (wrc || done)
         return wrc;
     const uint64_t budget = p->dp_budget;
