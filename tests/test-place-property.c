@@ -240,10 +240,10 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
 }
 
 /* Four levels (data center, zone, block, rack), locality counted down to
- * racks, gangs larger than a zone: the rack witness (lib/place/
- * rackwitness.c) answers where it meets the candidate's bound, and must
- * give the locality the knapsack gives with no witness at all, in valid
- * placements. */
+ * racks, gangs larger than a zone or a data center: the rack witness
+ * (lib/place/rackwitness.c) answers where it meets its bound, and must
+ * give the locality the knapsack gives with no witness at all (exact on
+ * clusters this small), in valid placements. */
 Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
 {
     static const char *const lv[] = {"dc", "zone", "block", "rack"};
@@ -267,14 +267,17 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
         po->witness_off = true;
         cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
         cr_assert_eq(gpusched_place_result_new(NULL, &reso), 0);
-        const uint32_t zone_gpus = fan[2] * fan[3] * fan[4] * 4;
+        const uint32_t zone_gpus = fan[2] * fan[3] * fan[4] * 4, dc_gpus = fan[1] * zone_gpus;
         for (int k = 0; k < 8; k++) {
             gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
             gpusched_job job;
             pt_req_job(&q, &job, 4242);
             q.split = pt_below(&r, 2) ? GPUSCHED_SPLIT_ANY : GPUSCHED_SPLIT_PODS;
             q.pod_gpus = q.split == GPUSCHED_SPLIT_PODS ? 2 : 0;
-            q.gpus = (zone_gpus / 4 + pt_below(&r, zone_gpus + 1)) & ~1u;
+            /* Larger than a zone (candidates are data centers), or than a
+             * data center (the gang spans the cluster's top level). */
+            const uint32_t span = pt_below(&r, 2) ? zone_gpus : dc_gpus;
+            q.gpus = (span / 4 + pt_below(&r, span + 1)) & ~1u;
             q.preferred_level = 3;
             q.required_level = pt_below(&r, 2) ? GPUSCHED_NONE : 0;
             const uint32_t before = p->rack_witnesses;

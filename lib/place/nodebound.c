@@ -460,17 +460,19 @@ int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t fir
 {
     const int32_t low = (int32_t)p->nlevels - 1;
     const struct gpusched_cluster *c = p->c;
-    const uint32_t ra = gs_cl_node_leaf(c, p->t->dom_start[j][x]);
-    const uint32_t rb = gs_cl_node_leaf(c, p->t->dom_start[j][x + 1] - 1) + 1;
     if (j == low)
         return gs_pl_assign(p, low, x, by_rack[x - first]);
-    uint64_t any = 0;
-    for (uint32_t y = ra; y < rb; y++)
-        any += by_rack[y - first];
-    if (!any)
-        return 0;
-    if (gs_pl_use_domain(p, (uint32_t)j, x))
-        return GPUSCHED_ENOMEM;
+    if (j >= 0) { /* the root is no domain to record */
+        const uint32_t ra = gs_cl_node_leaf(c, p->t->dom_start[j][x]);
+        const uint32_t rb = gs_cl_node_leaf(c, p->t->dom_start[j][x + 1] - 1) + 1;
+        uint64_t any = 0;
+        for (uint32_t y = ra; y < rb; y++)
+            any += by_rack[y - first];
+        if (!any)
+            return 0;
+        if (gs_pl_use_domain(p, (uint32_t)j, x))
+            return GPUSCHED_ENOMEM;
+    }
     uint32_t a, b;
     gs_pl_children(p, j, x, &a, &b);
     for (uint32_t ch = a; ch < b; ch++) {

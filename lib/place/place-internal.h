@@ -350,11 +350,12 @@ gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uin
  * each of its racks, domains in index order (the witnesses' assignment). */
 int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t first, const uint32_t *by_rack);
 /* rackwitness.c: with racks the last counted level and two levels or
- * more between candidate d (level l) and its racks, a placement on the
- * fewest domains above the blocks, blocks and racks that hold the gang
- * (the greedy rule in each): its key (GS_KEY_INF: none), remembered in
- * p->wit_*. */
-gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d);
+ * more between candidate d (level l; -1: the cluster) and its racks, a
+ * placement on the fewest domains above the blocks, blocks and racks that
+ * hold the gang (the greedy rule in each): its key (GS_KEY_INF: none),
+ * remembered in p->wit_*; and into *bound a lower bound of any
+ * placement's key under d (0: none). */
+gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d, gs_key *bound);
 /* Assigns that placement when its key is at most target (*done). */
 int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done);
 /* Whether p->wit_* is the witness of candidate d of level l for this request. */

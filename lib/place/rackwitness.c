@@ -48,7 +48,7 @@ static bool rw_applies(const gpusched_placer *p, int32_t l)
 {
     const gs_pl_req *r = p->req;
     const int32_t L = (int32_t)p->nlevels;
-    if (r->pref != L - 1 || l < 0 || l > L - 4)
+    if (r->pref != L - 1 || l < -1 || l > L - 4)
         return false;
     /* A slice between d and its racks would bind the shares; one at the
      * racks is in their capacities. */
@@ -151,16 +151,132 @@ static uint64_t subsets(uint32_t n, uint32_t k)
     return c;
 }
 
-/* The shares by rack (p->wit_share from p->wit_first) and their key:
- * every choice of the fewest domains above the blocks that hold the gang
- * is tried (at most RW_SUBSETS_MAX; past that, the ones with the most
- * capacity), and the plan with the least key kept. */
-static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
+/* One choice of the fewest domains above the blocks: the fewest blocks
+ * and the fewest racks under them that hold the gang, each counted alone
+ * (lower bounds of any placement on them), and their capacity. */
+typedef struct rw_choice {
+    uint32_t pos[RW_SUBSETS_MAX]; /* positions in `up`, ascending */
+    uint64_t blocks, racks, cap;
+} rw_choice;
+
+/* What plan() reads once: the domains above the blocks by capacity, and
+ * per such domain its blocks' capacities (largest first) and how many of
+ * its racks have each capacity. */
+typedef struct rw_view {
+    rw_dom *up;
+    uint32_t nup, z;
+    uint32_t *boff;             /* up domain i's blocks: bcap[boff[i] .. boff[i + 1]) */
+    uint32_t *bcap;
+    uint32_t *hist;             /* up domain i: hist[i * w + cap] racks */
+    uint32_t w;
+} rw_view;
+
+static uint64_t choice_blocks(const rw_view *v, const uint32_t *pos, uint32_t z, uint32_t *scratch, uint64_t need)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < z; i++) {
+        const uint32_t k = pos[i];
+        for (uint32_t j = v->boff[k]; j < v->boff[k + 1]; j++)
+            scratch[n++] = v->bcap[j];
+    }
+    gs_pl_sort_u32_desc(scratch, n);
+    uint64_t held = 0, used = 0;
+    while (used < n && held < need)
+        held += scratch[used++];
+    return held < need ? UINT64_MAX : used;
+}
+
+static uint64_t choice_racks(const rw_view *v, const uint32_t *pos, uint32_t z, uint64_t need)
+{
+    uint64_t held = 0, used = 0;
+    for (uint32_t val = v->w; val-- > 1 && held < need;) {
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < z; i++)
+            n += v->hist[(size_t)pos[i] * v->w + val];
+        const uint64_t want = (need - held + val - 1) / val;
+        const uint64_t take = n < want ? n : want;
+        used += take;
+        held += take * val;
+    }
+    return held < need ? UINT64_MAX : used;
+}
+
+/* Reads the capacities under d (node range [first, last]): false when out
+ * of memory or the domains above cannot hold the gang. */
+static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t last, rw_view *v, bool *holds)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_topo *t = p->t;
+    const int32_t low = w->low;
+    const uint32_t ua = gs_topo_node_domain(t, first, (uint32_t)(low - 2));
+    const uint32_t ub = gs_topo_node_domain(t, last, (uint32_t)(low - 2)) + 1;
+    *holds = false;
+    v->nup = ub - ua;
+    /* Capacities by position in ascending index: up[] keeps that order
+     * for the tables, then a sorted copy picks the choices. */
+    v->up = by_capacity(p, low - 2, ua, ub);
+    v->boff = gs_arena_get(&p->arena, ((size_t)v->nup + 1) * sizeof *v->boff);
+    const uint32_t nr = w->rb - w->ra;
+    uint32_t *rcap = gs_arena_get(&p->arena, (size_t)nr * sizeof *rcap);
+    if (!v->up || !v->boff || !rcap)
+        return GPUSCHED_ENOMEM;
+    const uint64_t up_need = r->gpus / r->unit[LV(low - 2)];
+    uint64_t held = 0;
+    v->z = 0;
+    while (v->z < v->nup && held < up_need)
+        held += v->up[v->z++].cap;
+    if (held < up_need)
+        return 0;
+    /* Blocks and racks per up domain, in the sorted order of up[]. */
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < v->nup; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, low - 2, v->up[i].idx, &a, &b);
+        nb += b - a;
+    }
+    v->bcap = gs_arena_get(&p->arena, (size_t)nb * sizeof *v->bcap);
+    if (!v->bcap)
+        return GPUSCHED_ENOMEM;
+    gs_pl_caps(p, low, w->ra, w->rb, rcap);
+    uint32_t top = 0;
+    for (uint32_t y = 0; y < nr; y++)
+        top = rcap[y] > top ? rcap[y] : top;
+    v->w = top + 1;
+    v->hist = gs_arena_get(&p->arena, (size_t)v->nup * v->w * sizeof *v->hist);
+    if (!v->hist)
+        return GPUSCHED_ENOMEM;
+    memset(v->hist, 0, (size_t)v->nup * v->w * sizeof *v->hist);
+    nb = 0;
+    for (uint32_t i = 0; i < v->nup; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, low - 2, v->up[i].idx, &a, &b);
+        v->boff[i] = nb;
+        gs_pl_caps(p, low - 1, a, b, v->bcap + nb);
+        nb += b - a;
+        const uint32_t r0 = gs_topo_node_domain(t, t->dom_start[low - 1][a], (uint32_t)low);
+        const uint32_t r1 = gs_topo_node_domain(t, t->dom_start[low - 1][b] - 1, (uint32_t)low) + 1;
+        for (uint32_t y = r0; y < r1; y++)
+            v->hist[(size_t)i * v->w + rcap[y - w->ra]]++;
+    }
+    v->boff[v->nup] = nb;
+    *holds = true;
+    return 0;
+}
+
+/* The shares by rack (p->wit_share from p->wit_first) and their key, and
+ * a lower bound of any placement's key under d: every choice of the
+ * fewest domains above the blocks that hold the gang is counted (at most
+ * RW_SUBSETS_MAX; past that, only the ones with the most capacity, and no
+ * bound). An optimal placement uses that many of them, so it uses at
+ * least the fewest blocks any choice needs and the fewest racks any
+ * choice needs; the plans are made on the choices that reach both. */
+static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *bound)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_topo *t = p->t;
     const int32_t low = (int32_t)p->nlevels - 1;
-    const uint32_t first = t->dom_start[l][d], last = t->dom_start[l][d + 1] - 1;
+    const uint32_t first = l < 0 ? 0 : t->dom_start[l][d];
+    const uint32_t last = l < 0 ? t->nnodes - 1 : t->dom_start[l][d + 1] - 1;
     rw_ctx w = {.l = l, .low = low};
     w.ra = gs_topo_node_domain(t, first, (uint32_t)low);
     w.rb = gs_topo_node_domain(t, last, (uint32_t)low) + 1;
@@ -171,7 +287,8 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
     w.racks = gs_arena_get(&p->arena, (size_t)nr * sizeof *w.racks);
     w.cap = gs_arena_get(&p->arena, (size_t)(nr > nbk ? nr : nbk) * sizeof *w.cap);
     uint32_t *share = gs_arena_get(&p->arena, (size_t)nr * sizeof *share);
-    if (!w.blocks || !w.racks || !w.cap || !share)
+    uint32_t *scratch = gs_arena_get(&p->arena, (size_t)nbk * sizeof *scratch);
+    if (!w.blocks || !w.racks || !w.cap || !share || !scratch)
         return GPUSCHED_ENOMEM;
     if (nr > p->wit_cap) {
         uint32_t *v = gs_realloc_array(&p->alloc, p->wit_share, nr, sizeof *v);
@@ -180,71 +297,85 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
         p->wit_share = v;
         p->wit_cap = nr;
     }
-    *key = GS_KEY_INF;
-    gs_key k;
     p->wit_first = w.ra;
-    /* The level above the blocks: its fewest domains that hold the gang. */
-    const uint32_t ua = gs_topo_node_domain(t, first, (uint32_t)(low - 2));
-    const uint32_t ub = gs_topo_node_domain(t, last, (uint32_t)(low - 2)) + 1;
-    rw_dom *up = by_capacity(p, low - 2, ua, ub);
-    uint32_t *pick = gs_arena_get(&p->arena, (size_t)(ub - ua) * sizeof *pick);
-    if (!up || !pick)
+    *key = *bound = GS_KEY_INF;
+    rw_view v;
+    bool holds;
+    int rc = read_view(p, &w, first, last, &v, &holds);
+    if (rc || !holds)
+        return rc;
+    const uint32_t z = v.z;
+    const bool all = subsets(v.nup, z) <= RW_SUBSETS_MAX;
+    rw_choice *ch = gs_arena_get(&p->arena, (size_t)RW_SUBSETS_MAX * sizeof *ch);
+    if (!ch)
         return GPUSCHED_ENOMEM;
-    const uint64_t up_need = r->gpus / r->unit[LV(low - 2)];
-    uint64_t held = 0;
-    uint32_t z = 0;
-    while (z < ub - ua && held < up_need)
-        held += up[z++].cap;
-    if (held < up_need)
-        return 0;
-    if (subsets(ub - ua, z) > RW_SUBSETS_MAX) {
-        for (uint32_t i = 0; i < z; i++)
-            pick[i] = up[i].idx;
-        plan_on(p, &w, w.blocks, blocks_under(p, &w, pick, z, w.blocks), p->wit_share, key);
-        return 0;
-    }
-    /* Every z-subset of the domains above, in lexicographic order of
-     * their positions by capacity (ties: the first kept). */
-    uint32_t *pos = gs_arena_get(&p->arena, (size_t)z * sizeof *pos);
-    if (!pos)
-        return GPUSCHED_ENOMEM;
+    const uint64_t bneed = r->gpus / r->unit[LV(low - 1)], rneed = r->gpus / r->unit[LV(low)];
+    uint32_t nch = 0, pos[RW_SUBSETS_MAX];
     for (uint32_t i = 0; i < z; i++)
         pos[i] = i;
-    uint64_t best_cap = UINT64_MAX;
+    uint64_t min_b = UINT64_MAX, min_r = UINT64_MAX;
     for (;;) {
+        rw_choice *c = &ch[nch++];
+        memcpy(c->pos, pos, z * sizeof *pos);
+        c->blocks = choice_blocks(&v, pos, z, scratch, bneed);
+        c->racks = choice_racks(&v, pos, z, rneed);
+        c->cap = 0;
         for (uint32_t i = 0; i < z; i++)
-            pick[i] = up[pos[i]].idx;
-        plan_on(p, &w, w.blocks, blocks_under(p, &w, pick, z, w.blocks), share, &k);
-        uint64_t c = 0;
-        for (uint32_t i = 0; i < z; i++)
-            c += up[pos[i]].cap;
-        /* The least key; among equal keys the domains above with the
-         * least capacity, so that larger ones survive. */
-        if (k < *key || (k == *key && k != GS_KEY_INF && c < best_cap)) {
-            *key = k;
-            best_cap = c;
-            memcpy(p->wit_share, share, (size_t)nr * sizeof *share);
-        }
+            c->cap += v.up[pos[i]].cap;
+        min_b = c->blocks < min_b ? c->blocks : min_b;
+        min_r = c->racks < min_r ? c->racks : min_r;
+        /* The next z-subset of positions, in lexicographic order. */
         int32_t i = (int32_t)z - 1;
-        while (i >= 0 && pos[i] == ub - ua - z + (uint32_t)i)
+        while (i >= 0 && pos[i] == v.nup - z + (uint32_t)i)
             i--;
-        if (i < 0)
+        if (!all || i < 0)
             break;
         pos[i]++;
         for (uint32_t j = (uint32_t)i + 1; j < z; j++)
             pos[j] = pos[j - 1] + 1;
     }
+    if (min_b == UINT64_MAX || min_r == UINT64_MAX)
+        return 0;
+    if (all) {
+        gs_key lb = (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)] +
+                    (gs_key)min_r * r->weight[LV(low)];
+        for (int32_t j = l + 1; j < low - 2; j++)
+            lb += (gs_key)((r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)]) * r->weight[LV(j)];
+        *bound = lb;
+    }
+    /* Plans on the choices that reach both counts (all of them when none
+     * does): the least key, ties the least capacity. */
+    bool any = false;
+    for (uint32_t k = 0; k < nch; k++)
+        any |= ch[k].blocks == min_b && ch[k].racks == min_r;
+    uint64_t best_cap = UINT64_MAX;
+    for (uint32_t k = 0; k < nch; k++) {
+        if (any && (ch[k].blocks != min_b || ch[k].racks != min_r))
+            continue;
+        uint32_t u[RW_SUBSETS_MAX];
+        for (uint32_t i = 0; i < z; i++)
+            u[i] = v.up[ch[k].pos[i]].idx;
+        gs_key kk;
+        plan_on(p, &w, w.blocks, blocks_under(p, &w, u, z, w.blocks), share, &kk);
+        if (kk < *key || (kk == *key && kk != GS_KEY_INF && ch[k].cap < best_cap)) {
+            *key = kk;
+            best_cap = ch[k].cap;
+            memcpy(p->wit_share, share, (size_t)nr * sizeof *share);
+        }
+    }
     return 0;
 }
 
-gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d)
+gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d, gs_key *bound)
 {
+    *bound = 0;
     if (!rw_applies(p, l) || p->witness_off)
         return GS_KEY_INF;
     gs_arena_mark m = gs_arena_save(&p->arena);
-    gs_key key;
-    const int rc = plan(p, l, d, &key);
+    gs_key key, lb;
+    const int rc = plan(p, l, d, &key, &lb);
     gs_arena_restore(&p->arena, m);
+    *bound = rc || lb == GS_KEY_INF ? 0 : lb;
     p->wit_gen = rc ? 0 : p->gen;
     p->wit_pref = p->req->pref;
     p->wit_level = l;
@@ -258,8 +389,9 @@ int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key 
     *done = false;
     if (!rw_applies(p, l) || p->witness_off)
         return 0;
+    gs_key bound;
     if (!gs_pl_witness_valid(p, l, d))
-        gs_pl_rack_witness(p, l, d);
+        gs_pl_rack_witness(p, l, d, &bound);
     if (!gs_pl_witness_valid(p, l, d) || p->wit_key > target)
         return 0;
     *done = true;

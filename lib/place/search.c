@@ -78,7 +78,7 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
      * witness of the candidate's bound first, then the greedy fill, then
      * (racks counted last) the rack witness, and only then the knapsack. */
     gs_key key = witness, k;
-    const gs_key enough = lbd > s->lb_key ? lbd : s->lb_key;
+    gs_key enough = lbd > s->lb_key ? lbd : s->lb_key;
     int rc = 0;
     if (key > enough) {
         const uint64_t budget = p->dp_budget;
@@ -90,8 +90,12 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
         key = k < key ? k : key;
     }
     if (!rc && key > enough) {
-        k = gs_pl_rack_witness(p, s->level, d);
+        gs_key rb;
+        k = gs_pl_rack_witness(p, s->level, d, &rb);
         key = k < key ? k : key;
+        enough = rb > enough ? rb : enough;
+        if (s->found && (enough > s->best_key || (enough == s->best_key && seq > s->best_seq)))
+            return 0; /* it cannot beat the best */
     }
     if (!rc && key > enough) {
         rc = gs_pl_best_key(p, s->level, d, s->demand, &k);
@@ -461,7 +465,23 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     for (uint32_t l = 0; l < p->nlevels; l++)
         p->ndoms[l] = 0;
     p->sub_gen = 0;
-    return gs_pl_assign(p, -1, 0, n);
+    /* The rack witness where it applies: assigned at once when it meets
+     * its own bound, else kept if the knapsack (past its budget) does
+     * worse. */
+    gs_key bound;
+    const gs_key wk = gs_pl_rack_witness(p, -1, 0, &bound);
+    bool done;
+    if (wk <= bound) {
+        rc = gs_pl_rack_witness_assign(p, -1, 0, bound, &done);
+        if (rc || done)
+            return rc;
+    }
+    if ((rc = gs_pl_assign(p, -1, 0, n)) || wk >= key_below(p, -1))
+        return rc;
+    p->nout = 0;
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
+    return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
 }
 
 /* Whether the cluster as a whole holds the gang (n units of the top):
