@@ -476,15 +476,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
         if (rc || done)
             return rc;
     }
-    /* With a witness in hand the knapsack only looks for better, with a
-     * budget in proportion to the gang (on the whole sweep it never found
-     * better past its full budget). */
-    const uint64_t full = p->dp_budget, cap = GS_PL_NODE_STEPS * (uint64_t)n + GS_PL_NODE_STEPS_MIN;
-    if (wk != GS_KEY_INF && cap < full)
-        p->dp_budget = cap;
-    rc = gs_pl_assign(p, -1, 0, n);
-    p->dp_budget = wk != GS_KEY_INF && cap < full ? full - (cap - p->dp_budget) : p->dp_budget;
-    if (rc || wk >= key_below(p, -1))
+    if ((rc = gs_pl_assign(p, -1, 0, n)) || wk >= key_below(p, -1))
         return rc;
     p->nout = 0;
     for (uint32_t l = 0; l < p->nlevels; l++)
