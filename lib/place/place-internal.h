@@ -430,7 +430,7 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
 /* The budget of the search down to nodes once the search down to the
  * lowest domain level has answered: per node-level unit of the gang, and
  * at least (search.c gs_pl_search). */
-#define GS_PL_NODE_STEPS 64
+#define GS_PL_NODE_STEPS 8
 #define GS_PL_NODE_STEPS_MIN 4096
 /* subsets.c: the exact shortcut for domains whose grandchildren are the
  * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
