@@ -24,16 +24,19 @@
  *
  * Cost: a placement reads the aggregates of the domains it considers and
  * the nodes it returns. Finding the exact locality optimum is in general a
- * knapsack (pseudo-polynomial in the units held); the search proves the
- * greedy answer optimal against lower bounds wherever it can (an empty or
- * evenly used cluster always), and otherwise spends at most 2^24 knapsack
- * steps per placement (tens of milliseconds at 258k nodes). Past that
- * bound the placement is still found whenever one exists, but locality
- * below the levels already decided is not proven optimal. The cases that
- * can reach it: locality counted over three or more levels, or down to
- * nodes with any split or pods, for a gang spanning several domains of a
- * fragmented cluster. A failure reads the aggregates of the levels its
- * constraints name (doc/placement.md, "Cost").
+ * knapsack (pseudo-polynomial in the units held, and with several counted
+ * levels a choice among subsets of domains); the search proves a greedy
+ * answer or a placement built from each candidate's own bound optimal
+ * against lower bounds wherever it can (an empty or evenly used cluster
+ * always), and otherwise spends at most 2^24 knapsack steps per placement
+ * (tens of milliseconds at 258k nodes; 8 per unit of the gang for the
+ * node count once the locality down to the lowest domains is settled).
+ * Past that bound the placement is still found whenever one exists, but
+ * locality below the levels already decided is not proven optimal. The
+ * cases that can reach it: locality counted over three or more levels,
+ * or down to nodes with any split or pods, for a gang spanning several
+ * domains of a fragmented cluster. A failure reads the aggregates of the
+ * levels its constraints name (doc/placement.md, "Cost").
  *
  * Pods with resources: a request that sets `gpu_milli` (1 to 999),
  * per-pod `resources`, `gpu_classes` or `pods` places `pods` identical
