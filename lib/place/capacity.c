@@ -321,3 +321,27 @@ uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d)
     p->cap_val[l][d] = v;
     return v;
 }
+
+int gs_pl_fewest_under(gpusched_placer *p, int32_t l, uint32_t d, int32_t j, uint64_t *count)
+{
+    const struct gpusched_topo *t = p->t;
+    const uint32_t first = l < 0 ? 0 : t->dom_start[l][d];
+    const uint32_t last = l < 0 ? t->nnodes - 1 : t->dom_start[l][d + 1] - 1;
+    const uint32_t a = gs_topo_node_domain(t, first, (uint32_t)j);
+    const uint32_t b = gs_topo_node_domain(t, last, (uint32_t)j) + 1;
+    *count = 0;
+    if (b - a > GS_PL_BOUND_DOMS_MAX)
+        return 0;
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
+    if (!cap)
+        return GPUSCHED_ENOMEM;
+    gs_pl_caps(p, j, a, b, cap);
+    gs_pl_sort_u32_desc(cap, b - a);
+    const uint64_t want = p->req->gpus / p->req->unit[LV(j)];
+    uint64_t held = 0;
+    while (*count < b - a && held < want)
+        held += cap[(*count)++];
+    gs_arena_restore(&p->arena, m);
+    return 0;
+}

@@ -328,6 +328,14 @@ bool gs_pl_units_less_avoided(gpusched_placer *p, int32_t l, uint32_t d, uint64_
 uint64_t gs_pl_ub_gpus(const gpusched_placer *p, int32_t l, uint32_t d);
 /* Upper bound of the units of the best single node in a domain. */
 uint32_t gs_pl_ub_node_units(const gpusched_placer *p, int32_t l, uint32_t d);
+/* Most domains of one level under a domain whose capacities
+ * gs_pl_fewest_under() reads: past it the count is not computed. */
+#define GS_PL_BOUND_DOMS_MAX 256
+/* The fewest domains of level j under domain d of level l (-1: the
+ * cluster) whose capacities hold the gang, largest first (a lower bound of
+ * the domains any placement there uses at level j); 0 when there are more
+ * than GS_PL_BOUND_DOMS_MAX of them. 0 or GPUSCHED_ENOMEM. */
+int gs_pl_fewest_under(gpusched_placer *p, int32_t l, uint32_t d, int32_t j, uint64_t *count);
 /* Children of domain d at level l: a range of level l+1. */
 void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *first, uint32_t *end);
 

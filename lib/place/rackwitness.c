@@ -339,8 +339,12 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     if (all) {
         gs_key lb = (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)] +
                     (gs_key)min_r * r->weight[LV(low)];
-        for (int32_t j = l + 1; j < low - 2; j++)
-            lb += (gs_key)((r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)]) * r->weight[LV(j)];
+        for (int32_t j = l + 1; j < low - 2; j++) {
+            uint64_t fewest, least = (r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)];
+            if ((rc = gs_pl_fewest_under(p, l, d, j, &fewest)))
+                return rc;
+            lb += (gs_key)(fewest > least ? fewest : least) * r->weight[LV(j)];
+        }
         *bound = lb;
     }
     /* Plans on the choices that reach both counts (all of them when none

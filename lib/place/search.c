@@ -113,35 +113,6 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
     return 0;
 }
 
-/* Most domains of one level under a candidate whose capacities its
- * bound reads (children_bound): past it the level keeps its static count. */
-#define GS_BOUND_DOMS_MAX 256
-
-/* The fewest domains of level j under candidate d (level l) whose
- * capacities hold the gang, largest first; 0 when there are more than
- * GS_BOUND_DOMS_MAX of them. */
-static int fewest_under(gpusched_placer *p, int32_t l, uint32_t d, int32_t j, uint64_t *count)
-{
-    const struct gpusched_topo *t = p->t;
-    const uint32_t a = gs_topo_node_domain(t, t->dom_start[l][d], (uint32_t)j);
-    const uint32_t b = gs_topo_node_domain(t, t->dom_start[l][d + 1] - 1, (uint32_t)j) + 1;
-    *count = 0;
-    if (b - a > GS_BOUND_DOMS_MAX)
-        return 0;
-    gs_arena_mark m = gs_arena_save(&p->arena);
-    uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
-    if (!cap)
-        return GPUSCHED_ENOMEM;
-    gs_pl_caps(p, j, a, b, cap);
-    gs_pl_sort_u32_desc(cap, b - a);
-    const uint64_t want = p->req->gpus / p->req->unit[LV(j)];
-    uint64_t held = 0;
-    while (*count < b - a && held < want)
-        held += cap[(*count)++];
-    gs_arena_restore(&p->arena, m);
-    return 0;
-}
-
 /* A lower bound of candidate d's key from the capacities under it: at
  * each counted domain level it uses at least the fewest domains whose
  * capacities hold the gang (the largest first), and never fewer than the
@@ -153,7 +124,7 @@ static int children_bound(gpusched_placer *p, const gs_cand *s, uint32_t d, gs_k
     *lb = s->lb_key;
     for (int32_t j = s->level + 1; j <= r->pref && j < (int32_t)p->nlevels; j++) {
         uint64_t used;
-        int rc = fewest_under(p, s->level, d, j, &used);
+        int rc = gs_pl_fewest_under(p, s->level, d, j, &used);
         if (rc)
             return rc;
         const uint64_t least = ceil_div(r->gpus, p->max_dom_gpus[LV(j)]);
