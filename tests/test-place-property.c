@@ -310,6 +310,49 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
     cr_assert_gt(witnessed, rounds / 10);
 }
 
+/* A gang that needs more zones than the rack witness tries choices of
+ * (64): placed, valid, on the fewest zones. */
+Test(place_property, rack_witness_past_its_choices)
+{
+    static const char *const lv[] = {"dc", "zone", "block", "rack"};
+    const uint32_t fan[] = {1, 80, 1, 2, 1};
+    gpusched_topo *t;
+    char err[128];
+    cr_assert_eq(gpusched_topo_uniform(4, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_topo_unref(t);
+    /* One node of every zone half used: each zone holds 4 GPUs whole and 2 more. */
+    for (uint32_t z = 0; z < 80; z++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 100 + z;
+        uint32_t node = 2 * z;
+        uint64_t mask = 0x3;
+        cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &node, &mask), 0);
+    }
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    gpusched_job job;
+    pt_req_job(&q, &job, 4242);
+    q.gpus = 70 * 6; /* 70 zones at 6 free GPUs each */
+    q.preferred_level = 3;
+    cr_assert_eq(gpusched_placer_place(p, &q, res), 0, "%s", gpusched_placer_errmsg(p));
+    const uint32_t *nodes, *loc;
+    const uint64_t *masks;
+    uint32_t n, nl;
+    cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
+    char why[256];
+    cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "%s", why);
+    cr_assert_eq(gpusched_place_result_locality(res, &loc, &nl), 0);
+    cr_assert_eq(loc[1], 70, "zones used: %u", loc[1]);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_unref(c);
+}
+
 /* Larger clusters and gangs, so that the knapsack's frontiers are long
  * (no exhaustive reference: too many nodes): the 64-bit rows and the
  * 128-bit rows choose the same nodes. */

@@ -305,6 +305,8 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     if (rc || !holds)
         return rc;
     const uint32_t z = v.z;
+    if (z > RW_SUBSETS_MAX)
+        return 0; /* more domains above the blocks than a choice holds: no witness */
     const bool all = subsets(v.nup, z) <= RW_SUBSETS_MAX;
     rw_choice *ch = gs_arena_get(&p->arena, (size_t)RW_SUBSETS_MAX * sizeof *ch);
     if (!ch)
