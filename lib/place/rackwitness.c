@@ -60,6 +60,8 @@ static bool rw_applies(const gpusched_placer *p, int32_t l)
 
 /* Most subsets of the domains above the blocks the witness tries. */
 #define RW_SUBSETS_MAX 64
+/* Largest rack capacity (in units) the witness counts racks by. */
+#define RW_CAP_VALUES 4096
 
 /* Racks [ra, rb) under the candidate, and the scratch a plan fills. */
 typedef struct rw_ctx {
@@ -241,6 +243,8 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
     uint32_t top = 0;
     for (uint32_t y = 0; y < nr; y++)
         top = rcap[y] > top ? rcap[y] : top;
+    if (top >= RW_CAP_VALUES)
+        return 0; /* racks too large to count by capacity: no witness */
     v->w = top + 1;
     v->hist = gs_arena_get(&p->arena, (size_t)v->nup * v->w * sizeof *v->hist);
     if (!v->hist)
