@@ -32,6 +32,8 @@
 #define GS_NB_VALS 256
 /* Most blocks under a candidate for which pairs are tried one by one. */
 #define GS_NB_PAIRS_MAX 64
+/* Most entries of the counting tables (blocks x values x node counts). */
+#define GS_NB_TABLE_MAX ((uint64_t)1 << 20)
 
 static uint64_t nb_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -245,6 +247,8 @@ static bool count_racks(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k)
     k->w = top + 1;
     /* Counted by value first, then run-length coded. */
     const uint32_t nv = k->umax + 1, nlists = (k->nblocks + 1) * nv;
+    if ((uint64_t)nlists * k->w > GS_NB_TABLE_MAX)
+        return false; /* too many blocks and values to table: no bound */
     uint32_t *cnt = gs_arena_get(&p->arena, (size_t)nlists * k->w * sizeof *cnt);
     k->off = gs_arena_get(&p->arena, ((size_t)nlists + 1) * sizeof *k->off);
     k->runs = gs_arena_get(&p->arena, ((size_t)2 * (k->end - k->first) + k->w) * nv * sizeof *k->runs);
