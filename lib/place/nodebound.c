@@ -97,9 +97,11 @@ static bool nb_above(const uint64_t *t, const uint64_t *best, uint32_t umax)
 }
 
 /* f->t[v] >= the most nodes of v units or more in any f->racks racks of
- * any f->nb blocks; for f->nb <= 2 also the best block or pair (most
- * nodes of the most units, then of fewer, ties to the lowest indices),
- * whose count of nodes of the most units is exactly the most. */
+ * any f->nb blocks, and the witness's blocks in f->best: for one or two
+ * blocks the best block or pair (most nodes of the most units, then of
+ * fewer, ties to the lowest indices), whose count of nodes of the most
+ * units is then exactly the most; for more (up to GS_NB_PAIRS_MAX), the
+ * blocks with the most on their own. */
 static void most_nodes(const nb_racks *k, const uint64_t *single, nb_found *f)
 {
     const uint32_t umax = k->umax, nbk = k->nblocks;
