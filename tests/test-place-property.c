@@ -24,6 +24,20 @@ static gpusched_cluster *random_cluster(pt_rng *r, uint32_t max_nodes, gpusched_
     return c;
 }
 
+/* An empty uniform cluster of data centers, zones, blocks and racks with
+ * the given fan-outs (the last: nodes per rack) and 4 GPUs a node. */
+static gpusched_cluster *four_level_cluster(const uint32_t fan[5])
+{
+    static const char *const lv[] = {"dc", "zone", "block", "rack"};
+    gpusched_topo *t;
+    char err[128];
+    cr_assert_eq(gpusched_topo_uniform(4, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_topo_unref(t);
+    return c;
+}
+
 /* The request placed again by the placer with wide keys: the same answer. */
 static void same_as_wide(gpusched_placer *pw, const gpusched_place_request *q, int rc, gpusched_place_result *res)
 {
@@ -246,19 +260,13 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
  * clusters this small), in valid placements. */
 Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
 {
-    static const char *const lv[] = {"dc", "zone", "block", "rack"};
     pt_rng r = {0x510e527fade682d1ull};
     uint32_t compared = 0, witnessed = 0;
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 12 : 120;
     for (uint32_t round = 0; round < rounds; round++) {
         const uint32_t fan[] = {1 + pt_below(&r, 2), 2 + pt_below(&r, 3), 2 + pt_below(&r, 3), 2 + pt_below(&r, 4),
                                 2 + pt_below(&r, 3)};
-        gpusched_topo *t;
-        char err[128];
-        cr_assert_eq(gpusched_topo_uniform(4, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
-        gpusched_cluster *c;
-        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
-        gpusched_topo_unref(t);
+        gpusched_cluster *c = four_level_cluster(fan);
         pt_random_state(&r, c, 4242);
         gpusched_placer *p, *po;
         gpusched_place_result *res, *reso;
@@ -314,14 +322,8 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
  * (64): placed, valid, on the fewest zones. */
 Test(place_property, rack_witness_past_its_choices)
 {
-    static const char *const lv[] = {"dc", "zone", "block", "rack"};
     const uint32_t fan[] = {1, 80, 1, 2, 1};
-    gpusched_topo *t;
-    char err[128];
-    cr_assert_eq(gpusched_topo_uniform(4, lv, fan, 4, "gpu", NULL, &t, err, sizeof err), 0, "%s", err);
-    gpusched_cluster *c;
-    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
-    gpusched_topo_unref(t);
+    gpusched_cluster *c = four_level_cluster(fan);
     /* One node of every zone half used: each zone holds 4 GPUs whole and 2 more. */
     for (uint32_t z = 0; z < 80; z++) {
         gpusched_job j = GPUSCHED_JOB_INIT;

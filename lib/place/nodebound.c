@@ -344,6 +344,25 @@ static bool nb_search(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k, nb
 
 /* ---- the witness ---------------------------------------------------------- */
 
+int gs_pl_wit_begin(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n)
+{
+    p->wit_gen = p->gen;
+    p->wit_pref = p->req->pref;
+    p->wit_level = l;
+    p->wit_dom = d;
+    p->wit_key = GS_KEY_INF;
+    if (n > p->wit_cap) {
+        uint32_t *v = gs_realloc_array(&p->alloc, p->wit_share, n, sizeof *v);
+        if (!v) {
+            p->wit_gen = 0;
+            return GPUSCHED_ENOMEM;
+        }
+        p->wit_share = v;
+        p->wit_cap = n;
+    }
+    return 0;
+}
+
 gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uint32_t end, const uint32_t *by_rack)
 {
     const gs_pl_req *r = p->req;
@@ -493,22 +512,11 @@ int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t fir
  * shares by rack and its key, GS_KEY_INF when none is built. */
 static int witness_build(gpusched_placer *p, int32_t l, uint32_t d, const nb_racks *k, const nb_found *f)
 {
-    const uint32_t n = k->end - k->first;
-    p->wit_gen = p->gen;
-    p->wit_pref = p->req->pref;
-    p->wit_level = l;
-    p->wit_dom = d;
+    int rc = gs_pl_wit_begin(p, l, d, k->end - k->first);
     p->wit_first = k->first;
-    p->wit_key = GS_KEY_INF;
-    if (!p->req->agg_exact_nodes || k->umax > 8 || p->req->deepest_cons > l || !f->witness || p->witness_off)
-        return 0;
-    if (n > p->wit_cap) {
-        uint32_t *v = gs_realloc_array(&p->alloc, p->wit_share, n, sizeof *v);
-        if (!v)
-            return GPUSCHED_ENOMEM;
-        p->wit_share = v;
-        p->wit_cap = n;
-    }
+    if (rc || !p->req->agg_exact_nodes || k->umax > 8 || p->req->deepest_cons > l || !f->witness ||
+        p->witness_off)
+        return rc;
     return witness_plan(p, l, k, f, p->wit_share, &p->wit_key);
 }
 

@@ -366,6 +366,10 @@ int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t fir
 gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d, gs_key *bound);
 /* Assigns that placement when its key is at most target (*done). */
 int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done);
+/* Starts the witness of candidate d of level l in p->wit_* (key
+ * GS_KEY_INF until one is built), with room for the shares of n racks.
+ * 0 or GPUSCHED_ENOMEM. */
+int gs_pl_wit_begin(gpusched_placer *p, int32_t l, uint32_t d, uint32_t n);
 /* Whether p->wit_* is the witness of candidate d of level l for this request. */
 static inline bool gs_pl_witness_valid(const gpusched_placer *p, int32_t l, uint32_t d)
 {

@@ -63,12 +63,13 @@ static bool rw_applies(const gpusched_placer *p, int32_t l)
 /* Largest rack capacity (in units) the witness counts racks by. */
 #define RW_CAP_VALUES 4096
 
-/* Racks [ra, rb) under the candidate, and the scratch a plan fills. */
+/* Racks [ra, rb) under the candidate, their capacities, and the scratch
+ * a plan fills. */
 typedef struct rw_ctx {
     int32_t l, low;
     uint32_t ra, rb;
+    uint32_t *rcap;             /* rcap[rack - ra] */
     rw_dom *blocks, *racks;
-    uint32_t *cap, *share;
 } rw_ctx;
 
 /* Of x[0, n) sorted largest first, the fewest that hold `need` by the
@@ -112,9 +113,8 @@ static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32
     for (uint32_t i = 0; i < nb; i++) {
         uint32_t a, b;
         gs_pl_children(p, low - 1, x[i].idx, &a, &b);
-        gs_pl_caps(p, low, a, b, w->cap);
-        for (uint32_t k = 0; k < b - a; k++)
-            w->racks[nr++] = (rw_dom){w->cap[k], a + k};
+        for (uint32_t y = a; y < b; y++)
+            w->racks[nr++] = (rw_dom){w->rcap[y - w->ra], y};
     }
     qsort(w->racks, nr, sizeof *w->racks, larger_first);
     uint64_t rem = r->gpus / r->unit[LV(low)];
@@ -128,20 +128,6 @@ static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32
         rem -= take;
     }
     *key = gs_pl_shares_key(p, w->l, w->ra, w->rb, share);
-}
-
-/* The blocks under the domains u[0, z) of the level above the blocks. */
-static uint32_t blocks_under(gpusched_placer *p, const rw_ctx *w, const uint32_t *u, uint32_t z, rw_dom *out)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < z; i++) {
-        uint32_t a, b;
-        gs_pl_children(p, w->low - 2, u[i], &a, &b);
-        gs_pl_caps(p, w->low - 1, a, b, w->cap);
-        for (uint32_t k = 0; k < b - a; k++)
-            out[n++] = (rw_dom){w->cap[k], a + k};
-    }
-    return n;
 }
 
 /* Binomial coefficient, saturating past RW_SUBSETS_MAX. */
@@ -173,6 +159,21 @@ typedef struct rw_view {
     uint32_t w;
 } rw_view;
 
+/* The blocks under the domains at positions pos[0, z) of up[], with the
+ * capacities the view read. */
+static uint32_t blocks_under(gpusched_placer *p, const rw_ctx *w, const rw_view *v, const uint32_t *pos, uint32_t z,
+                             rw_dom *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < z; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, w->low - 2, v->up[pos[i]].idx, &a, &b);
+        for (uint32_t x = a; x < b; x++)
+            out[n++] = (rw_dom){v->bcap[v->boff[pos[i]] + (x - a)], x};
+    }
+    return n;
+}
+
 static uint64_t choice_blocks(const rw_view *v, const uint32_t *pos, uint32_t z, uint32_t *scratch, uint64_t need)
 {
     uint32_t n = 0;
@@ -203,9 +204,12 @@ static uint64_t choice_racks(const rw_view *v, const uint32_t *pos, uint32_t z, 
     return held < need ? UINT64_MAX : used;
 }
 
-/* Reads the capacities under d (node range [first, last]): false when out
- * of memory or the domains above cannot hold the gang. */
-static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t last, rw_view *v, bool *holds)
+/* Reads the capacities under d (node range [first, last]) into v, the
+ * racks' into w->rcap; *holds false when the domains above the blocks
+ * cannot hold the gang or the racks are too large to count. 0 or
+ * GPUSCHED_ENOMEM. */
+static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t last, uint32_t nbk, rw_view *v,
+                     bool *holds)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_topo *t = p->t;
@@ -214,13 +218,12 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
     const uint32_t ub = gs_topo_node_domain(t, last, (uint32_t)(low - 2)) + 1;
     *holds = false;
     v->nup = ub - ua;
-    /* Capacities by position in ascending index: up[] keeps that order
-     * for the tables, then a sorted copy picks the choices. */
+    /* The domains above the blocks largest first; the tables below follow
+     * that order. */
     v->up = by_capacity(p, low - 2, ua, ub);
     v->boff = gs_arena_get(&p->arena, ((size_t)v->nup + 1) * sizeof *v->boff);
-    const uint32_t nr = w->rb - w->ra;
-    uint32_t *rcap = gs_arena_get(&p->arena, (size_t)nr * sizeof *rcap);
-    if (!v->up || !v->boff || !rcap)
+    v->bcap = gs_arena_get(&p->arena, (size_t)nbk * sizeof *v->bcap);
+    if (!v->up || !v->boff || !v->bcap)
         return GPUSCHED_ENOMEM;
     const uint64_t up_need = r->gpus / r->unit[LV(low - 2)];
     uint64_t held = 0;
@@ -229,20 +232,11 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
         held += v->up[v->z++].cap;
     if (held < up_need)
         return 0;
-    /* Blocks and racks per up domain, in the sorted order of up[]. */
-    uint32_t nb = 0;
-    for (uint32_t i = 0; i < v->nup; i++) {
-        uint32_t a, b;
-        gs_pl_children(p, low - 2, v->up[i].idx, &a, &b);
-        nb += b - a;
-    }
-    v->bcap = gs_arena_get(&p->arena, (size_t)nb * sizeof *v->bcap);
-    if (!v->bcap)
-        return GPUSCHED_ENOMEM;
-    gs_pl_caps(p, low, w->ra, w->rb, rcap);
+    const uint32_t nr = w->rb - w->ra;
+    gs_pl_caps(p, low, w->ra, w->rb, w->rcap);
     uint32_t top = 0;
     for (uint32_t y = 0; y < nr; y++)
-        top = rcap[y] > top ? rcap[y] : top;
+        top = w->rcap[y] > top ? w->rcap[y] : top;
     if (top >= RW_CAP_VALUES)
         return 0; /* racks too large to count by capacity: no witness */
     v->w = top + 1;
@@ -250,7 +244,7 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
     if (!v->hist)
         return GPUSCHED_ENOMEM;
     memset(v->hist, 0, (size_t)v->nup * v->w * sizeof *v->hist);
-    nb = 0;
+    uint32_t nb = 0;
     for (uint32_t i = 0; i < v->nup; i++) {
         uint32_t a, b;
         gs_pl_children(p, low - 2, v->up[i].idx, &a, &b);
@@ -260,7 +254,7 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
         const uint32_t r0 = gs_topo_node_domain(t, t->dom_start[low - 1][a], (uint32_t)low);
         const uint32_t r1 = gs_topo_node_domain(t, t->dom_start[low - 1][b] - 1, (uint32_t)low) + 1;
         for (uint32_t y = r0; y < r1; y++)
-            v->hist[(size_t)i * v->w + rcap[y - w->ra]]++;
+            v->hist[(size_t)i * v->w + w->rcap[y - w->ra]]++;
     }
     v->boff[v->nup] = nb;
     *holds = true;
@@ -289,24 +283,19 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     const uint32_t nr = w.rb - w.ra, nbk = bb - ba;
     w.blocks = gs_arena_get(&p->arena, (size_t)nbk * sizeof *w.blocks);
     w.racks = gs_arena_get(&p->arena, (size_t)nr * sizeof *w.racks);
-    w.cap = gs_arena_get(&p->arena, (size_t)(nr > nbk ? nr : nbk) * sizeof *w.cap);
+    w.rcap = gs_arena_get(&p->arena, (size_t)nr * sizeof *w.rcap);
     uint32_t *share = gs_arena_get(&p->arena, (size_t)nr * sizeof *share);
     uint32_t *scratch = gs_arena_get(&p->arena, (size_t)nbk * sizeof *scratch);
-    if (!w.blocks || !w.racks || !w.cap || !share || !scratch)
+    if (!w.blocks || !w.racks || !w.rcap || !share || !scratch)
         return GPUSCHED_ENOMEM;
-    if (nr > p->wit_cap) {
-        uint32_t *v = gs_realloc_array(&p->alloc, p->wit_share, nr, sizeof *v);
-        if (!v)
-            return GPUSCHED_ENOMEM;
-        p->wit_share = v;
-        p->wit_cap = nr;
-    }
-    p->wit_first = w.ra;
     *key = *bound = GS_KEY_INF;
+    int rc = gs_pl_wit_begin(p, l, d, nr);
+    if (rc)
+        return rc;
+    p->wit_first = w.ra;
     rw_view v;
     bool holds;
-    int rc = read_view(p, &w, first, last, &v, &holds);
-    if (rc || !holds)
+    if ((rc = read_view(p, &w, first, last, nbk, &v, &holds)) || !holds)
         return rc;
     const uint32_t z = v.z;
     if (z > RW_SUBSETS_MAX)
@@ -362,11 +351,8 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     for (uint32_t k = 0; k < nch; k++) {
         if (any && (ch[k].blocks != min_b || ch[k].racks != min_r))
             continue;
-        uint32_t u[RW_SUBSETS_MAX];
-        for (uint32_t i = 0; i < z; i++)
-            u[i] = v.up[ch[k].pos[i]].idx;
         gs_key kk;
-        plan_on(p, &w, w.blocks, blocks_under(p, &w, u, z, w.blocks), share, &kk);
+        plan_on(p, &w, w.blocks, blocks_under(p, &w, &v, ch[k].pos, z, w.blocks), share, &kk);
         if (kk < *key || (kk == *key && kk != GS_KEY_INF && ch[k].cap < best_cap)) {
             *key = kk;
             best_cap = ch[k].cap;
@@ -386,10 +372,8 @@ gs_key gs_pl_rack_witness(gpusched_placer *p, int32_t l, uint32_t d, gs_key *bou
     const int rc = plan(p, l, d, &key, &lb);
     gs_arena_restore(&p->arena, m);
     *bound = rc || lb == GS_KEY_INF ? 0 : lb;
-    p->wit_gen = rc ? 0 : p->gen;
-    p->wit_pref = p->req->pref;
-    p->wit_level = l;
-    p->wit_dom = d;
+    if (rc)
+        p->wit_gen = 0;
     p->wit_key = rc ? GS_KEY_INF : key;
     return p->wit_key;
 }

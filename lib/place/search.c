@@ -432,9 +432,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     p->estimating = false;
     if (rc || meets_bounds(p))
         return rc;
-    p->nout = 0;
-    for (uint32_t l = 0; l < p->nlevels; l++)
-        p->ndoms[l] = 0;
+    forget_output(p, -1);
     p->sub_gen = 0;
     /* The rack witness where it applies: assigned at once when it meets
      * its own bound, else kept if the knapsack (past its budget) does
@@ -449,9 +447,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     }
     if ((rc = gs_pl_assign(p, -1, 0, n)) || wk >= key_below(p, -1))
         return rc;
-    p->nout = 0;
-    for (uint32_t l = 0; l < p->nlevels; l++)
-        p->ndoms[l] = 0;
+    forget_output(p, -1);
     return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
 }
 
