@@ -21,9 +21,9 @@
  *
  * The histograms count free GPUs before any filter, so every count is an
  * upper bound of what the request may use, and the bound stays a bound. */
-#include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "place-internal.h"
 
 /* Largest node-level units per node the bound tables (v = 1 .. this). */
@@ -394,13 +394,16 @@ typedef struct nb_rack {
     uint32_t idx;
 } nb_rack;
 
-static int rack_before(const void *x, const void *y)
+/* Richest in nodes of the most units first, ties: lowest index. */
+static bool rack_before(const nb_rack *a, const nb_rack *b, void *unused)
 {
-    const nb_rack *a = x, *b = y;
+    (void)unused;
     if (a->order != b->order)
-        return a->order > b->order ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+        return a->order > b->order;
+    return a->idx < b->idx;
 }
+
+GS_HEAP_DEFINE(rack_heap, nb_rack, void *, rack_before)
 
 /* A rack's count of nodes of v units or more, back from its order. */
 static uint32_t rack_count(const nb_rack *x, uint32_t v, uint32_t umax)
@@ -432,7 +435,7 @@ static nb_rack *witness_racks(gpusched_placer *p, const nb_racks *k, const nb_fo
                 e->order = e->order << 8 | cv[v];
         }
     }
-    qsort(x, *n, sizeof *x, rack_before);
+    rack_heap_sort(x, *n, NULL);
     return x;
 }
 

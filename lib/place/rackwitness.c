@@ -12,9 +12,9 @@
  * that is the fewest racks under the candidate, and whether the blocks lie
  * in as few domains above them as possible, only the comparison with the
  * bound says. */
-#include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "place-internal.h"
 
 /* A domain and its capacity, largest first, ties lowest index. */
@@ -22,13 +22,16 @@ typedef struct rw_dom {
     uint32_t cap, idx;
 } rw_dom;
 
-static int larger_first(const void *x, const void *y)
+/* Largest capacity first, ties: lowest index. */
+static bool rw_before(const rw_dom *a, const rw_dom *b, void *unused)
 {
-    const rw_dom *a = x, *b = y;
+    (void)unused;
     if (a->cap != b->cap)
-        return a->cap > b->cap ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+        return a->cap > b->cap;
+    return a->idx < b->idx;
 }
+
+GS_HEAP_DEFINE(rw_heap, rw_dom, void *, rw_before)
 
 /* Domains [a, b) of level l with their capacities, largest first. */
 static rw_dom *by_capacity(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b)
@@ -40,7 +43,7 @@ static rw_dom *by_capacity(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b
     gs_pl_caps(p, l, a, b, cap);
     for (uint32_t i = 0; i < b - a; i++)
         x[i] = (rw_dom){cap[i], a + i};
-    qsort(x, b - a, sizeof *x, larger_first);
+    rw_heap_sort(x, b - a, NULL);
     return x;
 }
 
@@ -105,7 +108,7 @@ static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32
     const gs_pl_req *r = p->req;
     const int32_t low = w->low;
     *key = GS_KEY_INF;
-    qsort(x, n, sizeof *x, larger_first);
+    rw_heap_sort(x, n, NULL);
     const uint32_t nb = fewest_tight(x, n, r->gpus / r->unit[LV(low - 1)]);
     if (!nb)
         return;
@@ -116,7 +119,7 @@ static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32
         for (uint32_t y = a; y < b; y++)
             w->racks[nr++] = (rw_dom){w->rcap[y - w->ra], y};
     }
-    qsort(w->racks, nr, sizeof *w->racks, larger_first);
+    rw_heap_sort(w->racks, nr, NULL);
     uint64_t rem = r->gpus / r->unit[LV(low)];
     const uint32_t taken = fewest_tight(w->racks, nr, rem);
     if (!taken)

@@ -3,9 +3,9 @@
  * best locality below (branch and bound); then the units handed down to
  * nodes (assign.c). doc/placement.md has the argument. */
 
-#include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "place-internal.h"
 
 /* A candidate set aside: its own bound is above the search's. */
@@ -163,26 +163,37 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
     return evaluate(p, s, d, seq, lb, witness);
 }
 
-static int later_first(const void *x, const void *y)
+/* x is evaluated after y: larger bound, then later visit. The heap's root
+ * is then the candidate to evaluate next. */
+static bool later_after(const gs_later *x, const gs_later *y, void *unused)
 {
-    const gs_later *a = x, *b = y;
-    if (a->lb != b->lb)
-        return a->lb < b->lb ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+    (void)unused;
+    if (x->lb != y->lb)
+        return x->lb > y->lb;
+    return x->seq > y->seq;
 }
 
+GS_HEAP_DEFINE(later_heap, gs_later, void *, later_after)
+
 /* The candidates set aside, least bound first, each evaluated unless its
- * bound shows it cannot beat the best (or tie it from a later visit). */
+ * bound shows it cannot beat the best (or tie it from a later visit). A
+ * heap, not a sort: the first few usually settle the search, and the rest
+ * are never ordered. */
 static int consider_later(gpusched_placer *p, gs_cand *s)
 {
-    qsort(s->later, s->nlater, sizeof *s->later, later_first);
-    for (uint32_t i = 0; i < s->nlater; i++) {
-        const gs_later *x = &s->later[i];
-        if (s->found && x->lb > s->best_key)
+    gs_later *h = s->later;
+    uint32_t n = s->nlater;
+    for (uint32_t i = n / 2; i-- > 0;)
+        later_heap_sift(h, n, i, NULL);
+    while (n) {
+        const gs_later x = h[0];
+        h[0] = h[--n];
+        later_heap_sift(h, n, 0, NULL);
+        if (s->found && x.lb > s->best_key)
             break;
-        if (s->found && x->lb == s->best_key && x->seq > s->best_seq)
+        if (s->found && x.lb == s->best_key && x.seq > s->best_seq)
             continue;
-        int rc = evaluate(p, s, x->d, x->seq, x->lb, x->witness);
+        int rc = evaluate(p, s, x.d, x.seq, x.lb, x.witness);
         if (rc)
             return rc;
     }
