@@ -38,6 +38,41 @@ static gpusched_cluster *four_level_cluster(const uint32_t fan[5])
     return c;
 }
 
+/* four_level_cluster() with `dcs` data centers of `zones` zones each,
+ * random fan-outs below and a random state; *zone_gpus: a zone's GPUs. */
+static gpusched_cluster *random_four_level(pt_rng *r, uint32_t dcs, uint32_t zones, uint32_t *zone_gpus)
+{
+    uint32_t fan[] = {dcs, zones, 2 + pt_below(r, 3), 0, 0};
+    fan[3] = 2 + pt_below(r, 4);
+    fan[4] = 2 + pt_below(r, 3);
+    gpusched_cluster *c = four_level_cluster(fan);
+    pt_random_state(r, c, 4242);
+    *zone_gpus = fan[2] * fan[3] * fan[4] * 4;
+    return c;
+}
+
+/* A request of job 4242 for any split or pods of 2 GPUs, at random; the
+ * caller sets its size and levels. */
+static void random_split(pt_rng *r, gpusched_place_request *q, gpusched_job *job)
+{
+    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(q, job, 4242);
+    q->split = pt_below(r, 2) ? GPUSCHED_SPLIT_ANY : GPUSCHED_SPLIT_PODS;
+    q->pod_gpus = q->split == GPUSCHED_SPLIT_PODS ? 2 : 0;
+}
+
+/* The placement in res is valid for q on c. */
+static void assert_valid(gpusched_cluster *c, const gpusched_place_request *q, gpusched_place_result *res,
+                         uint32_t round)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n;
+    cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
+    char why[256];
+    cr_assert(place_ref_check(c, q, nodes, masks, n, why, sizeof why), "round %u: %s", round, why);
+}
+
 /* The request placed again by the placer with wide keys: the same answer. */
 static void same_as_wide(gpusched_placer *pw, const gpusched_place_request *q, int rc, gpusched_place_result *res)
 {
@@ -127,6 +162,9 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
         char why[256];
         cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "%s: invalid placement: %s", ctx, why);
+        /* Whatever the budget, the placement has the key its candidate
+         * was chosen by. */
+        cr_assert_eq(p->key_misses, 0, "%s: the assignment missed the key its candidate won by", ctx);
         if (budget != UINT64_MAX)
             continue;
         uint32_t got[GPUSCHED_MAX_LEVELS + 1];
@@ -264,10 +302,9 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
     uint32_t compared = 0, witnessed = 0;
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 12 : 120;
     for (uint32_t round = 0; round < rounds; round++) {
-        const uint32_t fan[] = {1 + pt_below(&r, 2), 2 + pt_below(&r, 3), 2 + pt_below(&r, 3), 2 + pt_below(&r, 4),
-                                2 + pt_below(&r, 3)};
-        gpusched_cluster *c = four_level_cluster(fan);
-        pt_random_state(&r, c, 4242);
+        const uint32_t dcs = 1 + pt_below(&r, 2), zones = 2 + pt_below(&r, 3);
+        uint32_t zone_gpus;
+        gpusched_cluster *c = random_four_level(&r, dcs, zones, &zone_gpus);
         gpusched_placer *p, *po;
         gpusched_place_result *res, *reso;
         cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
@@ -275,13 +312,11 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
         po->witness_off = true;
         cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
         cr_assert_eq(gpusched_place_result_new(NULL, &reso), 0);
-        const uint32_t zone_gpus = fan[2] * fan[3] * fan[4] * 4, dc_gpus = fan[1] * zone_gpus;
+        const uint32_t dc_gpus = zones * zone_gpus;
         for (int k = 0; k < 8; k++) {
-            gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+            gpusched_place_request q;
             gpusched_job job;
-            pt_req_job(&q, &job, 4242);
-            q.split = pt_below(&r, 2) ? GPUSCHED_SPLIT_ANY : GPUSCHED_SPLIT_PODS;
-            q.pod_gpus = q.split == GPUSCHED_SPLIT_PODS ? 2 : 0;
+            random_split(&r, &q, &job);
             /* Larger than a zone (candidates are data centers), or than a
              * data center (the gang spans the cluster's top level). */
             const uint32_t span = pt_below(&r, 2) ? zone_gpus : dc_gpus;
@@ -293,17 +328,14 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
             cr_assert_eq(gpusched_placer_place(po, &q, reso), rc);
             if (rc)
                 continue;
-            const uint32_t *a, *b, *nodes;
-            const uint64_t *masks;
-            uint32_t na, nb, n;
+            const uint32_t *a, *b;
+            uint32_t na, nb;
             cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
             cr_assert_eq(gpusched_place_result_locality(reso, &b, &nb), 0);
             for (uint32_t i = 0; i + 1 < na; i++) /* nodes are not counted */
                 cr_assert_eq(a[i], b[i], "round %u: level %u: %u domains with the witness, %u without", round, i,
                              a[i], b[i]);
-            cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &n), 0);
-            char why[256];
-            cr_assert(place_ref_check(c, &q, nodes, masks, n, why, sizeof why), "round %u: %s", round, why);
+            assert_valid(c, &q, res, round);
             compared++;
             witnessed += p->rack_witnesses != before;
         }
@@ -316,6 +348,47 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
     cr_log_info("%u compared, %u assigned by the rack witness", compared, witnessed);
     cr_assert_gt(compared, rounds);
     cr_assert_gt(witnessed, rounds / 10);
+}
+
+/* With several data centers as candidates, each candidate's knapsack
+ * spends from one budget: the winner's assignment must still have the key
+ * it won by (it once fell back to greedy shares, one block more). Budgets
+ * small enough that the evaluations run out. */
+Test(place_property, an_assignment_keeps_the_key_its_candidate_won_by)
+{
+    pt_rng r = {0x3c6ef372fe94f82bull};
+    uint32_t placed = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t dcs = 2 + pt_below(&r, 3), zones = 2 + pt_below(&r, 2);
+        uint32_t zone_gpus;
+        gpusched_cluster *c = random_four_level(&r, dcs, zones, &zone_gpus);
+        gpusched_placer *p;
+        gpusched_place_result *res;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        p->dp_budget_max = (uint64_t)16 << pt_below(&r, 10);
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (zone_gpus / 2 + pt_below(&r, zone_gpus + 1)) & ~1u; /* candidates: data centers */
+            q.preferred_level = pt_below(&r, 2) ? 3 : GPUSCHED_NONE;
+            int rc = gpusched_placer_place(p, &q, res);
+            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "round %u: %s", round, gpusched_placer_errmsg(p));
+            cr_assert_eq(p->key_misses, 0, "round %u, request %d (%u GPUs, budget %llu): the assignment missed the "
+                         "key its candidate won by", round, k, q.gpus, (unsigned long long)p->dp_budget_max);
+            if (rc)
+                continue;
+            assert_valid(c, &q, res, round);
+            placed++;
+        }
+        gpusched_place_result_free(res);
+        gpusched_placer_free(p);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u placed", placed);
+    cr_assert_gt(placed, rounds);
 }
 
 /* A gang that needs more zones than the rack witness tries choices of

@@ -28,9 +28,11 @@
  * levels a choice among subsets of domains); the search proves a greedy
  * answer or a placement built from each candidate's own bound optimal
  * against lower bounds wherever it can (an empty or evenly used cluster
- * always), and otherwise spends at most 2^24 knapsack steps per placement
- * (tens of milliseconds at 258k nodes; 8 per unit of the gang for the
- * node count once the locality down to the lowest domains is settled).
+ * always), and otherwise spends at most 2^24 knapsack steps on choosing
+ * among candidates and as many on assigning the chosen one (tens of
+ * milliseconds at 258k nodes; 8 per unit of the gang for the node count
+ * once the locality down to the lowest domains is settled), more only
+ * when an exact key needs its knapsacks whole to be assigned.
  * Past that bound the placement is still found whenever one exists, but
  * locality below the levels already decided is not proven optimal. The
  * cases that can reach it: locality counted over three or more levels,

@@ -199,8 +199,10 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
         return 0;
     *applied = true;
     o->over_budget = units_work > p->dp_budget;
-    if (o->over_budget)
+    if (o->over_budget) {
+        p->dp_refused++;
         return 0;
+    }
     p->dp_budget -= units_work;
     const uint32_t ratio = r->ratio[LV(l)], need = o->need;
     gs_front *f = o->front;
@@ -383,8 +385,10 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     }
     uint64_t work = ((uint64_t)Y + 1) * entries;
     o->over_budget = work > p->dp_budget;
-    if (o->over_budget)
+    if (o->over_budget) {
+        p->dp_refused++;
         return 0;
+    }
     p->dp_budget -= work;
     gs_key *dp = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
     uint32_t *prev = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *prev) : NULL;

@@ -171,6 +171,8 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    uint64_t dp_refused;        /* knapsacks refused for the budget, ever: a
+                                 * key computed while it did not move is exact */
     uint8_t subsets_mode;       /* tests: 1 every subset by the plain loop, 2 by the
                                  * branch and bound from the first (subsets.c), to
                                  * compare the two; 0 as in production */
@@ -183,6 +185,8 @@ struct gpusched_placer {
     bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
                                  * that the knapsack's answers can be compared */
     uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
+    uint32_t key_misses;        /* tests: assignments worse than the exact key
+                                 * their candidate was chosen by (search.c) */
     bool estimating;            /* the greedy try before the exact search (search.c) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */

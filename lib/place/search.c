@@ -28,6 +28,8 @@ typedef struct gs_cand {
     uint32_t seq;               /* candidates visited so far */
     gs_key best_key;
     gs_key lb_key;              /* no candidate can do better than this */
+    uint64_t best_budget;       /* knapsack steps the best one's evaluation had */
+    bool best_exact;            /* its key is exact: no knapsack refused for it */
     gs_later *later;            /* NULL: every candidate evaluated when visited */
     uint32_t nlater;
 } gs_cand;
@@ -97,6 +99,7 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
         if (s->found && (enough > s->best_key || (enough == s->best_key && seq > s->best_seq)))
             return 0; /* it cannot beat the best */
     }
+    const uint64_t budget = p->dp_budget, refused = p->dp_refused;
     if (!rc && key > enough) {
         rc = gs_pl_best_key(p, s->level, d, s->demand, &k);
         key = k < key ? k : key;
@@ -108,6 +111,8 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
         s->best = d;
         s->best_seq = seq;
         s->best_key = key;
+        s->best_budget = budget;
+        s->best_exact = p->dp_refused == refused;
         s->done = key <= s->lb_key;
     }
     return 0;
@@ -346,8 +351,14 @@ static void forget_output(gpusched_placer *p, int32_t l)
 /* Hands `y` units of domain d down: the greedy shares first (no
  * knapsack), kept when their key reaches `target` (the exact best key,
  * or GS_KEY_INF when unknown), else the exact assignment. The level
- * itself and those above are recorded once, before. */
-static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key target)
+ * itself and those above are recorded once, before. `budget`: the
+ * knapsack steps the candidate's evaluation had; the assignment gets at
+ * least as many, whatever the other candidates' evaluations left, else
+ * it could fall back to greedy shares that miss the key the candidate won
+ * by (doc/placement.md, "Cost"). `exact`: the target is exact (no
+ * knapsack was refused computing it), so that missing it is a fault. */
+static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key target, uint64_t budget,
+                          bool exact)
 {
     if (target == GS_KEY_INF || l + 1 >= p->req->pref)
         return gs_pl_assign(p, l, d, y);
@@ -357,12 +368,12 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
         wrc = gs_pl_rack_witness_assign(p, l, d, target, &done);
     if (wrc || done)
         return wrc;
-    const uint64_t budget = p->dp_budget;
+    const uint64_t left = p->dp_budget;
     const uint32_t mark = l >= 0 ? p->ndoms[l] : 0;
     p->dp_budget = 0;
     p->estimating = true;
     int rc = gs_pl_assign(p, l, d, y);
-    p->dp_budget = budget;
+    p->dp_budget = left;
     p->estimating = false;
     if (rc || key_below(p, l) <= target)
         return rc;
@@ -370,10 +381,28 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     if (l >= 0)
         p->ndoms[l] = mark;
     p->sub_gen = 0;
-    return gs_pl_assign(p, l, d, y);
+    if (p->dp_budget < budget)
+        p->dp_budget = budget;
+    rc = gs_pl_assign(p, l, d, y);
+    if (rc || !exact || key_below(p, l) <= target)
+        return rc;
+    /* The assignment's knapsacks are wider than the evaluation's (they
+     * keep their choices, the evaluation may count): the exact key needs
+     * them whole. Pseudo-polynomial, like every knapsack, and rare. */
+    forget_output(p, l);
+    if (l >= 0)
+        p->ndoms[l] = mark;
+    p->sub_gen = 0;
+    p->dp_budget = UINT64_MAX;
+    rc = gs_pl_assign(p, l, d, y);
+    p->dp_budget = 0;
+    if (!rc && key_below(p, l) > target)
+        p->key_misses++;
+    return rc;
 }
 
-static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand, gs_key target)
+static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand, gs_key target, uint64_t budget,
+                     bool exact)
 {
     uint32_t up[GS_MAX_LEVELS];
     uint32_t x = d;
@@ -382,7 +411,7 @@ static int assign_in(gpusched_placer *p, int32_t l, uint32_t d, uint32_t demand,
     for (int32_t k = 0; k < l && k < (int32_t)p->nlevels; k++)
         if (gs_pl_use_domain(p, (uint32_t)k, up[k]))
             return GPUSCHED_ENOMEM;
-    return assign_checked(p, l, d, demand, target);
+    return assign_checked(p, l, d, demand, target, budget, exact);
 }
 
 /* Fewest nodes holding the gang anywhere in the cluster: the greedy over
@@ -493,7 +522,8 @@ static int search_with(gpusched_placer *p, uint64_t budget)
         if (rc)
             return rc;
         if (s.found)
-            return assign_in(p, l, s.best, s.demand, s.first_wins ? GS_KEY_INF : s.best_key);
+            return assign_in(p, l, s.best, s.demand, s.first_wins ? GS_KEY_INF : s.best_key, s.best_budget,
+                             s.best_exact);
     }
     return GPUSCHED_ENOSPC;
 }
