@@ -3,6 +3,7 @@
  * and the yes-or-no what-if of the planners agrees),
  * the same optimal locality vector, and every placement valid. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "place-test.h"
 #include "cluster/txn.h"
@@ -59,6 +60,28 @@ static void random_split(pt_rng *r, gpusched_place_request *q, gpusched_job *job
     pt_req_job(q, job, 4242);
     q->split = pt_below(r, 2) ? GPUSCHED_SPLIT_ANY : GPUSCHED_SPLIT_PODS;
     q->pod_gpus = q->split == GPUSCHED_SPLIT_PODS ? 2 : 0;
+}
+
+/* A random four-level cluster with a placer and a result. */
+typedef struct fl_env {
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    uint32_t zone_gpus;
+} fl_env;
+
+static void fl_open(fl_env *e, pt_rng *r, uint32_t dcs, uint32_t zones)
+{
+    e->c = random_four_level(r, dcs, zones, &e->zone_gpus);
+    cr_assert_eq(gpusched_placer_new(e->c, NULL, &e->p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &e->res), 0);
+}
+
+static void fl_close(fl_env *e)
+{
+    gpusched_place_result_free(e->res);
+    gpusched_placer_free(e->p);
+    gpusched_cluster_unref(e->c);
 }
 
 /* The placement in res is valid for q on c. */
@@ -361,34 +384,90 @@ Test(place_property, an_assignment_keeps_the_key_its_candidate_won_by)
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
     for (uint32_t round = 0; round < rounds; round++) {
         const uint32_t dcs = 2 + pt_below(&r, 3), zones = 2 + pt_below(&r, 2);
-        uint32_t zone_gpus;
-        gpusched_cluster *c = random_four_level(&r, dcs, zones, &zone_gpus);
-        gpusched_placer *p;
-        gpusched_place_result *res;
-        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
-        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-        p->dp_budget_max = (uint64_t)16 << pt_below(&r, 10);
+        fl_env e;
+        fl_open(&e, &r, dcs, zones);
+        e.p->dp_budget_max = (uint64_t)16 << pt_below(&r, 10);
         for (int k = 0; k < 8; k++) {
             gpusched_place_request q;
             gpusched_job job;
             random_split(&r, &q, &job);
-            q.gpus = (zone_gpus / 2 + pt_below(&r, zone_gpus + 1)) & ~1u; /* candidates: data centers */
+            q.gpus = (e.zone_gpus / 2 + pt_below(&r, e.zone_gpus + 1)) & ~1u; /* candidates: data centers */
             q.preferred_level = pt_below(&r, 2) ? 3 : GPUSCHED_NONE;
-            int rc = gpusched_placer_place(p, &q, res);
-            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "round %u: %s", round, gpusched_placer_errmsg(p));
-            cr_assert_eq(p->key_misses, 0, "round %u, request %d (%u GPUs, budget %llu): the assignment missed the "
-                         "key its candidate won by", round, k, q.gpus, (unsigned long long)p->dp_budget_max);
+            int rc = gpusched_placer_place(e.p, &q, e.res);
+            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "round %u: %s", round, gpusched_placer_errmsg(e.p));
+            cr_assert_eq(e.p->key_misses, 0, "round %u, request %d (%u GPUs, budget %llu): the assignment missed the "
+                         "key its candidate won by", round, k, q.gpus, (unsigned long long)e.p->dp_budget_max);
             if (rc)
                 continue;
-            assert_valid(c, &q, res, round);
+            assert_valid(e.c, &q, e.res, round);
             placed++;
         }
-        gpusched_place_result_free(res);
-        gpusched_placer_free(p);
-        gpusched_cluster_unref(c);
+        fl_close(&e);
     }
     cr_log_info("%u placed", placed);
     cr_assert_gt(placed, rounds);
+}
+
+/* Lexicographic order of two locality vectors over their first n
+ * levels: <0, 0 or >0. */
+static int vector_cmp(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* The same request under knapsack budgets from 4 to 2^24 steps, on
+ * clusters too large for the exhaustive reference: a placement during
+ * which no knapsack was refused for the budget claims the optimum, so no
+ * budget may give a better locality vector over the counted levels. Past
+ * the budget the vectors may go either way (both happen here). */
+Test(place_property, an_exact_placement_is_never_beaten_by_another_budget)
+{
+    pt_rng r = {0x1234abcdull};
+    uint32_t exact = 0, runs = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
+    enum { NB = 12 };
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t dcs = 1 + pt_below(&r, 3), zones = 2 + pt_below(&r, 3);
+        fl_env e;
+        fl_open(&e, &r, dcs, zones);
+        for (int k = 0; k < 6; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (e.zone_gpus / 2 + pt_below(&r, 2 * e.zone_gpus + 1)) & ~1u;
+            q.preferred_level = pt_below(&r, 2) ? 3 : GPUSCHED_NONE;
+            uint32_t vec[NB][GPUSCHED_MAX_LEVELS + 1], n = 0, counted = 0;
+            bool was_exact[NB];
+            for (uint32_t b = 0; b < NB; b++) {
+                e.p->dp_budget_max = (uint64_t)4 << (2 * b);
+                const uint64_t refused = e.p->dp_refused;
+                if (gpusched_placer_place(e.p, &q, e.res))
+                    break;
+                assert_valid(e.c, &q, e.res, round);
+                const uint32_t *loc;
+                uint32_t nl = 0;
+                cr_assert_eq(gpusched_place_result_locality(e.res, &loc, &nl), 0);
+                counted = q.preferred_level == GPUSCHED_NONE ? nl : q.preferred_level + 1;
+                memcpy(vec[n], loc, counted * sizeof *loc);
+                was_exact[n++] = e.p->dp_refused == refused;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                runs++;
+                exact += was_exact[i];
+                for (uint32_t j = 0; was_exact[i] && j < n; j++)
+                    cr_assert_leq(vector_cmp(vec[i], vec[j], counted), 0,
+                                  "round %u, request %d (%u GPUs, split %u): exact at budget %llu, beaten at %llu",
+                                  round, k, q.gpus, q.split, 4ull << (2 * i), 4ull << (2 * j));
+            }
+        }
+        fl_close(&e);
+    }
+    cr_log_info("%u placements, %u exact", runs, exact);
+    cr_assert_gt(exact, runs / 4);
+    cr_assert_lt(exact, runs);
 }
 
 /* A gang that needs more zones than the rack witness tries choices of

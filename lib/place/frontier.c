@@ -200,7 +200,7 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     *applied = true;
     o->over_budget = units_work > p->dp_budget;
     if (o->over_budget) {
-        p->dp_refused++;
+        p->dp_refused += !p->estimating;
         return 0;
     }
     p->dp_budget -= units_work;
@@ -386,7 +386,7 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     uint64_t work = ((uint64_t)Y + 1) * entries;
     o->over_budget = work > p->dp_budget;
     if (o->over_budget) {
-        p->dp_refused++;
+        p->dp_refused += !p->estimating;
         return 0;
     }
     p->dp_budget -= work;

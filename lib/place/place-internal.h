@@ -171,8 +171,10 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
-    uint64_t dp_refused;        /* knapsacks refused for the budget, ever: a
-                                 * key computed while it did not move is exact */
+    uint64_t dp_refused;        /* knapsacks refused for the budget, ever, but
+                                 * in the greedy estimates (no budget on
+                                 * purpose): a key computed while it did not
+                                 * move is exact */
     uint8_t subsets_mode;       /* tests: 1 every subset by the plain loop, 2 by the
                                  * branch and bound from the first (subsets.c), to
                                  * compare the two; 0 as in production */
