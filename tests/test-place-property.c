@@ -70,9 +70,11 @@ typedef struct fl_env {
     uint32_t zone_gpus;
 } fl_env;
 
-static void fl_open(fl_env *e, pt_rng *r, uint32_t dcs, uint32_t zones)
+/* dc0 + [0, dcs) data centers of zone0 + [0, zones) zones. */
+static void fl_open(fl_env *e, pt_rng *r, uint32_t dc0, uint32_t dcs, uint32_t zone0, uint32_t zones)
 {
-    e->c = random_four_level(r, dcs, zones, &e->zone_gpus);
+    const uint32_t ndc = dc0 + pt_below(r, dcs), nzones = zone0 + pt_below(r, zones);
+    e->c = random_four_level(r, ndc, nzones, &e->zone_gpus);
     cr_assert_eq(gpusched_placer_new(e->c, NULL, &e->p), 0);
     cr_assert_eq(gpusched_place_result_new(NULL, &e->res), 0);
 }
@@ -383,9 +385,8 @@ Test(place_property, an_assignment_keeps_the_key_its_candidate_won_by)
     uint32_t placed = 0;
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
     for (uint32_t round = 0; round < rounds; round++) {
-        const uint32_t dcs = 2 + pt_below(&r, 3), zones = 2 + pt_below(&r, 2);
         fl_env e;
-        fl_open(&e, &r, dcs, zones);
+        fl_open(&e, &r, 2, 3, 2, 2);
         e.p->dp_budget_max = (uint64_t)16 << pt_below(&r, 10);
         for (int k = 0; k < 8; k++) {
             gpusched_place_request q;
@@ -430,9 +431,8 @@ Test(place_property, an_exact_placement_is_never_beaten_by_another_budget)
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
     enum { NB = 12 };
     for (uint32_t round = 0; round < rounds; round++) {
-        const uint32_t dcs = 1 + pt_below(&r, 3), zones = 2 + pt_below(&r, 3);
         fl_env e;
-        fl_open(&e, &r, dcs, zones);
+        fl_open(&e, &r, 1, 3, 2, 3);
         for (int k = 0; k < 6; k++) {
             gpusched_place_request q;
             gpusched_job job;
@@ -468,6 +468,70 @@ Test(place_property, an_exact_placement_is_never_beaten_by_another_budget)
     cr_log_info("%u placements, %u exact", runs, exact);
     cr_assert_gt(exact, runs / 4);
     cr_assert_lt(exact, runs);
+}
+
+/* The placements in a and b are the same nodes and GPUs. */
+static bool same_nodes(gpusched_place_result *a, gpusched_place_result *b)
+{
+    const uint32_t *na, *nb;
+    const uint64_t *ma, *mb;
+    uint32_t ca, cb;
+    cr_assert_eq(gpusched_place_result_nodes(a, &na, &ma, &ca), 0);
+    cr_assert_eq(gpusched_place_result_nodes(b, &nb, &mb, &cb), 0);
+    if (ca != cb)
+        return false;
+    for (uint32_t i = 0; i < ca; i++)
+        if (na[i] != nb[i] || ma[i] != mb[i])
+            return false;
+    return true;
+}
+
+/* A placer's memos (capacities, subsets, witnesses, knapsack scratch)
+ * never change an answer: one placer serving a sequence of requests,
+ * some committed, with jobs released between them, answers each exactly
+ * as a new placer does. */
+Test(place_property, answers_do_not_depend_on_the_placer_history)
+{
+    pt_rng r = {0x77aa55ccull};
+    uint32_t compared = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 15 : 150;
+    for (uint32_t round = 0; round < rounds; round++) {
+        fl_env e;
+        fl_open(&e, &r, 1, 3, 2, 3);
+        gpusched_place_result *fresh_res;
+        cr_assert_eq(gpusched_place_result_new(NULL, &fresh_res), 0);
+        for (uint32_t k = 0; k < 10; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            job.id = 10000 + k;
+            q.gpus = (2 + pt_below(&r, 2 * e.zone_gpus + 1)) & ~1u;
+            const uint32_t pref = pt_below(&r, 5);
+            q.preferred_level = pref == 4 ? GPUSCHED_NONE : pref;
+            if (pt_below(&r, 3) == 0)
+                q.required_level = pt_below(&r, 2);
+            gpusched_placer *fresh;
+            cr_assert_eq(gpusched_placer_new(e.c, NULL, &fresh), 0);
+            const int frc = gpusched_placer_place(fresh, &q, fresh_res);
+            gpusched_placer_free(fresh);
+            if (pt_below(&r, 3) == 0)
+                q.flags |= GPUSCHED_PLACE_FLAG_COMMIT;
+            const int rc = gpusched_placer_place(e.p, &q, e.res);
+            cr_assert_eq(rc, frc, "round %u, request %u: %s with history, %s without", round, k,
+                         gpusched_err_name(rc), gpusched_err_name(frc));
+            if (!rc) {
+                cr_assert(same_nodes(e.res, fresh_res), "round %u, request %u (%u GPUs): other nodes with history",
+                          round, k, q.gpus);
+                compared++;
+            }
+            if (k > 0 && pt_below(&r, 4) == 0)
+                gpusched_cluster_release(e.c, 10000 + pt_below(&r, k)); /* ENOENT when it did not run: fine */
+        }
+        gpusched_place_result_free(fresh_res);
+        fl_close(&e);
+    }
+    cr_log_info("%u placements compared", compared);
+    cr_assert_gt(compared, rounds * 5);
 }
 
 /* A gang that needs more zones than the rack witness tries choices of
