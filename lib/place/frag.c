@@ -10,7 +10,13 @@
  * GS_FRAG_BAND of the least growth is as good, and packing decides: the
  * node left with the least free GPU, then the least free resources. Whole-GPU
  * pods keep the exact least growth (ties by packing): their growth counts
- * whole GPUs taken from the shapes that need them. */
+ * whole GPUs taken from the shapes that need them.
+ *
+ * F also counts the node's free GPU that its free resources (cpu, memory)
+ * cannot serve at the rate the workload's GPU pods ask them: the GPU pods
+ * that will take the node's free GPUs one by one take its cpu too, and once
+ * the cpu is gone the GPUs left are stranded, which no single shape's test
+ * sees while each of them still fits. */
 #include <string.h>
 
 #include "config.h"
@@ -76,6 +82,10 @@ typedef struct gs_wlc {
     int64_t *fb_val;            /* per node: F as it is */
     uint32_t m, nres, nneed, nwhole, nbuckets, nclasses;
     uint64_t wtot;              /* sum of w */
+    /* Per resource, the milli-GPU the workload's GPU pods ask per unit of
+     * the resource, times 2^32 (0: none of them asks it): a node's free
+     * resource r serves res * rate[r] / 2^32 of its free milli. */
+    uint64_t rate[GPUSCHED_MAX_RESOURCES];
     uint64_t *w;                /* [m] fixed-point weights, by bucket */
     uint32_t *req;              /* [nres][m] resources asked */
     uint8_t *cls_ok;            /* [nclasses][m] 1: the class may run the shape */
@@ -170,6 +180,22 @@ static int wlc_build(gpusched_placer *p)
         for (uint32_t k = 0; k < ncls; k++)
             c->cls_ok[(size_t)k * m + j] = gs_shape_class_ok(w, k);
     }
+    /* The rates, over the shapes that ask GPUs (pods without GPUs can go
+     * where no GPU is left, so they do not say what the GPUs need),
+     * weighted as the workload: rounded once per workload, the same
+     * integers on every machine. */
+    for (uint32_t r = 0; r < GPUSCHED_MAX_RESOURCES; r++) {
+        double milli = 0, asked = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            const gs_pod_shape *w = &p->wl[i];
+            if (!w->milli && !w->pod_gpus)
+                continue;
+            milli += w->weight * (w->milli ? (double)w->milli : 1000.0 * w->pod_gpus);
+            asked += w->weight * (r < w->nres ? (double)w->res[r] : 0.0);
+        }
+        const double rate = asked > 0 ? milli / asked * GS_WL_ONE : 0;
+        c->rate[r] = rate >= 0x1p62 ? (uint64_t)1 << 62 : (uint64_t)(rate + 0.5);
+    }
     c->epoch = p->wl_epoch;
     return 0;
 }
@@ -194,8 +220,27 @@ static void shape_sums(const gs_wlc *c, uint32_t cls, const uint32_t *res, uint6
     }
 }
 
+/* The free milli of node view v beyond what its scarcest resource serves
+ * at the workload's rate, times 2^32 (integers only: every product is
+ * below total * 2^32 <= 2^48). */
+static uint64_t stranded(const gs_wlc *c, const gs_nview *v)
+{
+    const uint64_t need = (uint64_t)v->total << 32;
+    uint64_t worst = 0;
+    for (uint32_t r = 0; r < c->nres; r++) {
+        const uint64_t rate = c->rate[r];
+        if (!rate || v->res[r] >= need / rate + 1)
+            continue;
+        const uint64_t served = (uint64_t)v->res[r] * rate;
+        if (served < need && need - served > worst)
+            worst = need - served;
+    }
+    return worst;
+}
+
 /* The expected free milli of node view v that the workload's pods cannot
- * use, times 2^32, given the bucket sums of the shapes v can run. */
+ * use, times 2^32, given the bucket sums of the shapes v can run, plus
+ * the free milli its resources strand (stranded()). */
 static int64_t node_frag(const gs_wlc *c, const gs_nview *v, const uint64_t *acc)
 {
     uint64_t f = 0, runnable = acc[0];
@@ -219,7 +264,7 @@ static int64_t node_frag(const gs_wlc *c, const gs_nview *v, const uint64_t *acc
         f += a * (v->nfull >= c->gneed[j] ? whole_lost : v->total);
     }
     f += (c->wtot - runnable) * v->total;
-    return (int64_t)f;
+    return (int64_t)(f + stranded(c, v));
 }
 
 /* The packing key, lower packs better: the GPU milli left, then the free
