@@ -6,7 +6,10 @@
  * behind by one operation (a job or a reservation still lent, a hold not
  * given back, a stale scratch array) shows up in a later one. The journal
  * runs all along: replaying it on the first snapshot, and a standby that
- * applies it as it grows, give the live cluster's snapshot bytes. */
+ * applies it as it grows, give the live cluster's snapshot bytes. One call
+ * in eight (placements, preemptions, moves, defragmentations) is made
+ * again on a cluster restored from the snapshot before it, with a new
+ * placer and plan: the same answer, whatever the live ones remember. */
 #include <stdio.h>
 
 #include "cluster-test.h"
@@ -23,6 +26,7 @@ typedef struct seq {
     uint32_t done[12];
     uint32_t evictions, moves;  /* committed plans that evicted or moved jobs */
     uint32_t resv_used;         /* placements that took GPUs of their reservation */
+    uint32_t fresh;             /* calls repeated on a restored cluster */
     gpusched_cluster *standby;  /* applies the journal as it grows */
     size_t applied;             /* journal bytes the standby has */
 } seq;
@@ -80,6 +84,56 @@ static int batch(seq *s, bool commit)
     return rc;
 }
 
+/* The same call on a cluster restored from `img` (the state before the
+ * step) with a new placer and plan: the same answer, so that nothing the
+ * live placer, plan or cluster keeps between calls (memos, the
+ * preemption index, scratch) changes one. kind as in step(); q and job
+ * as the step used them (for a move, job->id is the job moved). */
+static void same_on_fresh(seq *s, uint32_t kind, const gpusched_place_request *q, uint64_t move_id, int rc,
+                          const uint8_t *img, size_t len)
+{
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    gpusched_preempt_plan *plan;
+    char err[256];
+    s->fresh++;
+    cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &plan), 0);
+    int frc = kind == 5 ? gpusched_placer_preempt(p, q, res, plan)
+              : kind == 6 ? gpusched_placer_move(p, move_id, q ? q->flags : 0, res)
+              : kind == 7 ? gpusched_placer_defrag(p, q, res, plan)
+                          : gpusched_placer_place(p, q, res);
+    cr_assert_eq(frc, rc, "step kind %u: %s live, %s on a fresh cluster (%s)", kind, gpusched_err_name(rc),
+                 gpusched_err_name(frc), gpusched_placer_errmsg(p));
+    if (!rc) {
+        const uint32_t *na, *nb;
+        const uint64_t *ma, *mb;
+        uint32_t ca, cb;
+        cr_assert_eq(gpusched_place_result_nodes(s->res, &na, &ma, &ca), 0);
+        cr_assert_eq(gpusched_place_result_nodes(res, &nb, &mb, &cb), 0);
+        cr_assert_eq(ca, cb, "step kind %u: %u nodes live, %u fresh", kind, ca, cb);
+        for (uint32_t i = 0; i < ca; i++)
+            cr_assert(na[i] == nb[i] && ma[i] == mb[i], "step kind %u: node %u live, %u fresh", kind, na[i], nb[i]);
+        if (kind == 5 || kind == 7) {
+            const uint64_t *va, *vb;
+            uint32_t n1, n2;
+            cr_assert_eq(gpusched_preempt_plan_victims(s->plan, &va, &n1), 0);
+            cr_assert_eq(gpusched_preempt_plan_victims(plan, &vb, &n2), 0);
+            cr_assert_eq(n1, n2, "step kind %u: %u victims live, %u fresh", kind, n1, n2);
+            for (uint32_t i = 0; i < n1; i++)
+                cr_assert_eq(va[i], vb[i], "step kind %u: victim %u differs", kind, i);
+            cr_assert_eq(gpusched_preempt_plan_move_count(s->plan), gpusched_preempt_plan_move_count(plan));
+        }
+    }
+    gpusched_preempt_plan_free(plan);
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_unref(c);
+}
+
 /* One step; `kind` says which. A call either succeeds or leaves the
  * cluster as it was. */
 static void step(seq *s, uint32_t kind)
@@ -90,6 +144,7 @@ static void step(seq *s, uint32_t kind)
     size_t before_len;
     uint8_t *before = ct_snapshot(s->c, &before_len);
     int rc = 0;
+    uint64_t move_id = 0;
     switch (kind) {
     case 0: case 1: case 2:
         random_request(s, &q, &job, s->next_id, true);
@@ -109,7 +164,9 @@ static void step(seq *s, uint32_t kind)
         break;
     case 6: {
         uint64_t id = some_job(s);
-        rc = id ? gpusched_placer_move(s->p, id, commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0, s->res) : GPUSCHED_ENOENT;
+        q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+        rc = id ? gpusched_placer_move(s->p, id, q.flags, s->res) : GPUSCHED_ENOENT;
+        move_id = id;
         break;
     }
     case 7: case 8: {
@@ -145,6 +202,9 @@ static void step(seq *s, uint32_t kind)
     s->next_id++;
     if (rc == 0)
         s->done[kind]++;
+    /* Now and then, the same call from scratch. */
+    if ((kind <= 2 || kind == 5 || kind == 7 || (kind == 6 && move_id)) && pt_below(&s->r, 8) == 0)
+        same_on_fresh(s, kind, &q, move_id, rc, before, before_len);
     /* No operation fails but for want of room or of its object. */
     cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC || rc == GPUSCHED_ENOENT || rc == GPUSCHED_EBUSY ||
                   rc == GPUSCHED_EINVAL || rc == GPUSCHED_ESTATE,
@@ -188,7 +248,7 @@ static void step(seq *s, uint32_t kind)
 
 Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
 {
-    uint32_t evictions = 0, moves = 0, moved = 0;
+    uint32_t evictions = 0, moves = 0, moved = 0, fresh = 0;
     for (uint64_t seed = 1; seed <= 6; seed++) {
         seq s = {.r = {seed * 0x9e3779b97f4a7c15ull}, .next_id = 1};
         const uint32_t fan[] = {2, 3, 4};
@@ -224,6 +284,7 @@ Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
                     (unsigned long long)seed, s.done[0] + s.done[1] + s.done[2], s.done[3] + s.done[4], s.done[5],
                     s.evictions, s.done[6], s.done[7], s.moves, s.done[9], s.done[10]);
         evictions += s.evictions;
+        fresh += s.fresh;
         moves += s.moves;
         moved += s.done[6];
         gpusched_preempt_plan_free(s.plan);
@@ -236,4 +297,6 @@ Test(preempt_sequence, every_operation_keeps_the_invariants, .timeout = 240)
     cr_assert_gt(evictions, 50);
     cr_assert_gt(moved, 100);
     cr_assert_gt(moves, 15);
+    cr_log_info("%u calls repeated on a restored cluster", fresh);
+    cr_assert_gt(fresh, 1000);
 }
