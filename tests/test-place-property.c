@@ -489,7 +489,7 @@ static bool same_nodes(gpusched_place_result *a, gpusched_place_result *b)
 /* A placer's memos (capacities, subsets, witnesses, knapsack scratch)
  * never change an answer: one placer serving a sequence of requests,
  * some committed, with jobs released between them, answers each exactly
- * as a new placer does. */
+ * as a new placer does, and its yes-or-no what-if agrees. */
 Test(place_property, answers_do_not_depend_on_the_placer_history)
 {
     pt_rng r = {0x77aa55ccull};
@@ -516,6 +516,14 @@ Test(place_property, answers_do_not_depend_on_the_placer_history)
             gpusched_placer_free(fresh);
             if (pt_below(&r, 3) == 0)
                 q.flags |= GPUSCHED_PLACE_FLAG_COMMIT;
+            /* The yes-or-no what-if (capacities only) agrees. */
+            gs_pl_req lr;
+            cr_assert_eq(gs_pl_req_load(e.p, &q, &lr), 0);
+            cr_assert_eq(gs_txn_begin(e.c), 0);
+            const int yes = gs_pl_feasible(e.p, &lr, e.res) == 0;
+            gs_txn_rollback(e.c);
+            cr_assert_eq(yes, frc == 0, "round %u, request %u: feasible says %d, placement %s", round, k, yes,
+                         gpusched_err_name(frc));
             const int rc = gpusched_placer_place(e.p, &q, e.res);
             cr_assert_eq(rc, frc, "round %u, request %u: %s with history, %s without", round, k,
                          gpusched_err_name(rc), gpusched_err_name(frc));
