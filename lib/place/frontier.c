@@ -201,6 +201,8 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     o->over_budget = units_work > p->dp_budget;
     if (o->over_budget) {
         p->dp_refused += !p->estimating;
+        if (p->dp_stop_refused)
+            p->dp_budget = 0;
         return 0;
     }
     p->dp_budget -= units_work;
@@ -387,6 +389,8 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     o->over_budget = work > p->dp_budget;
     if (o->over_budget) {
         p->dp_refused += !p->estimating;
+        if (p->dp_stop_refused)
+            p->dp_budget = 0;
         return 0;
     }
     p->dp_budget -= work;

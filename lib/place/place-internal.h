@@ -171,6 +171,8 @@ struct gpusched_placer {
     const gs_pl_req *req;       /* the request being placed */
     uint64_t dp_budget;         /* knapsack steps left for this placement */
     uint64_t dp_budget_max;     /* per placement: GS_PL_DP_BUDGET (tests lower it) */
+    bool dp_stop_refused;       /* a refused knapsack ends the spending: the
+                                 * budget drops to 0 (search.c assign_root) */
     uint64_t dp_refused;        /* knapsacks refused for the budget, ever, but
                                  * in the greedy estimates (no budget on
                                  * purpose): a key computed while it did not

@@ -475,8 +475,11 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     forget_output(p, -1);
     p->sub_gen = 0;
     /* The rack witness where it applies: assigned at once when it meets
-     * its own bound, else kept if the knapsack (past its budget) does
-     * worse. */
+     * its own bound, else kept if the knapsack does worse. With a witness
+     * in hand the knapsack only spends while it stays exact: once one is
+     * refused, the budget left is not spent on the greedy shares below it
+     * (past the budget that path never beat the witness on the sweep, and
+     * cost the worst case nine tenths of its time). */
     gs_key bound;
     const gs_key wk = gs_pl_rack_witness(p, -1, 0, &bound);
     bool done;
@@ -485,7 +488,10 @@ static int assign_root(gpusched_placer *p, uint32_t n)
         if (rc || done)
             return rc;
     }
-    if ((rc = gs_pl_assign(p, -1, 0, n)) || wk >= key_below(p, -1))
+    p->dp_stop_refused = wk != GS_KEY_INF;
+    rc = gs_pl_assign(p, -1, 0, n);
+    p->dp_stop_refused = false;
+    if (rc || wk >= key_below(p, -1))
         return rc;
     forget_output(p, -1);
     return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
