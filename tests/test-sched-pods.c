@@ -284,3 +284,38 @@ Test(sched_pods, pod_gangs_preempt_are_preempted_reserve_and_take_no_bad_input)
     cr_assert_eq(gpusched_sched_check(e.s), 0, "%s", gpusched_sched_errmsg(e.s));
     st_env_free(&e);
 }
+
+/* A gang counted in pods (pods = 4 of 2 GPUs) and a whole-GPU gang of the
+ * same split and pod size (gpus = 4 in pods of 2) have the same request
+ * but for the size, which counts pods in one and GPUs in the other: the
+ * memo of failed shapes must not take one's failure at 4 pods (8 GPUs) for
+ * the other's at 4 GPUs. */
+Test(sched_pods, a_failure_counted_in_pods_is_not_one_counted_in_gpus)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    /* The caller's job leaves 2 GPUs free on nodes 0 and 1 and 1 on nodes
+     * 2 to 5: 8 free, room for two pods of 2 and no more. */
+    uint32_t nodes[24];
+    uint64_t masks[24];
+    for (uint32_t n = 0; n < 24; n++) {
+        nodes[n] = n;
+        masks[n] = n < 2 ? 0x3 : n < 6 ? 0x7 : 0xf;
+    }
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = 900;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 24, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.split = GPUSCHED_SPLIT_PODS;
+    q.pod_gpus = 2;
+    q.pods = 4;
+    cr_assert_eq(st_submit_req(&e, 1, a, &q, 0, 1, 100, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    q.pods = 0;
+    q.gpus = 4;
+    cr_assert_eq(st_submit_req(&e, 2, a, &q, 0, 2, 100, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 10);
+    const char *msg;
+    cr_assert_eq(st_wait(&e, 1, &msg).reason, GPUSCHED_SCHED_WAIT_FIT, "%s", msg);
+    cr_assert(st_started(&e, 2), "4 GPUs in pods of 2 fit nodes 0 and 1: %s", (st_wait(&e, 2, &msg), msg));
+    st_env_free(&e);
+}
