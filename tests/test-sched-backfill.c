@@ -291,3 +291,41 @@ Test(sched_backfill, starvation_guard_puts_old_gangs_first)
     cr_assert_eq(head_reservation(5), 2, "pending for 10 > 5: the heavy queue's gang goes first");
     cr_assert_eq(head_reservation(20), 3, "not old enough yet");
 }
+
+/* A gang expected to end after the head's reservation preempts outside
+ * the reserved nodes; one expected to end before it may preempt anywhere.
+ * The first one's failure to find victims (there are none outside the
+ * reservation) is no answer for the second of the same shape, priority
+ * and size. */
+Test(sched_backfill, a_preemption_failed_outside_the_reservation_is_no_answer_for_a_short_gang)
+{
+    st_env e = st_env_small();
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_QUOTAS, 0), 0);
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    /* 24 gangs of 4 fill the cluster: two preemptible ones ending at 100,
+     * the others not preemptible, ending at 1000. */
+    for (uint64_t id = 1; id <= 24; id++)
+        cr_assert_eq(st_submit_full(&e, id, a, 4, 0, 0, id <= 2 ? 100 : 1000, id <= 2 ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0),
+                     0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 0);
+    cr_assert_eq(st_nstarts(&e), 24);
+    /* The head (8 GPUs, no victims at its priority) is reserved the nodes
+     * of gangs 1 and 2 from 100. */
+    cr_assert_eq(st_submit_full(&e, 30, a, 8, 0, 1, 1000, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    /* A long gang of priority 5: its victims would be on reserved nodes. */
+    cr_assert_eq(st_submit_full(&e, 31, a, 4, 5, 2, 1000, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    /* A short one of the same shape and priority: it ends by 100, and may
+     * take gang 1's or 2's GPUs. */
+    cr_assert_eq(st_submit_full(&e, 32, a, 4, 5, 3, 10, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 1);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    uint64_t rj;
+    int64_t rt;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &rj, &rt, NULL, NULL, NULL, NULL), 0);
+    cr_assert(rj == 30 && rt == 100, "reserved %llu from %lld", (unsigned long long)rj, (long long)rt);
+    cr_assert(!st_started(&e, 31), "gang 31 would run on the reserved nodes past their time");
+    const char *msg;
+    cr_assert(st_started(&e, 32), "gang 32 may preempt on the reserved nodes: %s", (st_wait(&e, 32, &msg), msg));
+    st_env_free(&e);
+}

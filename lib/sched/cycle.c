@@ -68,6 +68,25 @@ static gs_memo *memo_find(gpusched_sched *s, uint64_t key, int insert)
     return memo_lookup(s, key, insert, 0);
 }
 
+/* Whether gang j, evaluated now, avoids the reserved nodes: it is
+ * expected to end after the earliest reservation, or never. */
+static int avoids_reserved(const gpusched_sched *s, const gs_sj *j, int64_t now)
+{
+    int64_t exp = gs_sj_expected(j);
+    return s->nresv && (exp == GS_SD_NEVER || now + exp > s->resv_min_time);
+}
+
+/* The cycle memo's key of a failed preemption: the shape, the priority
+ * (which victims it may take) and whether the search avoided the
+ * reserved nodes (a gang that avoids them finding no plan says nothing
+ * of one that may use them). 0: not memoizable. */
+static uint64_t preempt_key(const gs_sj *j, int constrained)
+{
+    if (!j->shape)
+        return 0;
+    return gs_sd_mix64(gs_sd_mix64(j->shape, (uint64_t)(uint32_t)j->priority), (uint64_t)constrained) | 1;
+}
+
 /* A failure's explanation kept with the memo (it outlives the cycle). */
 static uint32_t memo_text_add(gpusched_sched *s, const char *text)
 {
@@ -222,10 +241,10 @@ static const gs_resv *blocking_resv(const gpusched_sched *s)
 
 /* Preemption for an entitled gang: 1 started, 0 no plan, or an error. */
 static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_request *q, gpusched_job *job,
-                       uint64_t key, uint32_t seq)
+                       int constrained, uint32_t seq)
 {
     gs_sj *j = &s->j[slot];
-    uint64_t pkey = key ? gs_sd_mix64(key, (uint64_t)(uint32_t)j->priority) | 1 : 0;
+    uint64_t pkey = preempt_key(j, constrained);
     gs_memo *m = memo_lookup(s, pkey, 0, 1);
     if (m && m->size <= j->size)
         return 0;
@@ -504,8 +523,7 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
             if (may_preempt && a->nominal) {
                 /* evaluate() would try a preemption unless this cycle found
                  * none for the shape at this priority and size or less. */
-                uint64_t pkey = j->shape ? gs_sd_mix64(j->shape, (uint64_t)(uint32_t)j->priority) | 1 : 0;
-                const gs_memo *pm = memo_lookup(s, pkey, 0, 1);
+                const gs_memo *pm = memo_lookup(s, preempt_key(j, avoids_reserved(s, j, x->now)), 0, 1);
                 if (!pm || pm->size > j->size)
                     break;
             }
@@ -575,8 +593,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
     uint32_t msg = UINT32_MAX, reason;
     gpusched_job job;
     gpusched_place_request q;
-    int64_t exp = gs_sj_expected(j);
-    int constrained = s->nresv && (exp == GS_SD_NEVER || x->now + exp > s->resv_min_time);
+    int constrained = avoids_reserved(s, j, x->now);
     uint64_t ckey = key ? gs_sd_mix64(key, 0xc0ffee) | 1 : 0;
     gs_memo *cm = constrained ? memo_lookup(s, ckey, 0, 1) : NULL;
     if (m && m->size <= j->size) {
@@ -649,7 +666,7 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         q.job = &job;
         if (constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
-        int rc = try_preempt(s, x, slot, &q, &job, key, w.seq);
+        int rc = try_preempt(s, x, slot, &q, &job, constrained, w.seq);
         if (rc)
             return rc;
     }
