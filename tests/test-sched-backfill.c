@@ -329,3 +329,65 @@ Test(sched_backfill, a_preemption_failed_outside_the_reservation_is_no_answer_fo
     cr_assert(st_started(&e, 32), "gang 32 may preempt on the reserved nodes: %s", (st_wait(&e, 32, &msg), msg));
     st_env_free(&e);
 }
+
+/* A gang that fits only on reserved nodes makes later gangs of its shape
+ * and no fewer GPUs wait behind the reservation without a search: that
+ * holds for not fitting outside the reserved nodes (monotone in the size),
+ * not for fitting on them. A larger gang that fits nowhere does not fit,
+ * and may preempt outside the reserved nodes. */
+Test(sched_backfill, a_larger_gang_than_one_behind_a_reservation_may_fit_nowhere)
+{
+    st_env e = st_env_small();
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    /* The caller's jobs: 900 leaves 2 GPUs on nodes 0 and 1 and nodes 3,
+     * 5 and 6 free; 901 holds node 2 until the first cycle is done. */
+    uint32_t nodes[24], n = 0;
+    uint64_t masks[24];
+    for (uint32_t k = 0; k < 24; k++)
+        if (k != 2 && k != 3 && k != 5 && k != 6) {
+            nodes[n] = k;
+            masks[n++] = k < 2 ? 0xc : 0xf;
+        }
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = 900;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    job.id = 901;
+    nodes[0] = 2;
+    masks[0] = 0xf;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    /* Three gangs of 4 on nodes 3, 5 and 6: one ends at 100, two are
+     * preemptible and long. */
+    cr_assert_eq(st_submit_full(&e, 1, a, 4, 0, 0, 100, 0), 0);
+    cr_assert_eq(st_submit_full(&e, 2, a, 4, 0, 0, 1000, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    cr_assert_eq(st_submit_full(&e, 3, a, 4, 0, 0, 1000, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    st_cycle(&e, 0);
+    cr_assert_eq(st_nstarts(&e), 3);
+    cr_assert_eq(gpusched_cluster_release(e.c, 901), 0);
+    /* Free now: 2 on node 0, 2 on node 1, 4 on node 2. The head (two whole
+     * nodes) is reserved node 2 and gang 1's node from 100. */
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.gpus = 8;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.pod_gpus = 4;
+    cr_assert_eq(st_submit_req(&e, 10, a, &q, 0, 1, 1000, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    /* 4 GPUs in one pod: only node 2 has them, reserved. */
+    cr_assert_eq(st_submit_full(&e, 11, a, 4, 0, 2, 1000, 0), 0);
+    /* 8 GPUs in pods of 4, priority 5: nowhere now (8 free, one node of
+     * 4); it preempts gangs 2 and 3, outside the reservation. */
+    cr_assert_eq(st_submit_full(&e, 12, a, 8, 5, 3, 1000, 0), 0);
+    st_cycle(&e, 1);
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    uint64_t rj;
+    int64_t rt;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &rj, &rt, NULL, NULL, NULL, NULL), 0);
+    cr_assert(rj == 10 && rt == 100, "reserved %llu from %lld", (unsigned long long)rj, (long long)rt);
+    const char *msg;
+    cr_assert_eq(st_wait(&e, 11, &msg).reason, GPUSCHED_SCHED_WAIT_RESERVATION, "%s", msg);
+    cr_assert(st_started(&e, 12), "gang 12: %s", (st_wait(&e, 12, &msg), msg));
+    const uint64_t *victims, *for_jobs;
+    uint32_t nv;
+    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &for_jobs, &nv), 0);
+    cr_assert_eq(nv, 2);
+    st_env_free(&e);
+}

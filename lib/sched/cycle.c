@@ -33,6 +33,7 @@ typedef struct cyc {
     uint64_t blocker;           /* strict order: the first gang that waits */
     int have_blocker;
     int reorder;                /* shares changed beyond one path (evictions) */
+    uint32_t nstarted;          /* gangs started so far (the cluster changed) */
 } cyc;
 
 /* The memo of failed shapes (valid while no GPUs come free), or with
@@ -55,6 +56,7 @@ static gs_memo *memo_lookup(gpusched_sched *s, uint64_t key, int insert, int cyc
             m->size = UINT32_MAX;
             m->msg = UINT32_MAX;
             m->pool_cycle = 0;
+            m->starts = 0;
             return m;
         }
         if (m->key == key)
@@ -212,6 +214,7 @@ static int started(gpusched_sched *s, cyc *x, uint32_t slot, int borrowed, uint3
     uint32_t n;
     gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
     gs_sj_run(s, slot, x->now, borrowed); /* room kept since submit: no allocation */
+    x->nstarted++;
     s->started_gpus += s->j[slot].gpus;
     return gs_sd_add_start(x->d, s->j[slot].id, seq, nodes, masks, n) ? GPUSCHED_ENOMEM : 1;
 }
@@ -604,9 +607,9 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
          * is written from the wait's numbers when it is asked for. */
         reason = GPUSCHED_REASON_NO_GPUS;
         msg = GS_SD_MSG_TOO_FEW_FREE;
-    } else if (cm && cm->size <= j->size) {
-        /* A gang of its shape and no more GPUs fit only on reserved nodes
-         * this cycle: so would it. */
+    } else if (cm && cm->size == j->size && cm->starts == x->nstarted) {
+        /* A gang of its shape and size fit only on reserved nodes this
+         * cycle, and nothing started since: so would it. */
         const gs_resv *v = &s->resv[cm->msg];
         w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
         w.blocking_job = s->j[v->slot].id;
@@ -617,9 +620,16 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         q = j->req;
         q.job = &job;
         q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
-        if (constrained && gs_sd_avoid_reserved(s, j, &q))
+        /* A gang of its shape and no more GPUs did not fit outside the
+         * reserved nodes this cycle: neither would it (fitting is monotone
+         * in the size, and starts only take capacity). Whether it fits on
+         * them is another search: starts since may have taken them, and a
+         * larger gang may fit nowhere (then it may preempt, or be reserved
+         * for). */
+        const int outside_fails = cm && cm->size <= j->size;
+        if (!outside_fails && constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
-        int rc = gpusched_placer_place(s->p, &q, s->res);
+        int rc = outside_fails ? GPUSCHED_ENOSPC : gpusched_placer_place(s->p, &q, s->res);
         if (rc == 0)
             return started(s, x, slot, borrowed, w.seq);
         if (rc != GPUSCHED_ENOSPC) {
@@ -634,11 +644,18 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         q.job = &job;
         if (constrained) {
             rc = gpusched_placer_place(s->p, &q, s->res);
+            if (rc != 0 && rc != GPUSCHED_ENOSPC) {
+                w.reason = GPUSCHED_SCHED_WAIT_FIT;
+                w.place_reason = GPUSCHED_REASON_NOT_RUN;
+                w.free_gpus = s->c->root_free_gpus;
+                return record_wait(s, x, slot, &w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
+            }
             if (rc == 0) {
                 const gs_resv *v = blocking_resv(s);
-                if ((cm = memo_lookup(s, ckey, 1, 1)) && j->size < cm->size) {
+                if ((cm = memo_lookup(s, ckey, 1, 1)) && j->size <= cm->size) {
                     cm->size = j->size;
                     cm->msg = (uint32_t)(v - s->resv);
+                    cm->starts = x->nstarted;
                 }
                 w.reason = GPUSCHED_SCHED_WAIT_RESERVATION;
                 w.blocking_job = s->j[v->slot].id;

@@ -119,6 +119,8 @@ typedef struct gs_memo {
     uint32_t msg;               /* offset in s->memo_text, or a reservation index */
     uint32_t pool;              /* offset in the decisions' pool, valid in cycle `pool_cycle` */
     uint64_t pool_cycle;
+    uint32_t starts;            /* the cycle's memo of shapes behind reservations: the
+                                 * cycle's starts when `size` fit only on reserved nodes */
 } gs_memo;
 
 struct gpusched_sched {
