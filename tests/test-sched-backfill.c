@@ -391,3 +391,45 @@ Test(sched_backfill, a_larger_gang_than_one_behind_a_reservation_may_fit_nowhere
     cr_assert_eq(nv, 2);
     st_env_free(&e);
 }
+
+/* A cycle with no event since the last is quiet only if nothing can start
+ * at the later time: a gang that crosses the age limit in between is
+ * evaluated first, and may start where the reservation it waited behind
+ * kept it out. Two schedulers with the same state, one of them also
+ * given an event that changes nothing for these gangs, must decide the
+ * same. */
+static void aged_gang_env(st_env *e, uint32_t *a, uint32_t *b)
+{
+    *e = st_env_small();
+    cr_assert_eq(gpusched_sched_param_set(e->s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_PRIORITY), 0);
+    cr_assert_eq(gpusched_sched_param_set(e->s, GPUSCHED_SCHED_PARAM_QUOTAS, 0), 0);
+    cr_assert_eq(gpusched_sched_param_set(e->s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, 100), 0);
+    *a = st_queue(e, "a", 0, 48);
+    *b = st_queue(e, "b", 0, 48);
+    st_submit(e, 1, *a, 88, 0, 1000);
+    st_cycle(e, 0);
+    cr_assert(st_started(e, 1));
+    /* The head (priority 5) needs the whole cluster: every node is
+     * reserved for it from 1000. Gang 3 (4 GPUs, long) fits only there. */
+    cr_assert_eq(st_submit_full(e, 2, *a, 96, 5, 1, 1000, 0), 0);
+    cr_assert_eq(st_submit_full(e, 3, *b, 4, 0, 0, 5000, 0), 0);
+    st_cycle(e, 1);
+    cr_assert_eq(st_wait(e, 3, NULL).reason, GPUSCHED_SCHED_WAIT_RESERVATION);
+}
+
+Test(sched_backfill, a_gang_crossing_the_age_limit_ends_a_quiet_spell)
+{
+    st_env e, f;
+    uint32_t a, b;
+    aged_gang_env(&e, &a, &b);
+    aged_gang_env(&f, &a, &b);
+    /* f also gets a gang of queue a that fits nowhere and is cancelled. */
+    cr_assert_eq(st_submit_full(&f, 9, a, 96, 0, 150, 10, 0), 0);
+    cr_assert_eq(gpusched_sched_cancel(f.s, 9), 0);
+    st_cycle(&e, 200);
+    st_cycle(&f, 200);
+    cr_assert(st_started(&f, 3), "pending since 0, the oldest at 200: evaluated first, it fits");
+    cr_assert(st_started(&e, 3), "the same without the event (quiet: %d)", gpusched_sched_decisions_quiet(e.d));
+    st_env_free(&e);
+    st_env_free(&f);
+}

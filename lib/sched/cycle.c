@@ -825,17 +825,28 @@ static int run_global(gpusched_sched *s, cyc *x)
     return 0;
 }
 
-/* The earliest time a protected job becomes a possible victim. */
+/* The earliest time after `now` a protected job becomes a possible
+ * victim, or a pending gang passes the age limit (the starvation guard
+ * then evaluates it first, and it may start where it waited behind a
+ * reservation): a cycle then is not quiet. */
 static int64_t next_wake(const gpusched_sched *s, int64_t now)
 {
-    if (!s->preempt || !s->min_runtime)
-        return INT64_MAX;
     int64_t wake = INT64_MAX;
-    for (uint32_t i = 0; i < s->nrunning; i++) {
-        int64_t t = s->j[s->running[i]].start + s->min_runtime;
-        if (t > now && t < wake)
-            wake = t;
-    }
+    if (s->preempt && s->min_runtime)
+        for (uint32_t i = 0; i < s->nrunning; i++) {
+            int64_t t = s->j[s->running[i]].start + s->min_runtime;
+            if (t > now && t < wake)
+                wake = t;
+        }
+    if (s->age_limit)
+        for (uint32_t q = 0; q < s->nq; q++)
+            for (uint32_t k = 0; k < s->q[q].npend; k++) {
+                /* Old once submit < now - age_limit (run_old); both
+                 * within 2^53, so the sum does not overflow. */
+                int64_t t = s->j[s->q[q].pend[k]].submit + s->age_limit + 1;
+                if (t > now && t < wake)
+                    wake = t;
+            }
     return wake;
 }
 
