@@ -511,3 +511,38 @@ Test(sched_quota, lending_limit_keeps_a_guarantee)
     cr_assert_eq(st_nstarts(&e), 6);
     st_env_free(&e);
 }
+
+/* A cycle does not evict a gang it started: queue a (priority 1) starts a
+ * gang within its quota and one on borrowed capacity, then queue b's gang,
+ * within its quota, does not fit. Evicting the borrowed gang would report
+ * it both started and evicted by one cycle (a caller reading the starts
+ * after the evictions, as the simulator does, would think it runs). It
+ * waits for the next cycle instead, where the borrowed gang is a victim. */
+Test(sched_quota, a_cycle_does_not_evict_a_gang_it_started)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "a", 0, 48), b = st_queue(&e, "b", 0, 48);
+    gpusched_sched_queue q = GPUSCHED_SCHED_QUEUE_INIT;
+    (void)q;
+    cr_assert_eq(st_submit_full(&e, 1, a, 48, 0, 0, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    cr_assert_eq(st_submit_full(&e, 2, a, 48, 0, 1, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    cr_assert_eq(st_submit_full(&e, 3, b, 48, 0, 2, 100, 0), 0);
+    /* Queue a first: its two gangs start before b's is evaluated. */
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    st_cycle(&e, 10);
+    cr_assert(st_started(&e, 1) && st_started(&e, 2));
+    const uint64_t *victims, *fors;
+    uint32_t nv;
+    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &fors, &nv), 0);
+    for (uint32_t v = 0; v < nv; v++)
+        cr_assert(!st_started(&e, victims[v]), "job %llu started and evicted by one cycle",
+                  (unsigned long long)victims[v]);
+    cr_assert(!st_started(&e, 3));
+    cr_assert_eq(st_status(&e, 2), GPUSCHED_SCHED_JOB_RUNNING);
+    /* The next cycle, with nothing new but the time: gang 2 is a victim. */
+    st_cycle(&e, 11);
+    cr_assert(st_started(&e, 3), "the entitled gang preempts the borrowed one at the next time");
+    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &fors, &nv), 0);
+    cr_assert(nv == 1 && victims[0] == 2 && fors[0] == 3);
+    st_env_free(&e);
+}

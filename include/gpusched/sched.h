@@ -187,7 +187,9 @@ typedef enum gpusched_sched_param {
      *  priority) for gangs within their nominal quota; 0: never evict. */
     GPUSCHED_SCHED_PARAM_PREEMPT = 6,
     /** A started job is no victim before its start plus this, [0, 2^53]
-     *  (its cluster `protected_until`); default 0. */
+     *  (its cluster `protected_until`); default 0. A job is never a victim
+     *  at the time it started (at least 1 is used): a cycle does not evict
+     *  a gang it started. */
     GPUSCHED_SCHED_PARAM_MIN_RUNTIME = 7,
     /** The starvation guard, [0, 2^53]: a gang pending for longer than
      *  this goes before every gang that has waited less, oldest first,

@@ -187,7 +187,7 @@ static void job_desc(const gpusched_sched *s, const gs_sj *j, int64_t now, int b
     job->tenant = j->queue;
     job->start_time = now;
     job->cost_hint = j->cost_hint;
-    job->protected_until = s->min_runtime ? now + s->min_runtime : 0;
+    job->protected_until = now + gs_sd_protection(s);
 }
 
 /* The request with the reserved nodes avoided too. The copies are guarded:
@@ -832,9 +832,13 @@ static int run_global(gpusched_sched *s, cyc *x)
 static int64_t next_wake(const gpusched_sched *s, int64_t now)
 {
     int64_t wake = INT64_MAX;
-    if (s->preempt && s->min_runtime)
+    if (!s->npending)
+        return wake; /* nothing that could start */
+    if (s->preempt && s->npre)
         for (uint32_t i = 0; i < s->nrunning; i++) {
-            int64_t t = s->j[s->running[i]].start + s->min_runtime;
+            if (!s->j[s->running[i]].victim)
+                continue; /* never a victim */
+            int64_t t = s->j[s->running[i]].start + gs_sd_protection(s);
             if (t > now && t < wake)
                 wake = t;
         }

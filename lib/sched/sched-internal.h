@@ -373,6 +373,14 @@ void gs_sj_unrun(gpusched_sched *s, uint32_t slot, int64_t now);
 int gs_sj_requeue(gpusched_sched *s, uint32_t slot, int64_t now);
 int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed);
 
+/* How long a started gang is protected from preemption: the minimum run
+ * time, and at least 1, so that a cycle never evicts a gang it started
+ * (its decisions would hold both). */
+static inline int64_t gs_sd_protection(const gpusched_sched *s)
+{
+    return s->min_runtime ? s->min_runtime : 1;
+}
+
 /* cycle.c: q avoids j's own avoided nodes and every reserved node (in
  * s->avoid_buf, valid until the next call); 0 or GPUSCHED_ENOMEM. */
 int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q);
