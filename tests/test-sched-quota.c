@@ -546,3 +546,27 @@ Test(sched_quota, a_cycle_does_not_evict_a_gang_it_started)
     cr_assert(nv == 1 && victims[0] == 2 && fors[0] == 3);
     st_env_free(&e);
 }
+
+/* Half-life 0: the share is the usage now. A job of queue a ends at the
+ * time of the cycle; the fair order at that cycle must rank a by its usage
+ * after the end (0), not before it (its whole quota), as a cycle at any
+ * later time does. */
+Test(sched_quota, half_life_zero_ranks_by_the_usage_after_an_end_at_the_same_time)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "a", 0, 48), b = st_queue(&e, "b", 0, 48);
+    st_submit(&e, 1, a, 48, 0, 10);
+    st_submit(&e, 2, b, 24, 0, 1000);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1) && st_started(&e, 2));
+    cr_assert_eq(gpusched_sched_job_end(e.s, 1, 10), 0);
+    /* 72 GPUs free, and a gang of 72 in each queue: a's share is 0, b's 0.5. */
+    st_submit(&e, 3, b, 72, 10, 100);
+    st_submit(&e, 4, a, 72, 10, 100);
+    st_cycle(&e, 10);
+    double decayed = -1;
+    cr_assert_eq(gpusched_sched_queue_usage(e.s, a, 0, NULL, NULL, &decayed, NULL, NULL), 0);
+    cr_assert(st_started(&e, 4), "queue a uses nothing: its gang goes first (decayed usage %g)", decayed);
+    cr_assert(!st_started(&e, 3));
+    st_env_free(&e);
+}

@@ -318,22 +318,23 @@ int gs_sq_admit_fast(gpusched_sched *s, const gs_sj *j, int *nominal, gpusched_s
 
 void gs_sq_decay(gpusched_sched *s, int64_t now)
 {
+    if (s->half_life == 0) {
+        for (size_t i = 0, n = (size_t)s->nq * s->nres; i < n; i++)
+            s->decayed[i] = (double)s->used[i];
+        s->decay_time = now > s->decay_time ? now : s->decay_time;
+        return;
+    }
     if (now <= s->decay_time) {
         s->decay_time = now > s->decay_time ? now : s->decay_time;
         return;
     }
     size_t n = (size_t)s->nq * s->nres;
-    if (s->half_life == 0) {
-        for (size_t i = 0; i < n; i++)
-            s->decayed[i] = (double)s->used[i];
-    } else {
-        /* Usage was constant since decay_time: the average moves towards it.
-         * The difference is taken in double: decay_time starts at INT64_MIN
-         * (no history, keep is 0) and int64_t subtraction would overflow. */
-        double keep = exp2(-((double)now - (double)s->decay_time) / (double)s->half_life);
-        for (size_t i = 0; i < n; i++)
-            s->decayed[i] = (double)s->used[i] + (s->decayed[i] - (double)s->used[i]) * keep;
-    }
+    /* Usage was constant since decay_time: the average moves towards it.
+     * The difference is taken in double: decay_time starts at INT64_MIN
+     * (no history, keep is 0) and int64_t subtraction would overflow. */
+    double keep = exp2(-((double)now - (double)s->decay_time) / (double)s->half_life);
+    for (size_t i = 0; i < n; i++)
+        s->decayed[i] = (double)s->used[i] + (s->decayed[i] - (double)s->used[i]) * keep;
     s->decay_time = now;
 }
 
@@ -345,7 +346,11 @@ static double share_of(const gpusched_sched *s, uint32_t q)
             continue;
         uint32_t i = gs_qr(s, q, r);
         double u = (double)s->used[i];
-        if (s->decayed[i] > u)
+        /* Half-life 0: the decayed usage is the usage, now (the array is
+         * brought to it at events and cycles only, and lags a usage that
+         * changed since at the same time: a job end before the cycle, an
+         * eviction in it). */
+        if (s->half_life && s->decayed[i] > u)
             u = s->decayed[i];
         /* Without quota, usage itself orders (far above any quota's share). */
         double v = s->total[i] ? u / (double)s->total[i] : u * 1e12;

@@ -426,7 +426,7 @@ GPUSCHED_API int gpusched_sched_queue_usage(gpusched_sched *s, uint32_t queue, u
     if (quota)
         *quota = s->total[i];
     if (decayed)
-        *decayed = s->decayed[i];
+        *decayed = s->half_life ? s->decayed[i] : (double)s->used[i];
     if (share) {
         gs_sq_shares_path(s, queue);
         *share = s->q[queue].share;
