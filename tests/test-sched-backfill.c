@@ -433,3 +433,43 @@ Test(sched_backfill, a_gang_crossing_the_age_limit_ends_a_quiet_spell)
     st_env_free(&e);
     st_env_free(&f);
 }
+
+/* Running jobs with the same expected end are lent to a reservation's
+ * search by id, not by the slot each got at submit: the same gangs
+ * submitted in another order (same submit times, so the same queue order)
+ * get the same reservation. */
+static void tie_reservation(int swap, const uint32_t **nodes, uint32_t *n, st_env *e)
+{
+    *e = st_env_small();
+    uint32_t a = st_queue(e, "a", 0, 192);
+    st_submit(e, swap ? 2 : 1, a, 48, 0, 100);
+    st_submit(e, swap ? 1 : 2, a, 48, 0, 100);
+    st_submit(e, 3, a, 48, 0, 100);
+    st_cycle(e, 0);
+    cr_assert(st_started(e, 1) && st_started(e, 2));
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e->d), 1);
+    uint64_t id;
+    int64_t t;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e->d, 0, &id, &t, NULL, NULL, nodes, n), 0);
+    cr_assert(id == 3 && t == 100);
+}
+
+Test(sched_backfill, a_reservation_does_not_depend_on_the_order_of_submits)
+{
+    st_env e, f;
+    const uint32_t *x, *y;
+    uint32_t nx, ny;
+    tie_reservation(0, &x, &nx, &e);
+    tie_reservation(1, &y, &ny, &f);
+    /* Job 1 starts first in both, on the same nodes. */
+    const uint32_t *n1, *m1;
+    const uint64_t *g1, *h1;
+    uint32_t k1, l1;
+    cr_assert_eq(gpusched_cluster_job_allocation(e.c, 1, &n1, &g1, &k1, NULL), 0);
+    cr_assert_eq(gpusched_cluster_job_allocation(f.c, 1, &m1, &h1, &l1, NULL), 0);
+    cr_assert(k1 == l1 && !memcmp(n1, m1, k1 * sizeof *n1), "job 1 runs on the same nodes");
+    cr_assert(nx == ny && !memcmp(x, y, nx * sizeof *x), "the same reservation: %u nodes from %u, %u from %u", nx,
+              nx ? x[0] : 0, ny, ny ? y[0] : 0);
+    st_env_free(&e);
+    st_env_free(&f);
+}

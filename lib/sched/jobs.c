@@ -95,8 +95,11 @@ int64_t gs_sj_expected(const gs_sj *j)
     return d ? d : GS_SD_NEVER;
 }
 
-/* The running jobs with an expected end, by (end, slot), as a skip list
- * over the slots (the reservation search walks them in order). */
+/* The running jobs with an expected end, by (end, job id), as a skip list
+ * over the slots (the reservation search walks them in order, and lends
+ * them in it). Ties go by id, not by slot: slots depend on the order of
+ * calls (submits, ends, cancels that free and reuse them), and a
+ * reservation's nodes must not. */
 static uint32_t end_levels(uint32_t slot)
 {
     uint64_t h = gs_sd_mix64(0x5eedu, slot);
@@ -111,10 +114,10 @@ static uint32_t end_levels(uint32_t slot)
 static bool end_before(const gpusched_sched *s, uint32_t a, int64_t end, uint32_t slot)
 {
     const int64_t e = s->endn[a].end;
-    return e != end ? e < end : a < slot;
+    return e != end ? e < end : s->j[a].id < s->j[slot].id;
 }
 
-/* The next-links that precede (end, slot) at each level: at[l] points to
+/* The next-links that precede (end, slot's id) at each level: at[l] points to
  * the link to change. */
 static void end_find(gpusched_sched *s, int64_t end, uint32_t slot, uint32_t **at)
 {
@@ -170,7 +173,7 @@ int gs_sj_ends_check(gpusched_sched *s)
             s->endn[k].end != j->start + gs_sj_expected(j))
             return gs_error(&s->err, GPUSCHED_ECORRUPT, "check: the list of expected ends holds job slot %u wrongly",
                             k);
-        if (n > 1 && (s->endn[k].end < last || (s->endn[k].end == last && k <= last_slot)))
+        if (n > 1 && (s->endn[k].end < last || (s->endn[k].end == last && j->id <= s->j[last_slot].id)))
             return gs_error(&s->err, GPUSCHED_ECORRUPT, "check: the list of expected ends is out of order at slot %u",
                             k);
         last = s->endn[k].end;

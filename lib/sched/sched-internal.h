@@ -198,7 +198,7 @@ struct gpusched_sched {
     int64_t resv_min_time;
     uint32_t *avoid_buf;
     uint32_t avoid_cap;
-    /* Running jobs with an expected end, in (end, slot) order: a skip list
+    /* Running jobs with an expected end, in (end, job id) order: a skip list
      * whose nodes are the job slots, so that a start or an end costs
      * O(log n) and never allocates (jobs.c). */
     gs_endnode *endn;               /* per slot, grown with j */
