@@ -570,3 +570,43 @@ Test(sched_quota, half_life_zero_ranks_by_the_usage_after_an_end_at_the_same_tim
     cr_assert(!st_started(&e, 3));
     st_env_free(&e);
 }
+
+/* Victims are not restarted in the cycle that evicts them: the next one
+ * evaluates them, even with no event since (it is not quiet). */
+Test(sched_quota, the_cycle_after_an_eviction_is_not_quiet)
+{
+    st_env e = st_env_small();
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    /* The caller holds every node but 0 and 1, 2 GPUs of node 1, and (901)
+     * the rest of node 1 until gang 1 is placed, on node 0. */
+    uint32_t nodes[24], n = 0;
+    uint64_t masks[24];
+    for (uint32_t k = 1; k < 24; k++) {
+        nodes[n] = k;
+        masks[n++] = k == 1 ? 0x3 : 0xf;
+    }
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = 900;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    job.id = 901;
+    nodes[0] = 1;
+    masks[0] = 0xc;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    cr_assert_eq(st_submit_full(&e, 1, a, 2, 0, 0, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1));
+    cr_assert_eq(gpusched_cluster_release(e.c, 901), 0);
+    /* A pod of 4 at priority 5: no node has 4 free; it evicts gang 1. */
+    cr_assert_eq(st_submit_full(&e, 2, a, 4, 5, 1, 100, 0), 0);
+    st_cycle(&e, 1);
+    cr_assert(st_started(&e, 2));
+    const uint64_t *victims, *fors;
+    uint32_t nv;
+    cr_assert_eq(gpusched_sched_decisions_evictions(e.d, &victims, &fors, &nv), 0);
+    cr_assert(nv == 1 && victims[0] == 1);
+    /* Gang 1 fits node 1's 2 free GPUs: the next cycle starts it. */
+    st_cycle(&e, 2);
+    cr_assert_eq(gpusched_sched_decisions_quiet(e.d), 0, "victims wait for this cycle");
+    cr_assert(st_started(&e, 1));
+    st_env_free(&e);
+}

@@ -34,6 +34,7 @@ typedef struct cyc {
     int have_blocker;
     int reorder;                /* shares changed beyond one path (evictions) */
     uint32_t nstarted;          /* gangs started so far (the cluster changed) */
+    int evicted;                /* victims went back to their queues: the next cycle evaluates them */
 } cyc;
 
 /* The memo of failed shapes (valid while no GPUs come free), or with
@@ -275,6 +276,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
         if (gs_sd_add_eviction(x->d, ids[i], j->id))
             return GPUSCHED_ENOMEM;
     }
+    x->evicted |= n > 0;
     /* GPUs came free: what did not fit before may now. */
     s->free_epoch++;
     s->memo_gen++;
@@ -905,6 +907,10 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     if (!rc)
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);
+    /* Victims are not restarted by the cycle that evicted them: the next
+     * one must evaluate them, even with no event between. */
+    if (x.evicted)
+        s->dirty = 1;
     s->free_at_end = s->c->root_free_gpus;
     s->podx_gen_at_end = s->c->podx_gen;
     if (rc) {
