@@ -473,3 +473,69 @@ Test(sched_backfill, a_reservation_does_not_depend_on_the_order_of_submits)
     st_env_free(&e);
     st_env_free(&f);
 }
+
+/* A reservation is placed on the state of its time: every job expected to
+ * end by then is gone, not only the least count of ends in order (jobs 1
+ * and 2 end together; the head fits once job 1 has ended). Otherwise a
+ * gang that starts in the cycle and ends by then (it may use the reserved
+ * nodes) moves the next cycle's reservation, and a gang that waited behind
+ * this one starts with no event between: the cycle is not a fixpoint, and
+ * a quiet cycle would not have started it. */
+Test(sched_backfill, a_reservation_sees_every_end_by_its_time)
+{
+    st_env e = st_env_small();
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_ORDER, GPUSCHED_SCHED_ORDER_FIFO), 0);
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    /* The caller holds nodes 4 to 23 (900), and steers job 1 to nodes 0
+     * and 1 and job 2 to node 3. */
+    uint32_t nodes[24], n = 0;
+    uint64_t masks[24];
+    for (uint32_t k = 4; k < 24; k++) {
+        nodes[n] = k;
+        masks[n++] = 0xf;
+    }
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = 900;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    job.id = 901;
+    nodes[0] = 2, nodes[1] = 3, masks[0] = masks[1] = 0xf;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 2, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_submit(&e, 1, a, 8, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1));
+    cr_assert_eq(gpusched_cluster_release(e.c, 901), 0);
+    job.id = 902;
+    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_submit(&e, 2, a, 4, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 2));
+    cr_assert_eq(gpusched_cluster_release(e.c, 902), 0);
+    /* Free: node 2. The head: three whole nodes of 4. Then a gang of 2
+     * ending at 100 (it may use reserved nodes), then a long one of 2. */
+    st_submit(&e, 10, a, 12, 1, 1000);
+    cr_assert_eq(st_submit_full(&e, 11, a, 2, 0, 2, 99, 0), 0);
+    cr_assert_eq(st_submit_full(&e, 12, a, 2, 0, 3, 1000, 0), 0);
+    st_cycle(&e, 1);
+    cr_assert(st_started(&e, 11));
+    cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
+    const uint32_t *rn;
+    uint32_t nr;
+    uint64_t rj;
+    int64_t rt;
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &rj, &rt, NULL, NULL, &rn, &nr), 0);
+    cr_assert(rj == 10 && rt == 100 && nr == 3);
+    uint32_t before[3];
+    memcpy(before, rn, sizeof before);
+    const int started12 = st_started(&e, 12);
+    /* A cycle at 2 after an event that changes nothing (a gang submitted
+     * and cancelled): the same reservation, and nothing starts. */
+    st_submit(&e, 99, a, 1, 2, 10);
+    cr_assert_eq(gpusched_sched_cancel(e.s, 99), 0);
+    st_cycle(&e, 2);
+    cr_assert_eq(st_nstarts(&e), 0, "job 12 (started at 1: %d) starts at 2 with nothing new", started12);
+    cr_assert_eq(gpusched_sched_decisions_reservation(e.d, 0, &rj, &rt, NULL, NULL, &rn, &nr), 0);
+    cr_assert(rj == 10 && rt == 100 && nr == 3 && !memcmp(rn, before, sizeof before),
+              "the reservation moved: nodes %u %u %u, then %u %u %u", before[0], before[1], before[2], rn[0], rn[1],
+              rn[2]);
+    st_env_free(&e);
+}

@@ -204,6 +204,26 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     uint32_t count = 0;
     int placed = 0;
     rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, &count, &placed);
+    if (rc == 0 && count) {
+        /* Every job expected to end by the reservation's time is gone then,
+         * not only the least count in the order of ends (which stops among
+         * jobs ending together, by id): the nodes are chosen on the state
+         * of that time. A gang that starts later in the cycle and is
+         * expected to end by then may use the reserved nodes, and the next
+         * cycle lends it here; without these ends the next cycle's
+         * reservation could lie elsewhere, and a gang that waited behind
+         * this one could start with no event between. */
+        const uint32_t k = s->end_slot[count - 1];
+        const int64_t end = s->endn[k].end, until = end > now ? end : now + 1;
+        for (uint32_t x = gs_sj_end_next(s, k); rc == 0 && x != GS_SJ_NONE && s->endn[x].end <= until;
+             x = gs_sj_end_next(s, x)) {
+            gs_hold *h = gs_cluster_job_find(s->c, s->j[x].id);
+            if (h) {
+                rc = gs_txn_lend_job(s->c, h);
+                placed = 0;
+            }
+        }
+    }
     if (rc == 0 && !placed)
         rc = gs_pl_place_staged(s->p, &r, s->res, 0);
     gs_txn_rollback(s->c);
