@@ -530,8 +530,11 @@ GPUSCHED_API int gpusched_sched_counts(gpusched_sched *s, uint32_t *pending, uin
  * the placer), evicts victims where a gang within its nominal quota needs
  * them, makes reservations for the first blocked gangs and records why
  * every other gang waits. A cycle with nothing new since the last one
- * (no event, no time crossing a reservation or an expected end) changes
- * nothing and reports itself quiet: the previous explanations stand.
+ * (no event; no time crossing an expected end while there are
+ * reservations, a protection's end or the age limit of a pending gang;
+ * no eviction, and no start after a reservation, by the last cycle)
+ * changes nothing and reports itself quiet: the previous explanations
+ * stand.
  * @param s The scheduler.
  * @param now The caller's clock, not before the last event or cycle.
  * @param d Receives the decisions (reset first).

@@ -35,6 +35,7 @@ typedef struct cyc {
     int reorder;                /* shares changed beyond one path (evictions) */
     uint32_t nstarted;          /* gangs started so far (the cluster changed) */
     int evicted;                /* victims went back to their queues: the next cycle evaluates them */
+    int late_start;             /* a gang started after a reservation was made */
 } cyc;
 
 /* The memo of failed shapes (valid while no GPUs come free), or with
@@ -216,6 +217,7 @@ static int started(gpusched_sched *s, cyc *x, uint32_t slot, int borrowed, uint3
     gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
     gs_sj_run(s, slot, x->now, borrowed); /* room kept since submit: no allocation */
     x->nstarted++;
+    x->late_start |= s->nresv > 0;
     s->started_gpus += s->j[slot].gpus;
     return gs_sd_add_start(x->d, s->j[slot].id, seq, nodes, masks, n) ? GPUSCHED_ENOMEM : 1;
 }
@@ -844,6 +846,19 @@ static int64_t next_wake(const gpusched_sched *s, int64_t now)
             if (t > now && t < wake)
                 wake = t;
         }
+    if (s->nresv) {
+        /* Reservations lend the running jobs by expected end, a job
+         * expected to end by now as ending just after now (at now + 1),
+         * with every job ending by the reservation's time: when now + 1
+         * reaches one more expected end, what is lent may change, the
+         * reservations move, and gangs that waited behind them may start
+         * (as well as when such a job becomes overdue, later). */
+        uint32_t k = gs_sj_end_next(s, GS_SJ_NONE);
+        while (k != GS_SJ_NONE && s->endn[k].end <= now + 1)
+            k = gs_sj_end_next(s, k);
+        if (k != GS_SJ_NONE && s->endn[k].end - 1 < wake)
+            wake = s->endn[k].end - 1;
+    }
     if (s->age_limit)
         for (uint32_t q = 0; q < s->nq; q++)
             for (uint32_t k = 0; k < s->q[q].npend; k++) {
@@ -908,8 +923,12 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);
     /* Victims are not restarted by the cycle that evicted them: the next
-     * one must evaluate them, even with no event between. */
-    if (x.evicted)
+     * one must evaluate them, even with no event between. And a cycle that
+     * started a gang after it made a reservation (a backfill) is not a
+     * fixpoint: the reservation was placed on the state before the start,
+     * the next cycle places it on the state after, maybe elsewhere, and
+     * gangs that waited behind it may start then. */
+    if (x.evicted || x.late_start)
         s->dirty = 1;
     s->free_at_end = s->c->root_free_gpus;
     s->podx_gen_at_end = s->c->podx_gen;

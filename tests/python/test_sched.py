@@ -100,7 +100,14 @@ class TestCycle(SchedCase):
         self.assertEqual(waits[4].blocking_job, 2)
         self.assertIn("behind a reservation", waits[4].message)
         self.assertEqual(self.s.job_state(4)[1].reason, WaitReason.RESERVATION)
-        self.assertTrue(self.s.cycle(6).quiet)
+        # Gang 3 started after the reservation was made: the next cycle
+        # places the reservation again on the state after it (it is not
+        # quiet), and decides the same; the one after is quiet.
+        d = self.s.cycle(6)
+        self.assertFalse(d.quiet)
+        self.assertEqual(d.starts, ())
+        self.assertEqual((d.reservations[0].job_id, d.reservations[0].time), (2, 100))
+        self.assertTrue(self.s.cycle(7).quiet)
         # The jobs end; the big gang starts on time.
         self.s.end(3, 15)
         self.s.end(1, 100)
