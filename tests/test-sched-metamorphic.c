@@ -13,7 +13,14 @@
  *   and elsewhere decide the same.
  *
  * Every decision is compared: starts with their nodes, evictions,
- * reservations with their nodes, and waits field by field. */
+ * reservations with their nodes, and waits field by field. One workload
+ * in five has pod gangs with cpu (whole GPUs or a fraction of one).
+ *
+ * Known and not fixed: pods placed by the default policy (FRAG) learn the
+ * workload from every placement request the placer gets, and the cycle
+ * asks once per evaluation of a pending pod gang, so extra cycles change
+ * the learned mix and later pod placements (seed 1389 with MM_FIRST and
+ * MM_LAST: a wait names another reservation). */
 #include <stdlib.h>
 
 #include "sched-test.h"
@@ -26,6 +33,8 @@ enum { MM_RENAMED, MM_PERMUTED, MM_NOOP, MM_KINDS };
 
 typedef struct mm_job {
     uint32_t queue, gpus, split;
+    uint32_t pods, pod_gpus, milli; /* pods > 0: a pod gang with cpu */
+    uint64_t cpu;
     int32_t prio;
     int64_t arrive, submit, limit, pred, dur;
     uint32_t flags;
@@ -37,6 +46,7 @@ typedef struct mm_work {
     int64_t param[10];
     mm_job job[MM_MAX_JOBS];
     uint32_t n;
+    int pods;                   /* a cluster with cpu, and some pod gangs */
 } mm_work;
 
 typedef struct mm_side {
@@ -45,9 +55,10 @@ typedef struct mm_side {
     uint64_t off;
 } mm_side;
 
-static void mm_generate(mm_work *w)
+static void mm_generate(mm_work *w, int pods)
 {
     memset(w, 0, sizeof *w);
+    w->pods = pods;
     w->nq = 2 + rndu(3);
     for (uint32_t q = 0; q < w->nq; q++) {
         w->parent[q] = 0; /* under the root */
@@ -83,12 +94,21 @@ static void mm_generate(mm_work *w)
         j->pred = rndu(4) == 0 ? 1 + (int64_t)rndu((uint32_t)j->limit) : 0;
         j->dur = 1 + (int64_t)rndu((uint32_t)j->limit);
         j->flags = rndu(3) ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
+        if (w->pods && rndu(3) == 0) {
+            /* Pods of cpu with 0 to 2 whole GPUs or a fraction of one. */
+            j->split = GPUSCHED_SPLIT_PODS;
+            j->pods = 1 + rndu(6);
+            j->pod_gpus = rndu(3);
+            j->milli = j->pod_gpus == 1 && rndu(2) ? 250 * (1 + rndu(3)) : 0;
+            j->cpu = 1000 * (1 + rndu(8));
+            j->gpus = j->milli ? 0 : j->pods * j->pod_gpus;
+        }
     }
 }
 
 static void mm_side_new(mm_side *x, const mm_work *w, uint64_t off)
 {
-    x->e = st_env_small();
+    x->e = w->pods ? st_env_small_cpu() : st_env_small();
     x->off = off;
     for (uint32_t p = 1; p < 10; p++)
         cr_assert_eq(gpusched_sched_param_set(x->e.s, p, w->param[p]), 0, "param %u", p);
@@ -110,6 +130,15 @@ static void mm_submit(mm_side *x, const mm_work *w, uint32_t k)
     q.split = j->split;
     if (j->split == GPUSCHED_SPLIT_PODS)
         q.pod_gpus = j->gpus < 4 ? j->gpus : 4;
+    uint64_t res[1] = {j->cpu};
+    if (j->pods) {
+        q.gpus = 0;
+        q.pods = j->pods;
+        q.pod_gpus = j->pod_gpus;
+        q.gpu_milli = j->milli;
+        q.resources = res;
+        q.resource_count = 1;
+    }
     gpusched_sched_job sj = GPUSCHED_SCHED_JOB_INIT;
     sj.id = k + 1 + x->off;
     sj.queue = x->q[j->queue];
@@ -284,9 +313,13 @@ static uint32_t mm_run(const mm_work *w, int kind, uint64_t seed)
     return compared;
 }
 
-/* Seeds 1 to 100 and 333 (the first past 100 that found a bug); MM_FIRST
- * and MM_LAST in the environment run another range (600 seeds: about 10
- * seconds in the debug build). */
+/* Seeds 1 to 100, and 333, 851 and 1384 (past 100, the first that found
+ * a bug each: quiet cycles with a reservation's time passing, the fair
+ * order moving with decayed usage, a reservation placed without every
+ * end by its time); MM_FIRST and MM_LAST in the environment run another
+ * range (1,500 seeds: about 20 seconds in the debug build). */
+static const uint64_t mm_extra[] = {333, 851, 1384};
+
 static uint64_t mm_env(const char *name, uint64_t dflt)
 {
     const char *v = getenv(name);
@@ -297,12 +330,12 @@ Test(sched_metamorphic, renamed_permuted_and_no_op_events_decide_the_same)
 {
     uint32_t cycles[MM_KINDS] = {0};
     const uint64_t first = mm_env("MM_FIRST", 1), last = mm_env("MM_LAST", 100);
-    const int extra = !getenv("MM_FIRST") && !getenv("MM_LAST");
-    for (uint64_t seed = first; seed <= last + (uint64_t)extra; seed++) {
-        const uint64_t sd = seed > last ? 333 : seed;
+    const uint64_t extra = !getenv("MM_FIRST") && !getenv("MM_LAST") ? sizeof mm_extra / sizeof *mm_extra : 0;
+    for (uint64_t seed = first; seed <= last + extra; seed++) {
+        const uint64_t sd = seed > last ? mm_extra[seed - last - 1] : seed;
         mm_work w;
         rng_state = sd * 0x51ed27;
-        mm_generate(&w);
+        mm_generate(&w, sd % 5 == 4);
         for (int kind = 0; kind < MM_KINDS; kind++) {
             rng_state = sd * 0x7777 + (uint64_t)kind;
             cycles[kind] += mm_run(&w, kind, sd);

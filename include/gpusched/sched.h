@@ -532,6 +532,7 @@ GPUSCHED_API int gpusched_sched_counts(gpusched_sched *s, uint32_t *pending, uin
  * every other gang waits. A cycle with nothing new since the last one
  * (no event; no time crossing an expected end while there are
  * reservations, a protection's end or the age limit of a pending gang;
+ * the fair order of the queues as the last cycle left it;
  * no eviction, and no start after a reservation, by the last cycle)
  * changes nothing and reports itself quiet: the previous explanations
  * stand.

@@ -871,6 +871,44 @@ static int64_t next_wake(const gpusched_sched *s, int64_t now)
     return wake;
 }
 
+/* Decayed usage moves with time alone, and with it the shares: under the
+ * fair order with a half-life, the leaves' order at the time of a cycle
+ * may differ from the one the last cycle left, and gangs then go in
+ * another order (another head in strict order, other reservations). The
+ * order a cycle left is kept (keep_fair_order()); a cycle with nothing new
+ * is quiet only if the order now is the same. O(queues) per quiet cycle. */
+static int fair_order_matters(const gpusched_sched *s)
+{
+    return s->order_mode == GPUSCHED_SCHED_ORDER_FAIR && s->half_life && s->npending;
+}
+
+static void keep_fair_order(gpusched_sched *s)
+{
+    uint32_t n;
+    s->nquiet_order = 0;
+    if (!fair_order_matters(s))
+        return;
+    gs_sq_shares(s);
+    if (gs_sq_leaf_order(s, &n) ||
+        gs_grow(&s->alloc, (void **)&s->quiet_order, &s->quiet_order_cap, n + 1, sizeof *s->quiet_order)) {
+        s->dirty = 1; /* not kept: the next cycle evaluates */
+        return;
+    }
+    memcpy(s->quiet_order, s->order, (size_t)n * sizeof *s->order);
+    s->nquiet_order = n;
+}
+
+static bool same_fair_order(gpusched_sched *s)
+{
+    if (!fair_order_matters(s))
+        return true;
+    uint32_t n;
+    gs_sq_shares(s);
+    if (gs_sq_leaf_order(s, &n))
+        return false;
+    return n == s->nquiet_order && !memcmp(s->order, s->quiet_order, (size_t)n * sizeof *s->order);
+}
+
 GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_sched_decisions *d)
 {
     if (!s)
@@ -886,7 +924,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     for (uint32_t i = 0; i < s->ndown_ev; i++)
         if (gs_sd_add_eviction(d, s->down_ev[i], 0))
             return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
-    if (!s->dirty && !s->ndown_ev && now < s->wake) {
+    if (!s->dirty && !s->ndown_ev && now < s->wake && same_fair_order(s)) {
         d->quiet = 1;
         return gs_ok(&s->err);
     }
@@ -930,6 +968,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
      * gangs that waited behind it may start then. */
     if (x.evicted || x.late_start)
         s->dirty = 1;
+    keep_fair_order(s);
     s->free_at_end = s->c->root_free_gpus;
     s->podx_gen_at_end = s->c->podx_gen;
     if (rc) {

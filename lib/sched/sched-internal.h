@@ -181,6 +181,11 @@ struct gpusched_sched {
     int dirty;
     int64_t wake;                   /* a cycle at or after this is not quiet */
     uint64_t cycle_no;
+    /* Fair order with a half-life: the order of the leaves with pending
+     * gangs on the state a cycle left (shares move with time alone, so a
+     * cycle with nothing new is quiet only if that order stands). */
+    uint32_t *quiet_order;
+    uint32_t nquiet_order, quiet_order_cap;
 
     /* Evictions by node failures, reported by the next cycle. */
     uint64_t *down_ev;
