@@ -666,23 +666,44 @@ static int wl_add(gpusched_placer *p, const gs_pod_shape *s, double weight)
     return shapes_add(p, &p->wl, &p->nwl, &p->wl_cap, s, weight);
 }
 
+/* Counts a shape in the learned workload; false when the table is full
+ * (it keeps what it learned). */
+static bool wl_count(gpusched_placer *p, const gs_pod_shape *s)
+{
+    if (shapes_add(p, &p->learn, &p->nlearn, &p->learn_cap, s, 1.0))
+        return false;
+    p->learned++;
+    return true;
+}
+
 /* The learned counts become the workload after 1, 2, 4, ... 1024 requests,
  * then every 1024: often enough to follow a changing mix, rarely enough
  * that cached growths stay valid between refreshes. */
-void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s)
+void gs_pl_wl_refresh(gpusched_placer *p)
 {
-    if (shapes_add(p, &p->learn, &p->nlearn, &p->learn_cap, s, 1.0))
-        return; /* a full table keeps what it learned */
     if (p->next_refresh == 0)
         p->next_refresh = 1;
-    if (++p->learned < p->next_refresh)
+    if (p->learned < p->next_refresh)
         return;
-    p->next_refresh = p->next_refresh < 1024 ? 2 * p->next_refresh : p->next_refresh + 1024;
+    while (p->next_refresh <= p->learned)
+        p->next_refresh = p->next_refresh < 1024 ? 2 * p->next_refresh : p->next_refresh + 1024;
     if (gs_grow(&p->alloc, (void **)&p->wl, &p->wl_cap, p->nlearn, sizeof *p->wl))
         return;
     memcpy(p->wl, p->learn, (size_t)p->nlearn * sizeof *p->wl);
     p->nwl = p->nlearn;
     p->wl_epoch++;
+}
+
+void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s)
+{
+    if (wl_count(p, s))
+        gs_pl_wl_refresh(p);
+}
+
+void gs_pl_wl_seen(gpusched_placer *p, const gs_pl_req *r)
+{
+    if (r->pods_path && r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed)
+        wl_count(p, &r->shape);
 }
 
 void gs_pl_wl_free(gpusched_placer *p)

@@ -216,6 +216,9 @@ struct gpusched_placer {
     uint32_t nwl, wl_cap;
     bool wl_fixed;
     bool probing;               /* a preemption's probe: the workload learns nothing */
+    bool learn_by_owner;        /* the workload learns only what its owner
+                                 * shows it (gs_pl_wl_seen): a scheduler, which
+                                 * places a pending gang once per cycle */
     bool holding;               /* a batch: each placement of pods is held */
     /* Learning: shapes counted here, copied to `wl` at refreshes (after
      * 1, 2, 4, ... 1024 requests, then every 1024), so that cached
@@ -479,6 +482,13 @@ uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n,
 int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
                       uint64_t *mask);
 void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s);
+/* A request its owner shows once (a scheduler: at submit), counted where
+ * the placer would count it when it places it (learn_by_owner); the
+ * counts become the workload at the owner's gs_pl_wl_refresh (a cycle),
+ * so that the order of the requests between two refreshes does not
+ * matter. */
+void gs_pl_wl_seen(gpusched_placer *p, const gs_pl_req *r);
+void gs_pl_wl_refresh(gpusched_placer *p);
 void gs_pl_wl_free(gpusched_placer *p);
 void gs_pl_frag_free(gpusched_placer *p);
 /* The frag scan's kernels for the SIMD path the library chooses (forced by

@@ -949,7 +949,7 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
     const struct gpusched_topo *t = p->t;
     if (!p->pod_cap && !(p->pod_cap = gs_malloc(&p->alloc, (size_t)t->nnodes * sizeof *p->pod_cap)))
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
-    if (r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed && !p->probing)
+    if (r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed && !p->learn_by_owner && !p->probing)
         gs_pl_wl_learn(p, &r->shape);
     const int32_t req = r->in.required_level == GPUSCHED_NONE ? -1 : (int32_t)r->in.required_level;
     uint32_t first, end, dom = 0;

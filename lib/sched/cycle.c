@@ -934,6 +934,9 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
     if (!s->admit_memo && !(s->admit_memo = gs_calloc(&s->alloc, GS_ADMIT_MEMO, sizeof *s->admit_memo)))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");
+    /* The pod workload the gangs submitted so far make (counted at submit),
+     * whatever order they came in. */
+    gs_pl_wl_refresh(s->p);
     /* Every pending gang waits or starts: room for all their waits at once. */
     if (gs_sd_grow_waits(d, s->npending + 1))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "cycle: out of memory");

@@ -147,6 +147,11 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
         gpusched_sched_free(s);
         return rc;
     }
+    /* The placer learns the pod workload from the gangs submitted, once
+     * each, not from every placement the cycles ask of it (a pending gang
+     * is asked once per cycle, so the mix would follow how often cycles
+     * run). */
+    s->p->learn_by_owner = true;
     queue_append(s, "root", GS_SQ_NONE, 0, 1);
     *out = s;
     return 0;
@@ -585,6 +590,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     s->jw[slot].cycle = 0; /* no explanation yet */
     gs_sj_map_put(s, job.id, slot);
     gs_sq_pend_insert(s, slot); /* room reserved above */
+    gs_pl_wl_seen(s->p, &r);
     s->dirty = 1;
     return gs_ok(&s->err);
 }
