@@ -694,16 +694,23 @@ void gs_pl_wl_refresh(gpusched_placer *p)
     p->wl_epoch++;
 }
 
-void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s)
+/* Whether the learned workload counts request r: a pod request for the
+ * policy, while no workload is set. */
+static bool wl_learns(const gpusched_placer *p, const gs_pl_req *r)
 {
-    if (wl_count(p, s))
-        gs_pl_wl_refresh(p);
+    return r->pods_path && r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed;
 }
 
 void gs_pl_wl_seen(gpusched_placer *p, const gs_pl_req *r)
 {
-    if (r->pods_path && r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed)
+    if (wl_learns(p, r))
         wl_count(p, &r->shape);
+}
+
+void gs_pl_wl_placed(gpusched_placer *p, const gs_pl_req *r)
+{
+    if (wl_learns(p, r) && wl_count(p, &r->shape))
+        gs_pl_wl_refresh(p);
 }
 
 void gs_pl_wl_free(gpusched_placer *p)

@@ -7,6 +7,15 @@
 
 #include "place-internal.h"
 
+/* A knapsack the budget does not cover: counted (exactness), and with
+ * dp_stop_refused the spending ends there (search.c assign_root). */
+static void refused(gpusched_placer *p)
+{
+    p->dp_refused += !p->estimating;
+    if (p->dp_stop_refused)
+        p->dp_budget = 0;
+}
+
 static int front_alloc(gpusched_placer *p, gs_front *f, uint32_t n)
 {
     f->n = 0;
@@ -200,9 +209,7 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     *applied = true;
     o->over_budget = units_work > p->dp_budget;
     if (o->over_budget) {
-        p->dp_refused += !p->estimating;
-        if (p->dp_stop_refused)
-            p->dp_budget = 0;
+        refused(p);
         return 0;
     }
     p->dp_budget -= units_work;
@@ -388,9 +395,7 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     uint64_t work = ((uint64_t)Y + 1) * entries;
     o->over_budget = work > p->dp_budget;
     if (o->over_budget) {
-        p->dp_refused += !p->estimating;
-        if (p->dp_stop_refused)
-            p->dp_budget = 0;
+        refused(p);
         return 0;
     }
     p->dp_budget -= work;

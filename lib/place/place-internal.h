@@ -463,6 +463,14 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
 /* Exact best key for y units in domain d (GS_KEY_INF if it does not fit). */
 int gs_pl_best_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key);
 
+/* Whether request q takes the pod path (resources, fractions, classes or
+ * a pod count): what gs_pl_pods_load() decides, and what a size counts
+ * (pods there, GPUs otherwise). */
+static inline bool gs_pl_req_wants_pods(const gpusched_place_request *q)
+{
+    return q->pods || q->gpu_milli || q->resource_count || q->gpu_class_count;
+}
+
 /* pods.c: requests with resources or GPU fractions. gs_pl_pods_load
  * validates the pod fields of a request gs_pl_req_load has copied in;
  * gs_pl_pods_place places it (plan-only, or staged for commit in the open
@@ -478,10 +486,12 @@ uint32_t gs_pl_pod_cap(const gpusched_placer *p, const gs_pl_req *r, uint32_t n,
 
 /* frag.c: the fragmentation-aware choice of one pod's node and GPU among
  * nodes [first, end) with pod_cap set; *node is GPUSCHED_NONE when none.
- * gs_pl_wl_learn counts a request's shape in the learned workload. */
+ * gs_pl_wl_placed counts a request the placer places in the learned
+ * workload (when it learns: a pod request for the policy, no workload
+ * set), refreshing it on its schedule. */
 int gs_pl_frag_choose(gpusched_placer *p, const gs_pl_req *r, uint32_t first, uint32_t end, uint32_t *node,
                       uint64_t *mask);
-void gs_pl_wl_learn(gpusched_placer *p, const gs_pod_shape *s);
+void gs_pl_wl_placed(gpusched_placer *p, const gs_pl_req *r);
 /* A request its owner shows once (a scheduler: at submit), counted where
  * the placer would count it when it places it (learn_by_owner); the
  * counts become the workload at the owner's gs_pl_wl_refresh (a cycle),

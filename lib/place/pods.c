@@ -115,7 +115,7 @@ int gs_pl_pods_load(gpusched_placer *p, gs_pl_req *r)
     if (q->policy > GPUSCHED_POLICY_FRAG)
         return gs_error(&p->err, GPUSCHED_EINVAL, "place request: policy %u unknown (0 to %u)", q->policy,
                         (unsigned)GPUSCHED_POLICY_FRAG);
-    r->pods_path = q->pods || q->gpu_milli || q->resource_count || q->gpu_class_count;
+    r->pods_path = gs_pl_req_wants_pods(q);
     if (!r->pods_path)
         return 0;
     r->npods = 0;
@@ -949,8 +949,8 @@ int gs_pl_pods_place(gpusched_placer *p, const gs_pl_req *r, gpusched_place_resu
     const struct gpusched_topo *t = p->t;
     if (!p->pod_cap && !(p->pod_cap = gs_malloc(&p->alloc, (size_t)t->nnodes * sizeof *p->pod_cap)))
         return gs_error(&p->err, GPUSCHED_ENOMEM, "place: out of memory");
-    if (r->policy == GPUSCHED_POLICY_FRAG && !p->wl_fixed && !p->learn_by_owner && !p->probing)
-        gs_pl_wl_learn(p, &r->shape);
+    if (!p->learn_by_owner && !p->probing)
+        gs_pl_wl_placed(p, r);
     const int32_t req = r->in.required_level == GPUSCHED_NONE ? -1 : (int32_t)r->in.required_level;
     uint32_t first, end, dom = 0;
     uint64_t held = 0;

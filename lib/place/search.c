@@ -348,6 +348,16 @@ static void forget_output(gpusched_placer *p, int32_t l)
         p->ndoms[j] = 0;
 }
 
+/* Forgets an assignment below level l (level l's count back to `mark`)
+ * and the subset memo it filled, for another try. */
+static void restart_below(gpusched_placer *p, int32_t l, uint32_t mark)
+{
+    forget_output(p, l);
+    if (l >= 0)
+        p->ndoms[l] = mark;
+    p->sub_gen = 0;
+}
+
 /* Hands `y` units of domain d down: the greedy shares first (no
  * knapsack), kept when their key reaches `target` (the exact best key,
  * or GS_KEY_INF when unknown), else the exact assignment. The level
@@ -377,10 +387,7 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     p->estimating = false;
     if (rc || key_below(p, l) <= target)
         return rc;
-    forget_output(p, l);
-    if (l >= 0)
-        p->ndoms[l] = mark;
-    p->sub_gen = 0;
+    restart_below(p, l, mark);
     if (p->dp_budget < budget)
         p->dp_budget = budget;
     rc = gs_pl_assign(p, l, d, y);
@@ -389,10 +396,7 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     /* The assignment's knapsacks are wider than the evaluation's (they
      * keep their choices, the evaluation may count): the exact key needs
      * them whole. Pseudo-polynomial, like every knapsack, and rare. */
-    forget_output(p, l);
-    if (l >= 0)
-        p->ndoms[l] = mark;
-    p->sub_gen = 0;
+    restart_below(p, l, mark);
     p->dp_budget = UINT64_MAX;
     rc = gs_pl_assign(p, l, d, y);
     p->dp_budget = 0;

@@ -563,6 +563,16 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
     return rc < 0 ? rc : i;
 }
 
+/* The placer refused gang `slot` now (for example its id runs in the
+ * cluster): it waits, with the placer's word. */
+static int wait_refused(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched_wait *w)
+{
+    w->reason = GPUSCHED_SCHED_WAIT_FIT;
+    w->place_reason = GPUSCHED_REASON_NOT_RUN;
+    w->free_gpus = s->c->root_free_gpus;
+    return record_wait(s, x, slot, w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
+}
+
 /* One gang: 1 if it started, 0 if it waits, or an error. */
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
@@ -636,24 +646,14 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         int rc = outside_fails ? GPUSCHED_ENOSPC : gpusched_placer_place(s->p, &q, s->res);
         if (rc == 0)
             return started(s, x, slot, borrowed, w.seq);
-        if (rc != GPUSCHED_ENOSPC) {
-            /* The placer refused it now (for example its id runs in the
-             * cluster): it waits, with the placer's word. */
-            w.reason = GPUSCHED_SCHED_WAIT_FIT;
-            w.place_reason = GPUSCHED_REASON_NOT_RUN;
-            w.free_gpus = s->c->root_free_gpus;
-            return record_wait(s, x, slot, &w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
-        }
+        if (rc != GPUSCHED_ENOSPC)
+            return wait_refused(s, x, slot, &w);
         q = j->req;
         q.job = &job;
         if (constrained) {
             rc = gpusched_placer_place(s->p, &q, s->res);
-            if (rc != 0 && rc != GPUSCHED_ENOSPC) {
-                w.reason = GPUSCHED_SCHED_WAIT_FIT;
-                w.place_reason = GPUSCHED_REASON_NOT_RUN;
-                w.free_gpus = s->c->root_free_gpus;
-                return record_wait(s, x, slot, &w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
-            }
+            if (rc != 0 && rc != GPUSCHED_ENOSPC)
+                return wait_refused(s, x, slot, &w);
             if (rc == 0) {
                 const gs_resv *v = blocking_resv(s);
                 if ((cm = memo_lookup(s, ckey, 1, 1)) && j->size <= cm->size) {

@@ -245,7 +245,7 @@ uint64_t gs_sj_shape_key(const gpusched_place_request *q)
      * gs_pl_pods_load() decides it), GPUs otherwise. A request of 4 pods
      * of 2 GPUs and one of 4 GPUs in pods of 2 differ only there, and the
      * memo compares their sizes. */
-    h = gs_sd_mix64(h, q->pods || q->gpu_milli || q->resource_count || q->gpu_class_count);
+    h = gs_sd_mix64(h, gs_pl_req_wants_pods(q));
     /* A pod's shape (its count is the size, not the shape). */
     h = gs_sd_mix64(h, q->gpu_milli);
     h = gs_sd_mix64(h, q->policy);
