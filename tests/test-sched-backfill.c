@@ -264,17 +264,21 @@ Test(sched_backfill, prediction_sets_the_expected_end)
 }
 
 /* The starvation guard: a gang of a queue of high share, pending longer
- * than the age limit, goes first and gets the reservation. */
-static uint64_t head_reservation(int64_t age_limit)
+ * than the age limit, goes first and gets the reservation; so does one of
+ * at least `large` GPUs (0: off). The heavy queue's gang of 96 GPUs is
+ * submitted at 0 and the light queue's gang of 64 at 1, or (light_older)
+ * the other way round. */
+static uint64_t head_reservation_of(int64_t age_limit, int64_t large, bool light_older)
 {
     st_env e = st_env_small();
     uint32_t a = st_queue(&e, "light", 0, 96), b = st_queue(&e, "heavy", 0, 96);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, age_limit), 0);
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_LARGE_GPUS, large), 0);
     st_submit(&e, 1, b, 64, 0, 100);
     st_cycle(&e, 0);
     cr_assert(st_started(&e, 1));
-    st_submit(&e, 2, b, 96, 0, 50); /* heavy's big gang, first in time */
-    st_submit(&e, 3, a, 64, 1, 50); /* light's gang: lower share, first in the fair order */
+    st_submit(&e, 2, b, 96, light_older, 50); /* heavy's big gang */
+    st_submit(&e, 3, a, 64, !light_older, 50); /* light's gang: lower share, first in the fair order */
     st_cycle(&e, 10);
     cr_assert_eq(gpusched_sched_decisions_reservation_count(e.d), 1);
     uint64_t id;
@@ -285,11 +289,23 @@ static uint64_t head_reservation(int64_t age_limit)
     return id;
 }
 
+static uint64_t head_reservation(int64_t age_limit) { return head_reservation_of(age_limit, 0, false); }
+
 Test(sched_backfill, starvation_guard_puts_old_gangs_first)
 {
     cr_assert_eq(head_reservation(0), 3, "fair order: the light queue's gang is the head");
     cr_assert_eq(head_reservation(5), 2, "pending for 10 > 5: the heavy queue's gang goes first");
     cr_assert_eq(head_reservation(20), 3, "not old enough yet");
+}
+
+Test(sched_backfill, large_gangs_go_first_oldest_first)
+{
+    cr_assert_eq(head_reservation_of(0, 96, false), 2, "96 GPUs, large at 96: before the fair order");
+    cr_assert_eq(head_reservation_of(0, 97, false), 3, "96 GPUs, large from 97: the fair order");
+    cr_assert_eq(head_reservation_of(0, 64, false), 2, "both large: the older first");
+    cr_assert_eq(head_reservation_of(0, 64, true), 3, "both large: the older first");
+    cr_assert_eq(head_reservation_of(5, 96, true), 3, "old and large go together, oldest first");
+    cr_assert_eq(head_reservation_of(20, 96, true), 2, "large, the other neither large nor old");
 }
 
 /* A gang expected to end after the head's reservation preempts outside

@@ -199,6 +199,10 @@ static uint32_t run_seed(uint64_t seed)
     both_param(&p, GPUSCHED_SCHED_PARAM_QUOTAS, pt_below(&r, 4) != 0);
     if (pt_below(&r, 3) == 0)
         both_param(&p, GPUSCHED_SCHED_PARAM_AGE_LIMIT, 20 + pt_below(&r, 40));
+    /* From a stream of its own: each seed's steps stay what they were. */
+    pt_rng lr = {seed * 0x2545f4914f6cdd1dull + 3};
+    if (pt_below(&lr, 3) == 0)
+        both_param(&p, GPUSCHED_SCHED_PARAM_LARGE_GPUS, 16 + 8 * pt_below(&lr, 3));
     uint64_t running[MAXJOBS], next_id = 1, outside[8];
     uint32_t nrun = 0, waits = 0, nout = 0;
     int64_t now = 0;

@@ -326,7 +326,8 @@ int sim_override_parse(sim_overrides *o, const char *text)
                  {"order", GPUSCHED_SCHED_PARAM_ORDER},             {"strict", GPUSCHED_SCHED_PARAM_STRICT},
                  {"quotas", GPUSCHED_SCHED_PARAM_QUOTAS},           {"preempt", GPUSCHED_SCHED_PARAM_PREEMPT},
                  {"min_runtime", GPUSCHED_SCHED_PARAM_MIN_RUNTIME}, {"age_limit", GPUSCHED_SCHED_PARAM_AGE_LIMIT},
-                 {"preempt_max_gpus", GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS}};
+                 {"preempt_max_gpus", GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS},
+                 {"large_gpus", GPUSCHED_SCHED_PARAM_LARGE_GPUS}};
     const char *eq = strchr(text, '=');
     if (!eq || o->n >= SIM_MAX_OVERRIDES)
         return -1;
@@ -346,11 +347,13 @@ int sim_override_parse(sim_overrides *o, const char *text)
 
 static void configure(gpusched_sched *s, int policy)
 {
-    static const int64_t p[3][8] = {
-        /* order, depth, quotas, preempt, half-life, min runtime, strict, age limit */
-        {GPUSCHED_SCHED_ORDER_FIFO, 0, 0, 0, 0, 0, 0, 0},
-        {GPUSCHED_SCHED_ORDER_PRIORITY, 1, 0, 0, 0, 0, 0, 0},
-        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800},
+    /* The full cycle spares gangs of 32+ GPUs from eviction and puts gangs
+     * of 256+ first (doc/sched-sim.md, "Large gangs first"). */
+    static const int64_t p[3][10] = {
+        /* order, depth, quotas, preempt, half-life, min runtime, strict, age limit, preempt max, large */
+        {GPUSCHED_SCHED_ORDER_FIFO, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {GPUSCHED_SCHED_ORDER_PRIORITY, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800, 31, 256},
     };
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_ORDER, p[policy][0]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, p[policy][1]);
@@ -360,6 +363,8 @@ static void configure(gpusched_sched *s, int policy)
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_MIN_RUNTIME, p[policy][5]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_STRICT, p[policy][6]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, p[policy][7]);
+    gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS, p[policy][8]);
+    gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_LARGE_GPUS, p[policy][9]);
 }
 
 int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, const sim_overrides *over, sim_result *res,

@@ -50,7 +50,8 @@
  *   order is recomputed after each start within a cycle. Inside a queue,
  *   gangs go by priority (higher first), then submit time, then id.
  * - **Starvation guard** (#GPUSCHED_SCHED_PARAM_AGE_LIMIT): gangs pending
- *   longer than the limit go first, oldest first.
+ *   longer than the limit go first, oldest first; so do gangs of at least
+ *   #GPUSCHED_SCHED_PARAM_LARGE_GPUS GPUs.
  * - **Backfill and reservations**: the first gang in the order that does
  *   not fit gets a reservation: the earliest time it fits, from the
  *   running jobs' expected ends, and the nodes it will use then (up to
@@ -204,6 +205,15 @@ typedef enum gpusched_sched_param {
      *  starts: gangs running when it changes keep what they started with.
      *  Added in 0.2.3. */
     GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS = 9,
+    /** A gang of at least this many GPUs goes first, as a gang past the
+     *  starvation guard's age limit does: those gangs before every other,
+     *  oldest first, whatever the order, [0, 2^32 - 1]; 0 (the default):
+     *  off. A large gang cannot backfill: in the fair order a heavy
+     *  queue's large gang comes after every lighter queue's gangs, the
+     *  reservations go to theirs, and it waits for the age limit while the
+     *  small ones fill every gap (doc/sched.md, "Large gangs first").
+     *  Added in 0.2.3. */
+    GPUSCHED_SCHED_PARAM_LARGE_GPUS = 10,
 } gpusched_sched_param;
 
 /** The order of pending gangs (#GPUSCHED_SCHED_PARAM_ORDER). */

@@ -720,20 +720,25 @@ static bool older(const uint32_t *a, const uint32_t *b, const gpusched_sched *s)
 
 GS_HEAP_DEFINE(older, uint32_t, const gpusched_sched *, older)
 
-/* The starvation guard: gangs pending for longer than the age limit,
- * oldest first, before the order. */
-static int run_old(gpusched_sched *s, cyc *x)
+/* The starvation guard and the large gangs: gangs pending for longer
+ * than the age limit, and gangs of at least large_gpus GPUs, oldest
+ * first, before the order. */
+static int run_first(gpusched_sched *s, cyc *x)
 {
-    if (!s->age_limit || x->now - s->age_limit <= INT64_MIN + 1)
+    const int aged = s->age_limit && x->now - s->age_limit > INT64_MIN + 1;
+    if (!aged && !s->large_gpus)
         return 0;
-    const int64_t before = x->now - s->age_limit;
+    const int64_t before = aged ? x->now - s->age_limit : INT64_MIN;
+    const uint64_t large = s->large_gpus ? (uint64_t)s->large_gpus : UINT64_MAX;
     uint32_t n = 0;
     if (gs_grow(&s->alloc, (void **)&s->stack, &s->stack_cap, s->npending + 1, sizeof *s->stack))
         return GPUSCHED_ENOMEM;
     for (uint32_t q = 0; q < s->nq; q++)
-        for (uint32_t k = 0; k < s->q[q].npend; k++)
-            if (s->j[s->q[q].pend[k]].submit < before)
+        for (uint32_t k = 0; k < s->q[q].npend; k++) {
+            const gs_sj *j = &s->j[s->q[q].pend[k]];
+            if (j->submit < before || j->gpus >= large)
                 s->stack[n++] = s->q[q].pend[k];
+        }
     if (!n)
         return 0;
     older_sort(s->stack, n, s);
@@ -862,7 +867,7 @@ static int64_t next_wake(const gpusched_sched *s, int64_t now)
     if (s->age_limit)
         for (uint32_t q = 0; q < s->nq; q++)
             for (uint32_t k = 0; k < s->q[q].npend; k++) {
-                /* Old once submit < now - age_limit (run_old); both
+                /* Old once submit < now - age_limit (run_first); both
                  * within 2^53, so the sum does not overflow. */
                 int64_t t = s->j[s->q[q].pend[k]].submit + s->age_limit + 1;
                 if (t > now && t < wake)
@@ -959,7 +964,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->free_at_start = s->c->root_free_gpus;
     s->started_gpus = 0;
     cyc x = {.d = d, .now = now};
-    int rc = run_old(s, &x);
+    int rc = run_first(s, &x);
     if (!rc)
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
     s->wake = next_wake(s, now);

@@ -135,7 +135,8 @@ struct gpusched_sched {
     uint32_t nlevels;
 
     /* Parameters. */
-    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit, preempt_max_gpus;
+    int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit, preempt_max_gpus,
+        large_gpus;
 
     /* Queues, and per queue x resource (index q * nres + r). */
     gs_sq *q;

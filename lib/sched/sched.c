@@ -20,6 +20,7 @@ static const struct {
     [GPUSCHED_SCHED_PARAM_MIN_RUNTIME] = {0, GS_TIME_MAX, 0, "min_runtime"},
     [GPUSCHED_SCHED_PARAM_AGE_LIMIT] = {0, GS_TIME_MAX, 0, "age_limit"},
     [GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS] = {0, UINT32_MAX, 0, "preempt_max_gpus"},
+    [GPUSCHED_SCHED_PARAM_LARGE_GPUS] = {0, UINT32_MAX, 0, "large_gpus"},
 };
 
 static int64_t *param_field(gpusched_sched *s, uint32_t param)
@@ -34,6 +35,7 @@ static int64_t *param_field(gpusched_sched *s, uint32_t param)
     case GPUSCHED_SCHED_PARAM_MIN_RUNTIME: return &s->min_runtime;
     case GPUSCHED_SCHED_PARAM_AGE_LIMIT: return &s->age_limit;
     case GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS: return &s->preempt_max_gpus;
+    case GPUSCHED_SCHED_PARAM_LARGE_GPUS: return &s->large_gpus;
     default: return NULL;
     }
 }

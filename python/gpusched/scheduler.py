@@ -50,6 +50,7 @@ class SchedParam(enum.IntEnum):
     MIN_RUNTIME = 7
     AGE_LIMIT = 8
     PREEMPT_MAX_GPUS = 9
+    LARGE_GPUS = 10
 
 
 class SchedOrder(enum.IntEnum):
@@ -161,7 +162,8 @@ class Scheduler(u.Handle):
                  resv_depth: Optional[int] = None, order: Union[SchedOrder, int, None] = None,
                  strict: Optional[bool] = None, quotas: Optional[bool] = None,
                  preempt: Optional[bool] = None, min_runtime: Optional[int] = None,
-                 age_limit: Optional[int] = None, preempt_max_gpus: Optional[int] = None) -> None:
+                 age_limit: Optional[int] = None, preempt_max_gpus: Optional[int] = None,
+                 large_gpus: Optional[int] = None) -> None:
         """Creates a scheduler with only the root queue; the keywords set
         parameters (None keeps the library's default)."""
         from .cluster import Cluster
@@ -180,7 +182,8 @@ class Scheduler(u.Handle):
         params = {SchedParam.HALF_LIFE: half_life, SchedParam.RESV_DEPTH: resv_depth,
                   SchedParam.ORDER: order, SchedParam.STRICT: strict, SchedParam.QUOTAS: quotas,
                   SchedParam.PREEMPT: preempt, SchedParam.MIN_RUNTIME: min_runtime,
-                  SchedParam.AGE_LIMIT: age_limit, SchedParam.PREEMPT_MAX_GPUS: preempt_max_gpus}
+                  SchedParam.AGE_LIMIT: age_limit, SchedParam.PREEMPT_MAX_GPUS: preempt_max_gpus,
+                  SchedParam.LARGE_GPUS: large_gpus}
         for p, value in params.items():
             if value is not None:
                 self.set_param(p, int(value))

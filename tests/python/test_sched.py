@@ -165,6 +165,23 @@ class TestCycle(SchedCase):
         s.check()
         s.close()
 
+    def test_large_gangs_go_first(self):
+        for large, head in ((0, 3), (96, 2)):
+            with Cluster(self.t) as c:
+                s = Scheduler(c, large_gpus=large)
+                self.assertEqual(s.get_param(SchedParam.LARGE_GPUS), large)
+                light = s.add_queue("light", quota=96)
+                heavy = s.add_queue("heavy", quota=96)
+                s.submit(1, heavy, 64, duration_limit=100, submit_time=0)
+                self.assertEqual([x.job_id for x in s.cycle(0).starts], [1])
+                s.submit(2, heavy, 96, duration_limit=50, submit_time=0)
+                s.submit(3, light, 64, duration_limit=50, submit_time=1)
+                d = s.cycle(10)
+                self.assertEqual([r.job_id for r in d.reservations], [head],
+                                 "the heavy queue's large gang is the head only when large")
+                s.check()
+                s.close()
+
     def test_node_down_and_bad_input(self):
         q = self.s.add_queue("q", quota=96)
         self.s.submit(1, q, 4)
