@@ -1,0 +1,936 @@
+/* A differential and metamorphic hunt on pods with resources and on the
+ * cluster's state, through the public API only:
+ *
+ * - every pod placement, plan only then committed, on random small
+ *   clusters (uneven nodes, nodes without GPUs, labels, classes, nodes not
+ *   up, reservations, whole-GPU jobs beside pods): the plan and the commit
+ *   agree, the plan changes nothing, the placement obeys every constraint
+ *   and fits as the cluster's public state says (per node cpu and memory,
+ *   per GPU milli, whole GPUs, whole nodes), "does not fit" only when a
+ *   brute force over every assignment finds nothing, and a release gives
+ *   back exactly the state before;
+ * - answers do not depend on history: a placer that served many requests,
+ *   a new placer, a placer on the cluster restored from a snapshot and one
+ *   on the cluster rebuilt from the journal answer alike;
+ * - a node that can hold nothing (0 GPUs and no cpu or memory, or a node
+ *   that is down) changes no answer;
+ * - releases and health changes of one instant commute;
+ * - random sequences of every state change with pods (placements, batches,
+ *   preemptions and moves, plan only and committed, with bad input in the
+ *   middle of batches): failed and plan-only calls change nothing, the
+ *   journal's standby, a replay and a snapshot round trip reproduce the
+ *   state.
+ *
+ * Each check prints its seed; GS_POD_HUNT_SEEDS=N runs N times more. */
+#include <stdlib.h>
+
+#include "place-test.h"
+
+#define MAXN 8    /* nodes of the brute-force clusters */
+#define MAXJ 96   /* tracked jobs */
+#define NRES 3    /* cpu, memory, nic */
+
+static uint32_t seeds_scale(void)
+{
+    const char *s = getenv("GS_POD_HUNT_SEEDS");
+    uint32_t k = s ? (uint32_t)strtoul(s, NULL, 10) : 1;
+    return k ? k : 1;
+}
+
+/* ---- random clusters ---------------------------------------------------- */
+
+/* A random small topology: 1 to 3 levels, 1 to `max_nodes` nodes of 0 to 4
+ * GPUs (the first has one at least), cpu and memory (and a third resource
+ * one time in two) with random capacities, classes a and b, labels ib and
+ * ssd. With `extra` (1: a node of 0 GPUs and no resources; 2: a copy of
+ * the last node's size), one more node after the others, in the last
+ * rack or a rack of its own. */
+static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t extra, uint32_t *nres_out)
+{
+    pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 0x1234567};
+    static const char *lv[] = {"zone", "block", "rack"};
+    static const char *labels[] = {"ib", "ssd"};
+    static const char *res_names[] = {"cpu", "memory", "nic"};
+    gpusched_topo_builder *b;
+    cr_assert_eq(gpusched_topo_builder_new(NULL, &b), 0);
+    const uint32_t L = 1 + pt_below(&r, 3);
+    cr_assert_eq(gpusched_topo_builder_levels_set(b, L, lv + (3 - L)), 0);
+    const uint32_t nres = 2 + pt_below(&r, 2);
+    for (uint32_t i = 0; i < nres; i++)
+        cr_assert_eq(gpusched_topo_builder_resource_add(b, res_names[i], NULL), 0);
+    const uint32_t nn = 1 + pt_below(&r, max_nodes);
+    uint32_t path_idx[3] = {0, 0, 0};
+    uint32_t last_gpus = 0, last_res[NRES] = {0};
+    const char *last_cls = "a";
+    for (uint32_t n = 0; n < nn + (extra ? 1 : 0); n++) {
+        const bool is_extra = n == nn;
+        if (n && pt_below(&r, 3) == 0) {
+            uint32_t l = pt_below(&r, L);
+            path_idx[l]++;
+            for (uint32_t k = l + 1; k < L; k++)
+                path_idx[k] = 0;
+        }
+        char comp[3][16], name[16];
+        const char *path[3];
+        for (uint32_t l = 0; l < L; l++) {
+            snprintf(comp[l], sizeof comp[l], "%c%u", lv[3 - L + l][0], path_idx[l]);
+            path[l] = comp[l];
+        }
+        snprintf(name, sizeof name, "n%u", n);
+        const char *lab[2];
+        uint32_t nl = 0;
+        for (uint32_t i = 0; i < 2; i++)
+            if (pt_below(&r, 3) == 0)
+                lab[nl++] = labels[i];
+        uint32_t gpus = n == 0 ? 1 + pt_below(&r, 4) : pt_below(&r, 5);
+        const char *cls = pt_below(&r, 3) ? "a" : "b";
+        uint32_t res[NRES];
+        for (uint32_t i = 0; i < NRES; i++)
+            res[i] = i == 0 ? 1000 * (1 + pt_below(&r, 8)) : i == 1 ? 1024 * (1 + pt_below(&r, 8)) : 1 + pt_below(&r, 3);
+        if (is_extra) {
+            if (extra == 1) {
+                gpus = 0;
+                memset(res, 0, sizeof res);
+            } else {
+                gpus = last_gpus;
+                memcpy(res, last_res, sizeof res);
+                cls = last_cls;
+            }
+        }
+        cr_assert_eq(gpusched_topo_builder_add_node(b, path, name, gpus, cls, lab, nl), 0, "%s",
+                     gpusched_topo_builder_errmsg(b));
+        for (uint32_t i = 0; i < nres; i++)
+            if (res[i])
+                cr_assert_eq(gpusched_topo_builder_node_resource_set(b, name, i, res[i]), 0);
+        last_gpus = gpus;
+        memcpy(last_res, res, sizeof res);
+        last_cls = cls;
+    }
+    gpusched_topo *t;
+    cr_assert_eq(gpusched_topo_builder_freeze(b, &t), 0, "%s", gpusched_topo_builder_errmsg(b));
+    gpusched_topo_builder_free(b);
+    if (nres_out)
+        *nres_out = nres;
+    return t;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* A pod request with its own storage, so that it can be copied. */
+typedef struct hreq {
+    gpusched_place_request q;
+    gpusched_job job;
+    uint64_t res[NRES];
+    uint32_t classes[2];
+    uint32_t avoid[2];
+} hreq;
+
+static void hreq_fix(hreq *h)
+{
+    h->q.job = &h->job;
+    h->q.resources = h->q.resource_count ? h->res : NULL;
+    h->q.gpu_classes = h->q.gpu_class_count ? h->classes : NULL;
+    h->q.avoid_nodes = h->q.avoid_count ? h->avoid : NULL;
+}
+
+/* A random valid pod request: pods of whole GPUs, a fraction, no GPU or a
+ * whole node; random resources (never nothing at all), classes, labels,
+ * avoided nodes, required and preferred levels, slices, policy. `small`:
+ * at most 4 pods (the brute force's reach). */
+static void random_pod_request(pt_rng *r, const gpusched_topo *t, uint32_t nres, hreq *h, uint64_t id, bool small)
+{
+    memset(h, 0, sizeof *h);
+    h->q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    h->job = (gpusched_job)GPUSCHED_JOB_INIT;
+    h->job.id = id;
+    gpusched_place_request *q = &h->q;
+    const uint32_t L = gpusched_topo_level_count(t);
+    q->split = GPUSCHED_SPLIT_PODS;
+    const uint32_t pods = 1 + pt_below(r, small ? 4 : 6);
+    q->pods = pods;
+    const uint32_t kind = pt_below(r, 8); /* 0-2 whole GPUs, 3-5 fraction, 6 none, 7 whole node */
+    uint32_t per_pod = 0;
+    if (kind < 3) {
+        q->pod_gpus = per_pod = 1 + pt_below(r, 2);
+    } else if (kind < 6) {
+        static const uint32_t milli[] = {1, 100, 250, 300, 500, 650, 999};
+        q->gpu_milli = milli[pt_below(r, 7)];
+        per_pod = 1;
+    } else if (kind == 7) {
+        q->split = GPUSCHED_SPLIT_WHOLE_NODES;
+        q->pod_gpus = pt_below(r, 2) ? 0 : 1 + pt_below(r, 4);
+        uint32_t largest = 0;
+        for (uint32_t n = 0; n < gpusched_topo_node_count(t); n++)
+            if (gpusched_topo_node_gpus(t, n) > largest)
+                largest = gpusched_topo_node_gpus(t, n);
+        per_pod = q->pod_gpus ? q->pod_gpus : largest;
+    }
+    q->resource_count = pt_below(r, 4) ? nres : pt_below(r, nres + 1);
+    for (uint32_t i = 0; i < q->resource_count; i++)
+        h->res[i] = i == 0 ? 500 * pt_below(r, 6) : i == 1 ? 512 * pt_below(r, 6) : pt_below(r, 2);
+    if (q->pod_gpus == 0 && q->gpu_milli == 0 && q->split == GPUSCHED_SPLIT_PODS) {
+        /* A pod without GPUs asks cpu at least, so that a node that holds
+         * nothing holds none of it. */
+        if (q->resource_count == 0)
+            q->resource_count = 1;
+        if (!h->res[0])
+            h->res[0] = 500;
+    }
+    if (q->split == GPUSCHED_SPLIT_PODS && pt_below(r, 3) == 0)
+        q->gpus = pods * per_pod; /* the same gang said both ways */
+    if (q->gpu_milli && q->gpus)
+        q->gpus = pods;
+    if (pt_below(r, 4) == 0) {
+        q->gpu_class_count = 1;
+        h->classes[0] = pt_below(r, gpusched_topo_class_count(t));
+        if (pt_below(r, 3) == 0)
+            q->gpu_class = pt_below(r, gpusched_topo_class_count(t));
+    } else if (pt_below(r, 8) == 0) {
+        q->gpu_class = pt_below(r, gpusched_topo_class_count(t));
+    }
+    const uint32_t nl = gpusched_topo_label_count(t);
+    if (nl && pt_below(r, 6) == 0)
+        q->labels_required = (uint64_t)1 << pt_below(r, nl);
+    if (nl && pt_below(r, 6) == 0)
+        q->labels_forbidden = ((uint64_t)1 << pt_below(r, nl)) & ~q->labels_required;
+    if (pt_below(r, 5) == 0) {
+        q->avoid_count = 1 + pt_below(r, 2);
+        for (uint32_t i = 0; i < q->avoid_count; i++)
+            h->avoid[i] = pt_below(r, gpusched_topo_node_count(t));
+    }
+    if (pt_below(r, 3) == 0)
+        q->required_level = pt_below(r, L);
+    if (pt_below(r, 3) == 0)
+        q->preferred_level = pt_below(r, L);
+    if (per_pod && pt_below(r, 3) == 0) {
+        /* One slice constraint, or two nested at two levels. */
+        const uint32_t sp = 1 + pt_below(r, 2);
+        if (pods % sp == 0) {
+            q->slice_gpus[0] = sp * per_pod;
+            q->slice_level[0] = pt_below(r, L);
+            if (L >= 2 && pt_below(r, 3) == 0) {
+                const uint32_t outer = sp * (1 + pt_below(r, 2));
+                const uint32_t lo = pt_below(r, L - 1), hi = lo + 1 + pt_below(r, L - 1 - lo);
+                if (pods % outer == 0) {
+                    q->slice_gpus[0] = outer * per_pod;
+                    q->slice_level[0] = lo;
+                    q->slice_gpus[1] = sp * per_pod;
+                    q->slice_level[1] = hi;
+                }
+            }
+        }
+    }
+    q->policy = pt_below(r, 4);
+    hreq_fix(h);
+}
+
+/* ---- what a user sees --------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hold_hash(gpusched_cluster *c, uint64_t id, int resv)
+{
+    const uint32_t *nodes;
+    const uint64_t *masks;
+    uint32_t n, g;
+    int rc = resv ? gpusched_cluster_resv_allocation(c, id, &nodes, &masks, &n, &g)
+                  : gpusched_cluster_job_allocation(c, id, &nodes, &masks, &n, &g);
+    cr_assert_eq(rc, 0);
+    uint64_t h = mix(mix(mix(7, id), n), g);
+    for (uint32_t i = 0; i < n; i++)
+        h = mix(mix(h, nodes[i]), masks[i]);
+    if (!resv) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_find(c, id, &j), 0);
+        h = mix(mix(mix(mix(mix(mix(h, j.flags), (uint32_t)j.priority), j.tenant), (uint64_t)j.start_time),
+                    j.cost_hint), (uint64_t)j.protected_until);
+    }
+    return h;
+}
+
+/* Everything the public API shows of a state, independent of the order of
+ * the job and reservation tables: nodes (masks, health, free resources,
+ * each GPU's state, holder and free milli), jobs and reservations (sums of
+ * their hashes), every domain's aggregates, fragmentation. */
+static uint64_t view(gpusched_cluster *c)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    uint64_t h = 1;
+    for (uint32_t n = 0; n < gpusched_topo_node_count(t); n++) {
+        uint64_t f, rv, a;
+        uint32_t hl;
+        cr_assert_eq(gpusched_cluster_node_state(c, n, &f, &rv, &a, &hl), 0);
+        h = mix(mix(mix(mix(h, f), rv), a), hl);
+        for (uint32_t i = 0; i < gpusched_topo_resource_count(t); i++) {
+            uint32_t v;
+            cr_assert_eq(gpusched_cluster_node_resource_free(c, n, i, &v), 0);
+            h = mix(h, v);
+        }
+        for (uint32_t g = 0; g < gpusched_topo_node_gpus(t, n); g++) {
+            uint32_t st, milli;
+            uint64_t holder;
+            cr_assert_eq(gpusched_cluster_gpu_state(c, n, g, &st, &holder), 0);
+            cr_assert_eq(gpusched_cluster_gpu_milli_free(c, n, g, &milli), 0);
+            h = mix(mix(mix(h, st), holder), milli);
+        }
+        uint64_t ids[64];
+        uint32_t cnt;
+        cr_assert_eq(gpusched_cluster_node_jobs(c, n, ids, 64, &cnt), 0);
+        uint64_t js = 0;
+        for (uint32_t i = 0; i < cnt; i++)
+            js += mix(3, ids[i]);
+        h = mix(mix(h, cnt), js);
+    }
+    uint64_t jobs = 0, resvs = 0;
+    for (uint32_t i = 0; i < gpusched_cluster_job_count(c); i++) {
+        uint64_t id;
+        cr_assert_eq(gpusched_cluster_job_at(c, i, &id), 0);
+        jobs += hold_hash(c, id, 0);
+    }
+    for (uint32_t i = 0; i < gpusched_cluster_resv_count(c); i++) {
+        uint64_t id;
+        cr_assert_eq(gpusched_cluster_resv_at(c, i, &id), 0);
+        resvs += hold_hash(c, id, 1);
+    }
+    h = mix(mix(mix(mix(h, gpusched_cluster_job_count(c)), jobs), gpusched_cluster_resv_count(c)), resvs);
+    const uint32_t nl = gpusched_topo_level_count(t);
+    for (uint32_t l = 0; l <= nl; l++) {
+        uint32_t fd;
+        uint64_t s, g;
+        cr_assert_eq(gpusched_cluster_frag(c, l, &fd, &s, &g), 0);
+        h = mix(mix(mix(h, fd), s), g);
+    }
+    uint64_t sg, sm;
+    cr_assert_eq(gpusched_cluster_frag_shared(c, &sg, &sm), 0);
+    h = mix(mix(h, sg), sm);
+    for (uint32_t l = 0; l < nl; l++)
+        for (uint32_t d = 0; d < gpusched_topo_domain_count(t, l); d++) {
+            uint64_t fg;
+            uint32_t fn, hist[65], len;
+            cr_assert_eq(gpusched_cluster_domain_free_gpus(c, l, d, &fg), 0);
+            cr_assert_eq(gpusched_cluster_domain_free_nodes(c, l, d, &fn), 0);
+            cr_assert_eq(gpusched_cluster_domain_histogram(c, l, d, hist, 65, &len), 0);
+            h = mix(mix(h, fg), fn);
+            for (uint32_t k = 0; k < len; k++)
+                h = mix(h, hist[k]);
+        }
+    return h;
+}
+
+static void check(gpusched_cluster *c, uint64_t seed, const char *what)
+{
+    cr_assert_eq(gpusched_cluster_check(c), 0, "seed %llu %s: %s", (unsigned long long)seed, what,
+                 gpusched_cluster_errmsg(c));
+}
+
+static uint8_t *snap(gpusched_cluster *c, size_t *len)
+{
+    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
+    uint8_t *buf = malloc(*len);
+    cr_assert_not_null(buf);
+    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0, "%s", gpusched_cluster_errmsg(c));
+    return buf;
+}
+
+static bool same_snap(gpusched_cluster *c, const uint8_t *img, size_t len)
+{
+    size_t n;
+    uint8_t *now = snap(c, &n);
+    bool same = n == len && memcmp(now, img, len) == 0;
+    free(now);
+    return same;
+}
+
+/* A placement's outcome: rc, reason, nodes, masks, pods. */
+typedef struct outcome {
+    int rc;
+    uint32_t reason, n, npods;
+    uint32_t nodes[64];
+    uint64_t masks[64];
+    uint32_t pods[64];
+} outcome;
+
+static void outcome_of(int rc, const gpusched_place_result *res, outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    o->rc = rc;
+    o->reason = gpusched_place_result_reason(res);
+    if (rc)
+        return;
+    const uint32_t *nodes, *pn;
+    const uint64_t *masks;
+    cr_assert_eq(gpusched_place_result_nodes(res, &nodes, &masks, &o->n), 0);
+    cr_assert_eq(gpusched_place_result_pods(res, &pn, &o->npods), 0);
+    cr_assert(o->n <= 64 && o->npods <= 64);
+    memcpy(o->nodes, nodes, o->n * sizeof *nodes);
+    memcpy(o->masks, masks, o->n * sizeof *masks);
+    memcpy(o->pods, pn, o->npods * sizeof *pn);
+}
+
+static bool same_outcome(const outcome *a, const outcome *b)
+{
+    return a->rc == b->rc && a->reason == b->reason && a->n == b->n && a->npods == b->npods &&
+           !memcmp(a->nodes, b->nodes, a->n * sizeof a->nodes[0]) &&
+           !memcmp(a->masks, b->masks, a->n * sizeof a->masks[0]) &&
+           !memcmp(a->pods, b->pods, a->npods * sizeof a->pods[0]);
+}
+
+static void print_outcome(char *buf, size_t cap, const outcome *o)
+{
+    int k = snprintf(buf, cap, "rc %d reason %u:", o->rc, o->reason);
+    for (uint32_t i = 0; i < o->n && k > 0 && (size_t)k < cap; i++)
+        k += snprintf(buf + k, cap - (size_t)k, " %u/%llx", o->nodes[i], (unsigned long long)o->masks[i]);
+}
+
+static void describe(char *buf, size_t cap, const gpusched_place_request *q)
+{
+    snprintf(buf, cap,
+             "pods %u gpus %u split %u pod_gpus %u milli %u res[%u] %llu %llu %llu class %d classes %u:%u req %d "
+             "pref %d slices %u@%d %u@%d labels +%llx -%llx avoid %u:%u,%u policy %u",
+             q->pods, q->gpus, q->split, q->pod_gpus, q->gpu_milli, q->resource_count,
+             (unsigned long long)(q->resource_count > 0 ? q->resources[0] : 0),
+             (unsigned long long)(q->resource_count > 1 ? q->resources[1] : 0),
+             (unsigned long long)(q->resource_count > 2 ? q->resources[2] : 0), (int)q->gpu_class,
+             q->gpu_class_count, q->gpu_class_count ? q->gpu_classes[0] : 0, (int)q->required_level,
+             (int)q->preferred_level, q->slice_gpus[0], (int)q->slice_level[0], q->slice_gpus[1],
+             (int)q->slice_level[1], (unsigned long long)q->labels_required,
+             (unsigned long long)q->labels_forbidden, q->avoid_count, q->avoid_count ? q->avoid_nodes[0] : 0,
+             q->avoid_count > 1 ? q->avoid_nodes[1] : 0, q->policy);
+}
+
+/* ---- the reference: a node as the public state shows it ------------------ */
+
+typedef struct rnode {
+    bool up;
+    uint32_t cls, gpus, domain[3];
+    uint64_t labels;
+    uint32_t res[NRES], cap[NRES];
+    uint32_t milli[64]; /* free milli per GPU (0: held whole or reserved) */
+    uint32_t state[64];
+} rnode;
+
+static void ref_read(gpusched_cluster *c, rnode *v, uint32_t nn)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    const uint32_t L = gpusched_topo_level_count(t), nres = gpusched_topo_resource_count(t);
+    for (uint32_t n = 0; n < nn; n++) {
+        memset(&v[n], 0, sizeof v[n]);
+        uint32_t hl;
+        cr_assert_eq(gpusched_cluster_node_state(c, n, NULL, NULL, NULL, &hl), 0);
+        v[n].up = hl == GPUSCHED_NODE_UP;
+        v[n].cls = gpusched_topo_node_class(t, n);
+        v[n].gpus = gpusched_topo_node_gpus(t, n);
+        v[n].labels = gpusched_topo_node_labels(t, n);
+        for (uint32_t l = 0; l < L; l++)
+            cr_assert_eq(gpusched_topo_node_domain(t, n, l, &v[n].domain[l]), 0);
+        for (uint32_t i = 0; i < nres; i++) {
+            cr_assert_eq(gpusched_cluster_node_resource_free(c, n, i, &v[n].res[i]), 0);
+            v[n].cap[i] = gpusched_topo_node_resource(t, n, i);
+        }
+        for (uint32_t g = 0; g < v[n].gpus; g++) {
+            uint64_t holder;
+            cr_assert_eq(gpusched_cluster_gpu_milli_free(c, n, g, &v[n].milli[g]), 0);
+            cr_assert_eq(gpusched_cluster_gpu_state(c, n, g, &v[n].state[g], &holder), 0);
+        }
+    }
+}
+
+typedef struct rshape {
+    uint32_t pods, nres, pod_gpus, milli;
+    uint64_t res[NRES];
+    bool whole;
+} rshape;
+
+static rshape shape_of(const gpusched_place_request *q, const gpusched_topo *t)
+{
+    rshape s = {0};
+    s.pods = q->pods ? q->pods : q->gpu_milli ? q->gpus : q->gpus / q->pod_gpus;
+    s.nres = q->resource_count;
+    for (uint32_t i = 0; i < s.nres; i++)
+        s.res[i] = q->resources[i];
+    s.milli = q->gpu_milli % 1000;
+    s.whole = q->split == GPUSCHED_SPLIT_WHOLE_NODES;
+    s.pod_gpus = q->gpu_milli ? 0 : q->pod_gpus;
+    if (s.whole && !s.pod_gpus)
+        for (uint32_t n = 0; n < gpusched_topo_node_count(t); n++)
+            if (gpusched_topo_node_gpus(t, n) > s.pod_gpus)
+                s.pod_gpus = gpusched_topo_node_gpus(t, n);
+    return s;
+}
+
+/* Whether the request's filters (health, class, labels, avoided) let a
+ * pod on node n. */
+static bool ref_node_ok(const rnode *v, uint32_t n, const gpusched_place_request *q)
+{
+    if (!v[n].up)
+        return false;
+    bool cls = q->gpu_class == GPUSCHED_NONE && q->gpu_class_count == 0;
+    cls |= q->gpu_class == v[n].cls;
+    for (uint32_t i = 0; i < q->gpu_class_count; i++)
+        cls |= q->gpu_classes[i] == v[n].cls;
+    if (!cls)
+        return false;
+    if ((v[n].labels & q->labels_required) != q->labels_required || (v[n].labels & q->labels_forbidden))
+        return false;
+    for (uint32_t i = 0; i < q->avoid_count; i++)
+        if (q->avoid_nodes[i] == n)
+            return false;
+    return true;
+}
+
+/* Whether node n holds k pods of the shape. */
+static bool ref_holds(const rnode *v, const rshape *s, uint32_t k)
+{
+    for (uint32_t i = 0; i < s->nres; i++)
+        if ((uint64_t)k * s->res[i] > v->res[i])
+            return false;
+    if (s->whole) {
+        if (k > 1)
+            return false;
+        bool idle = v->gpus == s->pod_gpus;
+        for (uint32_t g = 0; g < v->gpus; g++)
+            idle &= v->state[g] == GPUSCHED_GPU_FREE;
+        for (uint32_t i = 0; i < NRES; i++)
+            idle &= v->res[i] == v->cap[i];
+        return idle;
+    }
+    uint32_t room = 0, full = 0;
+    for (uint32_t g = 0; g < v->gpus; g++) {
+        room += s->milli && v->milli[g] >= s->milli;
+        full += v->state[g] == GPUSCHED_GPU_FREE;
+    }
+    if (s->milli)
+        return k <= room;
+    return (uint64_t)k * s->pod_gpus <= full;
+}
+
+static uint32_t slice_count(const gpusched_place_request *q, const rshape *s, uint32_t *sp, uint32_t *sl)
+{
+    uint32_t per = s->milli ? 1 : s->pod_gpus, k = 0;
+    for (uint32_t i = 0; i < GPUSCHED_MAX_SLICES; i++)
+        if (q->slice_gpus[i]) {
+            sp[k] = q->slice_gpus[i] / per;
+            sl[k++] = q->slice_level[i];
+        }
+    return k;
+}
+
+/* Whether a pod count per node obeys the request's required level and
+ * slices. */
+static bool ref_groups_ok(const rnode *v, uint32_t nn, const uint32_t *cnt, const gpusched_place_request *q,
+                          const rshape *s)
+{
+    if (q->required_level != GPUSCHED_NONE) {
+        uint32_t dom = UINT32_MAX;
+        for (uint32_t n = 0; n < nn; n++)
+            if (cnt[n]) {
+                if (dom == UINT32_MAX)
+                    dom = v[n].domain[q->required_level];
+                else if (v[n].domain[q->required_level] != dom)
+                    return false;
+            }
+    }
+    uint32_t sp[2], sl[2];
+    const uint32_t ns = slice_count(q, s, sp, sl);
+    for (uint32_t k = 0; k < ns; k++)
+        for (uint32_t n = 0; n < nn; n++) {
+            uint32_t in = 0;
+            for (uint32_t m = 0; m < nn; m++)
+                in += v[m].domain[sl[k]] == v[n].domain[sl[k]] ? cnt[m] : 0;
+            if (in % sp[k])
+                return false;
+        }
+    return true;
+}
+
+/* Every assignment of the identical pods to nodes (non-decreasing node
+ * sequences). */
+static bool ref_fits(const rnode *v, uint32_t nn, const gpusched_place_request *q, const rshape *s)
+{
+    uint32_t seq[8] = {0};
+    const uint32_t pods = s->pods;
+    cr_assert(pods <= 8);
+    for (;;) {
+        uint32_t cnt[MAXN] = {0};
+        bool ok = true;
+        for (uint32_t i = 0; i < pods; i++)
+            cnt[seq[i]]++;
+        for (uint32_t n = 0; n < nn && ok; n++)
+            ok = !cnt[n] || (ref_node_ok(v, n, q) && ref_holds(&v[n], s, cnt[n]));
+        if (ok && ref_groups_ok(v, nn, cnt, q, s))
+            return true;
+        int32_t i = (int32_t)pods - 1;
+        while (i >= 0 && seq[i] == nn - 1)
+            i--;
+        if (i < 0)
+            return false;
+        seq[i]++;
+        for (uint32_t j = (uint32_t)i + 1; j < pods; j++)
+            seq[j] = seq[i];
+    }
+}
+
+/* ---- tracked jobs: what the cluster must show --------------------------- */
+
+typedef struct tjob {
+    uint64_t id;
+    rshape s;        /* pods == 0: a whole-GPU job of cluster_allocate */
+    uint32_t n;
+    uint32_t nodes[MAXN];
+    uint32_t pods[MAXN];
+    uint64_t masks[MAXN];
+} tjob;
+
+typedef struct tracker {
+    tjob j[MAXJ];
+    uint32_t n;
+} tracker;
+
+static void track(tracker *tr, uint64_t id, const rshape *s, const outcome *o)
+{
+    cr_assert_lt(tr->n, MAXJ);
+    tjob *j = &tr->j[tr->n++];
+    memset(j, 0, sizeof *j);
+    j->id = id;
+    if (s)
+        j->s = *s;
+    j->n = o->n;
+    for (uint32_t i = 0; i < o->n; i++) {
+        j->nodes[i] = o->nodes[i];
+        j->masks[i] = o->masks[i];
+    }
+    for (uint32_t p = 0; p < o->npods; p++)
+        for (uint32_t i = 0; i < o->n; i++)
+            j->pods[i] += o->nodes[i] == o->pods[p];
+}
+
+static void untrack(tracker *tr, uint64_t id)
+{
+    for (uint32_t i = 0; i < tr->n; i++)
+        if (tr->j[i].id == id) {
+            tr->j[i] = tr->j[--tr->n];
+            return;
+        }
+}
+
+/* The cluster's public state against the jobs placed: each node's free
+ * resources are its capacity less the pods' asks, each GPU's free milli is
+ * 1000 less the fractions on it (never below 0), a GPU held whole is held
+ * by one job and shared by none, and nothing else holds anything. */
+static void assert_accounts(gpusched_cluster *c, const tracker *tr, uint64_t seed, const char *when)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    const uint32_t nn = gpusched_topo_node_count(t), nres = gpusched_topo_resource_count(t);
+    for (uint32_t n = 0; n < nn; n++) {
+        uint64_t used[NRES] = {0};
+        uint32_t milli[64] = {0};
+        uint64_t whole_by[64] = {0};
+        for (uint32_t k = 0; k < tr->n; k++) {
+            const tjob *j = &tr->j[k];
+            for (uint32_t i = 0; i < j->n; i++) {
+                if (j->nodes[i] != n)
+                    continue;
+                for (uint32_t r = 0; r < j->s.nres; r++)
+                    used[r] += (uint64_t)j->pods[i] * j->s.res[r];
+                for (uint64_t m = j->masks[i]; m; m &= m - 1) {
+                    const uint32_t g = (uint32_t)__builtin_ctzll(m);
+                    if (j->s.milli) {
+                        cr_assert_eq(whole_by[g], 0, "seed %llu %s: node %u GPU %u shared and held whole",
+                                     (unsigned long long)seed, when, n, g);
+                        milli[g] += j->s.milli;
+                    } else {
+                        cr_assert(whole_by[g] == 0 && milli[g] == 0, "seed %llu %s: node %u GPU %u held twice",
+                                  (unsigned long long)seed, when, n, g);
+                        whole_by[g] = j->id;
+                    }
+                }
+                if (j->s.milli)
+                    cr_assert_eq((uint32_t)__builtin_popcountll(j->masks[i]), j->pods[i],
+                                 "seed %llu %s: job %llu puts two fractions on one GPU of node %u",
+                                 (unsigned long long)seed, when, (unsigned long long)j->id, n);
+            }
+        }
+        for (uint32_t r = 0; r < nres; r++) {
+            uint32_t free_now;
+            cr_assert_eq(gpusched_cluster_node_resource_free(c, n, r, &free_now), 0);
+            const uint32_t cap = gpusched_topo_node_resource(t, n, r);
+            cr_assert(used[r] <= cap, "seed %llu %s: node %u resource %u: pods hold %llu of %u",
+                      (unsigned long long)seed, when, n, r, (unsigned long long)used[r], cap);
+            cr_assert_eq(free_now, cap - used[r], "seed %llu %s: node %u resource %u free %u, expected %llu",
+                         (unsigned long long)seed, when, n, r, free_now, (unsigned long long)(cap - used[r]));
+        }
+        uint64_t fmask, rmask;
+        cr_assert_eq(gpusched_cluster_node_state(c, n, &fmask, &rmask, NULL, NULL), 0);
+        for (uint32_t g = 0; g < gpusched_topo_node_gpus(t, n); g++) {
+            uint32_t st, m;
+            uint64_t holder;
+            cr_assert_eq(gpusched_cluster_gpu_state(c, n, g, &st, &holder), 0);
+            cr_assert_eq(gpusched_cluster_gpu_milli_free(c, n, g, &m), 0);
+            cr_assert(milli[g] <= 1000, "seed %llu %s: node %u GPU %u: fractions hold %u milli",
+                      (unsigned long long)seed, when, n, g, milli[g]);
+            if (milli[g]) {
+                cr_assert(st == GPUSCHED_GPU_SHARED && m == 1000 - milli[g],
+                          "seed %llu %s: node %u GPU %u: state %u milli free %u, fractions hold %u",
+                          (unsigned long long)seed, when, n, g, st, m, milli[g]);
+            } else if (whole_by[g]) {
+                cr_assert(st == GPUSCHED_GPU_ALLOCATED && holder == whole_by[g] && m == 0,
+                          "seed %llu %s: node %u GPU %u: state %u holder %llu, job %llu holds it",
+                          (unsigned long long)seed, when, n, g, st, (unsigned long long)holder,
+                          (unsigned long long)whole_by[g]);
+            } else if (rmask >> g & 1) {
+                cr_assert(st == GPUSCHED_GPU_RESERVED && m == 0, "seed %llu %s: node %u GPU %u reserved: %u",
+                          (unsigned long long)seed, when, n, g, st);
+            } else {
+                cr_assert(st == GPUSCHED_GPU_FREE && m == 1000 && (fmask >> g & 1),
+                          "seed %llu %s: node %u GPU %u: state %u milli %u, nothing holds it",
+                          (unsigned long long)seed, when, n, g, st, m);
+            }
+        }
+    }
+    cr_assert_eq(gpusched_cluster_job_count(c), tr->n, "seed %llu %s: %u jobs, %u placed",
+                 (unsigned long long)seed, when, gpusched_cluster_job_count(c), tr->n);
+}
+
+/* A placement obeys the request: pods on nodes that pass the filters and
+ * were idle for whole nodes, as many as asked, masks of the right size,
+ * the required domain, whole slices. `before`: the state it was placed on. */
+static void assert_obeys(const rnode *before, uint32_t nn, const gpusched_place_request *q, const rshape *s,
+                         const outcome *o, uint64_t seed, const char *what)
+{
+    uint32_t cnt[MAXN] = {0};
+    cr_assert_eq(o->npods, s->pods, "seed %llu %s: %u pods placed, %u asked", (unsigned long long)seed, what,
+                 o->npods, s->pods);
+    for (uint32_t p = 0; p < o->npods; p++) {
+        cr_assert_lt(o->pods[p], nn);
+        cnt[o->pods[p]]++;
+    }
+    for (uint32_t i = 0; i < o->n; i++) {
+        const uint32_t n = o->nodes[i];
+        cr_assert(i == 0 || n > o->nodes[i - 1]);
+        cr_assert(cnt[n] > 0, "seed %llu %s: node %u has no pod", (unsigned long long)seed, what, n);
+        cr_assert(ref_node_ok(before, n, q), "seed %llu %s: node %u is not allowed", (unsigned long long)seed, what,
+                  n);
+        cr_assert(ref_holds(&before[n], s, cnt[n]), "seed %llu %s: node %u cannot hold %u pods",
+                  (unsigned long long)seed, what, n, cnt[n]);
+        const uint32_t bits = (uint32_t)__builtin_popcountll(o->masks[i]);
+        const uint32_t want = s->whole ? before[n].gpus : s->milli ? cnt[n] : cnt[n] * s->pod_gpus;
+        cr_assert_eq(bits, want, "seed %llu %s: node %u mask %llx for %u pods", (unsigned long long)seed, what, n,
+                     (unsigned long long)o->masks[i], cnt[n]);
+        for (uint64_t m = o->masks[i]; m; m &= m - 1) {
+            const uint32_t g = (uint32_t)__builtin_ctzll(m);
+            cr_assert_lt(g, before[n].gpus);
+            if (s->milli)
+                cr_assert_geq(before[n].milli[g], s->milli, "seed %llu %s: node %u GPU %u has %u milli free",
+                              (unsigned long long)seed, what, n, g, before[n].milli[g]);
+            else
+                cr_assert_eq(before[n].state[g], GPUSCHED_GPU_FREE, "seed %llu %s: node %u GPU %u not free",
+                             (unsigned long long)seed, what, n, g);
+        }
+    }
+    uint32_t used = 0;
+    for (uint32_t n = 0; n < nn; n++)
+        used += cnt[n] > 0;
+    cr_assert_eq(used, o->n);
+    cr_assert(ref_groups_ok(before, nn, cnt, q, s), "seed %llu %s: required level or slices broken",
+              (unsigned long long)seed, what);
+}
+
+/* ---- random states ------------------------------------------------------ */
+
+static int place_req(gpusched_placer *p, hreq *h, bool commit, gpusched_place_result *res, outcome *o)
+{
+    h->q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+    hreq_fix(h);
+    int rc = gpusched_placer_place(p, &h->q, res);
+    if (o)
+        outcome_of(rc, res, o);
+    return rc;
+}
+
+/* Fills a cluster: committed pods of every kind, whole-GPU jobs, a
+ * reservation, a node not up now and then, releases. */
+static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpusched_place_result *res,
+                        uint32_t nres, tracker *tr, uint64_t *next_id, uint32_t steps)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    const uint32_t nn = gpusched_topo_node_count(t);
+    for (uint32_t s = 0; s < steps; s++) {
+        const uint32_t what = pt_below(r, 10);
+        if (what < 5) {
+            hreq h;
+            random_pod_request(r, t, nres, &h, (*next_id)++, true);
+            outcome o;
+            int rc = place_req(p, &h, true, res, &o);
+            cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "fill: %d %s", rc, gpusched_placer_errmsg(p));
+            if (rc == 0) {
+                rshape sh = shape_of(&h.q, t);
+                track(tr, h.job.id, &sh, &o);
+            }
+        } else if (what < 7 && tr->n) {
+            const uint32_t k = pt_below(r, tr->n);
+            const uint64_t id = tr->j[k].id;
+            cr_assert_eq(gpusched_cluster_release(c, id), 0, "%s", gpusched_cluster_errmsg(c));
+            untrack(tr, id);
+        } else if (what == 7) {
+            /* Whole GPUs on one node. */
+            const uint32_t n = pt_below(r, nn);
+            uint64_t f;
+            uint32_t hl;
+            cr_assert_eq(gpusched_cluster_node_state(c, n, &f, NULL, NULL, &hl), 0);
+            const uint64_t m = f & pt_next(r);
+            if (m && hl == GPUSCHED_NODE_UP) {
+                gpusched_job j = GPUSCHED_JOB_INIT;
+                j.id = (*next_id)++;
+                cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0, "%s", gpusched_cluster_errmsg(c));
+                outcome o = {.n = 1, .nodes = {n}, .masks = {m}};
+                track(tr, j.id, NULL, &o);
+            }
+        } else if (what == 8) {
+            const uint32_t n = pt_below(r, nn);
+            uint64_t f;
+            uint32_t hl;
+            cr_assert_eq(gpusched_cluster_node_state(c, n, &f, NULL, NULL, &hl), 0);
+            const uint64_t m = f & pt_next(r);
+            if (m && hl == GPUSCHED_NODE_UP)
+                cr_assert_eq(gpusched_cluster_reserve(c, 999999 + pt_below(r, 2), 1, &n, &m), 0);
+        } else {
+            uint64_t hit[64];
+            cr_assert_eq(gpusched_cluster_node_health_set(c, pt_below(r, nn), pt_below(r, 3) ? 0 : 1 + pt_below(r, 3),
+                                                          hit, 64, NULL),
+                         0);
+        }
+    }
+}
+
+/* Shapes for the fragmentation policy: fixed, so that the placer does not
+ * learn from the requests (a learning placer legitimately answers a plan
+ * and the commit after it differently: the plan taught it a shape). */
+static void set_workload(gpusched_placer *p, uint32_t nres)
+{
+    static uint64_t wres[4][NRES] = {{1000, 1024, 0}, {2000, 2048, 1}, {500, 512, 0}, {3000, 4096, 1}};
+    gpusched_place_request w[4];
+    const gpusched_place_request *shapes[4];
+    static const double weights[] = {4, 3, 2, 1};
+    for (uint32_t i = 0; i < 4; i++) {
+        w[i] = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+        w[i].split = GPUSCHED_SPLIT_PODS;
+        w[i].pods = 1;
+        w[i].resources = wres[i];
+        w[i].resource_count = nres;
+        if (i == 0)
+            w[i].gpu_milli = 500;
+        else if (i == 1)
+            w[i].pod_gpus = 1;
+        else if (i == 2)
+            w[i].gpu_milli = 250;
+        else
+            w[i].pod_gpus = 2;
+        shapes[i] = &w[i];
+    }
+    cr_assert_eq(gpusched_placer_workload_set(p, 4, shapes, weights), 0, "%s", gpusched_placer_errmsg(p));
+}
+
+/* ---- 1. plan, commit, constraints, completeness, release ---------------- */
+
+static uint32_t n_cases, n_fits, n_whole_fits, n_frac_fits, n_slice_fits, n_req_fits;
+
+static void plan_commit_round(uint64_t seed)
+{
+    uint32_t nres;
+    gpusched_topo *t = hunt_topo(seed, MAXN, 0, &nres);
+    pt_env e = pt_env_on(t);
+    set_workload(e.p, nres);
+    pt_rng r = {seed * 0xd1b54a32d192ed03ull + 77};
+    tracker tr = {.n = 0};
+    uint64_t next_id = 1;
+    random_fill(&r, e.c, e.p, e.res, nres, &tr, &next_id, pt_below(&r, 16));
+    check(e.c, seed, "after the fill");
+    assert_accounts(e.c, &tr, seed, "after the fill");
+    const uint32_t nn = gpusched_topo_node_count(t);
+    for (uint32_t trial = 0; trial < 10; trial++) {
+        hreq h;
+        random_pod_request(&r, t, nres, &h, next_id++, true);
+        const rshape s = shape_of(&h.q, t);
+        char desc[512];
+        describe(desc, sizeof desc, &h.q);
+        rnode v[MAXN];
+        ref_read(e.c, v, nn);
+        const uint64_t v0 = view(e.c);
+        size_t len0;
+        uint8_t *img0 = snap(e.c, &len0);
+        /* Plan only: changes nothing. */
+        outcome plan, commit;
+        const int prc = place_req(e.p, &h, false, e.res, &plan);
+        cr_assert(prc == 0 || prc == GPUSCHED_ENOSPC, "seed %llu trial %u: rc %d %s (%s)", (unsigned long long)seed,
+                  trial, prc, gpusched_placer_errmsg(e.p), desc);
+        cr_assert(same_snap(e.c, img0, len0), "seed %llu trial %u: a plan changed the cluster (%s)",
+                  (unsigned long long)seed, trial, desc);
+        /* Against the brute force. */
+        const bool want = ref_fits(v, nn, &h.q, &s);
+        cr_assert_eq(prc == 0, want, "seed %llu trial %u: library %s, brute force %s (%s): %s",
+                     (unsigned long long)seed, trial, prc ? "does not fit" : "fits", want ? "fits" : "does not",
+                     desc, gpusched_place_result_message(e.res));
+        /* The commit: the plan's placement. */
+        const int crc = place_req(e.p, &h, true, e.res, &commit);
+        char pa[256], pb[256];
+        print_outcome(pa, sizeof pa, &plan);
+        print_outcome(pb, sizeof pb, &commit);
+        cr_assert(same_outcome(&plan, &commit), "seed %llu trial %u: plan %s, commit %s (%s)",
+                  (unsigned long long)seed, trial, pa, pb, desc);
+        cr_assert_eq(gpusched_place_result_committed(e.res), crc == 0);
+        n_cases++;
+        if (crc) {
+            cr_assert(same_snap(e.c, img0, len0), "seed %llu trial %u: a failed commit changed the cluster",
+                      (unsigned long long)seed, trial);
+            free(img0);
+            continue;
+        }
+        n_fits++;
+        n_whole_fits += s.whole;
+        n_frac_fits += s.milli != 0;
+        n_slice_fits += h.q.slice_gpus[0] != 0;
+        n_req_fits += h.q.required_level != GPUSCHED_NONE;
+        assert_obeys(v, nn, &h.q, &s, &commit, seed, desc);
+        track(&tr, h.job.id, &s, &commit);
+        check(e.c, seed, "after a commit");
+        assert_accounts(e.c, &tr, seed, desc);
+        /* Released at once, or kept (and checked at the end). */
+        if (pt_below(&r, 2)) {
+            cr_assert_eq(gpusched_cluster_release(e.c, h.job.id), 0);
+            untrack(&tr, h.job.id);
+            cr_assert_eq(view(e.c), v0, "seed %llu trial %u: a release did not restore the state (%s)",
+                         (unsigned long long)seed, trial, desc);
+            check(e.c, seed, "after a release");
+        }
+        free(img0);
+    }
+    /* Every kept job released, in random order: back to the fill's state
+     * less its jobs, which the accounts check. */
+    while (tr.n) {
+        const uint64_t id = tr.j[pt_below(&r, tr.n)].id;
+        cr_assert_eq(gpusched_cluster_release(e.c, id), 0);
+        untrack(&tr, id);
+        assert_accounts(e.c, &tr, seed, "releasing all");
+    }
+    check(e.c, seed, "all released");
+    pt_env_free(&e);
+}
+
+Test(pods_metamorphic, plan_commit_fit_and_release_against_brute_force, .timeout = 120)
+{
+    const uint32_t rounds = 3000 * seeds_scale();
+    for (uint64_t seed = 1; seed <= rounds; seed++)
+        plan_commit_round(seed);
+    cr_log_info("%u cases, %u fit (whole nodes %u, fractions %u, slices %u, required %u)", n_cases, n_fits,
+                n_whole_fits, n_frac_fits, n_slice_fits, n_req_fits);
+    cr_assert_gt(n_fits, n_cases / 5, "%u of %u fit", n_fits, n_cases);
+    cr_assert_lt(n_fits, n_cases - n_cases / 10, "%u of %u fit", n_fits, n_cases);
+    cr_assert_gt(n_whole_fits, 20);
+    cr_assert_gt(n_frac_fits, 100);
+    cr_assert_gt(n_slice_fits, 50);
+    cr_assert_gt(n_req_fits, 50);
+}
