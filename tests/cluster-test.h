@@ -84,6 +84,32 @@ static inline uint64_t ct_hold_print(gpusched_cluster *c, uint64_t h, uint64_t i
     return h;
 }
 
+/* The fragmentation metrics of every level and the aggregates of every
+ * domain, mixed into h. */
+static inline uint64_t ct_aggregates_print(gpusched_cluster *c, uint64_t h)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    uint32_t nl = gpusched_topo_level_count(t);
+    for (uint32_t l = 0; l <= nl; l++) {
+        uint32_t fd;
+        uint64_t s, g;
+        cr_assert_eq(gpusched_cluster_frag(c, l, &fd, &s, &g), 0);
+        h = ct_mix(ct_mix(ct_mix(h, fd), s), g);
+    }
+    for (uint32_t l = 0; l < nl; l++)
+        for (uint32_t d = 0; d < gpusched_topo_domain_count(t, l); d++) {
+            uint64_t fg;
+            uint32_t fn, hist[65], len;
+            cr_assert_eq(gpusched_cluster_domain_free_gpus(c, l, d, &fg), 0);
+            cr_assert_eq(gpusched_cluster_domain_free_nodes(c, l, d, &fn), 0);
+            cr_assert_eq(gpusched_cluster_domain_histogram(c, l, d, hist, 65, &len), 0);
+            h = ct_mix(ct_mix(h, fg), fn);
+            for (uint32_t k = 0; k < len; k++)
+                h = ct_mix(h, hist[k]);
+        }
+    return h;
+}
+
 /* Everything observable: node masks and health, jobs, reservations,
  * aggregates of every domain, fragmentation. */
 static inline uint64_t ct_fingerprint(gpusched_cluster *c)
@@ -106,25 +132,7 @@ static inline uint64_t ct_fingerprint(gpusched_cluster *c)
         cr_assert_eq(gpusched_cluster_resv_at(c, i, &id), 0);
         h = ct_hold_print(c, h, id, 1);
     }
-    uint32_t nl = gpusched_topo_level_count(t);
-    for (uint32_t l = 0; l <= nl; l++) {
-        uint32_t fd;
-        uint64_t s, g;
-        cr_assert_eq(gpusched_cluster_frag(c, l, &fd, &s, &g), 0);
-        h = ct_mix(ct_mix(ct_mix(h, fd), s), g);
-    }
-    for (uint32_t l = 0; l < nl; l++)
-        for (uint32_t d = 0; d < gpusched_topo_domain_count(t, l); d++) {
-            uint64_t fg;
-            uint32_t fn, hist[65], len;
-            cr_assert_eq(gpusched_cluster_domain_free_gpus(c, l, d, &fg), 0);
-            cr_assert_eq(gpusched_cluster_domain_free_nodes(c, l, d, &fn), 0);
-            cr_assert_eq(gpusched_cluster_domain_histogram(c, l, d, hist, 65, &len), 0);
-            h = ct_mix(ct_mix(h, fg), fn);
-            for (uint32_t k = 0; k < len; k++)
-                h = ct_mix(h, hist[k]);
-        }
-    return h;
+    return ct_aggregates_print(c, h);
 }
 
 static inline gpusched_job ct_job(uint64_t id)

@@ -21,20 +21,24 @@
  *   journal's standby, a replay and a snapshot round trip reproduce the
  *   state.
  *
- * Each check prints its seed; GS_POD_HUNT_SEEDS=N runs N times more. */
+ * Each check prints its seed; GS_POD_HUNT_SEEDS=N runs N times more,
+ * GS_HUNT_DEBUG=1 prints each topology and fill placement. */
 #include <stdlib.h>
 
+#include "cluster-test.h"
 #include "place-test.h"
 
 #define MAXN 8    /* nodes of the brute-force clusters */
-#define MAXJ 96   /* tracked jobs */
+#define MAXJ 1024 /* tracked jobs */
 #define NRES 3    /* cpu, memory, nic */
 
-static uint32_t seeds_scale(void)
+/* Runs round(seed) for seeds 1 to rounds (times GS_POD_HUNT_SEEDS). */
+static void run_seeds(void (*round)(uint64_t), uint32_t rounds)
 {
     const char *s = getenv("GS_POD_HUNT_SEEDS");
-    uint32_t k = s ? (uint32_t)strtoul(s, NULL, 10) : 1;
-    return k ? k : 1;
+    const uint32_t k = s ? (uint32_t)strtoul(s, NULL, 10) : 1;
+    for (uint64_t seed = 1; seed <= (uint64_t)rounds * (k ? k : 1); seed++)
+        round(seed);
 }
 
 /* ---- random clusters ---------------------------------------------------- */
@@ -44,8 +48,9 @@ static uint32_t seeds_scale(void)
  * one time in two) with random capacities, classes a and b, labels ib and
  * ssd. With `extra` (1: a node of 0 GPUs and no resources; 2: a copy of
  * the last node's size), one more node after the others, in the last
- * rack or a rack of its own. */
-static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t extra, uint32_t *nres_out)
+ * rack or a rack of its own. A new domain opens before a node one time in
+ * `split`. */
+static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t split, uint32_t extra, uint32_t *nres_out)
 {
     pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 0x1234567};
     static const char *lv[] = {"zone", "block", "rack"};
@@ -64,7 +69,7 @@ static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t extr
     const char *last_cls = "a";
     for (uint32_t n = 0; n < nn + (extra ? 1 : 0); n++) {
         const bool is_extra = n == nn;
-        if (n && pt_below(&r, 3) == 0) {
+        if (n && pt_below(&r, split) == 0) {
             uint32_t l = pt_below(&r, L);
             path_idx[l]++;
             for (uint32_t k = l + 1; k < L; k++)
@@ -111,6 +116,12 @@ static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t extr
     gpusched_topo_builder_free(b);
     if (nres_out)
         *nres_out = nres;
+    if (getenv("GS_HUNT_DEBUG")) {
+        static char text[65536];
+        size_t len;
+        if (gpusched_topo_export(t, text, sizeof text, &len) == 0)
+            fprintf(stderr, "%.*s\n", (int)len, text);
+    }
     return t;
 }
 
@@ -226,31 +237,7 @@ static void random_pod_request(pt_rng *r, const gpusched_topo *t, uint32_t nres,
 
 /* ---- what a user sees --------------------------------------------------- */
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-static uint64_t hold_hash(gpusched_cluster *c, uint64_t id, int resv)
-{
-    const uint32_t *nodes;
-    const uint64_t *masks;
-    uint32_t n, g;
-    int rc = resv ? gpusched_cluster_resv_allocation(c, id, &nodes, &masks, &n, &g)
-                  : gpusched_cluster_job_allocation(c, id, &nodes, &masks, &n, &g);
-    cr_assert_eq(rc, 0);
-    uint64_t h = mix(mix(mix(7, id), n), g);
-    for (uint32_t i = 0; i < n; i++)
-        h = mix(mix(h, nodes[i]), masks[i]);
-    if (!resv) {
-        gpusched_job j = GPUSCHED_JOB_INIT;
-        cr_assert_eq(gpusched_cluster_job_find(c, id, &j), 0);
-        h = mix(mix(mix(mix(mix(mix(h, j.flags), (uint32_t)j.priority), j.tenant), (uint64_t)j.start_time),
-                    j.cost_hint), (uint64_t)j.protected_until);
-    }
-    return h;
-}
+#define mix ct_mix
 
 /* Everything the public API shows of a state, independent of the order of
  * the job and reservation tables: nodes (masks, health, free resources,
@@ -289,36 +276,17 @@ static uint64_t view(gpusched_cluster *c)
     for (uint32_t i = 0; i < gpusched_cluster_job_count(c); i++) {
         uint64_t id;
         cr_assert_eq(gpusched_cluster_job_at(c, i, &id), 0);
-        jobs += hold_hash(c, id, 0);
+        jobs += ct_hold_print(c, 7, id, 0);
     }
     for (uint32_t i = 0; i < gpusched_cluster_resv_count(c); i++) {
         uint64_t id;
         cr_assert_eq(gpusched_cluster_resv_at(c, i, &id), 0);
-        resvs += hold_hash(c, id, 1);
+        resvs += ct_hold_print(c, 7, id, 1);
     }
     h = mix(mix(mix(mix(h, gpusched_cluster_job_count(c)), jobs), gpusched_cluster_resv_count(c)), resvs);
-    const uint32_t nl = gpusched_topo_level_count(t);
-    for (uint32_t l = 0; l <= nl; l++) {
-        uint32_t fd;
-        uint64_t s, g;
-        cr_assert_eq(gpusched_cluster_frag(c, l, &fd, &s, &g), 0);
-        h = mix(mix(mix(h, fd), s), g);
-    }
     uint64_t sg, sm;
     cr_assert_eq(gpusched_cluster_frag_shared(c, &sg, &sm), 0);
-    h = mix(mix(h, sg), sm);
-    for (uint32_t l = 0; l < nl; l++)
-        for (uint32_t d = 0; d < gpusched_topo_domain_count(t, l); d++) {
-            uint64_t fg;
-            uint32_t fn, hist[65], len;
-            cr_assert_eq(gpusched_cluster_domain_free_gpus(c, l, d, &fg), 0);
-            cr_assert_eq(gpusched_cluster_domain_free_nodes(c, l, d, &fn), 0);
-            cr_assert_eq(gpusched_cluster_domain_histogram(c, l, d, hist, 65, &len), 0);
-            h = mix(mix(h, fg), fn);
-            for (uint32_t k = 0; k < len; k++)
-                h = mix(h, hist[k]);
-        }
-    return h;
+    return ct_aggregates_print(c, mix(mix(h, sg), sm));
 }
 
 static void check(gpusched_cluster *c, uint64_t seed, const char *what)
@@ -327,14 +295,7 @@ static void check(gpusched_cluster *c, uint64_t seed, const char *what)
                  gpusched_cluster_errmsg(c));
 }
 
-static uint8_t *snap(gpusched_cluster *c, size_t *len)
-{
-    cr_assert_eq(gpusched_cluster_snapshot(c, NULL, 0, len), GPUSCHED_ERANGE);
-    uint8_t *buf = malloc(*len);
-    cr_assert_not_null(buf);
-    cr_assert_eq(gpusched_cluster_snapshot(c, buf, *len, len), 0, "%s", gpusched_cluster_errmsg(c));
-    return buf;
-}
+#define snap ct_snapshot
 
 static bool same_snap(gpusched_cluster *c, const uint8_t *img, size_t len)
 {
@@ -348,6 +309,7 @@ static bool same_snap(gpusched_cluster *c, const uint8_t *img, size_t len)
 /* A placement's outcome: rc, reason, nodes, masks, pods. */
 typedef struct outcome {
     int rc;
+    bool asks_gpus;
     uint32_t reason, n, npods;
     uint32_t nodes[64];
     uint64_t masks[64];
@@ -373,7 +335,7 @@ static void outcome_of(int rc, const gpusched_place_result *res, outcome *o)
 
 static bool same_outcome(const outcome *a, const outcome *b)
 {
-    return a->rc == b->rc && a->reason == b->reason && a->n == b->n && a->npods == b->npods &&
+    return a->rc == b->rc && a->asks_gpus == b->asks_gpus && a->reason == b->reason && a->n == b->n && a->npods == b->npods &&
            !memcmp(a->nodes, b->nodes, a->n * sizeof a->nodes[0]) &&
            !memcmp(a->masks, b->masks, a->n * sizeof a->masks[0]) &&
            !memcmp(a->pods, b->pods, a->npods * sizeof a->pods[0]);
@@ -746,17 +708,19 @@ static int place_req(gpusched_placer *p, hreq *h, bool commit, gpusched_place_re
     h->q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
     hreq_fix(h);
     int rc = gpusched_placer_place(p, &h->q, res);
-    if (o)
+    if (o) {
         outcome_of(rc, res, o);
+        o->asks_gpus = h->q.pod_gpus || h->q.gpu_milli || h->q.split == GPUSCHED_SPLIT_WHOLE_NODES;
+    }
     return rc;
 }
 
 /* Fills a cluster: committed pods of every kind, whole-GPU jobs, a
  * reservation, a node not up now and then, releases. */
 static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpusched_place_result *res,
-                        uint32_t nres, tracker *tr, uint64_t *next_id, uint32_t steps)
+                        const gpusched_topo *t, uint32_t nres, tracker *tr, uint64_t *next_id, uint32_t steps,
+                        outcome *seen)
 {
-    gpusched_topo *t = gpusched_cluster_topo(c);
     const uint32_t nn = gpusched_topo_node_count(t);
     for (uint32_t s = 0; s < steps; s++) {
         const uint32_t what = pt_below(r, 10);
@@ -766,6 +730,14 @@ static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpus
             outcome o;
             int rc = place_req(p, &h, true, res, &o);
             cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "fill: %d %s", rc, gpusched_placer_errmsg(p));
+            if (seen)
+                *seen++ = o;
+            if (getenv("GS_HUNT_DEBUG")) {
+                char d[512], a[256];
+                describe(d, sizeof d, &h.q);
+                print_outcome(a, sizeof a, &o);
+                fprintf(stderr, "fill %llu: %s -> %s\n", (unsigned long long)h.job.id, d, a);
+            }
             if (rc == 0) {
                 rshape sh = shape_of(&h.q, t);
                 track(tr, h.job.id, &sh, &o);
@@ -841,15 +813,15 @@ static uint32_t n_cases, n_fits, n_whole_fits, n_frac_fits, n_slice_fits, n_req_
 static void plan_commit_round(uint64_t seed)
 {
     uint32_t nres;
-    gpusched_topo *t = hunt_topo(seed, MAXN, 0, &nres);
+    gpusched_topo *t = hunt_topo(seed, MAXN, 3, 0, &nres);
     pt_env e = pt_env_on(t);
     set_workload(e.p, nres);
     pt_rng r = {seed * 0xd1b54a32d192ed03ull + 77};
-    tracker tr = {.n = 0};
+    tracker *tr = calloc(1, sizeof *tr);
     uint64_t next_id = 1;
-    random_fill(&r, e.c, e.p, e.res, nres, &tr, &next_id, pt_below(&r, 16));
+    random_fill(&r, e.c, e.p, e.res, t, nres, tr, &next_id, pt_below(&r, 16), NULL);
     check(e.c, seed, "after the fill");
-    assert_accounts(e.c, &tr, seed, "after the fill");
+    assert_accounts(e.c, tr, seed, "after the fill");
     const uint32_t nn = gpusched_topo_node_count(t);
     for (uint32_t trial = 0; trial < 10; trial++) {
         hreq h;
@@ -895,13 +867,13 @@ static void plan_commit_round(uint64_t seed)
         n_slice_fits += h.q.slice_gpus[0] != 0;
         n_req_fits += h.q.required_level != GPUSCHED_NONE;
         assert_obeys(v, nn, &h.q, &s, &commit, seed, desc);
-        track(&tr, h.job.id, &s, &commit);
+        track(tr, h.job.id, &s, &commit);
         check(e.c, seed, "after a commit");
-        assert_accounts(e.c, &tr, seed, desc);
+        assert_accounts(e.c, tr, seed, desc);
         /* Released at once, or kept (and checked at the end). */
         if (pt_below(&r, 2)) {
             cr_assert_eq(gpusched_cluster_release(e.c, h.job.id), 0);
-            untrack(&tr, h.job.id);
+            untrack(tr, h.job.id);
             cr_assert_eq(view(e.c), v0, "seed %llu trial %u: a release did not restore the state (%s)",
                          (unsigned long long)seed, trial, desc);
             check(e.c, seed, "after a release");
@@ -910,21 +882,20 @@ static void plan_commit_round(uint64_t seed)
     }
     /* Every kept job released, in random order: back to the fill's state
      * less its jobs, which the accounts check. */
-    while (tr.n) {
-        const uint64_t id = tr.j[pt_below(&r, tr.n)].id;
+    while (tr->n) {
+        const uint64_t id = tr->j[pt_below(&r, tr->n)].id;
         cr_assert_eq(gpusched_cluster_release(e.c, id), 0);
-        untrack(&tr, id);
-        assert_accounts(e.c, &tr, seed, "releasing all");
+        untrack(tr, id);
+        assert_accounts(e.c, tr, seed, "releasing all");
     }
     check(e.c, seed, "all released");
+    free(tr);
     pt_env_free(&e);
 }
 
 Test(pods_metamorphic, plan_commit_fit_and_release_against_brute_force, .timeout = 120)
 {
-    const uint32_t rounds = 3000 * seeds_scale();
-    for (uint64_t seed = 1; seed <= rounds; seed++)
-        plan_commit_round(seed);
+    run_seeds(plan_commit_round, 3000);
     cr_log_info("%u cases, %u fit (whole nodes %u, fractions %u, slices %u, required %u)", n_cases, n_fits,
                 n_whole_fits, n_frac_fits, n_slice_fits, n_req_fits);
     cr_assert_gt(n_fits, n_cases / 5, "%u of %u fit", n_fits, n_cases);
@@ -933,4 +904,253 @@ Test(pods_metamorphic, plan_commit_fit_and_release_against_brute_force, .timeout
     cr_assert_gt(n_frac_fits, 100);
     cr_assert_gt(n_slice_fits, 50);
     cr_assert_gt(n_req_fits, 50);
+}
+
+/* ---- 2. answers do not depend on history -------------------------------- */
+
+/* Plans the same request on every placer and expects one answer: the
+ * placement, the reason and the explanation's text. */
+static void same_answers(gpusched_placer *const *ps, const char *const *names, uint32_t np, hreq *h,
+                         uint64_t seed, uint32_t step)
+{
+    gpusched_place_result *res;
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    outcome first;
+    char msg0[512], desc[512], a[256], b[256];
+    describe(desc, sizeof desc, &h->q);
+    for (uint32_t i = 0; i < np; i++) {
+        outcome o;
+        const int rc = place_req(ps[i], h, false, res, &o);
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u %s: rc %d %s", (unsigned long long)seed,
+                  step, names[i], rc, gpusched_placer_errmsg(ps[i]));
+        if (i == 0) {
+            first = o;
+            snprintf(msg0, sizeof msg0, "%s", gpusched_place_result_message(res));
+            continue;
+        }
+        print_outcome(a, sizeof a, &first);
+        print_outcome(b, sizeof b, &o);
+        cr_assert(same_outcome(&first, &o), "seed %llu step %u: %s %s, %s %s (%s)", (unsigned long long)seed, step,
+                  names[0], a, names[i], b, desc);
+        cr_assert_str_eq(gpusched_place_result_message(res), msg0, "seed %llu step %u: %s and %s explain apart (%s)",
+                         (unsigned long long)seed, step, names[0], names[i], desc);
+    }
+    gpusched_place_result_free(res);
+}
+
+static uint32_t n_history_compared;
+
+static void history_round(uint64_t seed)
+{
+    pt_rng r = {seed * 0x2545f4914f6cdd1dull + 5};
+    uint32_t nres;
+    /* Racks of about 10 nodes, up to 60 nodes; one time in four a single
+     * rack of up to 300 (the fragmentation policy caches scans of 256
+     * nodes and more). */
+    const bool wide = pt_below(&r, 4) == 0;
+    gpusched_topo *t = hunt_topo(seed, wide ? 300 : 60, wide ? 100000 : 10, 0, &nres);
+    pt_env e = pt_env_on(t);
+    set_workload(e.p, nres);
+    size_t len0;
+    uint8_t *img0 = snap(e.c, &len0);
+    cr_assert_eq(gpusched_cluster_journal_start(e.c, NULL, NULL), 0);
+    tracker *tr = calloc(1, sizeof *tr);
+    uint64_t next_id = 1;
+    char err[256];
+    for (uint32_t phase = 0; phase < 4; phase++) {
+        random_fill(&r, e.c, e.p, e.res, t, nres, tr, &next_id, 40 + pt_below(&r, 80), NULL);
+        /* Releases of many jobs at once (the summaries' largest values
+         * move down), then more placements. */
+        for (uint32_t k = 0; k < tr->n / 2; k++) {
+            const uint64_t id = tr->j[pt_below(&r, tr->n)].id;
+            cr_assert_eq(gpusched_cluster_release(e.c, id), 0);
+            untrack(tr, id);
+        }
+        random_fill(&r, e.c, e.p, e.res, t, nres, tr, &next_id, 20, NULL);
+        check(e.c, seed, "history");
+        assert_accounts(e.c, tr, seed, "history");
+        /* The same state four ways. */
+        size_t len;
+        uint8_t *img = snap(e.c, &len);
+        gpusched_cluster *restored, *replayed;
+        cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &restored, err, sizeof err), 0, "%s", err);
+        const void *jb;
+        size_t jlen;
+        cr_assert_eq(gpusched_cluster_journal_view(e.c, &jb, &jlen), 0);
+        cr_assert_eq(gpusched_cluster_replay(img0, len0, jb, jlen, NULL, &replayed, err, sizeof err), 0,
+                     "seed %llu: %s", (unsigned long long)seed, err);
+        cr_assert_eq(view(restored), view(e.c), "seed %llu: the restored cluster shows another state",
+                     (unsigned long long)seed);
+        cr_assert_eq(view(replayed), view(e.c), "seed %llu: the replayed cluster shows another state",
+                     (unsigned long long)seed);
+        cr_assert(same_snap(replayed, img, len), "seed %llu: replay gives other bytes", (unsigned long long)seed);
+        cr_assert(same_snap(restored, img, len), "seed %llu: a round trip gives other bytes", (unsigned long long)seed);
+        check(restored, seed, "restored");
+        check(replayed, seed, "replayed");
+        gpusched_placer *fresh, *on_restored, *on_replayed;
+        cr_assert_eq(gpusched_placer_new(e.c, NULL, &fresh), 0);
+        cr_assert_eq(gpusched_placer_new(restored, NULL, &on_restored), 0);
+        cr_assert_eq(gpusched_placer_new(replayed, NULL, &on_replayed), 0);
+        set_workload(fresh, nres);
+        set_workload(on_restored, nres);
+        set_workload(on_replayed, nres);
+        gpusched_placer *ps[] = {e.p, fresh, on_restored, on_replayed};
+        static const char *const names[] = {"the placer with a history", "a new placer",
+                                            "a placer on the restored cluster", "a placer on the replayed cluster"};
+        for (uint32_t k = 0; k < 25; k++) {
+            hreq h;
+            random_pod_request(&r, t, nres, &h, next_id++, false);
+            same_answers(ps, names, 4, &h, seed, phase * 100 + k);
+            n_history_compared++;
+        }
+        gpusched_placer_free(fresh);
+        gpusched_placer_free(on_restored);
+        gpusched_placer_free(on_replayed);
+        gpusched_cluster_unref(restored);
+        gpusched_cluster_unref(replayed);
+        free(img);
+    }
+    free(tr);
+    free(img0);
+    pt_env_free(&e);
+}
+
+Test(pods_metamorphic, answers_do_not_depend_on_history, .timeout = 120)
+{
+    run_seeds(history_round, 40);
+    cr_log_info("%u requests compared on four placers", n_history_compared);
+}
+
+/* ---- 3. a node that can hold nothing ------------------------------------ */
+
+static uint32_t n_null_compared;
+
+/* A pod without GPUs: the node of nothing (variant 1) passes the
+ * request's filters (what "eligible" means for pods), so a failure that
+ * was "no eligible node" may become "the nodes hold too few pods". */
+static void null_node_reason(const outcome *without, outcome *with, uint32_t variant)
+{
+    if (variant == 1 && !without->asks_gpus && without->rc && with->rc &&
+        without->reason == GPUSCHED_REASON_ELIGIBLE && with->reason == GPUSCHED_REASON_SPLIT)
+        with->reason = without->reason;
+}
+
+static void null_node_round(uint64_t seed)
+{
+    uint32_t nres;
+    gpusched_topo *t = hunt_topo(seed, 12, 3, 0, &nres);
+    const uint32_t nn = gpusched_topo_node_count(t);
+    pt_env env[3];
+    env[0] = pt_env_on(t);
+    for (uint32_t k = 1; k < 3; k++) {
+        uint32_t nres_k;
+        env[k] = pt_env_on(hunt_topo(seed, 12, 3, k, &nres_k));
+        cr_assert_eq(nres_k, nres);
+        cr_assert_eq(gpusched_topo_node_count(env[k].t), nn + 1);
+    }
+    /* The copy of the last node is down. */
+    uint64_t hit[4];
+    cr_assert_eq(gpusched_cluster_node_health_set(env[2].c, nn, GPUSCHED_NODE_DOWN, hit, 4, NULL), 0);
+    pt_rng rr[3], ctl = {seed + 99};
+    tracker *tr[3];
+    uint64_t ids[3];
+    for (uint32_t k = 0; k < 3; k++) {
+        set_workload(env[k].p, nres);
+        rr[k] = (pt_rng){seed * 0x9e3779b97f4a7c15ull + 11};
+        tr[k] = calloc(1, sizeof *tr[k]);
+        ids[k] = 1;
+    }
+    static const char *const names[] = {"without the node", "with a node of nothing", "with a node down"};
+    outcome seen[3][64];
+    for (uint32_t phase = 0; phase < 3; phase++) {
+        /* The same operations, drawn over the first nn nodes. */
+        const uint32_t steps = 10 + pt_below(&ctl, 30);
+        for (uint32_t k = 0; k < 3; k++) {
+            memset(seen[k], 0, sizeof seen[k]);
+            random_fill(&rr[k], env[k].c, env[k].p, env[k].res, t, nres, tr[k], &ids[k], steps, seen[k]);
+        }
+        for (uint32_t i = 0; i < 64; i++)
+            for (uint32_t k = 1; k < 3; k++) {
+                char a[256], b[256];
+                null_node_reason(&seen[0][i], &seen[k][i], k);
+                print_outcome(a, sizeof a, &seen[0][i]);
+                print_outcome(b, sizeof b, &seen[k][i]);
+                cr_assert(same_outcome(&seen[0][i], &seen[k][i]), "seed %llu phase %u fill %u: %s %s, %s %s",
+                          (unsigned long long)seed, phase, i, names[0], a, names[k], b);
+            }
+        gpusched_placer *ps[3];
+        for (uint32_t k = 0; k < 3; k++)
+            ps[k] = env[k].p;
+        for (uint32_t q = 0; q < 20; q++) {
+            hreq h;
+            random_pod_request(&ctl, t, nres, &h, 100000 + q, false);
+            gpusched_place_result *res;
+            cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+            outcome o[3];
+            char desc[512];
+            describe(desc, sizeof desc, &h.q);
+            for (uint32_t k = 0; k < 3; k++) {
+                const int rc = place_req(ps[k], &h, false, res, &o[k]);
+                cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu: %s rc %d %s", (unsigned long long)seed,
+                          names[k], rc, gpusched_placer_errmsg(ps[k]));
+            }
+            for (uint32_t k = 1; k < 3; k++) {
+                char a[256], b[256];
+                null_node_reason(&o[0], &o[k], k);
+                print_outcome(a, sizeof a, &o[0]);
+                print_outcome(b, sizeof b, &o[k]);
+                cr_assert(same_outcome(&o[0], &o[k]), "seed %llu phase %u request %u: %s %s, %s %s (%s)",
+                          (unsigned long long)seed, phase, q, names[0], a, names[k], b, desc);
+            }
+            n_null_compared++;
+            gpusched_place_result_free(res);
+        }
+    }
+    for (uint32_t k = 0; k < 3; k++) {
+        check(env[k].c, seed, names[k]);
+        free(tr[k]);
+        pt_env_free(&env[k]);
+    }
+}
+
+Test(pods_metamorphic, a_node_that_holds_nothing_changes_nothing, .timeout = 120)
+{
+    run_seeds(null_node_round, 300);
+    cr_log_info("%u requests compared", n_null_compared);
+}
+
+/* The smallest case the null-node check found: the only node with the
+ * label a GPU pod requires has no GPU. The filters leave no GPU, so the
+ * reason is ELIGIBLE, as without that node (it was SPLIT). */
+Test(pods_metamorphic, a_node_without_gpus_is_not_eligible_for_gpu_pods)
+{
+    static const char text[] = "levels rack\nlabels ssd\nresources cpu\n"
+                               "node r0 g0 gpus=4 cpu=8000\n"
+                               "node r0 c0 gpus=0 labels=ssd cpu=8000\n";
+    gpusched_topo *t = NULL;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    pt_env e = pt_env_on(t);
+    hreq h;
+    memset(&h, 0, sizeof h);
+    h.q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    h.job = (gpusched_job)GPUSCHED_JOB_INIT;
+    h.q.split = GPUSCHED_SPLIT_PODS;
+    h.q.pods = 1;
+    h.q.pod_gpus = 1;
+    h.q.labels_required = 1;
+    h.q.resource_count = 1;
+    h.res[0] = 1000;
+    for (uint32_t milli = 0; milli <= 500; milli += 500) {
+        h.q.gpu_milli = milli;
+        h.q.pod_gpus = milli ? 0 : 1;
+        cr_assert_eq(place_req(e.p, &h, false, e.res, NULL), GPUSCHED_ENOSPC);
+        cr_assert_eq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_ELIGIBLE, "milli %u: %s", milli,
+                     gpusched_place_result_message(e.res));
+    }
+    /* A pod without GPUs goes there. */
+    h.q.pod_gpus = 0;
+    h.q.gpu_milli = 0;
+    cr_assert_eq(place_req(e.p, &h, false, e.res, NULL), 0, "%s", gpusched_place_result_message(e.res));
+    pt_env_free(&e);
 }

@@ -744,6 +744,11 @@ static void most_from_nodes(const gpusched_placer *p, const gs_pl_req *r, gs_mos
         if ((r->in.avoid_count && p->avoid_gen[n] == p->gen) ||
             (c->nodes_not_up && c->node_health[n] != GPUSCHED_NODE_UP))
             continue;
+        /* A node without GPUs never holds a pod that asks GPUs: counting
+         * it made the reason depend on such nodes (ELIGIBLE without them,
+         * SPLIT with them; tests/test-pods-metamorphic.c). */
+        if ((s->milli || s->pod_gpus) && !t->node_gpus[n])
+            continue;
         eligible++;
         for (uint32_t i = 0; i < s->nres; i++)
             if (c->res_free[i][n] > max_res[i])
