@@ -1154,3 +1154,398 @@ Test(pods_metamorphic, a_node_without_gpus_is_not_eligible_for_gpu_pods)
     cr_assert_eq(place_req(e.p, &h, false, e.res, NULL), 0, "%s", gpusched_place_result_message(e.res));
     pt_env_free(&e);
 }
+
+/* ---- 4. operations of one instant commute -------------------------------- */
+
+static uint32_t n_permuted;
+
+typedef struct instant_op {
+    uint32_t kind, node, health; /* kind 0: release job id; 1: node health */
+    uint64_t id;
+} instant_op;
+
+static void permute_round(uint64_t seed)
+{
+    pt_rng r = {seed * 0x94d049bb133111ebull + 3};
+    uint32_t nres;
+    gpusched_topo *t = hunt_topo(seed, 24, 4, 0, &nres);
+    pt_env e = pt_env_on(t);
+    set_workload(e.p, nres);
+    tracker *tr = calloc(1, sizeof *tr);
+    uint64_t next_id = 1;
+    random_fill(&r, e.c, e.p, e.res, t, nres, tr, &next_id, 30 + pt_below(&r, 40), NULL);
+    /* Up to 6 releases and 3 health changes of distinct nodes, applied in
+     * the order drawn here and in a shuffled order on a copy. */
+    size_t len;
+    uint8_t *img = snap(e.c, &len);
+    gpusched_cluster *copy;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &copy, err, sizeof err), 0, "%s", err);
+    instant_op ops[9];
+    uint32_t nops = 0;
+    const uint32_t nn = gpusched_topo_node_count(t);
+    for (uint32_t i = 0; i < 6 && i < tr->n; i++)
+        if (pt_below(&r, 3)) {
+            const uint32_t k = pt_below(&r, tr->n - i) + i; /* distinct jobs: a partial shuffle */
+            const tjob x = tr->j[k];
+            tr->j[k] = tr->j[i];
+            tr->j[i] = x;
+            ops[nops++] = (instant_op){0, 0, 0, x.id};
+        }
+    uint32_t used_nodes = 0;
+    for (uint32_t i = 0; i < 3 && nn <= 32; i++) {
+        const uint32_t n = pt_below(&r, nn);
+        if (used_nodes >> n & 1)
+            continue;
+        used_nodes |= 1u << n;
+        ops[nops++] = (instant_op){1, n, pt_below(&r, 4), 0};
+    }
+    uint32_t order[9];
+    for (uint32_t i = 0; i < nops; i++)
+        order[i] = i;
+    for (uint32_t i = nops; i > 1; i--) {
+        const uint32_t k = pt_below(&r, i), x = order[i - 1];
+        order[i - 1] = order[k];
+        order[k] = x;
+    }
+    for (uint32_t pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < nops; i++) {
+            gpusched_cluster *c = pass ? copy : e.c;
+            const uint32_t o = pass ? order[i] : i;
+            uint64_t hit[64];
+            if (ops[o].kind == 0)
+                cr_assert_eq(gpusched_cluster_release(c, ops[o].id), 0, "%s", gpusched_cluster_errmsg(c));
+            else
+                cr_assert_eq(gpusched_cluster_node_health_set(c, ops[o].node, ops[o].health, hit, 64, NULL), 0);
+        }
+    cr_assert_eq(view(e.c), view(copy), "seed %llu: %u operations of one instant do not commute",
+                 (unsigned long long)seed, nops);
+    check(copy, seed, "permuted");
+    gpusched_placer *other;
+    cr_assert_eq(gpusched_placer_new(copy, NULL, &other), 0);
+    set_workload(other, nres);
+    gpusched_placer *ps[] = {e.p, other};
+    static const char *const names[] = {"in order", "permuted"};
+    for (uint32_t k = 0; k < 10; k++) {
+        hreq h;
+        random_pod_request(&r, t, nres, &h, next_id++, false);
+        same_answers(ps, names, 2, &h, seed, k);
+    }
+    n_permuted += nops;
+    gpusched_placer_free(other);
+    gpusched_cluster_unref(copy);
+    free(img);
+    free(tr);
+    pt_env_free(&e);
+}
+
+Test(pods_metamorphic, releases_and_health_changes_of_one_instant_commute, .timeout = 120)
+{
+    run_seeds(permute_round, 500);
+    cr_log_info("%u operations permuted", n_permuted);
+}
+
+/* ---- 5. sequences of every change: journal, snapshots, atomicity --------- */
+
+typedef struct seqst {
+    pt_rng r;
+    uint64_t seed;
+    gpusched_topo *t;
+    gpusched_cluster *c;
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    gpusched_preempt_plan *plan;
+    uint32_t nres;
+    uint64_t next_id;
+    uint32_t committed, planned, refused, batches, bad_batches, preempted, moved;
+} seqst;
+
+static uint64_t random_job(seqst *s)
+{
+    const uint32_t n = gpusched_cluster_job_count(s->c);
+    uint64_t id = 0;
+    if (n)
+        cr_assert_eq(gpusched_cluster_job_at(s->c, pt_below(&s->r, n), &id), 0);
+    return id;
+}
+
+/* A pod request with a job descriptor a preemption may evict. */
+static void seq_request(seqst *s, hreq *h, bool commit)
+{
+    random_pod_request(&s->r, s->t, s->nres, h, s->next_id++, false);
+    h->job.flags = pt_below(&s->r, 3) ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0;
+    h->job.priority = (int32_t)pt_below(&s->r, 4);
+    h->job.cost_hint = pt_below(&s->r, 100);
+    h->q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+}
+
+/* Spoils a valid request in one of the ways the library must refuse
+ * before changing anything. */
+static int spoil(seqst *s, hreq *h)
+{
+    switch (pt_below(&s->r, 5)) {
+    case 0: h->q.gpu_milli = 1001; h->q.pod_gpus = 0; return GPUSCHED_EINVAL;
+    case 1: h->q.resource_count = s->nres + 1; h->res[s->nres < NRES ? s->nres : 0] = 1; return GPUSCHED_ERANGE;
+    case 2: h->q.gpu_class_count = 1; h->classes[0] = 9; return GPUSCHED_ERANGE;
+    case 3: h->q.policy = 7; return GPUSCHED_EINVAL;
+    default: {
+        const uint64_t id = random_job(s);
+        if (!id) {
+            h->q.policy = 7;
+            return GPUSCHED_EINVAL;
+        }
+        h->job.id = id; /* a running job's id, committed */
+        h->q.flags = GPUSCHED_PLACE_FLAG_COMMIT;
+        return GPUSCHED_EEXIST;
+    }
+    }
+}
+
+static void seq_step(seqst *s, uint32_t step)
+{
+    size_t len0, jlen0;
+    uint8_t *img0 = snap(s->c, &len0);
+    const void *jb;
+    cr_assert_eq(gpusched_cluster_journal_view(s->c, &jb, &jlen0), 0);
+    const uint32_t what = pt_below(&s->r, 12);
+    bool changes = true; /* false: the step must change nothing */
+    int rc = 0;
+    const char *op = "?";
+    if (what < 4) {
+        op = "place";
+        hreq h;
+        const bool commit = pt_below(&s->r, 3) != 0;
+        seq_request(s, &h, commit);
+        hreq_fix(&h);
+        rc = gpusched_placer_place(s->p, &h.q, s->res);
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: %d %s", (unsigned long long)s->seed, step,
+                  rc, gpusched_placer_errmsg(s->p));
+        changes = commit && rc == 0;
+        s->committed += changes;
+        s->planned += !commit;
+    } else if (what < 6) {
+        op = "batch";
+        hreq h[4];
+        const gpusched_place_request *qp[4];
+        gpusched_place_result *rp[4];
+        const uint32_t n = 2 + pt_below(&s->r, 3);
+        bool any_commit = false;
+        for (uint32_t i = 0; i < n; i++) {
+            seq_request(s, &h[i], pt_below(&s->r, 2));
+            if (pt_below(&s->r, 4) == 0) {
+                /* A whole-GPU gang beside the pods. */
+                h[i].q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+                h[i].q.gpus = 1 + pt_below(&s->r, 4);
+                h[i].q.flags = pt_below(&s->r, 2) ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+            }
+            hreq_fix(&h[i]);
+            any_commit |= h[i].q.flags != 0;
+            qp[i] = &h[i].q;
+            cr_assert_eq(gpusched_place_result_new(NULL, &rp[i]), 0);
+        }
+        int want = 0;
+        bool exact = true;
+        if (pt_below(&s->r, 4) == 0) {
+            /* Bad input in the middle of the batch: refused, nothing
+             * changed, the message says why. */
+            const uint32_t k = 1 + pt_below(&s->r, n - 1);
+            exact = h[k].q.split != GPUSCHED_SPLIT_ANY; /* a whole-GPU gang spoiled: some error */
+            want = spoil(s, &h[k]);
+            hreq_fix(&h[k]);
+        }
+        uint32_t placed = 99;
+        rc = gpusched_placer_place_batch(s->p, n, qp, rp, &placed);
+        if (want) {
+            cr_assert(exact ? rc == want : rc < 0 && rc != GPUSCHED_ENOSPC,
+                      "seed %llu step %u: a spoiled batch gave %d, not %d (%s)", (unsigned long long)s->seed, step, rc,
+                      want, gpusched_placer_errmsg(s->p));
+            cr_assert_neq(gpusched_placer_errmsg(s->p)[0], '\0');
+            s->bad_batches++;
+        } else {
+            cr_assert_eq(rc, 0, "seed %llu step %u: %s", (unsigned long long)s->seed, step,
+                         gpusched_placer_errmsg(s->p));
+            uint32_t ok = 0, ok_commit = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                ok += gpusched_place_result_reason(rp[i]) == GPUSCHED_REASON_OK;
+                ok_commit += gpusched_place_result_committed(rp[i]);
+            }
+            cr_assert_eq(placed, ok);
+            any_commit = ok_commit > 0;
+        }
+        changes = !want && any_commit;
+        for (uint32_t i = 0; i < n; i++)
+            gpusched_place_result_free(rp[i]);
+        s->batches++;
+    } else if (what == 6) {
+        op = "release";
+        const uint64_t id = random_job(s);
+        if (id)
+            cr_assert_eq(gpusched_cluster_release(s->c, id), 0);
+        changes = id != 0;
+    } else if (what == 7) {
+        op = "health";
+        uint64_t hit[64];
+        cr_assert_eq(gpusched_cluster_node_health_set(s->c, pt_below(&s->r, gpusched_topo_node_count(s->t)),
+                                                      pt_below(&s->r, 2) ? 0 : 1 + pt_below(&s->r, 3), hit, 64, NULL),
+                     0);
+    } else if (what == 8) {
+        op = "reserve";
+        if (gpusched_cluster_resv_count(s->c) && pt_below(&s->r, 2)) {
+            uint64_t id;
+            cr_assert_eq(gpusched_cluster_resv_at(s->c, 0, &id), 0);
+            cr_assert_eq(gpusched_cluster_unreserve(s->c, id), 0);
+        } else {
+            const uint32_t n = pt_below(&s->r, gpusched_topo_node_count(s->t));
+            uint64_t f;
+            uint32_t hl;
+            cr_assert_eq(gpusched_cluster_node_state(s->c, n, &f, NULL, NULL, &hl), 0);
+            const uint64_t m = f & pt_next(&s->r);
+            rc = m ? gpusched_cluster_reserve(s->c, 888888, 1, &n, &m) : GPUSCHED_EBUSY;
+            cr_assert(rc == 0 || (rc == GPUSCHED_ESTATE && hl != GPUSCHED_NODE_UP) || !m);
+            changes = rc == 0;
+        }
+    } else if (what == 9) {
+        op = "preempt";
+        hreq h;
+        const bool commit = pt_below(&s->r, 2);
+        seq_request(s, &h, commit);
+        h.job.priority = 10;
+        h.job.flags = 0;
+        hreq_fix(&h);
+        rc = gpusched_placer_preempt(s->p, &h.q, s->res, s->plan);
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: preempt %d %s", (unsigned long long)s->seed,
+                  step, rc, gpusched_placer_errmsg(s->p));
+        changes = commit && rc == 0;
+        s->preempted += changes;
+    } else if (what == 10) {
+        op = "move";
+        const uint64_t id = random_job(s);
+        const uint32_t flags = pt_below(&s->r, 2) ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+        rc = id ? gpusched_placer_move(s->p, id, flags, s->res) : GPUSCHED_ENOSPC;
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: move %d %s", (unsigned long long)s->seed, step,
+                  rc, gpusched_placer_errmsg(s->p));
+        changes = flags && rc == 0;
+        s->moved += changes;
+    } else {
+        op = "release to reservation";
+        const uint64_t id = random_job(s);
+        /* A job of pods is refused (reservations hold whole GPUs only)
+         * and must stay as it was. */
+        rc = id ? gpusched_cluster_release_to_resv(s->c, id, 888889) : GPUSCHED_ENOENT;
+        cr_assert(rc == 0 || !id || strstr(gpusched_cluster_errmsg(s->c), "reservations do not hold"),
+                  "seed %llu step %u: %d %s", (unsigned long long)s->seed, step, rc, gpusched_cluster_errmsg(s->c));
+        changes = rc == 0;
+    }
+    size_t jlen1;
+    cr_assert_eq(gpusched_cluster_journal_view(s->c, &jb, &jlen1), 0);
+    if (!changes) {
+        cr_assert(same_snap(s->c, img0, len0), "seed %llu step %u: %s (rc %d) changed the cluster",
+                  (unsigned long long)s->seed, step, op, rc);
+        cr_assert_eq(jlen1, jlen0, "seed %llu step %u: %s (rc %d) wrote a journal record", (unsigned long long)s->seed,
+                     step, op, rc);
+        s->refused += rc != 0;
+    } else {
+        cr_assert_gt(jlen1, jlen0, "seed %llu step %u: %s changed the cluster without a record",
+                     (unsigned long long)s->seed, step, op);
+    }
+    free(img0);
+}
+
+static uint32_t n_seq_steps, n_seq_committed, n_seq_planned, n_seq_refused, n_seq_batches, n_seq_bad, n_seq_preempted,
+    n_seq_moved, n_seq_standby;
+
+static void sequence_round(uint64_t seed)
+{
+    seqst s = {.r = {seed * 0xbf58476d1ce4e5b9ull + 1}, .seed = seed, .next_id = 1};
+    s.t = hunt_topo(seed, 24, 4, 0, &s.nres);
+    pt_env e = pt_env_on(s.t);
+    s.c = e.c;
+    s.p = e.p;
+    s.res = e.res;
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &s.plan), 0);
+    set_workload(s.p, s.nres);
+    size_t len0;
+    uint8_t *img0 = snap(s.c, &len0);
+    char err[256];
+    gpusched_cluster *standby;
+    cr_assert_eq(gpusched_cluster_restore(img0, len0, NULL, &standby, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gpusched_cluster_journal_start(s.c, NULL, NULL), 0);
+    size_t applied_to = 0;
+    for (uint32_t step = 0; step < 150; step++) {
+        seq_step(&s, step);
+        if (step % 10 == 9)
+            check(s.c, seed, "sequence");
+        if (step % 25 == 24) {
+            /* The standby follows the journal; a snapshot round trip gives
+             * the same bytes and state. */
+            const void *jb;
+            size_t jlen;
+            cr_assert_eq(gpusched_cluster_journal_view(s.c, &jb, &jlen), 0);
+            const uint64_t before = view(standby);
+            /* A record cut short is refused whole. */
+            if (jlen - applied_to > 8) {
+                uint32_t applied = 99;
+                size_t cut = applied_to + 1 + pt_below(&s.r, 8);
+                const int arc = gpusched_cluster_journal_apply(standby, (const uint8_t *)jb + applied_to,
+                                                               cut - applied_to, &applied);
+                cr_assert(arc == GPUSCHED_ECORRUPT, "seed %llu: a cut record gave %d", (unsigned long long)seed, arc);
+                cr_assert_eq(applied, 0);
+                cr_assert_eq(view(standby), before, "seed %llu: a refused record changed the standby",
+                             (unsigned long long)seed);
+            }
+            cr_assert_eq(gpusched_cluster_journal_apply(standby, (const uint8_t *)jb + applied_to, jlen - applied_to,
+                                                        NULL),
+                         0, "seed %llu step %u: %s", (unsigned long long)seed, step, gpusched_cluster_errmsg(standby));
+            applied_to = jlen;
+            size_t len;
+            uint8_t *img = snap(s.c, &len);
+            cr_assert(same_snap(standby, img, len), "seed %llu step %u: the standby differs",
+                      (unsigned long long)seed, step);
+            gpusched_cluster *back;
+            cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &back, err, sizeof err), 0, "%s", err);
+            cr_assert(same_snap(back, img, len), "seed %llu step %u: a round trip differs", (unsigned long long)seed,
+                      step);
+            cr_assert_eq(view(back), view(s.c), "seed %llu step %u: the restored cluster shows another state",
+                         (unsigned long long)seed, step);
+            check(back, seed, "restored");
+            check(standby, seed, "standby");
+            gpusched_cluster_unref(back);
+            free(img);
+            n_seq_standby++;
+        }
+    }
+    const void *jb;
+    size_t jlen, len;
+    cr_assert_eq(gpusched_cluster_journal_view(s.c, &jb, &jlen), 0);
+    gpusched_cluster *replayed;
+    cr_assert_eq(gpusched_cluster_replay(img0, len0, jb, jlen, NULL, &replayed, err, sizeof err), 0, "seed %llu: %s",
+                 (unsigned long long)seed, err);
+    uint8_t *img = snap(s.c, &len);
+    cr_assert(same_snap(replayed, img, len), "seed %llu: the replay differs", (unsigned long long)seed);
+    n_seq_steps += 150;
+    n_seq_committed += s.committed;
+    n_seq_planned += s.planned;
+    n_seq_refused += s.refused;
+    n_seq_batches += s.batches;
+    n_seq_bad += s.bad_batches;
+    n_seq_preempted += s.preempted;
+    n_seq_moved += s.moved;
+    gpusched_cluster_unref(replayed);
+    gpusched_cluster_unref(standby);
+    gpusched_preempt_plan_free(s.plan);
+    free(img);
+    free(img0);
+    pt_env_free(&e);
+}
+
+Test(pods_metamorphic, sequences_replay_restore_and_refuse_atomically, .timeout = 120)
+{
+    run_seeds(sequence_round, 300);
+    cr_log_info("%u steps: %u placements committed, %u planned, %u refused or did not fit, %u batches (%u spoiled), "
+                "%u preemptions and %u moves committed, %u standby checks",
+                n_seq_steps, n_seq_committed, n_seq_planned, n_seq_refused, n_seq_batches, n_seq_bad,
+                n_seq_preempted, n_seq_moved, n_seq_standby);
+    cr_assert_gt(n_seq_preempted, 20);
+    cr_assert_gt(n_seq_moved, 20);
+    cr_assert_gt(n_seq_bad, 50);
+}
