@@ -65,6 +65,10 @@ static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t spli
     for (uint32_t i = 0; i < nres; i++)
         cr_assert_eq(gpusched_topo_builder_resource_add(b, res_names[i], NULL), 0);
     const uint32_t nn = 1 + pt_below(&r, max_nodes);
+    /* One topology in five has nodes of up to 8 GPUs, one in six cpu
+     * capacities near 2^32 (the asks follow: products past 32 bits). */
+    const uint32_t max_gpus = pt_below(&r, 5) ? 4 : 8;
+    const bool huge = pt_below(&r, 6) == 0;
     uint32_t path_idx[3] = {0, 0, 0};
     uint32_t last_gpus = 0, last_res[NRES] = {0};
     const char *last_cls = "a";
@@ -88,11 +92,12 @@ static gpusched_topo *hunt_topo(uint64_t seed, uint32_t max_nodes, uint32_t spli
         for (uint32_t i = 0; i < 2; i++)
             if (pt_below(&r, 3) == 0)
                 lab[nl++] = labels[i];
-        uint32_t gpus = n == 0 ? 1 + pt_below(&r, 4) : pt_below(&r, 5);
+        uint32_t gpus = n == 0 ? 1 + pt_below(&r, max_gpus) : pt_below(&r, max_gpus + 1);
         const char *cls = pt_below(&r, 3) ? "a" : "b";
         uint32_t res[NRES];
         for (uint32_t i = 0; i < NRES; i++)
-            res[i] = i == 0 ? 1000 * (1 + pt_below(&r, 8)) : i == 1 ? 1024 * (1 + pt_below(&r, 8)) : 1 + pt_below(&r, 3);
+            res[i] = i == 0 ? (huge ? UINT32_MAX - 1000 * pt_below(&r, 8) : 1000 * (1 + pt_below(&r, 8)))
+                     : i == 1 ? 1024 * (1 + pt_below(&r, 8)) : 1 + pt_below(&r, 3);
         if (is_extra) {
             if (extra == 1) {
                 gpus = 0;
@@ -158,7 +163,7 @@ static void random_pod_request(pt_rng *r, const gpusched_topo *t, uint32_t nres,
     gpusched_place_request *q = &h->q;
     const uint32_t L = gpusched_topo_level_count(t);
     q->split = GPUSCHED_SPLIT_PODS;
-    const uint32_t pods = 1 + pt_below(r, small ? 4 : 6);
+    const uint32_t pods = 1 + pt_below(r, small ? 4 : pt_below(r, 8) ? 6 : 24);
     q->pods = pods;
     const uint32_t kind = pt_below(r, 8); /* 0-2 whole GPUs, 3-5 fraction, 6 none, 7 whole node */
     uint32_t per_pod = 0;
@@ -178,8 +183,12 @@ static void random_pod_request(pt_rng *r, const gpusched_topo *t, uint32_t nres,
         per_pod = q->pod_gpus ? q->pod_gpus : largest;
     }
     q->resource_count = pt_below(r, 4) ? nres : pt_below(r, nres + 1);
+    /* cpu: small, or near 2^32 / 2 (two pods of it pass 32 bits) where
+     * the nodes have that much. */
+    const bool huge = gpusched_topo_node_resource(t, 0, 0) > UINT32_MAX / 2;
     for (uint32_t i = 0; i < q->resource_count; i++)
-        h->res[i] = i == 0 ? 500 * pt_below(r, 6) : i == 1 ? 512 * pt_below(r, 6) : pt_below(r, 2);
+        h->res[i] = i == 0 ? (huge && pt_below(r, 2) ? UINT32_MAX / 2 - 500 * pt_below(r, 3) : 500 * pt_below(r, 6))
+                  : i == 1 ? 512 * pt_below(r, 6) : pt_below(r, 2);
     if (q->pod_gpus == 0 && q->gpu_milli == 0 && q->split == GPUSCHED_SPLIT_PODS) {
         /* A pod without GPUs asks cpu at least, so that a node that holds
          * nothing holds none of it. */
@@ -627,6 +636,7 @@ typedef struct tracker {
 static void track(tracker *tr, uint64_t id, const rshape *s, const outcome *o)
 {
     cr_assert_lt(tr->n, MAXJ);
+    cr_assert_leq(o->n, MAXN);
     tjob *j = &tr->j[tr->n++];
     memset(j, 0, sizeof *j);
     j->id = id;
@@ -1395,6 +1405,30 @@ static int spoil(seqst *s, hreq *h)
     }
 }
 
+/* What the cluster's jobs hold in all: each resource, the milli of
+ * fractions, whole GPUs allocated. */
+static void usage(gpusched_cluster *c, uint64_t *used)
+{
+    gpusched_topo *t = gpusched_cluster_topo(c);
+    memset(used, 0, (NRES + 2) * sizeof *used);
+    for (uint32_t n = 0; n < gpusched_topo_node_count(t); n++) {
+        for (uint32_t r = 0; r < gpusched_topo_resource_count(t); r++) {
+            uint32_t f;
+            cr_assert_eq(gpusched_cluster_node_resource_free(c, n, r, &f), 0);
+            used[r] += gpusched_topo_node_resource(t, n, r) - f;
+        }
+        uint64_t a;
+        cr_assert_eq(gpusched_cluster_node_state(c, n, NULL, NULL, &a, NULL), 0);
+        for (uint32_t g = 0; g < gpusched_topo_node_gpus(t, n); g++) {
+            uint32_t st, m;
+            cr_assert_eq(gpusched_cluster_gpu_state(c, n, g, &st, NULL), 0);
+            cr_assert_eq(gpusched_cluster_gpu_milli_free(c, n, g, &m), 0);
+            used[NRES] += st == GPUSCHED_GPU_SHARED ? 1000 - m : 0;
+            used[NRES + 1] += st == GPUSCHED_GPU_ALLOCATED;
+        }
+    }
+}
+
 static void seq_step(seqst *s, uint32_t step)
 {
     size_t len0, jlen0;
@@ -1506,18 +1540,62 @@ static void seq_step(seqst *s, uint32_t step)
         h.job.priority = 10;
         h.job.flags = 0;
         hreq_fix(&h);
+        /* The plan first: the commit carries out what it planned. */
+        h.q.flags = 0;
+        const int prc = gpusched_placer_preempt(s->p, &h.q, s->res, s->plan);
+        outcome planned, done;
+        outcome_of(prc, s->res, &planned);
+        const uint64_t *vids;
+        uint32_t nv = 0;
+        uint64_t victims[64];
+        cr_assert_eq(gpusched_preempt_plan_victims(s->plan, &vids, &nv), 0);
+        cr_assert_leq(nv, 64);
+        memcpy(victims, vids, nv * sizeof *vids);
+        cr_assert(same_snap(s->c, img0, len0), "seed %llu step %u: a preemption plan changed the cluster",
+                  (unsigned long long)s->seed, step);
+        h.q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
         rc = gpusched_placer_preempt(s->p, &h.q, s->res, s->plan);
         cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: preempt %d %s", (unsigned long long)s->seed,
                   step, rc, gpusched_placer_errmsg(s->p));
+        outcome_of(rc, s->res, &done);
+        char a[256], b[256];
+        print_outcome(a, sizeof a, &planned);
+        print_outcome(b, sizeof b, &done);
+        cr_assert(same_outcome(&planned, &done), "seed %llu step %u: preemption planned %s, carried out %s",
+                  (unsigned long long)s->seed, step, a, b);
+        cr_assert_eq(gpusched_preempt_plan_victims(s->plan, &vids, &nv), 0);
+        cr_assert(rc || (nv <= 64 && !memcmp(vids, victims, nv * sizeof *vids)),
+                  "seed %llu step %u: other victims carried out than planned", (unsigned long long)s->seed, step);
+        for (uint32_t i = 0; commit && rc == 0 && i < nv; i++)
+            cr_assert_eq(gpusched_cluster_job_find(s->c, vids[i], NULL), GPUSCHED_ENOENT);
         changes = commit && rc == 0;
         s->preempted += changes;
     } else if (what == 10) {
         op = "move";
         const uint64_t id = random_job(s);
         const uint32_t flags = pt_below(&s->r, 2) ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
+        outcome planned, done;
+        const int prc = id ? gpusched_placer_move(s->p, id, 0, s->res) : GPUSCHED_ENOSPC;
+        outcome_of(prc, s->res, &planned);
+        uint64_t used0[NRES + 2];
+        usage(s->c, used0);
         rc = id ? gpusched_placer_move(s->p, id, flags, s->res) : GPUSCHED_ENOSPC;
         cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: move %d %s", (unsigned long long)s->seed, step,
                   rc, gpusched_placer_errmsg(s->p));
+        outcome_of(rc, s->res, &done);
+        char a[256], b[256];
+        print_outcome(a, sizeof a, &planned);
+        print_outcome(b, sizeof b, &done);
+        cr_assert(same_outcome(&planned, &done), "seed %llu step %u: move of job %llu planned %s, carried out %s",
+                  (unsigned long long)s->seed, step, (unsigned long long)id, a, b);
+        /* A move keeps what the job holds: the same resources, milli and
+         * GPUs in all, elsewhere. */
+        uint64_t used1[NRES + 2];
+        usage(s->c, used1);
+        for (uint32_t i = 0; i < NRES + 2; i++)
+            cr_assert_eq(used1[i], used0[i], "seed %llu step %u: the move of job %llu changed the use of %s",
+                         (unsigned long long)s->seed, step, (unsigned long long)id,
+                         i < NRES ? "a resource" : i == NRES ? "milli" : "whole GPUs");
         changes = flags && rc == 0;
         s->moved += changes;
     } else {
