@@ -1429,6 +1429,93 @@ static void usage(gpusched_cluster *c, uint64_t *used)
     }
 }
 
+/* Whether the gang fits on the state `img` with the jobs `ids` released
+ * (the preemption's reference: release, then place). */
+static bool fits_without(const uint8_t *img, size_t len, const uint64_t *ids, uint32_t n, hreq *h, uint32_t nres)
+{
+    gpusched_cluster *c;
+    char err[256];
+    cr_assert_eq(gpusched_cluster_restore(img, len, NULL, &c, err, sizeof err), 0, "%s", err);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(gpusched_cluster_release(c, ids[i]), 0);
+    gpusched_placer *p;
+    gpusched_place_result *res;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    set_workload(p, nres);
+    const uint32_t flags = h->q.flags;
+    const int rc = place_req(p, h, false, res, NULL);
+    h->q.flags = flags;
+    cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%d %s", rc, gpusched_placer_errmsg(p));
+    gpusched_place_result_free(res);
+    gpusched_placer_free(p);
+    gpusched_cluster_unref(c);
+    return rc == 0;
+}
+
+static uint32_t n_pre_checked, n_pre_victims;
+
+/* A preemption plan against releasing and placing, on the state img: a
+ * plan exactly when the gang fits with every eligible job gone (preemptible,
+ * priority below the gang's); its victims are eligible, let the gang fit
+ * and none can be spared (plans up to 64 victims); no lower tier of
+ * priorities would do. */
+static void check_preemption(seqst *s, const uint8_t *img, size_t len, hreq *h, int rc, const uint64_t *victims,
+                             uint32_t nv, uint32_t step)
+{
+    const uint32_t nj = gpusched_cluster_job_count(s->c);
+    uint64_t *elig = calloc(nj + 1, sizeof *elig), *keep = calloc(nj + 1, sizeof *keep);
+    int32_t *prio = calloc(nj + 1, sizeof *prio);
+    uint32_t ne = 0;
+    for (uint32_t i = 0; i < nj; i++) {
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        cr_assert_eq(gpusched_cluster_job_at(s->c, i, &j.id), 0);
+        cr_assert_eq(gpusched_cluster_job_find(s->c, j.id, &j), 0);
+        if ((j.flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && j.priority < h->job.priority) {
+            prio[ne] = j.priority;
+            elig[ne++] = j.id;
+        }
+    }
+    const bool all = fits_without(img, len, elig, ne, h, s->nres);
+    cr_assert_eq(rc == 0, all, "seed %llu step %u: a plan (%d) exactly when the gang fits with every eligible job gone",
+                 (unsigned long long)s->seed, step, rc);
+    if (rc == 0 && nv && nv <= 64) {
+        int32_t top = INT32_MIN;
+        for (uint32_t v = 0; v < nv; v++) {
+            uint32_t k = 0;
+            while (k < ne && elig[k] != victims[v])
+                k++;
+            cr_assert_lt(k, ne, "seed %llu step %u: victim %llu is not eligible", (unsigned long long)s->seed, step,
+                         (unsigned long long)victims[v]);
+            top = prio[k] > top ? prio[k] : top;
+        }
+        cr_assert(fits_without(img, len, victims, nv, h, s->nres), "seed %llu step %u: the victims do not make room",
+                  (unsigned long long)s->seed, step);
+        for (uint32_t v = 0; v < nv; v++) {
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < nv; i++)
+                if (i != v)
+                    keep[m++] = victims[i];
+            cr_assert(!fits_without(img, len, keep, m, h, s->nres), "seed %llu step %u: victim %llu can be spared",
+                      (unsigned long long)s->seed, step, (unsigned long long)victims[v]);
+        }
+        for (int32_t p = 0; p < top; p++) {
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < ne; i++)
+                if (prio[i] <= p)
+                    keep[m++] = elig[i];
+            cr_assert(!fits_without(img, len, keep, m, h, s->nres),
+                      "seed %llu step %u: victims of priority <= %d would do, the plan evicts up to %d",
+                      (unsigned long long)s->seed, step, p, top);
+        }
+        n_pre_victims += nv;
+    }
+    n_pre_checked++;
+    free(elig);
+    free(keep);
+    free(prio);
+}
+
 static void seq_step(seqst *s, uint32_t step)
 {
     size_t len0, jlen0;
@@ -1553,6 +1640,7 @@ static void seq_step(seqst *s, uint32_t step)
         memcpy(victims, vids, nv * sizeof *vids);
         cr_assert(same_snap(s->c, img0, len0), "seed %llu step %u: a preemption plan changed the cluster",
                   (unsigned long long)s->seed, step);
+        check_preemption(s, img0, len0, &h, prc, victims, nv, step);
         h.q.flags = commit ? GPUSCHED_PLACE_FLAG_COMMIT : 0;
         rc = gpusched_placer_preempt(s->p, &h.q, s->res, s->plan);
         cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "seed %llu step %u: preempt %d %s", (unsigned long long)s->seed,
@@ -1717,6 +1805,9 @@ Test(pods_metamorphic, sequences_replay_restore_and_refuse_atomically, .timeout 
                 "%u preemptions and %u moves committed, %u standby checks",
                 n_seq_steps, n_seq_committed, n_seq_planned, n_seq_refused, n_seq_batches, n_seq_bad,
                 n_seq_preempted, n_seq_moved, n_seq_standby);
+    cr_log_info("%u preemption plans checked against releasing and placing, %u victims", n_pre_checked,
+                n_pre_victims);
+    cr_assert_gt(n_pre_victims, 100);
     cr_assert_gt(n_seq_preempted, 20);
     cr_assert_gt(n_seq_moved, 20);
     cr_assert_gt(n_seq_bad, 50);
