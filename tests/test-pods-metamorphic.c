@@ -1812,3 +1812,67 @@ Test(pods_metamorphic, sequences_replay_restore_and_refuse_atomically, .timeout 
     cr_assert_gt(n_seq_moved, 20);
     cr_assert_gt(n_seq_bad, 50);
 }
+
+/* ---- 6. bytes: pods placed and released leave no trace ------------------- */
+
+static uint32_t n_trace_rounds, n_trace_pods;
+
+/* Whole-GPU jobs and reservations, then pods placed and all released
+ * again: the snapshot is the bytes it was (version 2: the image format
+ * says an image without jobs of pods stays version 2, byte for byte). */
+static void trace_round(uint64_t seed)
+{
+    pt_rng r = {seed * 0x9e3779b97f4a7c15ull + 17};
+    uint32_t nres;
+    gpusched_topo *t = hunt_topo(seed, 16, 4, 0, &nres);
+    pt_env e = pt_env_on(t);
+    set_workload(e.p, nres);
+    const uint32_t nn = gpusched_topo_node_count(t);
+    for (uint32_t i = 0; i < 6; i++) {
+        const uint32_t n = pt_below(&r, nn);
+        uint64_t f;
+        cr_assert_eq(gpusched_cluster_node_state(e.c, n, &f, NULL, NULL, NULL), 0);
+        const uint64_t m = f & pt_next(&r);
+        gpusched_job j = GPUSCHED_JOB_INIT;
+        j.id = 500 + i;
+        if (m && pt_below(&r, 3))
+            cr_assert_eq(gpusched_cluster_allocate(e.c, &j, 1, &n, &m), 0);
+        else if (m)
+            cr_assert_eq(gpusched_cluster_reserve(e.c, 600 + i, 1, &n, &m), 0);
+    }
+    size_t len0;
+    uint8_t *img0 = snap(e.c, &len0);
+    const uint64_t v0 = view(e.c);
+    cr_assert_eq(img0[8], 2, "seed %llu: an image without pods is version 2", (unsigned long long)seed);
+    uint64_t ids[16];
+    uint32_t placed = 0;
+    for (uint32_t i = 0; i < 16; i++) {
+        hreq h;
+        random_pod_request(&r, t, nres, &h, 1000 + i, true);
+        if (place_req(e.p, &h, true, e.res, NULL) == 0)
+            ids[placed++] = h.job.id;
+    }
+    for (uint32_t i = placed; i > 0; i--) {
+        const uint32_t k = pt_below(&r, i);
+        cr_assert_eq(gpusched_cluster_release(e.c, ids[k]), 0);
+        ids[k] = ids[i - 1];
+    }
+    cr_assert_eq(view(e.c), v0, "seed %llu: %u pods placed and released left a trace", (unsigned long long)seed,
+                 placed);
+    size_t len;
+    uint8_t *img = snap(e.c, &len);
+    cr_assert(len == len0 && !memcmp(img, img0, len),
+              "seed %llu: %u jobs of pods placed and released changed the snapshot (version %u, %zu bytes, was %zu)",
+              (unsigned long long)seed, placed, img[8], len, len0);
+    n_trace_rounds++;
+    n_trace_pods += placed;
+    free(img);
+    free(img0);
+    pt_env_free(&e);
+}
+
+Test(pods_metamorphic, pods_placed_and_released_leave_the_same_bytes, .timeout = 120)
+{
+    run_seeds(trace_round, 300);
+    cr_log_info("%u rounds, %u jobs of pods placed and released", n_trace_rounds, n_trace_pods);
+}
