@@ -888,6 +888,60 @@ static void set_workload(gpusched_placer *p, uint32_t nres)
     cr_assert_eq(gpusched_placer_workload_set(p, 4, shapes, weights), 0, "%s", gpusched_placer_errmsg(p));
 }
 
+/* ---- two searches, one question ------------------------------------------ */
+
+static uint32_t n_twins, n_twin_fits;
+
+/* A request of pods of whole GPUs asking no resource, by the pods' search
+ * (the `pods` field makes it a pod request) and by the whole-GPU search
+ * (the same gang as `gpus`): both are complete, so they agree on whether
+ * it fits whenever nothing but GPUs is held (cpu-only pods and held
+ * resources on idle nodes make whole nodes differ: a node with a cpu-only
+ * pod is fully free for the whole-GPU search, not idle for pods). Only
+ * requests the whole-GPU search can say: one class at most. */
+/* Whether every node with all its GPUs free holds nothing else either. */
+static bool idle_same(const rnode *v, uint32_t nn)
+{
+    for (uint32_t n = 0; n < nn; n++) {
+        bool all_free = true, res_held = false;
+        for (uint32_t g = 0; g < v[n].gpus; g++)
+            all_free &= v[n].state[g] == GPUSCHED_GPU_FREE;
+        for (uint32_t i = 0; i < NRES; i++)
+            res_held |= v[n].res[i] != v[n].cap[i];
+        if (all_free && res_held)
+            return false;
+    }
+    return true;
+}
+
+static void twins_agree(gpusched_placer *p, const hreq *h, bool whole_ok, uint64_t seed, uint32_t k)
+{
+    if (!h->q.pod_gpus || h->q.gpu_milli || h->q.gpu_class_count || (h->q.split == GPUSCHED_SPLIT_WHOLE_NODES && !whole_ok))
+        return;
+    hreq pods = *h, whole = *h;
+    pods.q.resource_count = 0;
+    pods.q.policy = 0;
+    whole.q.resource_count = 0;
+    whole.q.policy = 0;
+    whole.q.pods = 0;
+    whole.q.gpus = h->q.pods * h->q.pod_gpus;
+    gpusched_place_result *res;
+    cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+    const int a = place_req(p, &pods, false, res, NULL);
+    char msg[512], desc[512];
+    snprintf(msg, sizeof msg, "%s", gpusched_place_result_message(res));
+    const int b = place_req(p, &whole, false, res, NULL);
+    describe(desc, sizeof desc, &whole.q);
+    cr_assert(a == 0 || a == GPUSCHED_ENOSPC, "seed %llu: %d %s", (unsigned long long)seed, a, gpusched_placer_errmsg(p));
+    cr_assert(b == 0 || b == GPUSCHED_ENOSPC, "seed %llu: %d %s", (unsigned long long)seed, b, gpusched_placer_errmsg(p));
+    cr_assert_eq(a == 0, b == 0, "seed %llu request %u: pods' search %s (%s), whole-GPU search %s (%s) (%s)",
+                 (unsigned long long)seed, k, a ? "does not fit" : "fits", msg, b ? "does not fit" : "fits",
+                 gpusched_place_result_message(res), desc);
+    n_twins++;
+    n_twin_fits += a == 0;
+    gpusched_place_result_free(res);
+}
+
 /* ---- 1. plan, commit, constraints, completeness, release ---------------- */
 
 static uint32_t n_cases, n_fits, n_whole_fits, n_frac_fits, n_slice_fits, n_req_fits;
@@ -913,6 +967,7 @@ static void plan_commit_round(uint64_t seed)
         describe(desc, sizeof desc, &h.q);
         rnode v[MAXN];
         ref_read(e.c, v, nn);
+        twins_agree(e.p, &h, idle_same(v, nn), seed, trial);
         const uint64_t v0 = view(e.c);
         size_t len0;
         uint8_t *img0 = snap(e.c, &len0);
@@ -1089,6 +1144,7 @@ static void history_round(uint64_t seed)
             hreq h;
             random_pod_request(&r, t, nres, &h, next_id++, false);
             same_answers(ps, names, 4, &h, seed, phase * 100 + k);
+            twins_agree(e.p, &h, idle_same(v, nn), seed, phase * 100 + k);
             /* Complete and valid on the larger cluster, by counts. */
             outcome o;
             char desc[512];
@@ -1120,7 +1176,8 @@ static void history_round(uint64_t seed)
 Test(pods_metamorphic, answers_do_not_depend_on_history, .timeout = 120)
 {
     run_seeds(history_round, 40);
-    cr_log_info("%u requests compared on four placers, %u fit", n_history_compared, n_history_fits);
+    cr_log_info("%u requests compared on four placers, %u fit; %u by both searches, %u fit", n_history_compared,
+                n_history_fits, n_twins, n_twin_fits);
     cr_assert(n_history_fits > n_history_compared / 10 && n_history_fits < n_history_compared - n_history_compared / 10,
               "%u of %u fit", n_history_fits, n_history_compared);
 }
