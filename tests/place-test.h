@@ -26,6 +26,21 @@ static inline uint64_t pt_next(pt_rng *r)
 
 static inline uint32_t pt_below(pt_rng *r, uint32_t n) { return (uint32_t)(pt_next(r) % n); }
 
+/* The next non-decreasing sequence of `pods` node indices below nn (every
+ * assignment of identical pods to nodes, once); false after the last. */
+static inline bool pt_next_assignment(uint32_t *seq, uint32_t pods, uint32_t nn)
+{
+    int32_t i = (int32_t)pods - 1;
+    while (i >= 0 && seq[i] == nn - 1)
+        i--;
+    if (i < 0)
+        return false;
+    seq[i]++;
+    for (uint32_t j = (uint32_t)i + 1; j < pods; j++)
+        seq[j] = seq[i];
+    return true;
+}
+
 /* A cluster with a placer and a result; owns the topology reference. */
 typedef struct pt_env {
     gpusched_topo *t;

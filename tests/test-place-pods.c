@@ -550,15 +550,8 @@ static bool ref_fits(const ref_node *v, uint32_t nn, uint32_t pods, uint32_t cpu
             }
         if (ok)
             return true;
-        /* next non-decreasing sequence */
-        int32_t i = (int32_t)pods - 1;
-        while (i >= 0 && seq[i] == nn - 1)
-            i--;
-        if (i < 0)
+        if (!pt_next_assignment(seq, pods, nn))
             return false;
-        seq[i]++;
-        for (uint32_t j = (uint32_t)i + 1; j < pods; j++)
-            seq[j] = seq[i];
     }
 }
 

@@ -606,14 +606,8 @@ static bool ref_fits(const rnode *v, uint32_t nn, const gpusched_place_request *
             ok = !cnt[n] || (ref_node_ok(v, n, q) && ref_holds(&v[n], s, cnt[n]));
         if (ok && ref_groups_ok(v, nn, cnt, q, s))
             return true;
-        int32_t i = (int32_t)pods - 1;
-        while (i >= 0 && seq[i] == nn - 1)
-            i--;
-        if (i < 0)
+        if (!pt_next_assignment(seq, pods, nn))
             return false;
-        seq[i]++;
-        for (uint32_t j = (uint32_t)i + 1; j < pods; j++)
-            seq[j] = seq[i];
     }
 }
 
