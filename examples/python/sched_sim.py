@@ -80,8 +80,7 @@ def binding_check(trace_rows, blocks, n=300):
     topo = gpusched.Topology.uniform(["zone", "block", "rack"], [1, blocks, 56, 18], 4)
     cluster = gpusched.Cluster(topo)
     s = gpusched.Scheduler(cluster, order=gpusched.SchedOrder.FAIR, resv_depth=4, quotas=True,
-                           preempt=True, half_life=3600, min_runtime=600, age_limit=1800,
-                           preempt_max_gpus=31, large_gpus=256)
+                           preempt=True, half_life=3600, min_runtime=600, age_limit=1800)
     names = sorted({r["queue"] for r in trace_rows})
     total = topo.gpu_count
     qid = {}

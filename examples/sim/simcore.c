@@ -347,13 +347,14 @@ int sim_override_parse(sim_overrides *o, const char *text)
 
 static void configure(gpusched_sched *s, int policy)
 {
-    /* The full cycle spares gangs of 32+ GPUs from eviction and puts gangs
-     * of 256+ first (doc/sched-sim.md, "Large gangs first"). */
+    /* The full cycle neither spares large gangs from eviction nor puts
+     * them first: both together cost the tenants within their quota their
+     * prompt start (doc/sched-sim.md, "Large gangs first, and its cost"). */
     static const int64_t p[3][10] = {
         /* order, depth, quotas, preempt, half-life, min runtime, strict, age limit, preempt max, large */
         {GPUSCHED_SCHED_ORDER_FIFO, 0, 0, 0, 0, 0, 0, 0, 0, 0},
         {GPUSCHED_SCHED_ORDER_PRIORITY, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800, 31, 256},
+        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800, 0, 0},
     };
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_ORDER, p[policy][0]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, p[policy][1]);
