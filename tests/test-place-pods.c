@@ -444,6 +444,59 @@ Test(place_pods, frag_learns_the_workload)
     pt_env_free(&e);
 }
 
+/* A workload of fractions of these sizes, `count` pods each (0: none),
+ * asking little cpu and memory. */
+static void frac_workload(pt_env *e, const uint32_t *milli, const double *count, uint32_t n)
+{
+    uint64_t res[8][2];
+    gpusched_place_request w[8];
+    const gpusched_place_request *shapes[8];
+    for (uint32_t i = 0; i < n; i++) {
+        w[i] = pd_req(res[i], 1, 100, 100, 0, milli[i]);
+        shapes[i] = &w[i];
+    }
+    cr_assert_eq(gpusched_placer_workload_set(e->p, n, shapes, count), 0, "%s", gpusched_placer_errmsg(e->p));
+}
+
+/* Places a fraction of `milli` on node `node` of two (the other avoided). */
+static void frac_on(pt_env *e, uint32_t node, uint32_t milli, uint64_t id)
+{
+    uint64_t res[2];
+    const uint32_t other = 1 - node;
+    gpusched_place_request q = pd_req(res, 1, 100, 100, 0, milli);
+    q.avoid_nodes = &other;
+    q.avoid_count = 1;
+    cr_assert_eq(place(e, &q, id, true), 0, "%s", gpusched_placer_errmsg(e->p));
+    cr_assert_eq(placed_node(e, NULL), node);
+}
+
+Test(place_pods, frag_fraction_leaves_the_hole_others_fill)
+{
+    /* Two nodes of one GPU: 530 free beside a 470 pod, 680 beside a 320. */
+    pt_env e = pt_env_on(pd_topo(1, 1, 2, 1, false, NULL));
+    frac_on(&e, 0, 470, 1);
+    frac_on(&e, 1, 320, 2);
+    uint64_t res[2];
+    gpusched_place_request q = pd_req(res, 1, 100, 100, 0, 320);
+    q.policy = GPUSCHED_POLICY_FRAG;
+    /* A 320 pod leaves 210 on node 0 or 360 on node 1, within the band of
+     * growth either way. The 190-milli pods would fill 210, but the
+     * 810-milli pods leave holes of 190 that outnumber them: 210 would be
+     * lost, while 360 takes the 320 the 650s' holes leave. Node 1. */
+    static const uint32_t milli[] = {190, 320, 470, 650, 810};
+    const double with_810[] = {2, 3, 6, 2, 10};
+    frac_workload(&e, milli, with_810, 5);
+    cr_assert_eq(place(&e, &q, 3, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(placed_node(&e, NULL), 1, "210 milli only the outnumbered small pods fit");
+    /* Without the 810s nothing takes the small pods first: 210 is filled
+     * to 20 by a 190, while a 190 leaves 170 of 360. Node 0. */
+    frac_workload(&e, milli, with_810, 4);
+    cr_assert_eq(place(&e, &q, 3, false), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(placed_node(&e, NULL), 0, "the small pods fill the 210 milli when nothing else takes them");
+    check(e.c);
+    pt_env_free(&e);
+}
+
 Test(place_pods, cpu_only_nodes_take_cpu_only_pods)
 {
     static const char text[] = "levels rack\nresources cpu memory\n"

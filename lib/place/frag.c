@@ -16,7 +16,14 @@
  * cannot serve at the rate the workload's GPU pods ask them: the GPU pods
  * that will take the node's free GPUs one by one take its cpu too, and once
  * the cpu is gone the GPUs left are stranded, which no single shape's test
- * sees while each of them still fits. */
+ * sees while each of them still fits.
+ *
+ * Among the nodes of the band, a fraction first goes where the hole it
+ * leaves on its GPU is expected to waste least once later fractions have
+ * filled it (hole_waste()), counting only the fractions that the holes of
+ * the large fractions do not already take: the small pods that could fill
+ * the hole beside a 470-milli pod are outnumbered by the holes the 810-milli
+ * pods leave, so a hole only they fit is a hole lost. */
 #include <string.h>
 
 #include "config.h"
@@ -25,6 +32,7 @@
 /* milli-GPU: 15% of a GPU, about the smallest common fraction. */
 #define GS_FRAG_BAND ((int64_t)150 << 32) /* in F's units: milli times 2^32 */
 #define GS_WL_MAX 1024u
+#define GS_MILLI 1000u /* a GPU's milli */
 
 typedef struct gs_nview {
     uint32_t ngpus;
@@ -92,6 +100,9 @@ typedef struct gs_wlc {
     uint32_t bstart[1 + GS_WL_MAX + GPUSCHED_MAX_NODE_GPUS + 1];
     uint16_t need[GS_WL_MAX];   /* bucket 1 + k: fractions of need[k] milli */
     uint8_t gneed[GPUSCHED_MAX_NODE_GPUS + 1]; /* bucket 1 + nneed + j: gneed[j] whole GPUs */
+    /* waste[f]: the milli a shared GPU with f free is expected to keep
+     * unused once the workload's fractions have filled it (hole_waste()). */
+    uint16_t waste[GS_MILLI];
 } gs_wlc;
 
 static void wlc_free_tables(gpusched_placer *p, gs_wlc *c)
@@ -126,6 +137,56 @@ static uint32_t wlc_bucket(gs_wlc *c, const gs_pod_shape *w)
     return 0;
 }
 
+/* The workload's fractions by size: at[s], the weight of the shapes that
+ * ask s milli of one GPU. */
+static void frac_weights(const gpusched_placer *p, double *at)
+{
+    memset(at, 0, GS_MILLI * sizeof *at);
+    for (uint32_t i = 0; i < p->nwl; i++)
+        if (p->wl[i].milli && p->wl[i].milli < GS_MILLI)
+            at[p->wl[i].milli] += p->wl[i].weight;
+}
+
+/* The fractions left for other holes once the holes of the large fractions
+ * took theirs. Two pods of more than half a GPU never share one, so each
+ * leaves the rest of its GPU (1000 - s) to smaller pods; those holes, the
+ * smallest first, each take one arrival, the largest that fits (the best
+ * fit). A size they take entirely (the small pods beside the 810s of the
+ * OpenB trace) cannot be counted on to fill any other hole. */
+static void holes_absorb(double *at, double *holes)
+{
+    for (uint32_t h = 1; h < GS_MILLI / 2; h++)
+        holes[h] = at[GS_MILLI - h];
+    for (uint32_t h = 1; h < GS_MILLI / 2; h++)
+        for (uint32_t s = h; s >= 1 && holes[h] > 0; s--) {
+            const double take = at[s] < holes[h] ? at[s] : holes[h];
+            at[s] -= take;
+            holes[h] -= take;
+        }
+}
+
+/* waste[f] for f = 0..999: a hole of f milli keeps f if no fraction left
+ * fits it, else what the hole that the next fitting fraction leaves keeps,
+ * expected over those fractions' weights. Rounded to a milli once per
+ * workload: the same integers on every machine. */
+static void hole_waste(gs_wlc *c, const double *at, double *w)
+{
+    uint16_t size[GS_MILLI];
+    uint32_t ns = 0;
+    for (uint32_t s = 1; s < GS_MILLI; s++)
+        if (at[s] > 0)
+            size[ns++] = (uint16_t)s;
+    for (uint32_t f = 0; f < GS_MILLI; f++) {
+        double sum = 0, weight = 0;
+        for (uint32_t k = 0; k < ns && size[k] <= f; k++) {
+            sum += at[size[k]] * w[f - size[k]];
+            weight += at[size[k]];
+        }
+        w[f] = weight > 0 ? sum / weight : f;
+        c->waste[f] = (uint16_t)(w[f] + 0.5);
+    }
+}
+
 static int wlc_build(gpusched_placer *p)
 {
     gs_wlc *c = p->wlc;
@@ -139,7 +200,8 @@ static int wlc_build(gpusched_placer *p)
     c->req = gs_calloc(&p->alloc, (size_t)GPUSCHED_MAX_RESOURCES * mm, sizeof *c->req);
     c->cls_ok = gs_calloc(&p->alloc, (size_t)ncls * mm, 1);
     uint32_t *bucket = gs_arena_get(&p->arena, mm * sizeof *bucket);
-    if (!c->w || !c->req || !c->cls_ok || !bucket) {
+    double *frac = gs_arena_get(&p->arena, 2 * GS_MILLI * sizeof *frac); /* and hole scratch */
+    if (!c->w || !c->req || !c->cls_ok || !bucket || !frac) {
         wlc_free_tables(p, c);
         return GPUSCHED_ENOMEM;
     }
@@ -196,6 +258,9 @@ static int wlc_build(gpusched_placer *p)
         const double rate = asked > 0 ? milli / asked * GS_WL_ONE : 0;
         c->rate[r] = rate >= 0x1p62 ? (uint64_t)1 << 62 : (uint64_t)(rate + 0.5);
     }
+    frac_weights(p, frac);
+    holes_absorb(frac, frac + GS_MILLI);
+    hole_waste(c, frac, frac + GS_MILLI);
     c->epoch = p->wl_epoch;
     return 0;
 }
@@ -267,18 +332,21 @@ static int64_t node_frag(const gs_wlc *c, const gs_nview *v, const uint64_t *acc
     return (int64_t)(f + stranded(c, v));
 }
 
-/* The packing key, lower packs better: the GPU milli left, then the free
+/* The packing key, lower packs better: the expected waste of the hole a
+ * fraction leaves (0 for other pods), the GPU milli left, then the free
  * resources left as shares of capacity, summed, in fixed point (2^26 per
  * resource: 8 of them fit in 32 bits), so that every SIMD path compares the
- * same integers (fscan.h). */
-static uint64_t pack_key(const gpusched_placer *p, uint32_t n, const gs_nview *v, uint32_t milli_left)
+ * same integers (fscan.h). milli_left is at most 64 x 1000 < 2^16, waste
+ * under 2^10: the key stays below 2^63. */
+static uint64_t pack_key(const gpusched_placer *p, uint32_t n, const gs_nview *v, uint32_t waste,
+                         uint32_t milli_left)
 {
     const struct gpusched_topo *t = p->t;
     uint64_t s = 0;
     for (uint32_t i = 0; i < t->nres; i++)
         if (t->node_res[i][n])
             s += ((uint64_t)v->res[i] << 26) / t->node_res[i][n];
-    return (uint64_t)milli_left << 32 | s;
+    return (uint64_t)waste << 48 | (uint64_t)milli_left << 32 | s;
 }
 
 typedef struct gs_cand {
@@ -349,7 +417,7 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
         }
         out->growth = best;
         out->mask = (uint64_t)1 << best_g;
-        out->pack = pack_key(p, n, &v, before.total - s->milli);
+        out->pack = pack_key(p, n, &v, c->waste[v.free[best_g] - s->milli], before.total - s->milli);
     } else {
         uint64_t mask = 0;
         for (uint32_t g = 0, k = 0; g < v.ngpus && k < s->pod_gpus; g++)
@@ -361,7 +429,7 @@ static void node_cand(const gpusched_placer *p, const gs_pl_req *r, uint32_t n, 
         view_sums(&v);
         out->growth = node_frag(c, &v, acc) - f0;
         out->mask = mask;
-        out->pack = pack_key(p, n, &v, v.total);
+        out->pack = pack_key(p, n, &v, 0, v.total);
     }
 }
 
