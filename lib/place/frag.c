@@ -147,17 +147,20 @@ static void frac_weights(const gpusched_placer *p, double *at)
             at[p->wl[i].milli] += p->wl[i].weight;
 }
 
-/* The fractions left for other holes once the holes of the large fractions
- * took theirs. Two pods of more than half a GPU never share one, so each
- * leaves the rest of its GPU (1000 - s) to smaller pods; those holes, the
- * smallest first, each take one arrival, the largest that fits (the best
- * fit). A size they take entirely (the small pods beside the 810s of the
- * OpenB trace) cannot be counted on to fill any other hole. */
+/* The fractions left for other holes once the holes that fractions leave
+ * beside their own kind took theirs. A GPU holding pods of s milli alone
+ * holds k = 1000 / s of them and keeps 1000 - k s (an 810 190, two 470s
+ * 60): one such hole per k pods. Those holes, the smallest first, each take
+ * one pod of the largest size that fits (the best fit). A size they take
+ * entirely (on OpenB the pods of 160 milli or less, outnumbered by the
+ * 810s' holes) cannot be counted on to fill any other hole. */
 static void holes_absorb(double *at, double *holes)
 {
-    for (uint32_t h = 1; h < GS_MILLI / 2; h++)
-        holes[h] = at[GS_MILLI - h];
-    for (uint32_t h = 1; h < GS_MILLI / 2; h++)
+    memset(holes, 0, GS_MILLI * sizeof *holes);
+    for (uint32_t s = 1; s < GS_MILLI; s++)
+        if (at[s] > 0 && GS_MILLI % s)
+            holes[GS_MILLI % s] += at[s] / (GS_MILLI / s);
+    for (uint32_t h = 1; h < GS_MILLI; h++)
         for (uint32_t s = h; s >= 1 && holes[h] > 0; s--) {
             const double take = at[s] < holes[h] ? at[s] : holes[h];
             at[s] -= take;
