@@ -182,7 +182,7 @@ static int step(world *w, fuzz_rd *r)
         break;
     }
     case 8: {
-        uint32_t param = fuzz_take(r, 11);
+        uint32_t param = fuzz_take(r, 12); /* 0 and 11 are not parameters */
         int64_t v = (int64_t)fuzz_take(r, 70) - 2;
         for (int i = 0; i < 2; i++)
             rc[i] = gpusched_sched_param_set(s[i]->s, param, v);
