@@ -77,6 +77,24 @@ static uint32_t hint_count(gpusched_sched *s, ends_prefix *p, uint32_t last, int
     return n;
 }
 
+/* The time of a reservation that waits for the end of job slot k (a job
+ * overdue is expected to end just after now). */
+static int64_t resv_time(const gpusched_sched *s, uint32_t k, int64_t now)
+{
+    const int64_t end = s->endn[k].end;
+    return end > now ? end : now + 1;
+}
+
+/* Whether a job after slot k in the order of ends is expected to end by
+ * the time of a reservation that waits for k: the reservation's nodes are
+ * then placed with it lent too (gs_sd_reserve), so a placement made to
+ * settle the count would be thrown away. */
+static int ends_with(const gpusched_sched *s, uint32_t k, int64_t now)
+{
+    const uint32_t x = gs_sj_end_next(s, k);
+    return x != GS_SJ_NONE && s->endn[x].end <= resv_time(s, k, now);
+}
+
 /* The earliest count of ends after which it fits: *count, with those
  * ends lent, or ENOSPC. Fitting is monotone in the ends lent, so the least
  * count is unique and any order of probes that brackets it finds the same
@@ -85,8 +103,8 @@ static uint32_t hint_count(gpusched_sched *s, ends_prefix *p, uint32_t last, int
  * before: two probes instead of a dozen), then gallops and bisects. When
  * the probe that settles the count placed the gang (*placed = 1), its
  * nodes are in s->res. */
-static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t last_end, uint32_t *count,
-                  int *placed)
+static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t last_end, int64_t now,
+                  uint32_t *count, int *placed)
 {
     ends_prefix p = {0, GS_SJ_NONE};
     const uint32_t hint = hint_count(s, &p, last, last_end);
@@ -131,11 +149,17 @@ static int search(gpusched_sched *s, const gs_pl_req *r, uint32_t last, int64_t 
         uint32_t mark = gs_txn_mark(s->c), to = lo + step < s->nends ? lo + step : s->nends;
         /* One end more than a count that does not fit: a yes settles it. */
         const int last_step = to == lo + 1;
-        if ((rc = lend_range(s, &p, lo, to)) || (rc = last_step ? probe_placing(s, r) : probe(s, r)) < 0)
+        if ((rc = lend_range(s, &p, lo, to)))
+            return rc;
+        /* A yes settles it with the placement itself, unless more jobs end
+         * by the same time (40% of the simulator's reservations): a
+         * yes-or-no probe then, the nodes are placed with those lent. */
+        const int placing = last_step && !ends_with(s, s->end_slot[to - 1], now);
+        if ((rc = placing ? probe_placing(s, r) : probe(s, r)) < 0)
             return rc;
         if (rc == 1 && last_step) {
             *count = to;
-            *placed = 1;
+            *placed = placing;
             return 0;
         }
         if (rc == 1) {
@@ -203,7 +227,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
         return rc;
     uint32_t count = 0;
     int placed = 0;
-    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, &count, &placed);
+    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, now, &count, &placed);
     if (rc == 0 && count) {
         /* Every job expected to end by the reservation's time is gone then,
          * not only the least count in the order of ends (which stops among
@@ -214,7 +238,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
          * reservation could lie elsewhere, and a gang that waited behind
          * this one could start with no event between. */
         const uint32_t k = s->end_slot[count - 1];
-        const int64_t end = s->endn[k].end, until = end > now ? end : now + 1;
+        const int64_t until = resv_time(s, k, now);
         for (uint32_t x = gs_sj_end_next(s, k); rc == 0 && x != GS_SJ_NONE && s->endn[x].end <= until;
              x = gs_sj_end_next(s, x)) {
             gs_hold *h = gs_cluster_job_find(s->c, s->j[x].id);
