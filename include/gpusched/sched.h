@@ -212,7 +212,10 @@ typedef enum gpusched_sched_param {
      *  queue's large gang comes after every lighter queue's gangs, the
      *  reservations go to theirs, and it waits for the age limit while the
      *  small ones fill every gap (doc/sched.md, "Large gangs first").
-     *  Added in 0.2.3. */
+     *  With #GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS it also holds back the
+     *  gangs within their quota: the large gangs keep the reservations
+     *  and cannot be evicted (doc/sched-sim.md, "Large gangs first, and
+     *  its cost"). Added in 0.2.3. */
     GPUSCHED_SCHED_PARAM_LARGE_GPUS = 10,
 } gpusched_sched_param;
 
