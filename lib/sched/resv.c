@@ -261,9 +261,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
         return GPUSCHED_ENOMEM;
     gs_resv *v = &s->resv[s->nresv++];
     v->slot = slot;
-    /* A job overdue is expected to end just after now. */
-    const int64_t last = count ? s->endn[s->end_slot[count - 1]].end : now;
-    v->time = count ? (last > now ? last : now + 1) : now;
+    v->time = count ? resv_time(s, s->end_slot[count - 1], now) : now;
     j->resv_last = count ? s->end_slot[count - 1] : GS_SJ_NONE;
     j->resv_end = count ? s->endn[j->resv_last].end : 0;
     v->off = s->nrnodes;
