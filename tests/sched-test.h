@@ -114,6 +114,16 @@ static inline void st_submit(st_env *e, uint64_t id, uint32_t queue, uint32_t gp
     cr_assert_eq(st_submit_full(e, id, queue, gpus, 0, submit, dur, 0), 0, "%s", gpusched_sched_errmsg(e->s));
 }
 
+/* A job of the caller's own in the cluster, outside the scheduler, on
+ * n nodes with those masks. */
+static inline void st_hold(st_env *e, uint64_t id, uint32_t n, const uint32_t *nodes, const uint64_t *masks)
+{
+    gpusched_job job = GPUSCHED_JOB_INIT;
+    job.id = id;
+    cr_assert_eq(gpusched_cluster_allocate(e->c, &job, n, nodes, masks), 0, "job %llu: %s", (unsigned long long)id,
+                 gpusched_cluster_errmsg(e->c));
+}
+
 static inline void st_cycle(st_env *e, int64_t now)
 {
     cr_assert_eq(gpusched_sched_cycle(e->s, now, e->d), 0, "%s", gpusched_sched_errmsg(e->s));

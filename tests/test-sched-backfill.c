@@ -365,13 +365,10 @@ Test(sched_backfill, a_larger_gang_than_one_behind_a_reservation_may_fit_nowhere
             nodes[n] = k;
             masks[n++] = k < 2 ? 0xc : 0xf;
         }
-    gpusched_job job = GPUSCHED_JOB_INIT;
-    job.id = 900;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
-    job.id = 901;
+    st_hold(&e, 900, n, nodes, masks);
     nodes[0] = 2;
     masks[0] = 0xf;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_hold(&e, 901, 1, nodes, masks);
     /* Three gangs of 4 on nodes 3, 5 and 6: one ends at 100, two are
      * preemptible and long. */
     cr_assert_eq(st_submit_full(&e, 1, a, 4, 0, 0, 100, 0), 0);
@@ -510,18 +507,14 @@ Test(sched_backfill, a_reservation_sees_every_end_by_its_time)
         nodes[n] = k;
         masks[n++] = 0xf;
     }
-    gpusched_job job = GPUSCHED_JOB_INIT;
-    job.id = 900;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
-    job.id = 901;
+    st_hold(&e, 900, n, nodes, masks);
     nodes[0] = 2, nodes[1] = 3, masks[0] = masks[1] = 0xf;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 2, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_hold(&e, 901, 2, nodes, masks);
     st_submit(&e, 1, a, 8, 0, 100);
     st_cycle(&e, 0);
     cr_assert(st_started(&e, 1));
     cr_assert_eq(gpusched_cluster_release(e.c, 901), 0);
-    job.id = 902;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_hold(&e, 902, 1, nodes, masks);
     st_submit(&e, 2, a, 4, 0, 100);
     st_cycle(&e, 0);
     cr_assert(st_started(&e, 2));

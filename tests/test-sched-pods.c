@@ -302,9 +302,7 @@ Test(sched_pods, a_failure_counted_in_pods_is_not_one_counted_in_gpus)
         nodes[n] = n;
         masks[n] = n < 2 ? 0x3 : n < 6 ? 0x7 : 0xf;
     }
-    gpusched_job job = GPUSCHED_JOB_INIT;
-    job.id = 900;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 24, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_hold(&e, 900, 24, nodes, masks);
     gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
     q.split = GPUSCHED_SPLIT_PODS;
     q.pod_gpus = 2;

@@ -585,13 +585,10 @@ Test(sched_quota, the_cycle_after_an_eviction_is_not_quiet)
         nodes[n] = k;
         masks[n++] = k == 1 ? 0x3 : 0xf;
     }
-    gpusched_job job = GPUSCHED_JOB_INIT;
-    job.id = 900;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, n, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
-    job.id = 901;
+    st_hold(&e, 900, n, nodes, masks);
     nodes[0] = 1;
     masks[0] = 0xc;
-    cr_assert_eq(gpusched_cluster_allocate(e.c, &job, 1, nodes, masks), 0, "%s", gpusched_cluster_errmsg(e.c));
+    st_hold(&e, 901, 1, nodes, masks);
     cr_assert_eq(st_submit_full(&e, 1, a, 2, 0, 0, 100, GPUSCHED_JOB_FLAG_PREEMPTIBLE), 0);
     st_cycle(&e, 0);
     cr_assert(st_started(&e, 1));
