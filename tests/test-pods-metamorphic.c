@@ -794,6 +794,18 @@ static int place_req(gpusched_placer *p, hreq *h, bool commit, gpusched_place_re
     return rc;
 }
 
+/* A random node of the first nn and a random subset of its free GPUs:
+ * true when the subset is not empty and the node is up. */
+static bool random_free_gpus(gpusched_cluster *c, pt_rng *r, uint32_t nn, uint32_t *n, uint64_t *m)
+{
+    *n = pt_below(r, nn);
+    uint64_t f;
+    uint32_t hl;
+    cr_assert_eq(gpusched_cluster_node_state(c, *n, &f, NULL, NULL, &hl), 0);
+    *m = f & pt_next(r);
+    return *m && hl == GPUSCHED_NODE_UP;
+}
+
 /* Fills a cluster: committed pods of every kind, whole-GPU jobs, a
  * reservation, a node not up now and then, releases. */
 static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpusched_place_result *res,
@@ -828,12 +840,9 @@ static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpus
             untrack(tr, id);
         } else if (what == 7) {
             /* Whole GPUs on one node. */
-            const uint32_t n = pt_below(r, nn);
-            uint64_t f;
-            uint32_t hl;
-            cr_assert_eq(gpusched_cluster_node_state(c, n, &f, NULL, NULL, &hl), 0);
-            const uint64_t m = f & pt_next(r);
-            if (m && hl == GPUSCHED_NODE_UP) {
+            uint32_t n;
+            uint64_t m;
+            if (random_free_gpus(c, r, nn, &n, &m)) {
                 gpusched_job j = GPUSCHED_JOB_INIT;
                 j.id = (*next_id)++;
                 cr_assert_eq(gpusched_cluster_allocate(c, &j, 1, &n, &m), 0, "%s", gpusched_cluster_errmsg(c));
@@ -841,12 +850,9 @@ static void random_fill(pt_rng *r, gpusched_cluster *c, gpusched_placer *p, gpus
                 track(tr, j.id, NULL, &o);
             }
         } else if (what == 8) {
-            const uint32_t n = pt_below(r, nn);
-            uint64_t f;
-            uint32_t hl;
-            cr_assert_eq(gpusched_cluster_node_state(c, n, &f, NULL, NULL, &hl), 0);
-            const uint64_t m = f & pt_next(r);
-            if (m && hl == GPUSCHED_NODE_UP)
+            uint32_t n;
+            uint64_t m;
+            if (random_free_gpus(c, r, nn, &n, &m))
                 cr_assert_eq(gpusched_cluster_reserve(c, 999999 + pt_below(r, 2), 1, &n, &m), 0);
         } else {
             uint64_t hit[64];
