@@ -58,7 +58,12 @@
  *   #GPUSCHED_SCHED_PARAM_RESV_DEPTH gangs get one; 1 is EASY backfill,
  *   more is conservative backfill). A gang behind it starts now only if
  *   its expected end is not after the earliest reservation, or it uses no
- *   reserved node.
+ *   reserved node. A reservation is kept by the next cycles, time and
+ *   nodes, while nothing since could make it earlier or take its nodes
+ *   (its time is always the earliest; a new search could pick other nodes
+ *   for it); otherwise it is searched again (doc/sched.md, "Kept
+ *   reservations"; `GPUSCHED_SCHED_KEEP=0` in the environment when the
+ *   scheduler is created searches every one again).
  * - **Preemption** (#GPUSCHED_SCHED_PARAM_PREEMPT): a gang that fits its
  *   queue's nominal quota along the whole path but not the cluster may
  *   evict, through gpusched_placer_preempt(), preemptible jobs that run on

@@ -344,6 +344,9 @@ struct gpusched_cluster {
     uint32_t podx_cap;
     /* Bumped by every change of resources or fractions. */
     uint64_t podx_gen;
+    /* Committed changes so far (txn.c): what was built on the cluster's
+     * state, the scheduler's kept reservations, is valid while it stays. */
+    uint64_t changes;
     /* Derived, kept lazily (pods.c): per lowest-level domain, what its
      * nodes hold beyond whole GPUs, so that pod searches skip racks without
      * visiting their nodes. NULL until the topology has resources or a GPU

@@ -345,6 +345,7 @@ static int commit_ops(struct gpusched_cluster *c, gs_op *ops, uint32_t n)
         return rc;
     }
     gs_ops_apply(c, ops, n);
+    c->changes++;
     return gs_ok(&c->err);
 }
 

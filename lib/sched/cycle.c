@@ -215,6 +215,9 @@ static int started(gpusched_sched *s, cyc *x, uint32_t slot, int borrowed, uint3
     const uint64_t *masks;
     uint32_t n;
     gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
+    const int64_t d = gs_sj_expected(&s->j[slot]);
+    gs_sd_chg_log(s, GS_CHG_TAKE, d == GS_SD_NEVER ? GS_SD_NEVER : x->now + d, slot);
+    gs_sd_chg_sync(s, 1); /* its commit */
     gs_sj_run(s, slot, x->now, borrowed); /* room kept since submit: no allocation */
     x->nstarted++;
     x->late_start |= s->nresv > 0;
@@ -269,6 +272,7 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     const uint64_t *ids;
     uint32_t n;
     gpusched_preempt_plan_victims(s->plan, &ids, &n);
+    gs_sd_chg_log(s, GS_CHG_OTHER, 0, GS_SJ_NONE); /* the evictions; the start is logged by started() */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t v = gs_sj_find(s, ids[i]);
         if (v != GS_SJ_NONE && s->j[v].state == GS_SJ_RUNNING) {
@@ -959,7 +963,8 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         s->memo_text_len = 0;
     }
     s->dirty = 0;
-    s->nresv = s->nrnodes = 0;
+    gs_sd_chg_sync(s, 0);
+    gs_sd_kept_swap(s);
     s->resv_min_time = INT64_MAX;
     s->free_at_start = s->c->root_free_gpus;
     s->started_gpus = 0;
@@ -981,7 +986,10 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     s->podx_gen_at_end = s->c->podx_gen;
     if (rc) {
         s->dirty = 1;
-        return gs_error(&s->err, rc, "cycle: %s", rc == GPUSCHED_ENOMEM ? "out of memory" : gpusched_placer_errmsg(s->p));
+        return gs_error(&s->err, rc, "cycle: %s",
+                        rc == GPUSCHED_ENOMEM     ? "out of memory"
+                        : rc == GPUSCHED_ECORRUPT ? "a kept reservation's time differs from a new search's"
+                                                  : gpusched_placer_errmsg(s->p));
     }
     return gs_ok(&s->err);
 }

@@ -206,12 +206,28 @@ static void smallest_domain(const gpusched_sched *s, uint32_t first, uint32_t la
     *dom = 0;
 }
 
-int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
+/* Appends reservation v's fields, its nodes taken from `nodes`, and
+ * counts them in the cycle's reservations; 0 or GPUSCHED_ENOMEM. */
+static int append(gpusched_sched *s, const gs_resv *v, const uint32_t *nodes)
+{
+    if (gs_grow(&s->alloc, (void **)&s->rnodes, &s->rnodes_cap, s->nrnodes + v->n, sizeof *s->rnodes))
+        return GPUSCHED_ENOMEM;
+    gs_resv *r = &s->resv[s->nresv++];
+    *r = *v;
+    r->off = s->nrnodes;
+    memcpy(s->rnodes + s->nrnodes, nodes, (size_t)v->n * sizeof *nodes);
+    s->nrnodes += v->n;
+    s->rfp = gs_sd_nodes_fp(s->rfp, nodes, v->n);
+    if (r->time < s->resv_min_time)
+        s->resv_min_time = r->time;
+    return 0;
+}
+
+/* The search for gang `slot`'s reservation, appended when found. */
+static int find(gpusched_sched *s, uint32_t slot, int64_t now)
 {
     gs_sj *j = &s->j[slot];
     int rc;
-    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
-        return GPUSCHED_ENOMEM;
     /* Earlier reservations' nodes are avoided for good: conservative, it
      * never delays them (doc/sched.md). */
     gpusched_place_request q = j->req;
@@ -257,20 +273,49 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     const uint64_t *masks;
     uint32_t n;
     gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
-    if (gs_grow(&s->alloc, (void **)&s->rnodes, &s->rnodes_cap, s->nrnodes + n, sizeof *s->rnodes))
-        return GPUSCHED_ENOMEM;
-    gs_resv *v = &s->resv[s->nresv++];
-    v->slot = slot;
-    v->time = count ? resv_time(s, s->end_slot[count - 1], now) : now;
+    const gs_resv v = {
+        .slot = slot,
+        .time = count ? resv_time(s, s->end_slot[count - 1], now) : now,
+        .n = n,
+        .inc = j->inc,
+        .fp = s->rfp,
+        .wl_epoch = s->p->wl_epoch,
+        .seq = s->nchg,
+    };
+    if ((rc = append(s, &v, nodes)))
+        return rc;
     j->resv_last = count ? s->end_slot[count - 1] : GS_SJ_NONE;
     j->resv_end = count ? s->endn[j->resv_last].end : 0;
-    v->off = s->nrnodes;
-    v->n = n;
-    memcpy(s->rnodes + s->nrnodes, nodes, (size_t)n * sizeof *nodes);
-    s->nrnodes += n;
-    if (v->time < s->resv_min_time)
-        s->resv_min_time = v->time;
     return 0;
+}
+
+/* GPUSCHED_SCHED_KEEP=2: a search made anyway must find the kept
+ * reservation's time (its nodes may differ: kept.c); 0 or
+ * GPUSCHED_ECORRUPT, the search's reservation dropped. */
+static int check_kept(gpusched_sched *s, uint32_t slot, int64_t now, const gs_resv *kept)
+{
+    const uint32_t nresv = s->nresv, nrnodes = s->nrnodes;
+    const uint64_t rfp = s->rfp;
+    const int64_t min_time = s->resv_min_time;
+    int rc = find(s, slot, now);
+    if (rc == 0 && s->resv[nresv].time != kept->time)
+        rc = GPUSCHED_ECORRUPT;
+    if (rc == GPUSCHED_ENOSPC)
+        rc = GPUSCHED_ECORRUPT;
+    s->nresv = nresv, s->nrnodes = nrnodes, s->rfp = rfp, s->resv_min_time = min_time;
+    return rc;
+}
+
+int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
+{
+    if (gs_grow(&s->alloc, (void **)&s->resv, &s->resv_cap, s->nresv + 1, sizeof *s->resv))
+        return GPUSCHED_ENOMEM;
+    /* The last cycle's reservation, while nothing could move it. */
+    const gs_resv *kept = gs_sd_kept(s, slot, now);
+    if (!kept)
+        return find(s, slot, now);
+    int rc = s->keep == 2 ? check_kept(s, slot, now, kept) : 0;
+    return rc ? rc : append(s, kept, s->krnodes + kept->off);
 }
 
 void gs_sd_resv_domain(const gpusched_sched *s, const gs_resv *v, uint32_t *level, uint32_t *dom)

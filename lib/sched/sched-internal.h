@@ -68,6 +68,7 @@ typedef struct gs_sj {
      * GS_SJ_NONE: none. */
     uint32_t resv_last;
     int64_t resv_end;
+    uint64_t inc;               /* which submit put it in this slot (s->submits then) */
 } gs_sj;
 
 _Static_assert(offsetof(gs_sj, evicted_cycle) + sizeof(uint64_t) <= 64, "a quick wait reads one cache line");
@@ -107,7 +108,22 @@ typedef struct gs_resv {
     uint32_t slot;
     int64_t time;
     uint32_t off, n;            /* its nodes: s->rnodes[off .. off + n) */
+    /* What its search depended on besides the cluster (kept.c): the gang's
+     * submit, the nodes of the reservations before it (a fingerprint), the
+     * placer's pod workload; and the change log's length when it ran. */
+    uint64_t inc, fp, wl_epoch, seq;
 } gs_resv;
+
+/* The change log (kept.c): what the scheduler did to the cluster, for the
+ * kept reservations to tell whether a change could move them. */
+enum { GS_CHG_FREE = 0, GS_CHG_TAKE = 1, GS_CHG_OTHER = 2 };
+typedef struct gs_chg {
+    int64_t end;                /* FREE, TAKE: the job's expected end (GS_SD_NEVER: none) */
+    uint64_t inc;               /* TAKE: the job's slot and submit */
+    uint32_t slot;
+    uint8_t kind;
+} gs_chg;
+#define GS_CHG_LOG 1024u
 
 /* Memo of the cycle: the smallest size (GPUs, or pods for a pod gang) for
  * which a shape did not fit. */
@@ -202,6 +218,17 @@ struct gpusched_sched {
     uint32_t *rnodes;               /* every reservation's nodes */
     uint32_t nrnodes, rnodes_cap;
     int64_t resv_min_time;
+    uint64_t rfp;                   /* fingerprint of rnodes[0 .. nrnodes) */
+    /* The last cycle's reservations, which this one may keep (kept.c). */
+    gs_resv *kresv;
+    uint32_t nkresv, kresv_cap;
+    uint32_t *krnodes;
+    uint32_t nkrnodes, krnodes_cap;
+    /* The change log: a ring of the last GS_CHG_LOG of nchg changes, and the
+     * cluster's count of changes after the last one the scheduler made. */
+    gs_chg *chg;
+    uint64_t nchg, c_seen;
+    uint64_t submits;
     uint32_t *avoid_buf;
     uint32_t avoid_cap;
     /* Running jobs with an expected end, in (end, job id) order: a skip list
@@ -231,6 +258,10 @@ struct gpusched_sched {
      * request (cycle.c quick_wait()); GPUSCHED_SCHED_QUICK=0 in the
      * environment at creation turns it off, so that tests can compare. */
     int quick;
+    /* Reservations kept across cycles (kept.c): 1 (the default), 0 off
+     * (GPUSCHED_SCHED_KEEP=0), 2 each kept one checked against a new
+     * search, which must find the same time (GPUSCHED_SCHED_KEEP=2). */
+    int keep;
 };
 
 /* The decisions of one cycle. A wait is stored as what differs between
@@ -390,6 +421,22 @@ static inline int64_t gs_sd_protection(const gpusched_sched *s)
 /* cycle.c: q avoids j's own avoided nodes and every reserved node (in
  * s->avoid_buf, valid until the next call); 0 or GPUSCHED_ENOMEM. */
 int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_request *q);
+
+/* kept.c: the change log and the reservations kept across cycles. */
+/* Appends a change the scheduler made (or saw: GS_CHG_OTHER). */
+void gs_sd_chg_log(gpusched_sched *s, uint8_t kind, int64_t end, uint32_t slot);
+/* After the scheduler made and logged `own` changes to the cluster (or
+ * none, at the start of a cycle): any other change since its last one,
+ * the caller's, is logged as GS_CHG_OTHER. */
+void gs_sd_chg_sync(gpusched_sched *s, uint64_t own);
+/* At the start of a cycle: the last one's reservations become the kept
+ * ones, and this one's list starts empty. */
+void gs_sd_kept_swap(gpusched_sched *s);
+/* The last cycle's reservation of gang `slot`, if a search now would find
+ * the same time and nodes; NULL otherwise. */
+const gs_resv *gs_sd_kept(const gpusched_sched *s, uint32_t slot, int64_t now);
+/* Fingerprint of fp followed by n nodes. */
+uint64_t gs_sd_nodes_fp(uint64_t fp, const uint32_t *nodes, uint32_t n);
 
 /* resv.c: the earliest time job `slot` fits from the running jobs'
  * expected ends, avoiding the nodes of the reservations made so far; 0 and

@@ -109,7 +109,8 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     gs_sq_fini(s);
     void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
-                      s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo};
+                      s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo,
+                      s->kresv, s->krnodes, s->chg};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
@@ -143,6 +144,13 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     s->dirty = 1;
     const char *quick = getenv("GPUSCHED_SCHED_QUICK");
     s->quick = !(quick && strcmp(quick, "0") == 0);
+    const char *keep = getenv("GPUSCHED_SCHED_KEEP");
+    s->keep = !keep || !*keep ? 1 : keep[0] == '0' ? 0 : keep[0] == '2' ? 2 : 1;
+    s->c_seen = cluster->changes;
+    if (!(s->chg = gs_calloc(&s->alloc, GS_CHG_LOG, sizeof *s->chg))) {
+        gpusched_sched_free(s);
+        return GPUSCHED_ENOMEM;
+    }
     if ((rc = gpusched_placer_new(cluster, alloc, &s->p)) || (rc = gpusched_place_result_new(alloc, &s->res)) ||
         (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) ||
         (rc = queues_reserve(s))) {
@@ -584,6 +592,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->cost_hint = job.cost_hint;
     j->evicted_cycle = UINT64_MAX;
     j->resv_last = GS_SJ_NONE;
+    j->inc = ++s->submits;
     j->req = req;
     j->req.avoid_nodes = avoid;
     j->avoid = avoid;
@@ -658,9 +667,12 @@ GPUSCHED_API int gpusched_sched_job_end(gpusched_sched *s, uint64_t job_id, int6
                         (unsigned long long)job_id);
     if (reserve_free_slot(s))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "job_end: out of memory");
+    const int64_t d = gs_sj_expected(&s->j[slot]);
+    gs_sd_chg_log(s, GS_CHG_FREE, d == GS_SD_NEVER ? GS_SD_NEVER : s->j[slot].start + d, GS_SJ_NONE);
     if ((rc = gpusched_cluster_release(s->c, job_id)))
         return gs_error(&s->err, rc, "job_end: job %llu: %s", (unsigned long long)job_id,
                         gpusched_cluster_errmsg(s->c));
+    gs_sd_chg_sync(s, 1);
     gs_sj_unrun(s, slot, now);
     slot_free(s, slot);
     s->last_now = now;
@@ -698,6 +710,8 @@ GPUSCHED_API int gpusched_sched_node_health_set(gpusched_sched *s, uint32_t node
         }
         gs_free(&s->alloc, hit);
     }
+    gs_sd_chg_log(s, GS_CHG_OTHER, 0, GS_SJ_NONE);
+    s->c_seen = s->c->changes;
     if (rc)
         return gs_error(&s->err, rc, "node_health_set: %s", gpusched_cluster_errmsg(s->c));
     s->free_epoch++; /* a node up again brings GPUs back */

@@ -8,7 +8,8 @@
  * must return the same in both, every cycle's decisions must be the same
  * field by field, and after every step both pass their invariant checkers
  * (scheduler and cluster). A call that fails must leave the counts as
- * they were. */
+ * they were. Both check each reservation they keep across cycles against
+ * a new search (GPUSCHED_SCHED_KEEP=2). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,8 @@ static int step(world *w, fuzz_rd *r)
         int64_t at = fuzz_take(r, 16) ? w->now + fuzz_take(r, 30) : w->now - 1 - fuzz_take(r, 3);
         for (int i = 0; i < 2; i++)
             rc[i] = gpusched_sched_cycle(s[i]->s, at, s[i]->d);
+        for (int i = 0; i < 2; i++)
+            FUZZ_CHECK(rc[i] != GPUSCHED_ECORRUPT, "cycle: %s", gpusched_sched_errmsg(s[i]->s));
         if (!rc[0]) {
             w->now = at;
             same_decisions(w);
@@ -229,10 +232,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         "levels zone rack\nresources cpu memory\nnode z[0-1]/r[0-1] n[0-] count=2 gpus=4 cpu=4000 memory=65536\n"};
     world w = {.next_id = 1};
     const uint32_t shape = fuzz_take(&r, 2);
+    /* Both check every reservation they keep across cycles against a new
+     * search (a cycle then fails with GPUSCHED_ECORRUPT). */
+    setenv("GPUSCHED_SCHED_KEEP", "2", 1);
     side_new(&w.a, text[shape]);
     setenv("GPUSCHED_SCHED_QUICK", "0", 1);
     side_new(&w.b, text[shape]);
     unsetenv("GPUSCHED_SCHED_QUICK");
+    unsetenv("GPUSCHED_SCHED_KEEP");
     w.nnodes = gpusched_topo_node_count(w.a.t);
     /* The queue tree: each new queue under one before it. */
     w.nq = 1;
