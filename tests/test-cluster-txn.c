@@ -387,3 +387,32 @@ Test(cluster_txn, journal_buffer_start_stop_clear)
     cr_assert_eq(gpusched_cluster_journal_view(c, NULL, &len), GPUSCHED_EINVAL);
     gpusched_cluster_unref(c);
 }
+
+Test(cluster_txn, a_node_set_to_its_own_health_writes_no_record)
+{
+    gpusched_cluster *c = ct_cluster(ct_uniform());
+    gpusched_job job = ct_job(1);
+    uint32_t node = 0;
+    cr_assert_eq(gpusched_cluster_allocate(c, &job, 1, &node, &(uint64_t){1}), 0);
+    cr_assert_eq(gpusched_cluster_journal_start(c, NULL, NULL), 0);
+    const void *j;
+    size_t len;
+    uint64_t hit[4];
+    uint32_t nhit = 0;
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 0, GPUSCHED_NODE_UP, hit, 4, &nhit), 0);
+    cr_assert_eq(nhit, 1, "the job on the node is still reported");
+    cr_assert_eq(hit[0], 1);
+    cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
+    cr_assert_eq(len, 0, "up to up changes nothing: no record");
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 0, GPUSCHED_NODE_DRAINING, hit, 4, &nhit), 0);
+    cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
+    cr_assert_gt(len, 0, "up to draining is a change");
+    const size_t once = len;
+    cr_assert_eq(gpusched_cluster_node_health_set(c, 0, GPUSCHED_NODE_DRAINING, hit, 4, &nhit), 0);
+    cr_assert_eq(gpusched_cluster_journal_view(c, &j, &len), 0);
+    cr_assert_eq(len, once, "draining again: no record");
+    uint32_t health;
+    cr_assert_eq(gpusched_cluster_node_state(c, 0, NULL, NULL, NULL, &health), 0);
+    cr_assert_eq(health, GPUSCHED_NODE_DRAINING);
+    gpusched_cluster_unref(c);
+}

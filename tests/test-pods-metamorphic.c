@@ -1660,9 +1660,12 @@ static void seq_step(seqst *s, uint32_t step)
     } else if (what == 7) {
         op = "health";
         uint64_t hit[64];
-        cr_assert_eq(gpusched_cluster_node_health_set(s->c, pt_below(&s->r, gpusched_topo_node_count(s->t)),
-                                                      pt_below(&s->r, 2) ? 0 : 1 + pt_below(&s->r, 3), hit, 64, NULL),
-                     0);
+        const uint32_t node = pt_below(&s->r, gpusched_topo_node_count(s->t));
+        const uint32_t health = pt_below(&s->r, 2) ? 0 : 1 + pt_below(&s->r, 3);
+        uint32_t was;
+        cr_assert_eq(gpusched_cluster_node_state(s->c, node, NULL, NULL, NULL, &was), 0);
+        cr_assert_eq(gpusched_cluster_node_health_set(s->c, node, health, hit, 64, NULL), 0);
+        changes = health != was; /* the health it has: no change, no record */
     } else if (what == 8) {
         op = "reserve";
         if (gpusched_cluster_resv_count(s->c) && pt_below(&s->r, 2)) {

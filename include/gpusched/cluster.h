@@ -256,7 +256,9 @@ GPUSCHED_API int gpusched_cluster_node_jobs(gpusched_cluster *c, uint32_t node, 
  * #GPUSCHED_NODE_DRAINING they should move). The jobs stay allocated: the
  * caller (or the preemption engine) decides what to do with them and
  * releases them. Reservations on the node stay too. Setting a node back to
- * #GPUSCHED_NODE_UP makes its free GPUs usable again.
+ * #GPUSCHED_NODE_UP makes its free GPUs usable again. Setting the health a
+ * node has changes nothing and writes no journal record (the jobs hit are
+ * still reported).
  * @param c The cluster.
  * @param node Node index.
  * @param health A #gpusched_node_health value.

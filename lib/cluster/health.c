@@ -80,6 +80,10 @@ GPUSCHED_API int gpusched_cluster_node_health_set(gpusched_cluster *c, uint32_t 
         return gs_error(&c->err, GPUSCHED_EINVAL, "health %u is not a gpusched_node_health", health);
     if ((rc = gs_node_jobs_out(c, node, hit, cap, nhit)))
         return rc;
+    /* The health it has: nothing changes, so nothing is journaled (a
+     * replay would apply a record that does nothing). */
+    if (c->node_health[node] == health)
+        return gs_ok(&c->err);
     gs_op op = {.kind = GS_OP_HEALTH, .node = node, .health = health};
     return gs_txn_commit_one(c, &op);
 }
