@@ -1,7 +1,8 @@
 /* Reservations kept across cycles (lib/sched/kept.c, doc/sched.md, "Kept
  * reservations"): a reservation stays where it is while no change since
  * its search could make it earlier or take its nodes; a job that ends
- * early and was expected to end at or after its time, or a change the
+ * early and was expected to end at or after its time where a pod or slice
+ * of the gang could use its GPUs, a start on its nodes, or a change the
  * caller makes to the cluster, sends it to a new search. Every scheduler
  * test runs with GPUSCHED_SCHED_KEEP=2 (tests/meson.build), which checks
  * each kept reservation's time against a new search. */
@@ -35,6 +36,18 @@ static void submit_rack_gang(st_env *e, uint64_t id, uint32_t q, uint32_t nodes,
     r.gpus = 4 * nodes;
     r.split = GPUSCHED_SPLIT_WHOLE_NODES;
     r.required_level = 1;
+    cr_assert_eq(st_submit_req(e, id, q, &r, 0, submit, dur, 0), 0, "%s", gpusched_sched_errmsg(e->s));
+}
+
+/* Gang `id`, one whole rack as a slice of 16 GPUs (no required level:
+ * the slice keeps it in one rack). */
+static void submit_rack_slice(st_env *e, uint64_t id, uint32_t q, int64_t submit, int64_t dur)
+{
+    gpusched_place_request r = GPUSCHED_PLACE_REQUEST_INIT;
+    r.gpus = 16;
+    r.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    r.slice_gpus[0] = 16;
+    r.slice_level[0] = 1;
     cr_assert_eq(st_submit_req(e, id, q, &r, 0, submit, dur, 0), 0, "%s", gpusched_sched_errmsg(e->s));
 }
 
@@ -106,9 +119,9 @@ Test(sched_kept, an_early_end_of_a_job_expected_after_it_moves_it_earlier)
 {
     /* Three racks: job 1 on rack 0 to 100, job 2 on rack 1 to 300, jobs 3
      * (3 nodes, to 200) and 4 (1 node, to 50) on rack 2. Gang 5, a whole
-     * rack, is reserved rack 0 at 100. Job 3, expected to end after
-     * that, ends at 5: rack 2 is then free at 50, and the reservation
-     * moves there. */
+     * rack as one slice, is reserved rack 0 at 100. Job 3, expected to
+     * end after that, ends at 5: rack 2 is then free at 50 (job 4 counted
+     * gone by then), and the reservation moves there. */
     uint32_t q;
     st_env e = racks_of(3, 1, &q);
     submit_rack_gang(&e, 1, q, 4, 0, 100);
@@ -117,7 +130,7 @@ Test(sched_kept, an_early_end_of_a_job_expected_after_it_moves_it_earlier)
     submit_rack_gang(&e, 4, q, 1, 0, 50);
     st_cycle(&e, 0);
     cr_assert_eq(st_nstarts(&e), 4);
-    submit_rack_gang(&e, 5, q, 4, 1, 10);
+    submit_rack_slice(&e, 5, q, 1, 10);
     st_cycle(&e, 1);
     cr_assert_eq(resv_rack(&e, 5, 100), 0);
     cr_assert_eq(gpusched_sched_job_end(e.s, 3, 5), 0, "%s", gpusched_sched_errmsg(e.s));
@@ -170,6 +183,26 @@ Test(sched_kept, a_start_on_its_nodes_past_it_moves_it)
     cr_assert(st_started(&e, 4), "gang 4 goes first, on node 3");
     cr_assert_eq(resv_rack(&e, 3, 500), 1, "rack 1 at 500");
     st_env_free(&e);
+}
+
+Test(sched_kept, an_early_end_after_it_that_no_pod_can_use_keeps_it)
+{
+    /* Gang 5 (2 GPUs, expected to end at 152, after the reservation)
+     * backfills beside job 4 on node 7 and ends at 3. Its GPUs are free,
+     * but node 7 is not whole before 1001 (job 4), and gang 3 takes whole
+     * nodes: no earlier time can use them, so the reservation stays on
+     * rack 0. A new search puts it on rack 1, the tighter fit at 100. */
+    for (int keep = 0; keep <= 1; keep++) {
+        uint32_t q;
+        st_env e = reserved_then_backfilled(keep, 100, &q);
+        st_submit(&e, 5, q, 2, 2, 150);
+        st_cycle(&e, 2);
+        cr_assert(st_started(&e, 5), "gang 5 backfills on node 7");
+        cr_assert_eq(gpusched_sched_job_end(e.s, 5, 3), 0, "%s", gpusched_sched_errmsg(e.s));
+        st_cycle(&e, 3);
+        cr_assert_eq(resv_rack(&e, 3, 100), keep ? 0 : 1, "keep %d", keep);
+        st_env_free(&e);
+    }
 }
 
 Test(sched_kept, an_early_end_before_it_keeps_it)

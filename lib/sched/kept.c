@@ -13,18 +13,40 @@
  * - a gang started that runs past T on none of its nodes: they are still
  *   free at T, and no earlier time fits (a new search could choose other
  *   nodes: S(T) changed);
- * so T is still the least time and the nodes are free then. Anything else
- * (an end at or after T, a start on its nodes past T, an eviction, a
- * node's health, a change the caller made to the cluster, another
- * reservation before it, a new pod workload) sends the gang to a new
- * search. The scheduler logs its own changes to the cluster; the cluster
- * counts all of them, so one it did not make is seen. */
+ * - a job expected to end at or after T ended, on nodes where no pod (or
+ *   whole node) of the gang and no slice around them would find room just
+ *   before T, counted from above: a fit before T would have to use one of
+ *   its GPUs, in such a pod or slice;
+ * so T is still the least time and the nodes are free then, and the
+ * changes so far need not be looked at again. Anything else (an end at or
+ * after T whose GPUs a pod or slice could use, a start on its nodes past
+ * T, an eviction, a node's health, a change the caller made to the
+ * cluster, another reservation before it, a new pod workload) sends the
+ * gang to a new search. The scheduler logs its own changes to the
+ * cluster; the cluster counts all of them, so one it did not make is
+ * seen. */
+#include <string.h>
+
 #include "sched-internal.h"
 
 void gs_sd_chg_log(gpusched_sched *s, uint8_t kind, int64_t end, uint32_t slot)
 {
-    s->chg[s->nchg % GS_CHG_LOG] = (gs_chg){end, slot == GS_SJ_NONE ? 0 : s->j[slot].inc, slot, kind};
+    s->chg[s->nchg % GS_CHG_LOG] =
+        (gs_chg){.end = end, .inc = slot == GS_SJ_NONE ? 0 : s->j[slot].inc, .slot = slot, .kind = kind};
     s->nchg++;
+}
+
+void gs_sd_chg_log_end(gpusched_sched *s, uint32_t slot)
+{
+    const gs_sj *j = &s->j[slot];
+    const int64_t d = gs_sj_expected(j);
+    gs_sd_chg_log(s, GS_CHG_FREE, d == GS_SD_NEVER ? GS_SD_NEVER : j->start + d, GS_SJ_NONE);
+    gs_chg *e = &s->chg[(s->nchg - 1) % GS_CHG_LOG];
+    const gs_hold *h = gs_cluster_job_find(s->c, j->id);
+    if (h && h->npairs <= GS_CHG_NODES && !gs_hold_podx(s->c, h)) {
+        memcpy(e->nodes, gs_hold_nodes(h), h->npairs * sizeof *e->nodes);
+        e->nnodes = (uint8_t)h->npairs;
+    }
 }
 
 void gs_sd_chg_sync(gpusched_sched *s, uint64_t own)
@@ -47,12 +69,14 @@ void gs_sd_kept_swap(gpusched_sched *s)
     s->rfp = 0;
 }
 
-/* Whether gang x, started, still runs on none of v's nodes. */
+/* Whether gang x, started, runs on none of v's nodes now. A gang that
+ * ran and is gone holds nothing: its GPUs are as they were before it
+ * started (its end, an eviction or a node failure is logged after). */
 static int runs_apart(const gpusched_sched *s, const gs_chg *x, const gs_resv *v)
 {
     const gs_sj *j = &s->j[x->slot];
     if (j->inc != x->inc || j->state != GS_SJ_RUNNING)
-        return 0;
+        return 1;
     const gs_hold *h = gs_cluster_job_find(s->c, j->id);
     if (!h)
         return 0;
@@ -68,11 +92,80 @@ static int runs_apart(const gpusched_sched *s, const gs_chg *x, const gs_resv *v
     return 1;
 }
 
+/* GPUs of nodes [a, b) free just before time t: free now, or held by a
+ * job of the scheduler's expected to end before t. Counted from above: a
+ * GPU shared by fractions counts as free. */
+static uint32_t free_before(const gpusched_sched *s, uint32_t a, uint32_t b, int64_t t)
+{
+    const struct gpusched_cluster *c = s->c;
+    uint32_t n = 0, last = 0;
+    int last_free = 0;
+    for (uint32_t v = a; v < b; v++) {
+        const uint32_t base = gs_cl_gpu_base(c, v), gpus = gs_cl_node_gpus(c, v);
+        for (uint32_t i = 0; i < gpus; i++) {
+            const uint32_t h = c->gpu_holder[base + i];
+            if (h == 0 || h == GS_HOLDER_SHARED) {
+                n++;
+                continue;
+            }
+            if (h & GS_HOLDER_RESV)
+                continue;
+            if (h != last) { /* a job's GPUs are side by side */
+                const uint32_t k = gs_sj_find(s, c->jobs.rec[h - 1].id);
+                const int64_t d = k == GS_SJ_NONE ? GS_SD_NEVER : gs_sj_expected(&s->j[k]);
+                last = h;
+                last_free = d != GS_SD_NEVER && s->j[k].state == GS_SJ_RUNNING && s->j[k].start + d < t;
+            }
+            n += (uint32_t)last_free;
+        }
+    }
+    return n;
+}
+
+/* Whether a placement of gang j just before time t could use a GPU of
+ * node v: the pod (or whole node) holding it and each slice around it
+ * must find their GPUs there. Without pods or slices it could. */
+static int node_usable(const gpusched_sched *s, const gs_sj *j, uint32_t v, int64_t t)
+{
+    const gpusched_place_request *q = &j->req;
+    const struct gpusched_topo *topo = s->c->topo;
+    const uint32_t pod = q->split == GPUSCHED_SPLIT_WHOLE_NODES ? gs_cl_node_gpus(s->c, v)
+                         : q->split == GPUSCHED_SPLIT_PODS      ? q->pod_gpus
+                                                                : 1;
+    if (q->gpu_milli)
+        return 1;
+    if (pod > 1 && free_before(s, v, v + 1, t) < pod)
+        return 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        const uint32_t l = q->slice_level[i];
+        if (!q->slice_gpus[i] || l >= topo->nlevels)
+            continue;
+        const uint32_t d = gs_topo_node_domain(topo, v, l);
+        if (free_before(s, topo->dom_start[l][d], topo->dom_start[l][d + 1], t) < q->slice_gpus[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether the end of a job expected to end at or after reservation v's
+ * time could let its gang fit earlier: only through a pod or slice that
+ * holds one of the job's GPUs, so around one of its nodes. */
+static int end_moves(const gpusched_sched *s, const gs_chg *e, const gs_resv *v)
+{
+    if (!e->nnodes)
+        return 1;
+    const gs_sj *j = &s->j[v->slot];
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        if (node_usable(s, j, e->nodes[i], v->time))
+            return 1;
+    return 0;
+}
+
 /* Whether change e could move reservation v. */
 static int moves(const gpusched_sched *s, const gs_chg *e, const gs_resv *v)
 {
     switch (e->kind) {
-    case GS_CHG_FREE: return e->end >= v->time;
+    case GS_CHG_FREE: return e->end >= v->time && end_moves(s, e, v);
     case GS_CHG_TAKE: return e->end > v->time && !runs_apart(s, e, v);
     default: return 1;
     }

@@ -315,7 +315,12 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     if (!kept)
         return find(s, slot, now);
     int rc = s->keep == 2 ? check_kept(s, slot, now, kept) : 0;
-    return rc ? rc : append(s, kept, s->krnodes + kept->off);
+    if (rc || (rc = append(s, kept, s->krnodes + kept->off)))
+        return rc;
+    /* Every change so far is proved harmless on the state of now: the next
+     * cycle looks only at what comes after. */
+    s->resv[s->nresv - 1].seq = s->nchg;
+    return 0;
 }
 
 void gs_sd_resv_domain(const gpusched_sched *s, const gs_resv *v, uint32_t *level, uint32_t *dom)

@@ -117,11 +117,14 @@ typedef struct gs_resv {
 /* The change log (kept.c): what the scheduler did to the cluster, for the
  * kept reservations to tell whether a change could move them. */
 enum { GS_CHG_FREE = 0, GS_CHG_TAKE = 1, GS_CHG_OTHER = 2 };
+#define GS_CHG_NODES 4u
 typedef struct gs_chg {
     int64_t end;                /* FREE, TAKE: the job's expected end (GS_SD_NEVER: none) */
     uint64_t inc;               /* TAKE: the job's slot and submit */
     uint32_t slot;
     uint8_t kind;
+    uint8_t nnodes;             /* FREE: the job's nodes, when at most GS_CHG_NODES */
+    uint32_t nodes[GS_CHG_NODES];
 } gs_chg;
 #define GS_CHG_LOG 1024u
 
@@ -425,6 +428,9 @@ int gs_sd_avoid_reserved(gpusched_sched *s, const gs_sj *j, gpusched_place_reque
 /* kept.c: the change log and the reservations kept across cycles. */
 /* Appends a change the scheduler made (or saw: GS_CHG_OTHER). */
 void gs_sd_chg_log(gpusched_sched *s, uint8_t kind, int64_t end, uint32_t slot);
+/* Appends the end of running job `slot`, before the cluster releases it
+ * (its nodes are read from the cluster). */
+void gs_sd_chg_log_end(gpusched_sched *s, uint32_t slot);
 /* After the scheduler made and logged `own` changes to the cluster (or
  * none, at the start of a cycle): any other change since its last one,
  * the caller's, is logged as GS_CHG_OTHER. */

@@ -667,8 +667,7 @@ GPUSCHED_API int gpusched_sched_job_end(gpusched_sched *s, uint64_t job_id, int6
                         (unsigned long long)job_id);
     if (reserve_free_slot(s))
         return gs_error(&s->err, GPUSCHED_ENOMEM, "job_end: out of memory");
-    const int64_t d = gs_sj_expected(&s->j[slot]);
-    gs_sd_chg_log(s, GS_CHG_FREE, d == GS_SD_NEVER ? GS_SD_NEVER : s->j[slot].start + d, GS_SJ_NONE);
+    gs_sd_chg_log_end(s, slot);
     if ((rc = gpusched_cluster_release(s->c, job_id)))
         return gs_error(&s->err, rc, "job_end: job %llu: %s", (unsigned long long)job_id,
                         gpusched_cluster_errmsg(s->c));
