@@ -43,7 +43,7 @@ Test(sched_api, parameters)
                                    {GPUSCHED_SCHED_PARAM_STRICT, 0}, {GPUSCHED_SCHED_PARAM_QUOTAS, 1},
                                    {GPUSCHED_SCHED_PARAM_PREEMPT, 1}, {GPUSCHED_SCHED_PARAM_MIN_RUNTIME, 0},
                                    {GPUSCHED_SCHED_PARAM_AGE_LIMIT, 0}, {GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS, 0},
-                                   {GPUSCHED_SCHED_PARAM_LARGE_GPUS, 0}};
+                                   {GPUSCHED_SCHED_PARAM_LARGE_GPUS, 0}, {GPUSCHED_SCHED_PARAM_KEEP_RESV, 1}};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
         cr_assert_eq(gpusched_sched_param_get(e.s, (uint32_t)defaults[i][0], &v), 0);
         cr_assert_eq(v, defaults[i][1], "param %lld", (long long)defaults[i][0]);

@@ -4,21 +4,22 @@
  * early and was expected to end at or after its time where a pod or slice
  * of the gang could use its GPUs, a start on its nodes, or a change the
  * caller makes to the cluster, sends it to a new search. Every scheduler
- * test runs with GPUSCHED_SCHED_KEEP=2 (tests/meson.build), which checks
- * each kept reservation's time against a new search. */
+ * test runs with GPUSCHED_SCHED_KEEP_CHECK=1 (tests/meson.build), which
+ * checks each kept reservation's time against a new search. */
 #include <stdlib.h>
 
 #include "sched-test.h"
 
 /* 1 block x `racks` racks x 4 nodes x 4 GPUs: rack r is nodes 4r to
- * 4r + 3. keep 0: no reservation kept; 1: kept, each checked against a
- * new search (GPUSCHED_SCHED_KEEP=2). */
+ * 4r + 3. keep: GPUSCHED_SCHED_PARAM_KEEP_RESV; each kept reservation is
+ * checked against a new search (GPUSCHED_SCHED_KEEP_CHECK=1). */
 static st_env racks_of(uint32_t racks, int keep, uint32_t *q)
 {
     const uint32_t fan[] = {1, racks, 4};
-    setenv("GPUSCHED_SCHED_KEEP", keep ? "2" : "0", 1);
+    setenv("GPUSCHED_SCHED_KEEP_CHECK", "1", 1);
     st_env e = st_env_uniform(2, fan, 4);
-    unsetenv("GPUSCHED_SCHED_KEEP");
+    unsetenv("GPUSCHED_SCHED_KEEP_CHECK");
+    cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_KEEP_RESV, keep), 0);
     *q = st_queue(&e, "team", 0, 16 * racks);
     cr_assert_eq(gpusched_sched_param_set(e.s, GPUSCHED_SCHED_PARAM_QUOTAS, 0), 0); /* the cluster is the limit */
     return e;

@@ -43,7 +43,7 @@ typedef struct mm_job {
 typedef struct mm_work {
     uint32_t nq, parent[4];
     uint64_t nominal[4], borrow[4];
-    int64_t param[11];
+    int64_t param[12];
     mm_job job[MM_MAX_JOBS];
     uint32_t n;
     int pods;                   /* a cluster with cpu, and some pod gangs */
@@ -107,13 +107,14 @@ static void mm_generate(mm_work *w, int pods)
     /* Drawn last, so that each seed's workload stays what it was before
      * the parameter existed. */
     w->param[GPUSCHED_SCHED_PARAM_LARGE_GPUS] = rndu(3) ? 0 : 24;
+    w->param[GPUSCHED_SCHED_PARAM_KEEP_RESV] = rndu(2);
 }
 
 static void mm_side_new(mm_side *x, const mm_work *w, uint64_t off)
 {
     x->e = w->pods ? st_env_small_cpu() : st_env_small();
     x->off = off;
-    for (uint32_t p = 1; p < 11; p++)
+    for (uint32_t p = 1; p < 12; p++)
         cr_assert_eq(gpusched_sched_param_set(x->e.s, p, w->param[p]), 0, "param %u", p);
     for (uint32_t q = 0; q < w->nq; q++) {
         char name[8];

@@ -203,6 +203,7 @@ static uint32_t run_seed(uint64_t seed)
     pt_rng lr = {seed * 0x2545f4914f6cdd1dull + 3};
     if (pt_below(&lr, 3) == 0)
         both_param(&p, GPUSCHED_SCHED_PARAM_LARGE_GPUS, 16 + 8 * pt_below(&lr, 3));
+    both_param(&p, GPUSCHED_SCHED_PARAM_KEEP_RESV, pt_below(&lr, 2));
     uint64_t running[MAXJOBS], next_id = 1, outside[8];
     uint32_t nrun = 0, waits = 0, nout = 0;
     int64_t now = 0;

@@ -18,7 +18,7 @@ static int usage(void)
             "  --blocks N   NVL72 cluster of N blocks of 56 racks x 18 nodes x 4 GPUs (default 16: 64,512 GPUs)\n"
             "  --set        a scheduler parameter after the policy's own: half_life, resv_depth, order, strict,\n"
             "               quotas, preempt, min_runtime, age_limit,\n"
-            "               preempt_max_gpus, large_gpus (for example --set resv_depth=8)\n");
+            "               preempt_max_gpus, large_gpus, keep_resv (for example --set resv_depth=8)\n");
     return 2;
 }
 

@@ -327,7 +327,8 @@ int sim_override_parse(sim_overrides *o, const char *text)
                  {"quotas", GPUSCHED_SCHED_PARAM_QUOTAS},           {"preempt", GPUSCHED_SCHED_PARAM_PREEMPT},
                  {"min_runtime", GPUSCHED_SCHED_PARAM_MIN_RUNTIME}, {"age_limit", GPUSCHED_SCHED_PARAM_AGE_LIMIT},
                  {"preempt_max_gpus", GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS},
-                 {"large_gpus", GPUSCHED_SCHED_PARAM_LARGE_GPUS}};
+                 {"large_gpus", GPUSCHED_SCHED_PARAM_LARGE_GPUS},
+                 {"keep_resv", GPUSCHED_SCHED_PARAM_KEEP_RESV}};
     const char *eq = strchr(text, '=');
     if (!eq || o->n >= SIM_MAX_OVERRIDES)
         return -1;
@@ -350,11 +351,14 @@ static void configure(gpusched_sched *s, int policy)
     /* The full cycle neither spares large gangs from eviction nor puts
      * them first: both together cost the tenants within their quota their
      * prompt start (doc/sched-sim.md, "Large gangs first, and its cost"). */
-    static const int64_t p[3][10] = {
-        /* order, depth, quotas, preempt, half-life, min runtime, strict, age limit, preempt max, large */
-        {GPUSCHED_SCHED_ORDER_FIFO, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {GPUSCHED_SCHED_ORDER_PRIORITY, 1, 0, 0, 0, 0, 0, 0, 0, 0},
-        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800, 0, 0},
+    /* Priority + EASY stays Slurm-like: its one reservation is searched
+     * again at every cycle, as a backfill pass re-plans (doc/sched.md,
+     * "Kept reservations"). */
+    static const int64_t p[3][11] = {
+        /* order, depth, quotas, preempt, half-life, min runtime, strict, age limit, preempt max, large, keep */
+        {GPUSCHED_SCHED_ORDER_FIFO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {GPUSCHED_SCHED_ORDER_PRIORITY, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {GPUSCHED_SCHED_ORDER_FAIR, 4, 1, 1, 3600, 600, 0, 1800, 0, 0, 1},
     };
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_ORDER, p[policy][0]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_RESV_DEPTH, p[policy][1]);
@@ -366,6 +370,7 @@ static void configure(gpusched_sched *s, int policy)
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_AGE_LIMIT, p[policy][7]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS, p[policy][8]);
     gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_LARGE_GPUS, p[policy][9]);
+    gpusched_sched_param_set(s, GPUSCHED_SCHED_PARAM_KEEP_RESV, p[policy][10]);
 }
 
 int sim_run(gpusched_topo *topo, const sim_trace *tr, int policy, const sim_overrides *over, sim_result *res,

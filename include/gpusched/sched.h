@@ -61,9 +61,8 @@
  *   reserved node. A reservation is kept by the next cycles, time and
  *   nodes, while nothing since could make it earlier or take its nodes
  *   (its time is always the earliest; a new search could pick other nodes
- *   for it); otherwise it is searched again (doc/sched.md, "Kept
- *   reservations"; `GPUSCHED_SCHED_KEEP=0` in the environment when the
- *   scheduler is created searches every one again).
+ *   for it); otherwise it is searched again
+ *   (#GPUSCHED_SCHED_PARAM_KEEP_RESV).
  * - **Preemption** (#GPUSCHED_SCHED_PARAM_PREEMPT): a gang that fits its
  *   queue's nominal quota along the whole path but not the cluster may
  *   evict, through gpusched_placer_preempt(), preemptible jobs that run on
@@ -222,6 +221,14 @@ typedef enum gpusched_sched_param {
      *  and cannot be evicted (doc/sched-sim.md, "Large gangs first, and
      *  its cost"). Added in 0.2.3. */
     GPUSCHED_SCHED_PARAM_LARGE_GPUS = 10,
+    /** 1 (the default): a reservation is kept by the next cycles, time and
+     *  nodes, while no change since could make it earlier or take its
+     *  nodes, and searched again otherwise; 0: every cycle searches every
+     *  reservation again (a backfill pass of Slurm re-plans them all). A
+     *  kept reservation's time is the one a new search finds; its nodes
+     *  are the ones it got first, where a new search might pick others
+     *  (doc/sched.md, "Kept reservations"). Added in 0.2.3. */
+    GPUSCHED_SCHED_PARAM_KEEP_RESV = 11,
 } gpusched_sched_param;
 
 /** The order of pending gangs (#GPUSCHED_SCHED_PARAM_ORDER). */

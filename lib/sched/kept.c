@@ -173,7 +173,7 @@ static int moves(const gpusched_sched *s, const gs_chg *e, const gs_resv *v)
 
 const gs_resv *gs_sd_kept(const gpusched_sched *s, uint32_t slot, int64_t now)
 {
-    if (!s->keep || s->c->changes != s->c_seen)
+    if (!s->keep_resv || s->c->changes != s->c_seen)
         return NULL;
     const gs_resv *v = NULL;
     for (uint32_t i = 0; i < s->nkresv && !v; i++)

@@ -289,7 +289,7 @@ static int find(gpusched_sched *s, uint32_t slot, int64_t now)
     return 0;
 }
 
-/* GPUSCHED_SCHED_KEEP=2: a search made anyway must find the kept
+/* GPUSCHED_SCHED_KEEP_CHECK=1: a search made anyway must find the kept
  * reservation's time (its nodes may differ: kept.c); 0 or
  * GPUSCHED_ECORRUPT, the search's reservation dropped. */
 static int check_kept(gpusched_sched *s, uint32_t slot, int64_t now, const gs_resv *kept)
@@ -314,7 +314,7 @@ int gs_sd_reserve(gpusched_sched *s, uint32_t slot, int64_t now)
     const gs_resv *kept = gs_sd_kept(s, slot, now);
     if (!kept)
         return find(s, slot, now);
-    int rc = s->keep == 2 ? check_kept(s, slot, now, kept) : 0;
+    int rc = s->keep_check ? check_kept(s, slot, now, kept) : 0;
     if (rc || (rc = append(s, kept, s->krnodes + kept->off)))
         return rc;
     /* Every change so far is proved harmless on the state of now: the next

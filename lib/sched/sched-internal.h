@@ -155,7 +155,7 @@ struct gpusched_sched {
 
     /* Parameters. */
     int64_t half_life, resv_depth, order_mode, strict, quotas, preempt, min_runtime, age_limit, preempt_max_gpus,
-        large_gpus;
+        large_gpus, keep_resv;
 
     /* Queues, and per queue x resource (index q * nres + r). */
     gs_sq *q;
@@ -261,10 +261,10 @@ struct gpusched_sched {
      * request (cycle.c quick_wait()); GPUSCHED_SCHED_QUICK=0 in the
      * environment at creation turns it off, so that tests can compare. */
     int quick;
-    /* Reservations kept across cycles (kept.c): 1 (the default), 0 off
-     * (GPUSCHED_SCHED_KEEP=0), 2 each kept one checked against a new
-     * search, which must find the same time (GPUSCHED_SCHED_KEEP=2). */
-    int keep;
+    /* GPUSCHED_SCHED_KEEP_CHECK=1 in the environment at creation: each
+     * reservation kept across cycles (kept.c) is checked against a new
+     * search, which must find the same time, so that tests can compare. */
+    int keep_check;
 };
 
 /* The decisions of one cycle. A wait is stored as what differs between

@@ -21,6 +21,7 @@ static const struct {
     [GPUSCHED_SCHED_PARAM_AGE_LIMIT] = {0, GS_TIME_MAX, 0, "age_limit"},
     [GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS] = {0, UINT32_MAX, 0, "preempt_max_gpus"},
     [GPUSCHED_SCHED_PARAM_LARGE_GPUS] = {0, UINT32_MAX, 0, "large_gpus"},
+    [GPUSCHED_SCHED_PARAM_KEEP_RESV] = {0, 1, 1, "keep_resv"},
 };
 
 static int64_t *param_field(gpusched_sched *s, uint32_t param)
@@ -36,6 +37,7 @@ static int64_t *param_field(gpusched_sched *s, uint32_t param)
     case GPUSCHED_SCHED_PARAM_AGE_LIMIT: return &s->age_limit;
     case GPUSCHED_SCHED_PARAM_PREEMPT_MAX_GPUS: return &s->preempt_max_gpus;
     case GPUSCHED_SCHED_PARAM_LARGE_GPUS: return &s->large_gpus;
+    case GPUSCHED_SCHED_PARAM_KEEP_RESV: return &s->keep_resv;
     default: return NULL;
     }
 }
@@ -144,8 +146,8 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     s->dirty = 1;
     const char *quick = getenv("GPUSCHED_SCHED_QUICK");
     s->quick = !(quick && strcmp(quick, "0") == 0);
-    const char *keep = getenv("GPUSCHED_SCHED_KEEP");
-    s->keep = !keep || !*keep ? 1 : keep[0] == '0' ? 0 : keep[0] == '2' ? 2 : 1;
+    const char *check = getenv("GPUSCHED_SCHED_KEEP_CHECK");
+    s->keep_check = check && strcmp(check, "1") == 0;
     s->c_seen = cluster->changes;
     if (!(s->chg = gs_calloc(&s->alloc, GS_CHG_LOG, sizeof *s->chg))) {
         gpusched_sched_free(s);

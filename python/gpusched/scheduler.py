@@ -51,6 +51,7 @@ class SchedParam(enum.IntEnum):
     AGE_LIMIT = 8
     PREEMPT_MAX_GPUS = 9
     LARGE_GPUS = 10
+    KEEP_RESV = 11
 
 
 class SchedOrder(enum.IntEnum):
@@ -163,7 +164,7 @@ class Scheduler(u.Handle):
                  strict: Optional[bool] = None, quotas: Optional[bool] = None,
                  preempt: Optional[bool] = None, min_runtime: Optional[int] = None,
                  age_limit: Optional[int] = None, preempt_max_gpus: Optional[int] = None,
-                 large_gpus: Optional[int] = None) -> None:
+                 large_gpus: Optional[int] = None, keep_resv: Optional[bool] = None) -> None:
         """Creates a scheduler with only the root queue; the keywords set
         parameters (None keeps the library's default)."""
         from .cluster import Cluster
@@ -183,7 +184,7 @@ class Scheduler(u.Handle):
                   SchedParam.ORDER: order, SchedParam.STRICT: strict, SchedParam.QUOTAS: quotas,
                   SchedParam.PREEMPT: preempt, SchedParam.MIN_RUNTIME: min_runtime,
                   SchedParam.AGE_LIMIT: age_limit, SchedParam.PREEMPT_MAX_GPUS: preempt_max_gpus,
-                  SchedParam.LARGE_GPUS: large_gpus}
+                  SchedParam.LARGE_GPUS: large_gpus, SchedParam.KEEP_RESV: keep_resv}
         for p, value in params.items():
             if value is not None:
                 self.set_param(p, int(value))

@@ -9,7 +9,7 @@
  * field by field, and after every step both pass their invariant checkers
  * (scheduler and cluster). A call that fails must leave the counts as
  * they were. Both check each reservation they keep across cycles against
- * a new search (GPUSCHED_SCHED_KEEP=2). */
+ * a new search (GPUSCHED_SCHED_KEEP_CHECK=1). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +183,7 @@ static int step(world *w, fuzz_rd *r)
         break;
     }
     case 8: {
-        uint32_t param = fuzz_take(r, 12); /* 0 and 11 are not parameters */
+        uint32_t param = fuzz_take(r, 13); /* 0 and 12 are not parameters */
         int64_t v = (int64_t)fuzz_take(r, 70) - 2;
         for (int i = 0; i < 2; i++)
             rc[i] = gpusched_sched_param_set(s[i]->s, param, v);
@@ -234,12 +234,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint32_t shape = fuzz_take(&r, 2);
     /* Both check every reservation they keep across cycles against a new
      * search (a cycle then fails with GPUSCHED_ECORRUPT). */
-    setenv("GPUSCHED_SCHED_KEEP", "2", 1);
+    setenv("GPUSCHED_SCHED_KEEP_CHECK", "1", 1);
     side_new(&w.a, text[shape]);
     setenv("GPUSCHED_SCHED_QUICK", "0", 1);
     side_new(&w.b, text[shape]);
     unsetenv("GPUSCHED_SCHED_QUICK");
-    unsetenv("GPUSCHED_SCHED_KEEP");
+    unsetenv("GPUSCHED_SCHED_KEEP_CHECK");
     w.nnodes = gpusched_topo_node_count(w.a.t);
     /* The queue tree: each new queue under one before it. */
     w.nq = 1;

@@ -165,6 +165,19 @@ class TestCycle(SchedCase):
         s.check()
         s.close()
 
+    def test_keep_resv(self):
+        with Cluster(self.t) as c:
+            s = Scheduler(c)
+            self.assertEqual(s.get_param(SchedParam.KEEP_RESV), 1, "kept across cycles by default")
+            s.set_param("keep_resv", 0)
+            self.assertEqual(s.get_param(SchedParam.KEEP_RESV), 0)
+            with self.assertRaises(gpusched.OutOfRange):
+                s.set_param(SchedParam.KEEP_RESV, 2)
+            s.close()
+            s = Scheduler(c, keep_resv=False)
+            self.assertEqual(s.get_param(SchedParam.KEEP_RESV), 0)
+            s.close()
+
     def test_large_gangs_go_first(self):
         for large, head in ((0, 3), (96, 2)):
             with Cluster(self.t) as c:
