@@ -988,7 +988,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         s->dirty = 1;
         return gs_error(&s->err, rc, "cycle: %s",
                         rc == GPUSCHED_ENOMEM     ? "out of memory"
-                        : rc == GPUSCHED_ECORRUPT ? "a kept reservation's time differs from a new search's"
+                        : rc == GPUSCHED_ECORRUPT ? "a kept reservation differs from a new search (time) or its nodes are taken"
                                                   : gpusched_placer_errmsg(s->p));
     }
     return gs_ok(&s->err);

@@ -122,6 +122,18 @@ static uint32_t free_before(const gpusched_sched *s, uint32_t a, uint32_t b, int
     return n;
 }
 
+/* Whole GPUs gang j needs on each node of its placement: a whole node,
+ * one pod's (none for pods of fractions or of cpu alone), or one. */
+static uint32_t per_node(const gpusched_sched *s, const gs_sj *j, uint32_t v)
+{
+    const gpusched_place_request *q = &j->req;
+    if (q->gpu_milli)
+        return 0;
+    if (q->split == GPUSCHED_SPLIT_WHOLE_NODES)
+        return gs_cl_node_gpus(s->c, v);
+    return q->split == GPUSCHED_SPLIT_PODS ? q->pod_gpus : 1;
+}
+
 /* Whether a placement of gang j just before time t could use a GPU of
  * node v: the pod (or whole node) holding it and each slice around it
  * must find their GPUs there. Without pods or slices it could. */
@@ -129,11 +141,9 @@ static int node_usable(const gpusched_sched *s, const gs_sj *j, uint32_t v, int6
 {
     const gpusched_place_request *q = &j->req;
     const struct gpusched_topo *topo = s->c->topo;
-    const uint32_t pod = q->split == GPUSCHED_SPLIT_WHOLE_NODES ? gs_cl_node_gpus(s->c, v)
-                         : q->split == GPUSCHED_SPLIT_PODS      ? q->pod_gpus
-                                                                : 1;
     if (q->gpu_milli)
         return 1;
+    const uint32_t pod = per_node(s, j, v);
     if (pod > 1 && free_before(s, v, v + 1, t) < pod)
         return 0;
     for (uint32_t i = 0; i < 2; i++) {
@@ -144,6 +154,15 @@ static int node_usable(const gpusched_sched *s, const gs_sj *j, uint32_t v, int6
         if (free_before(s, topo->dom_start[l][d], topo->dom_start[l][d + 1], t) < q->slice_gpus[i])
             return 0;
     }
+    return 1;
+}
+
+int gs_sd_kept_nodes_free(const gpusched_sched *s, const gs_resv *v, const uint32_t *nodes)
+{
+    const gs_sj *j = &s->j[v->slot];
+    for (uint32_t i = 0; i < v->n; i++)
+        if (free_before(s, nodes[i], nodes[i] + 1, v->time + 1) < per_node(s, j, nodes[i]))
+            return 0;
     return 1;
 }
 

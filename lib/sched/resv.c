@@ -290,15 +290,16 @@ static int find(gpusched_sched *s, uint32_t slot, int64_t now)
 }
 
 /* GPUSCHED_SCHED_KEEP_CHECK=1: a search made anyway must find the kept
- * reservation's time (its nodes may differ: kept.c); 0 or
- * GPUSCHED_ECORRUPT, the search's reservation dropped. */
+ * reservation's time (its nodes may differ: kept.c), and its nodes must
+ * be free enough then; 0 or GPUSCHED_ECORRUPT, the search's reservation
+ * dropped. */
 static int check_kept(gpusched_sched *s, uint32_t slot, int64_t now, const gs_resv *kept)
 {
     const uint32_t nresv = s->nresv, nrnodes = s->nrnodes;
     const uint64_t rfp = s->rfp;
     const int64_t min_time = s->resv_min_time;
     int rc = find(s, slot, now);
-    if (rc == 0 && s->resv[nresv].time != kept->time)
+    if (rc == 0 && (s->resv[nresv].time != kept->time || !gs_sd_kept_nodes_free(s, kept, s->krnodes + kept->off)))
         rc = GPUSCHED_ECORRUPT;
     if (rc == GPUSCHED_ENOSPC)
         rc = GPUSCHED_ECORRUPT;

@@ -441,6 +441,9 @@ void gs_sd_kept_swap(gpusched_sched *s);
 /* The last cycle's reservation of gang `slot`, if a search now would find
  * the same time and nodes; NULL otherwise. */
 const gs_resv *gs_sd_kept(const gpusched_sched *s, uint32_t slot, int64_t now);
+/* GPUSCHED_SCHED_KEEP_CHECK: whether kept reservation v's nodes (given)
+ * each have, free at its time, what a pod of its gang needs there. */
+int gs_sd_kept_nodes_free(const gpusched_sched *s, const gs_resv *v, const uint32_t *nodes);
 /* Fingerprint of fp followed by n nodes. */
 uint64_t gs_sd_nodes_fp(uint64_t fp, const uint32_t *nodes, uint32_t n);
 
