@@ -215,10 +215,9 @@ static int started(gpusched_sched *s, cyc *x, uint32_t slot, int borrowed, uint3
     const uint64_t *masks;
     uint32_t n;
     gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
-    const int64_t d = gs_sj_expected(&s->j[slot]);
-    gs_sd_chg_log(s, GS_CHG_TAKE, d == GS_SD_NEVER ? GS_SD_NEVER : x->now + d, slot);
-    gs_sd_chg_sync(s, 1); /* its commit */
     gs_sj_run(s, slot, x->now, borrowed); /* room kept since submit: no allocation */
+    gs_sd_chg_log(s, GS_CHG_TAKE, gs_sj_expected_end(&s->j[slot]), slot);
+    gs_sd_chg_sync(s, 1); /* its commit */
     x->nstarted++;
     x->late_start |= s->nresv > 0;
     s->started_gpus += s->j[slot].gpus;

@@ -95,6 +95,12 @@ int64_t gs_sj_expected(const gs_sj *j)
     return d ? d : GS_SD_NEVER;
 }
 
+int64_t gs_sj_expected_end(const gs_sj *j)
+{
+    const int64_t d = gs_sj_expected(j);
+    return d == GS_SD_NEVER ? GS_SD_NEVER : j->start + d;
+}
+
 /* The running jobs with an expected end, by (end, job id), as a skip list
  * over the slots (the reservation search walks them in order, and lends
  * them in it). Ties go by id, not by slot: slots depend on the order of
@@ -131,12 +137,11 @@ static void end_find(gpusched_sched *s, int64_t end, uint32_t slot, uint32_t **a
 
 static void ends_add(gpusched_sched *s, uint32_t slot)
 {
-    const gs_sj *j = &s->j[slot];
-    int64_t d = gs_sj_expected(j);
-    if (d == GS_SD_NEVER)
+    const int64_t end = gs_sj_expected_end(&s->j[slot]);
+    if (end == GS_SD_NEVER)
         return;
     gs_endnode *e = &s->endn[slot];
-    e->end = j->start + d;
+    e->end = end;
     uint32_t *at[GS_ENDS_LEVELS];
     end_find(s, e->end, slot, at);
     const uint32_t lv = end_levels(slot);

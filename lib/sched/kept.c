@@ -39,8 +39,7 @@ void gs_sd_chg_log(gpusched_sched *s, uint8_t kind, int64_t end, uint32_t slot)
 void gs_sd_chg_log_end(gpusched_sched *s, uint32_t slot)
 {
     const gs_sj *j = &s->j[slot];
-    const int64_t d = gs_sj_expected(j);
-    gs_sd_chg_log(s, GS_CHG_FREE, d == GS_SD_NEVER ? GS_SD_NEVER : j->start + d, GS_SJ_NONE);
+    gs_sd_chg_log(s, GS_CHG_FREE, gs_sj_expected_end(j), GS_SJ_NONE);
     gs_chg *e = &s->chg[(s->nchg - 1) % GS_CHG_LOG];
     const gs_hold *h = gs_cluster_job_find(s->c, j->id);
     if (h && h->npairs <= GS_CHG_NODES && !gs_hold_podx(s->c, h)) {
@@ -63,7 +62,7 @@ void gs_sd_kept_swap(gpusched_sched *s)
     uint32_t *n = s->krnodes;
     uint32_t nc = s->krnodes_cap;
     s->kresv = s->resv, s->kresv_cap = s->resv_cap, s->nkresv = s->nresv;
-    s->krnodes = s->rnodes, s->krnodes_cap = s->rnodes_cap, s->nkrnodes = s->nrnodes;
+    s->krnodes = s->rnodes, s->krnodes_cap = s->rnodes_cap;
     s->resv = r, s->resv_cap = rc, s->nresv = 0;
     s->rnodes = n, s->rnodes_cap = nc, s->nrnodes = 0;
     s->rfp = 0;
@@ -112,9 +111,8 @@ static uint32_t free_before(const gpusched_sched *s, uint32_t a, uint32_t b, int
                 continue;
             if (h != last) { /* a job's GPUs are side by side */
                 const uint32_t k = gs_sj_find(s, c->jobs.rec[h - 1].id);
-                const int64_t d = k == GS_SJ_NONE ? GS_SD_NEVER : gs_sj_expected(&s->j[k]);
                 last = h;
-                last_free = d != GS_SD_NEVER && s->j[k].state == GS_SJ_RUNNING && s->j[k].start + d < t;
+                last_free = k != GS_SJ_NONE && s->j[k].state == GS_SJ_RUNNING && gs_sj_expected_end(&s->j[k]) < t;
             }
             n += (uint32_t)last_free;
         }

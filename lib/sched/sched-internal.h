@@ -226,7 +226,7 @@ struct gpusched_sched {
     gs_resv *kresv;
     uint32_t nkresv, kresv_cap;
     uint32_t *krnodes;
-    uint32_t nkrnodes, krnodes_cap;
+    uint32_t krnodes_cap;
     /* The change log: a ring of the last GS_CHG_LOG of nchg changes, and the
      * cluster's count of changes after the last one the scheduler made. */
     gs_chg *chg;
@@ -379,6 +379,9 @@ void gs_sj_map_put(gpusched_sched *s, uint64_t id, uint32_t slot);
 void gs_sj_map_del(gpusched_sched *s, uint64_t id);
 uint32_t gs_sj_find(const gpusched_sched *s, uint64_t id);
 int64_t gs_sj_expected(const gs_sj *j);
+/* When running job j is expected to end: its start plus gs_sj_expected(),
+ * or GS_SD_NEVER. */
+int64_t gs_sj_expected_end(const gs_sj *j);
 /* The slot after `slot` in end order (GS_SJ_NONE: the first), or
  * GS_SJ_NONE at the end. */
 static inline uint32_t gs_sj_end_next(const gpusched_sched *s, uint32_t slot)
@@ -439,7 +442,7 @@ void gs_sd_chg_sync(gpusched_sched *s, uint64_t own);
  * ones, and this one's list starts empty. */
 void gs_sd_kept_swap(gpusched_sched *s);
 /* The last cycle's reservation of gang `slot`, if a search now would find
- * the same time and nodes; NULL otherwise. */
+ * the same time and its nodes are still free then; NULL otherwise. */
 const gs_resv *gs_sd_kept(const gpusched_sched *s, uint32_t slot, int64_t now);
 /* GPUSCHED_SCHED_KEEP_CHECK: whether kept reservation v's nodes (given)
  * each have, free at its time, what a pod of its gang needs there. */
