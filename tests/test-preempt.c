@@ -351,6 +351,46 @@ Test(preempt, priority_first_evicts_the_lowest_priority)
     env_free(&x);
 }
 
+/* Victims of two priorities, and a gang the bound lets through (it does
+ * not read avoided nodes) that fits with no tier lent: the first what-if,
+ * every victim lent, ends the call with the placement's reason as it is
+ * then; the same gang without the avoided node takes the lower tier. */
+Test(preempt, priority_first_fails_when_no_tier_fits)
+{
+    static const char text[] = "levels rack\nnode r0 n0 gpus=4\nnode r0 n1 gpus=4\n";
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    env x = {pt_env_on(t), NULL};
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    add_job(&x, 1, 0, 0x3, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 2, 0, 0xc, 2, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    add_job(&x, 3, 1, 0xf, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    gpusched_job job;
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(&q, &job, 9)->priority = 3;
+    q.preempt_policy = GPUSCHED_PREEMPT_PRIORITY_FIRST;
+    q.gpus = 5;
+    const uint32_t avoid[] = {1};
+    q.avoid_nodes = avoid;
+    q.avoid_count = 1;
+    REJECT(&x, &q, GPUSCHED_ENOSPC, "");
+    const uint64_t *ids;
+    uint32_t n = 9;
+    cr_assert_eq(gpusched_preempt_plan_victims(x.plan, &ids, &n), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_ELIGIBLE);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "gpu class, labels and avoided nodes leave 4 eligible free GPUs, 5 asked");
+    /* Without the avoided node, priority 1 (jobs 1 and 3) is enough. */
+    q.avoid_nodes = NULL;
+    q.avoid_count = 0;
+    PLAN_OK(&x, &q);
+    const uint64_t low[] = {1, 3};
+    victims_are(&x, low, 2);
+    env_free(&x);
+}
+
 /* A job protected until a time is not a victim before it; the plan says
  * what protection kept out. */
 Test(preempt, protected_jobs_are_not_victims_until_their_time)

@@ -71,19 +71,6 @@ static int explain_failure(gs_pp *x, gpusched_place_result *res)
     return rc == 0 ? GPUSCHED_ENOSPC : rc;
 }
 
-/* 1 if the gang fits with every eligible victim of the current tier gone,
- * 0 if not, or an error; nothing stays lent. */
-static int tier_fits(gs_pp *x, int32_t cap)
-{
-    x->plan->prio_cap = cap;
-    x->collected = INT32_MIN;
-    int rc = lend_all_eligible(x);
-    if (!rc)
-        rc = gs_pp_feasible(x);
-    int rc2 = gs_pp_unlend_to(x, 0);
-    return rc < 0 ? rc : rc2 ? rc2 : rc;
-}
-
 static bool prio_less(const int32_t *a, const int32_t *b, void *unused)
 {
     (void)unused;
@@ -92,11 +79,50 @@ static bool prio_less(const int32_t *a, const int32_t *b, void *unused)
 
 GS_HEAP_DEFINE(prios, int32_t, void *, prio_less)
 
+/* Victims by priority: their `dom` holds the priority key (choose_tier). */
+static bool lower_prio(const gs_victim *a, const gs_victim *b, void *unused)
+{
+    (void)unused;
+    return a->dom < b->dom;
+}
+
+GS_HEAP_DEFINE(by_prio, gs_victim, void *, lower_prio)
+
+/* How many victims (sorted by priority) are of priority <= p. */
+static uint32_t tier_end(const gpusched_preempt_plan *plan, int32_t p)
+{
+    const uint32_t key = gs_pp_prio_key(p);
+    uint32_t lo = 0, hi = plan->nv;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (plan->v[mid].dom <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* 1 if the gang fits with the victims of priority <= p gone (the lent
+ * stack cut or extended to them), 0 if not, or an error. */
+static int tier_fits(gs_pp *x, int32_t p)
+{
+    const gs_pp_dom all = {0, 0, x->plan->nv, 0, {0, 0, 0}};
+    int rc = gs_pp_set_prefix(x, &all, tier_end(x->plan, p));
+    return rc ? rc : gs_pp_feasible(x);
+}
+
 /* Priority first: the lowest tier (victims of priority <= p) whose
- * victims, all gone, let the gang fit, found by bisection over the
- * victims' distinct priorities (lending more never fits less). Plans of
- * that tier all have p as their highest priority. With one priority, or
- * when no tier fits, every eligible victim stays a candidate. */
+ * victims, all gone, let the gang fit (lending more never fits less).
+ * Plans of that tier all have p as their highest priority. The victims
+ * are lent once, in ascending priority, so that every tier is a prefix of
+ * the lent stack: the whole stack first tells whether any tier fits, then
+ * a bisection over the tiers moves the stack's top between probes. When
+ * none fits, 1 is returned with every eligible victim lent: the gang
+ * cannot fit, and the failure is explained from there, without the
+ * searches that would learn it plan by plan. Otherwise 0 with
+ * plan->prio_cap set and nothing lent. With one priority, or no victim,
+ * every eligible victim stays a candidate. */
 static int choose_tier(gs_pp *x)
 {
     gpusched_preempt_plan *plan = x->plan;
@@ -104,22 +130,27 @@ static int choose_tier(gs_pp *x)
     /* Usually the victims share one priority: the bound's pass over the
      * jobs (gs_pp_bound, which runs first on this path) tells, without
      * collecting or sorting them. */
-    const int32_t lo_prio = x->lo_prio, hi_prio = x->hi_prio;
-    if (lo_prio >= hi_prio)
+    if (x->lo_prio >= x->hi_prio)
         return 0;
     int rc = gs_pp_collect_as(x, -1, false);
     if (rc || !plan->nv)
         return rc;
+    x->collected = INT32_MIN; /* reordered below */
     if (gs_grow(&plan->alloc, (void **)&plan->prios, &plan->prios_cap, plan->nv, sizeof *plan->prios))
         return GPUSCHED_ENOMEM;
-    for (uint32_t i = 0; i < plan->nv; i++)
+    for (uint32_t i = 0; i < plan->nv; i++) {
         plan->prios[i] = gs_pp_job(x, plan->v[i].slot)->priority;
+        plan->v[i].dom = gs_pp_prio_key(plan->prios[i]);
+    }
     prios_sort(plan->prios, plan->nv, NULL);
+    by_prio_sort(plan->v, plan->nv, NULL);
     uint32_t n = 0;
     for (uint32_t i = 0; i < plan->nv; i++)
         if (!n || plan->prios[n - 1] != plan->prios[i])
             plan->prios[n++] = plan->prios[i];
-    /* prios[hi] fits or is the top tier; prios[lo - 1] does not. */
+    if ((rc = tier_fits(x, plan->prios[n - 1])) != 1)
+        return rc < 0 ? rc : 1;
+    /* prios[hi] fits; prios[lo - 1] does not. */
     uint32_t lo = 0, hi = n - 1;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -131,8 +162,7 @@ static int choose_tier(gs_pp *x)
             lo = mid + 1;
     }
     plan->prio_cap = hi == n - 1 ? INT32_MAX : plan->prios[hi];
-    x->collected = INT32_MIN;
-    return 0;
+    return gs_pp_unlend_to(x, 0);
 }
 
 /* The heuristic's plan, pruned, as the best so far (plan->best). */
@@ -207,8 +237,14 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         found = false;
         cost = (gs_pp_cost){0, 0, 0};
         plan->exact = 1;
-        if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x)))
-            return rc;
+        if (x->r->in.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST && (rc = choose_tier(x))) {
+            if (rc < 0)
+                return rc;
+            /* No tier fits: every eligible victim is lent, as below. */
+            plan->exact = 0;
+            plan->lower_bound = 0;
+            return explain_failure(x, res);
+        }
         const int32_t scope =
             x->r->in.required_level != GPUSCHED_NONE ? (int32_t)x->r->in.required_level : -1;
         if ((rc = heuristic(x, &cost, &found)) || (rc = gs_pp_exact(x, scope, &cost, &found)))
