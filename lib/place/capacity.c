@@ -167,9 +167,13 @@ static bool avoided_sum(gpusched_placer *p, const gs_pl_req *r)
     if (node)
         p->avc_node = node;
     uint32_t *units = node ? gs_realloc_array(&p->alloc, p->avc_units, p->avc_cap, sizeof *units) : NULL;
-    if (!units)
+    if (units)
+        p->avc_units = units;
+    uint32_t *stamp = units ? gs_realloc_array(&p->alloc, p->avc_stamp, p->avc_cap, sizeof *stamp) : NULL;
+    if (!stamp || gs_cluster_track_nodes(p->c))
         return false;
-    p->avc_units = units;
+    p->avc_stamp = stamp;
+    const uint32_t *now = p->c->node_stamp;
     if (++p->avu_epoch == 0) {
         for (uint32_t l = 0; l < p->nlevels; l++)
             memset(p->avu_gen[l], 0, p->t->ndom[l] * sizeof *p->avu_gen[l]);
@@ -184,6 +188,7 @@ static bool avoided_sum(gpusched_placer *p, const gs_pl_req *r)
         p->avoid_gen[v] = p->gen - 1;
         uint32_t u = gs_pl_units_of_mask(r, p->t, v, gs_cluster_node_avail(p->c, v));
         p->avc_node[m] = v;
+        p->avc_stamp[m] = now[v];
         p->avc_units[m++] = u;
         root += u;
         if (u)
@@ -207,9 +212,9 @@ static bool avoided_sum(gpusched_placer *p, const gs_pl_req *r)
  * search avoids the nodes of the reservations before it, and probes the
  * whole cluster many times). Summed once per search, in O(avoided nodes x
  * levels); a search that avoids the same list as the last (the probes of
- * one reservation search) only recounts each node, O(avoided nodes), and
- * carries the change up from the nodes whose units changed (those a lent
- * or unlent job touched). false if the scratch cannot be allocated: the
+ * one reservation search) only compares each node's change counter with
+ * the one it was counted at, O(avoided nodes) loads, and counts again and
+ * carries up the nodes touched since (those a lent or unlent job held). false if the scratch cannot be allocated: the
  * caller visits the nodes. */
 static bool avoided_ready(gpusched_placer *p)
 {
@@ -225,8 +230,12 @@ static bool avoided_ready(gpusched_placer *p)
         }
     const gs_pl_req *r = p->req;
     if (same_avoided(p, r)) {
+        const uint32_t *now = p->c->node_stamp; /* started by avoided_sum */
         for (uint32_t i = 0; i < p->avc_n; i++) {
             uint32_t v = p->avc_node[i];
+            if (now[v] == p->avc_stamp[i])
+                continue; /* untouched since counted */
+            p->avc_stamp[i] = now[v];
             uint32_t u = gs_pl_units_of_mask(r, t, v, gs_cluster_node_avail(p->c, v));
             if (u != p->avc_units[i]) {
                 p->avu_root += u;

@@ -152,12 +152,14 @@ struct gpusched_placer {
      * allocated on first use (capacity.c). A search avoiding the same list
      * for the same unit as the last one recounts only the nodes whose units
      * changed: avc_raw is that list as given, avc_node its distinct nodes,
-     * avc_units what each counted. */
+     * avc_units what each counted, avc_stamp the cluster's change counter
+     * of each node then (only a node whose counter moved is counted
+     * again). */
     uint32_t *avu_val[GS_MAX_LEVELS];
     uint32_t *avu_gen[GS_MAX_LEVELS];
     uint64_t avu_root;
     uint32_t avu_done, avu_epoch;
-    uint32_t *avc_raw, *avc_node, *avc_units;
+    uint32_t *avc_raw, *avc_node, *avc_units, *avc_stamp;
     uint32_t avc_nraw, avc_n, avc_cap, avc_u0, avc_whole;
     bool avc_valid;
     gs_arena arena;
