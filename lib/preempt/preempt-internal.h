@@ -117,9 +117,18 @@ bool gs_pp_taken_before(const gs_victim *a, const gs_victim *b);
  * (see gpusched_placer_move); q->job points to `job`, filled from h. */
 void gs_pp_shape(const struct gpusched_cluster *c, const gs_hold *h, gpusched_place_request *q, gpusched_job *job);
 
-/* victims.c: the domain of level `scope` (-1: the whole cluster, domain
- * 0) holding lowest-level domain `leaf`. */
-uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf);
+/* The domain of level `scope` (-1: the whole cluster, domain 0) holding
+ * lowest-level domain `leaf`. Inline: the passes over every running job
+ * (the bound, collecting the victims) ask it twice per job. */
+static inline uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf)
+{
+    if (scope < 0)
+        return 0;
+    uint32_t d = leaf;
+    for (uint32_t l = t->nlevels - 1; l > (uint32_t)scope; l--)
+        d = t->dom_parent[l][d];
+    return d;
+}
 
 static inline bool gs_pp_cost_less(gs_pp_cost a, gs_pp_cost b)
 {
@@ -230,11 +239,39 @@ int gs_pp_exact_domain(gs_pp *x, const gs_victim *cands, uint32_t n, uint64_t ne
  * found no plan (the caller then takes the collecting path), or an
  * error. Leaves nothing lent. */
 int gs_pp_indexed(gs_pp *x, gs_pp_cost *best, bool *found);
-/* victims.c: whether job h is a candidate (see gs_pp_collect), and the
- * protection count of one job that is not. */
-bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
-                    bool movers);
-void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r);
+/* Whether job h is a candidate: victims of a preemption are preemptible,
+ * of lower priority, up to the priority tier being searched; movers of a
+ * defragmentation are movable, of a priority not above the gang's;
+ * neither while protected. Jobs with resources or GPU fractions are not
+ * moved yet, and a job of fractions or without GPUs is evicted only for a
+ * gang with pods: the GPU-counting searches of whole-GPU gangs see what
+ * whole GPUs a job frees, a fraction frees a GPU only with the last of its
+ * sharers, and a job without GPUs frees none (its cost per GPU has no
+ * meaning). Inline: every pass over the running jobs asks it per job. */
+static inline bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r,
+                                  int32_t prio_cap, bool movers)
+{
+    if (h->id == r->job.id || r->in.now < h->protected_until)
+        return false;
+    const gs_podx *px = gs_hold_podx(c, h);
+    if (px && (movers || (!r->pods_path && (px->milli || !h->ngpus))))
+        return false;
+    if (movers)
+        return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
+    return (h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority && h->priority <= prio_cap;
+}
+/* A job that would be a victim but for its protection: counted so that a
+ * plan can say what protection kept out of it. */
+static inline void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r)
+{
+    if (h->id == r->job.id || r->in.now >= h->protected_until || !(h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) ||
+        h->priority >= r->job.priority)
+        return;
+    if (!plan->protected_jobs || h->protected_until < plan->protected_until)
+        plan->protected_until = h->protected_until;
+    plan->protected_jobs++;
+    plan->protected_gpus += h->ngpus;
+}
 
 /* defrag.c: with the movers lent, the gang held and every mover placed
  * and held: 1, or 0 (nothing held), or an error. */

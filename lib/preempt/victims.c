@@ -4,52 +4,6 @@
 
 #include "preempt-internal.h"
 
-/* Victims of a preemption: preemptible, of lower priority, up to the
- * priority tier being searched. Movers of a defragmentation: movable, of a
- * priority not above the gang's. Neither while protected. */
-bool gs_pp_eligible(const struct gpusched_cluster *c, const gs_hold *h, const gs_pl_req *r, int32_t prio_cap,
-                    bool movers)
-{
-    /* Jobs with resources or GPU fractions are not moved yet, and a job of
-     * fractions or without GPUs is evicted only for a gang with pods: the
-     * GPU-counting searches of whole-GPU gangs see what whole GPUs a job
-     * frees, a fraction frees a GPU only with the last of its sharers, and
-     * a job without GPUs frees none (its cost per GPU has no meaning). */
-    if (h->id == r->job.id || r->in.now < h->protected_until)
-        return false;
-    const gs_podx *px = gs_hold_podx(c, h);
-    if (px && (movers || (!r->pods_path && (px->milli || !h->ngpus))))
-        return false;
-    if (movers)
-        return (h->flags & GPUSCHED_JOB_FLAG_MOVABLE) && h->priority <= r->job.priority;
-    return (h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) && h->priority < r->job.priority && h->priority <= prio_cap;
-}
-
-/* A job that would be a victim but for its protection: counted so that a
- * plan can say what protection kept out of it. */
-void gs_pp_count_protected(gpusched_preempt_plan *plan, const gs_hold *h, const gs_pl_req *r)
-{
-    if (h->id == r->job.id || r->in.now >= h->protected_until || !(h->flags & GPUSCHED_JOB_FLAG_PREEMPTIBLE) ||
-        h->priority >= r->job.priority)
-        return;
-    if (!plan->protected_jobs || h->protected_until < plan->protected_until)
-        plan->protected_until = h->protected_until;
-    plan->protected_jobs++;
-    plan->protected_gpus += h->ngpus;
-}
-
-/* The domain of level `scope` (-1: the whole cluster, domain 0) holding
- * lowest-level domain `leaf`. */
-uint32_t gs_pp_scope_domain(const struct gpusched_topo *t, int32_t scope, uint32_t leaf)
-{
-    if (scope < 0)
-        return 0;
-    uint32_t d = leaf;
-    for (uint32_t l = t->nlevels - 1; l > (uint32_t)scope; l--)
-        d = t->dom_parent[l][d];
-    return d;
-}
-
 static int push(gpusched_preempt_plan *plan, gs_victim v)
 {
     if (gs_grow(&plan->alloc, (void **)&plan->v, &plan->vcap, plan->nv + 1, sizeof *plan->v))
