@@ -126,7 +126,7 @@ int gs_pp_plan_pods(gs_pp *x, uint32_t *nvictims)
     plan->prio_cap = INT32_MAX;
     /* plan->v holds the candidates unordered: no collected variant. */
     x->collected = INT32_MIN;
-    int rc = gs_pp_collect_cluster(plan, x->c, x->r);
+    int rc = gs_pp_collect_cluster(plan, x->c, x->r, true);
     if (rc || gs_grow(&plan->alloc, (void **)&plan->tmp, &plan->tmp_cap, plan->nv + 1, sizeof *plan->tmp))
         return rc ? rc : GPUSCHED_ENOMEM;
     const uint32_t n = plan->nv;

@@ -104,10 +104,11 @@ struct gpusched_preempt_plan {
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
                   int32_t scope, bool by_rack, bool movers);
 /* The victims of the whole cluster (scope -1, one entry per job, with the
- * racks' ranks), not grouped or ordered, for a caller that takes only the
- * first few in its own order: `dom` holds the job's priority instead, as
+ * racks' ranks when `ranked`), not grouped or ordered, for a caller that
+ * takes them in its own order: `dom` holds the job's priority instead, as
  * gs_pp_prio_key() (the domain is 0 for all). */
-int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r);
+int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                          bool ranked);
 /* A priority as an unsigned key of the same order. */
 static inline uint32_t gs_pp_prio_key(int32_t prio) { return (uint32_t)prio ^ 0x80000000u; }
 /* The order gs_pp_collect gives inside a domain. */

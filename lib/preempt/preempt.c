@@ -132,16 +132,14 @@ static int choose_tier(gs_pp *x)
      * collecting or sorting them. */
     if (x->lo_prio >= x->hi_prio)
         return 0;
-    int rc = gs_pp_collect_as(x, -1, false);
+    x->collected = INT32_MIN; /* plan->v: in priority order below */
+    int rc = gs_pp_collect_cluster(plan, x->c, x->r, false);
     if (rc || !plan->nv)
         return rc;
-    x->collected = INT32_MIN; /* reordered below */
     if (gs_grow(&plan->alloc, (void **)&plan->prios, &plan->prios_cap, plan->nv, sizeof *plan->prios))
         return GPUSCHED_ENOMEM;
-    for (uint32_t i = 0; i < plan->nv; i++) {
+    for (uint32_t i = 0; i < plan->nv; i++)
         plan->prios[i] = gs_pp_job(x, plan->v[i].slot)->priority;
-        plan->v[i].dom = gs_pp_prio_key(plan->prios[i]);
-    }
     prios_sort(plan->prios, plan->nv, NULL);
     by_prio_sort(plan->v, plan->nv, NULL);
     uint32_t n = 0;

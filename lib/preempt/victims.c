@@ -196,9 +196,10 @@ static int collect_entries(gpusched_preempt_plan *plan, const struct gpusched_cl
     return by_rack ? rank_homes(plan, c) : 0;
 }
 
-int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r)
+int gs_pp_collect_cluster(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
+                          bool ranked)
 {
-    return collect_entries(plan, c, r, -1, true, false, true);
+    return collect_entries(plan, c, r, -1, ranked, false, true);
 }
 
 int gs_pp_collect(gpusched_preempt_plan *plan, const struct gpusched_cluster *c, const gs_pl_req *r,
