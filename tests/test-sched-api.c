@@ -274,6 +274,39 @@ Test(sched_api, cycle_starts_and_quiet_cycles)
     st_env_free(&e);
 }
 
+/* A gang that does not fit though enough GPUs are free is explained by
+ * the placement's reason and words, the same whether it was tried on every
+ * node only (job 3, before any reservation) or first around a reservation
+ * and then on every node (job 4, expected to end after job 3's). */
+Test(sched_api, a_fit_wait_says_why_the_placement_failed)
+{
+    st_env e = st_env_small(); /* 2 blocks of 48 GPUs */
+    uint32_t a = st_queue(&e, "a", 0, 96);
+    st_submit(&e, 1, a, 40, 0, 100);
+    st_submit(&e, 2, a, 40, 0, 100);
+    st_cycle(&e, 1);
+    cr_assert(st_started(&e, 1) && st_started(&e, 2));
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    q.gpus = 16;
+    q.required_level = 0;
+    cr_assert_eq(st_submit_req(&e, 3, a, &q, 0, 2, 10, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    q.gpus = 12;
+    cr_assert_eq(st_submit_req(&e, 4, a, &q, 0, 2, 1000, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 2);
+    const char *msg;
+    gpusched_sched_wait w = st_wait(&e, 3, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT, "reason %u: %s", w.reason, msg);
+    cr_assert_eq(w.place_reason, GPUSCHED_REASON_REQUIRED);
+    cr_assert_eq(w.free_gpus, 16);
+    cr_assert(strstr(msg, "required block: the best block has 8 free GPUs, 16 asked"), "%s", msg);
+    cr_assert_eq(w.time, 101, "reserved for when a block is free");
+    w = st_wait(&e, 4, &msg);
+    cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_FIT, "reason %u: %s", w.reason, msg);
+    cr_assert_eq(w.place_reason, GPUSCHED_REASON_REQUIRED);
+    cr_assert(strstr(msg, "required block: the best block has 8 free GPUs, 12 asked"), "%s", msg);
+    st_env_free(&e);
+}
+
 Test(sched_api, explanations_of_quota_and_fit)
 {
     st_env e = st_env_small();

@@ -263,7 +263,17 @@ bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out);
  * GPUSCHED_ENOSPC (res explains) or an error. */
 #define GS_PL_HOLD 1u
 #define GS_PL_CHECK_RUNNING 2u
+/* With GS_PL_QUIET a gang without pods that does not fit is not explained
+ * (res then says GPUSCHED_REASON_NOT_RUN): for callers that need only yes
+ * or no, such as a probe or a try whose failure a second try replaces. The
+ * explanation reads every domain of a constraint's level, which costs as
+ * much as a search that fails early. */
+#define GS_PL_QUIET 4u
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags);
+/* gpusched_placer_place() with gs_pl_place_staged()'s flags added (the
+ * scheduler's quiet tries). */
+int gs_pl_place_flags(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res,
+                      unsigned flags);
 /* Ends the cluster's open transaction of a call that produced `rc`:
  * committed when rc is 0 and `commit` (res then says so), else rolled
  * back. Returns rc, or the commit's error. */

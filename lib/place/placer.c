@@ -243,7 +243,8 @@ int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_re
     }
     if (rc == GPUSCHED_ENOSPC) {
         gs_pl_result_reset(res, p->nlevels);
-        gs_pl_explain(p, res);
+        if (!(flags & GS_PL_QUIET))
+            gs_pl_explain(p, res);
     } else if (rc == 0) {
         if (r->in.flags & GPUSCHED_PLACE_FLAG_COMMIT)
             prefetch_commit(p);
@@ -297,6 +298,12 @@ static int finish(gpusched_placer *p, bool commit, gpusched_place_result *const 
  * the open transaction like the GPU search's. */
 GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res)
 {
+    return gs_pl_place_flags(p, req, res, 0);
+}
+
+int gs_pl_place_flags(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res,
+                      unsigned flags)
+{
     if (!p)
         return GPUSCHED_EINVAL;
     if (!req || !res)
@@ -308,7 +315,7 @@ GPUSCHED_API int gpusched_placer_place(gpusched_placer *p, const gpusched_place_
     if ((rc = gs_txn_begin(p->c)))
         return gs_error(&p->err, rc, "place: %s", p->c->err.msg);
     gs_err_clear(&p->err);
-    rc = gs_pl_place_staged(p, &r, res, GS_PL_CHECK_RUNNING);
+    rc = gs_pl_place_staged(p, &r, res, flags | GS_PL_CHECK_RUNNING);
     int frc = finish(p, rc == 0 && (req->flags & GPUSCHED_PLACE_FLAG_COMMIT), &res, &req, 1);
     return rc ? rc : frc;
 }

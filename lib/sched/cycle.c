@@ -646,7 +646,10 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         const int outside_fails = cm && cm->size <= j->size;
         if (!outside_fails && constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
-        int rc = outside_fails ? GPUSCHED_ENOSPC : gpusched_placer_place(s->p, &q, s->res);
+        /* A constrained try that fails is tried again on every node, whose
+         * failure explains the wait: the first needs no explanation. */
+        int rc = outside_fails ? GPUSCHED_ENOSPC
+                               : gs_pl_place_flags(s->p, &q, s->res, constrained ? GS_PL_QUIET : 0);
         if (rc == 0)
             return started(s, x, slot, borrowed, w.seq);
         if (rc != GPUSCHED_ENOSPC)

@@ -48,7 +48,7 @@ static int probe(gpusched_sched *s, const gs_pl_req *r)
  * the same search to find the nodes. */
 static int probe_placing(gpusched_sched *s, const gs_pl_req *r)
 {
-    int rc = gs_pl_place_staged(s->p, r, s->res, 0);
+    int rc = gs_pl_place_staged(s->p, r, s->res, GS_PL_QUIET);
     return rc == 0 ? 1 : rc == GPUSCHED_ENOSPC ? 0 : rc;
 }
 
