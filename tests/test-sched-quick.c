@@ -57,8 +57,12 @@ static void both_queues(pair *p, pt_rng *r, uint32_t *leaf)
 }
 
 /* A random gang: whole GPUs in pods of up to 4, or (with cpu) pods of cpu
- * and memory with 0-2 GPUs or a fraction. */
-static int submit(st_env *e, pt_rng *r, uint64_t id, uint32_t q, int64_t now, bool cpu)
+ * and memory with 0-2 GPUs or a fraction. With `racks`, every other gang
+ * of a multiple of 16 GPUs asks for whole racks (slices of 16 GPUs at the
+ * rack level, whole nodes): the reservation search's whole-domain hint
+ * (resv.c), which quick mode uses and GPUSCHED_SCHED_QUICK=0 does not.
+ * Chosen by the id, so that the random stream stays each seed's. */
+static int submit(st_env *e, pt_rng *r, uint64_t id, uint32_t q, int64_t now, bool cpu, bool racks)
 {
     static const uint32_t sizes[] = {1, 2, 4, 4, 8, 8, 16, 16, 24, 32, 48, 64, 96};
     int32_t prio = (int32_t)pt_below(r, 3);
@@ -75,7 +79,16 @@ static int submit(st_env *e, pt_rng *r, uint64_t id, uint32_t q, int64_t now, bo
         req.resource_count = 2;
         return st_submit_req(e, id, q, &req, prio, now, dur, flags);
     }
-    return st_submit_full(e, id, q, sizes[pt_below(r, 13)], prio, now, dur, flags);
+    const uint32_t gpus = sizes[pt_below(r, 13)];
+    if (racks && gpus % 16 == 0 && id % 2 == 0) {
+        gpusched_place_request req = GPUSCHED_PLACE_REQUEST_INIT;
+        req.gpus = gpus;
+        req.split = GPUSCHED_SPLIT_WHOLE_NODES;
+        req.slice_gpus[0] = 16;
+        req.slice_level[0] = 1;
+        return st_submit_req(e, id, q, &req, prio, now, dur, flags);
+    }
+    return st_submit_full(e, id, q, gpus, prio, now, dur, flags);
 }
 
 static void same_waits(pair *p)
@@ -204,6 +217,7 @@ static uint32_t run_seed(uint64_t seed)
     if (pt_below(&lr, 3) == 0)
         both_param(&p, GPUSCHED_SCHED_PARAM_LARGE_GPUS, 16 + 8 * pt_below(&lr, 3));
     both_param(&p, GPUSCHED_SCHED_PARAM_KEEP_RESV, pt_below(&lr, 2));
+    const bool racks = pt_below(&lr, 2);
     uint64_t running[MAXJOBS], next_id = 1, outside[8];
     uint32_t nrun = 0, waits = 0, nout = 0;
     int64_t now = 0;
@@ -212,8 +226,8 @@ static uint32_t run_seed(uint64_t seed)
         if (what < 5 && next_id < MAXJOBS) {
             uint32_t q = leaf[pt_below(&r, 4)];
             pt_rng copy = r;
-            int ra = submit(&p.a, &r, next_id, q, now, cpu);
-            int rb = submit(&p.b, &copy, next_id, q, now, cpu);
+            int ra = submit(&p.a, &r, next_id, q, now, cpu, racks);
+            int rb = submit(&p.b, &copy, next_id, q, now, cpu, racks);
             cr_assert_eq(ra, rb);
             next_id++;
         } else if (what < 8 && nrun) {

@@ -244,6 +244,10 @@ struct gpusched_sched {
     /* Reservation search scratch: the first ends in order (resv.c). */
     uint32_t *end_slot;
     uint32_t end_slot_cap;
+    /* Reservation search scratch: GPUs per domain of one level (resv.c,
+     * whole_domains_hint). */
+    uint32_t *dom_free;
+    uint32_t dom_free_cap;
     gs_memo *memo;
     uint32_t memo_cap;              /* power of two */
     uint64_t memo_gen;
