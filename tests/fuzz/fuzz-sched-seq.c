@@ -1,15 +1,16 @@
 /* The scheduler's API as a sequence of operations decoded from the input:
  * a queue tree with quotas (some invalid), parameters (some out of range),
- * then submits of whole-GPU and pod gangs (some invalid), cancels, job
- * ends, node health changes, quota changes, state queries and cycles (some
- * at a time before the last). Two schedulers over two equal clusters take
- * the same sequence, one created with GPUSCHED_SCHED_QUICK=0 (every
- * pending gang evaluated in full, none by the quick waits): every call
- * must return the same in both, every cycle's decisions must be the same
- * field by field, and after every step both pass their invariant checkers
- * (scheduler and cluster). A call that fails must leave the counts as
- * they were. Both check each reservation they keep across cycles against
- * a new search (GPUSCHED_SCHED_KEEP_CHECK=1). */
+ * then submits of whole-GPU gangs (some in slices of whole racks) and pod
+ * gangs (some invalid), cancels, job ends, node health changes, quota
+ * changes, state queries and cycles (some at a time before the last). Two
+ * schedulers over two equal clusters take the same sequence, one created
+ * with GPUSCHED_SCHED_QUICK=0 (every pending gang evaluated in full, none
+ * by the quick waits): every call must return the same in both, every
+ * cycle's decisions must be the same field by field, and after every step
+ * both pass their invariant checkers (scheduler and cluster). A call that
+ * fails must leave the counts as they were. Both check each reservation
+ * they keep across cycles against a new search
+ * (GPUSCHED_SCHED_KEEP_CHECK=1). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,12 @@ static void request(fuzz_rd *r, gpusched_place_request *q, uint64_t *res)
     q->split = fuzz_take(r, 3);
     q->pod_gpus = fuzz_take(r, 5);
     q->required_level = fuzz_take(r, 3) ? GPUSCHED_NONE : fuzz_take(r, 2);
+    if (fuzz_take(r, 4) == 0) {
+        /* Slices at the rack level: 8 GPUs is a whole rack (the
+         * reservation search's whole-domain hint), 4 half of one. */
+        q->slice_gpus[0] = 4 * fuzz_take(r, 3);
+        q->slice_level[0] = 1;
+    }
     if (fuzz_take(r, 3) == 0) {
         /* Pods: cpu and memory, fractions, sometimes invalid. */
         q->split = GPUSCHED_SPLIT_PODS;
