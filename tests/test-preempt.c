@@ -391,6 +391,57 @@ Test(preempt, priority_first_fails_when_no_tier_fits)
     env_free(&x);
 }
 
+/* A gang of whole racks (slices of a rack's 8 GPUs, no required level):
+ * the search counts where enough racks are wholly free without lending
+ * and probes there first (search.c, whole_domains_hint). The plan is the
+ * cheapest whether that count is right, too low (a node down, whose GPUs
+ * the count adds when its job goes) or too high (the gang's own
+ * reservation holds a rack the count sees as taken). */
+Test(preempt, whole_racks_take_the_cheapest_racks)
+{
+    static const char text[] = "levels rack\n"
+                               "node r0 n0 gpus=4\nnode r0 n1 gpus=4\nnode r1 n2 gpus=4\nnode r1 n3 gpus=4\n"
+                               "node r2 n4 gpus=4\nnode r2 n5 gpus=4\nnode r3 n6 gpus=4\nnode r3 n7 gpus=4\n";
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
+    env x = {pt_env_on(t), NULL};
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    /* Jobs 1 to 8, one per node; job 1 is no victim, so the cheapest
+     * victim (job 2) is in a rack that never becomes whole, and rack r
+     * costs r + 1 per job. */
+    for (uint32_t n = 0; n < 8; n++)
+        add_job(&x, n + 1, n, 0xf, 0, n / 2 + 1, n ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0);
+    gpusched_job job;
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(&q, &job, 9)->priority = 5;
+    q.gpus = 16;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 8;
+    q.slice_level[0] = 0;
+    PLAN_OK(&x, &q);
+    const uint64_t r12[] = {3, 4, 5, 6};
+    victims_are(&x, r12, 4);
+    /* Node n3 down: r1 is never whole though the count adds job 4's GPUs
+     * (too low a count); r2 and r3 go. */
+    uint64_t hit[2];
+    uint32_t nhit = 0;
+    cr_assert_eq(gpusched_cluster_node_health_set(x.e.c, 3, GPUSCHED_NODE_DOWN, hit, 2, &nhit), 0);
+    cr_assert_eq(nhit, 1, "job 4 runs on n3");
+    PLAN_OK(&x, &q);
+    const uint64_t r23[] = {5, 6, 7, 8};
+    victims_are(&x, r23, 4);
+    /* n3 up again, and rack r3 released to the gang's own reservation,
+     * which the count sees as taken (too high a count): r1 is enough. */
+    cr_assert_eq(gpusched_cluster_node_health_set(x.e.c, 3, GPUSCHED_NODE_UP, hit, 2, &nhit), 0);
+    cr_assert_eq(gpusched_cluster_release_to_resv(x.e.c, 7, 9), 0);
+    cr_assert_eq(gpusched_cluster_release_to_resv(x.e.c, 8, 9), 0);
+    PLAN_OK(&x, &q);
+    const uint64_t r1[] = {3, 4};
+    victims_are(&x, r1, 2);
+    env_free(&x);
+}
+
 /* A job protected until a time is not a victim before it; the plan says
  * what protection kept out. */
 Test(preempt, protected_jobs_are_not_victims_until_their_time)

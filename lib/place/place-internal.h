@@ -270,6 +270,23 @@ bool gs_pl_req_coarse(gpusched_placer *p, const gs_pl_req *r, gs_pl_req *out);
  * much as a search that fails early. */
 #define GS_PL_QUIET 4u
 int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res, unsigned flags);
+/* wholedoms.c: for a gang whose only constraint is slices that are each
+ * a whole domain of one level, where K = G / S domains become wholly free
+ * as jobs' GPUs are added in the caller's order, without lending anyone
+ * (a hint for the caller's probes). begin() is false when the gang is not
+ * of that kind (or the scratch, one word per domain of the level, cannot
+ * grow); add() is true once K domains are whole (also when they already
+ * were: w->whole >= w->want after begin). */
+typedef struct gs_pl_whole {
+    const struct gpusched_cluster *c;
+    uint32_t level, size;
+    uint64_t want, whole;
+    uint32_t *free;
+} gs_pl_whole;
+bool gs_pl_whole_begin(const struct gpusched_cluster *c, const gs_pl_req *r, gs_alloc *a, uint32_t **scratch,
+                       uint32_t *cap, gs_pl_whole *w);
+bool gs_pl_whole_add(gs_pl_whole *w, const gs_hold *h);
+
 /* gpusched_placer_place() with gs_pl_place_staged()'s flags added (the
  * scheduler's quiet tries). */
 int gs_pl_place_flags(gpusched_placer *p, const gpusched_place_request *req, gpusched_place_result *res,

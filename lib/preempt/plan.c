@@ -48,6 +48,7 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->order);
     gs_free(&a, plan->opens);
     gs_free(&a, plan->bound_gpus);
+    gs_free(&a, plan->whole_free);
     gpusched_place_result_free(plan->probe);
     gs_free(&a, plan);
 }

@@ -94,6 +94,8 @@ struct gpusched_preempt_plan {
     uint32_t opens_cap;
     uint64_t *bound_gpus;       /* bound.c: per domain of one level */
     uint32_t bound_cap;
+    uint32_t *whole_free;       /* search.c: the whole-domain hint's scratch */
+    uint32_t whole_cap;
 };
 
 /* victims.c: every eligible victim's (or, with `movers`, every job a

@@ -163,15 +163,53 @@ static int scope_domains(gs_pp *x, int32_t scope, uint32_t *ndoms)
     return 0;
 }
 
+/* For a gang of whole domains (wholedoms.c) and the whole cluster's
+ * list: the prefix after which K domains are wholly free, counted without
+ * lending; 0 when there is no such hint. */
+static uint32_t whole_domains_hint(gs_pp *x, const gs_pp_dom *d)
+{
+    gpusched_preempt_plan *plan = x->plan;
+    gs_pl_whole w;
+    if (!gs_pl_whole_begin(x->c, x->r, &plan->alloc, &plan->whole_free, &plan->whole_cap, &w) || w.whole >= w.want)
+        return 0;
+    for (uint32_t i = 0; i < d->b - d->a; i++)
+        if (gs_pl_whole_add(&w, gs_pp_job(x, plan->v[d->a + i].slot)))
+            return i + 1;
+    return 0;
+}
+
 /* The shortest feasible prefix of a domain's list, from k0 on: galloping,
- * then bisection (lending more never makes a gang fit less). *k = 0: none. */
-static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
+ * then bisection (lending more never makes a gang fit less). *k = 0: none.
+ * A hint (whole_domains_hint) is probed first, then the prefix one
+ * shorter: when it is right that settles it in two what-ifs; when not,
+ * the search goes on from whichever side it opened, and finds the same
+ * prefix (the shortest feasible one is unique). */
+static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t hint, uint32_t *k)
 {
     const uint32_t n = d->b - d->a;
-    uint32_t bad = d->k0 - 1, good = 0, step = 1;
-    for (uint32_t t = d->k0;; t = t + step < n ? t + step : n, step *= 2) {
-        int rc = fits_prefix(x, d, t);
-        if (rc < 0)
+    uint32_t bad = d->k0 - 1, good = 0, step = 1, from = d->k0;
+    int rc;
+    if (hint > d->k0 && hint <= n) {
+        if ((rc = fits_prefix(x, d, hint)) < 0)
+            return rc;
+        if (rc) {
+            good = hint;
+            if ((rc = fits_prefix(x, d, hint - 1)) < 0)
+                return rc;
+            if (rc)
+                good = hint - 1;
+            else
+                bad = hint - 1;
+        } else if (hint == n) {
+            *k = 0;
+            return 0;
+        } else {
+            bad = hint;
+            from = hint + 1;
+        }
+    }
+    for (uint32_t t = from; !good; t = t + step < n ? t + step : n, step *= 2) {
+        if ((rc = fits_prefix(x, d, t)) < 0)
             return rc;
         if (rc) {
             good = t;
@@ -183,8 +221,7 @@ static int shortest_prefix(gs_pp *x, const gs_pp_dom *d, uint32_t *k)
     }
     while (good && good - bad > 1) {
         uint32_t mid = bad + (good - bad) / 2;
-        int rc = fits_prefix(x, d, mid);
-        if (rc < 0)
+        if ((rc = fits_prefix(x, d, mid)) < 0)
             return rc;
         if (rc)
             good = mid;
@@ -239,7 +276,7 @@ int gs_pp_search_scope(gs_pp *x, int32_t scope, bool by_rack, gs_pp_best *best)
         gs_pp_unlend_to(x, 0);
         x->best_lent = false;
         uint32_t k = 0;
-        rc = shortest_prefix(x, &d, &k);
+        rc = shortest_prefix(x, &d, scope < 0 && !x->defrag ? whole_domains_hint(x, &d) : 0, &k);
         if (!rc && k && x->defrag) {
             /* A domain whose movers can all go elsewhere is a plan; the
              * cheapest wins, and is made again once all are seen. */

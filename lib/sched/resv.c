@@ -77,56 +77,24 @@ static uint32_t hint_count(gpusched_sched *s, ends_prefix *p, uint32_t last, int
     return n;
 }
 
-/* The count of ends after which a gang whose only constraint is slices
- * of whole domains (S GPUs each at level l, every domain of l that size:
- * NVL72 racks asked whole) has its K = G / S domains free, counted on the
- * aggregates and the ends' GPUs without lending anyone: free GPUs per
- * domain, plus each end's GPUs in the order of ends, until K domains hold
- * S (a domain with an avoided node never does). It ignores what only the
- * search sees (GPUs of nodes down, shared GPUs, a node size other than
- * the pods'), so it is a hint, not the answer: the search probes it and
- * the count before, and the least count is the same whatever the probes
- * (fitting is monotone in the ends lent). 0 when it fits now or never;
- * UINT32_MAX when the gang is not of that kind. */
+/* For a gang whose only constraint is slices that are whole domains
+ * (wholedoms.c), the count of ends after which K domains are wholly free,
+ * counted on the aggregates and the ends' GPUs without lending anyone: a
+ * hint, which the search probes with the count before it (the least count
+ * is the same whatever the probes, fitting being monotone in the ends
+ * lent). 0 when it fits now or never; UINT32_MAX when the gang is not of
+ * that kind. */
 static uint32_t whole_domains_hint(gpusched_sched *s, const gs_pl_req *r, ends_prefix *p)
 {
-    const struct gpusched_cluster *c = s->c;
-    const struct gpusched_topo *t = c->topo;
-    if (r->ncons != 1 || r->stop >= 0 || r->pods_path || r->in.gpu_class != GPUSCHED_NONE ||
-        r->in.labels_required || r->in.labels_forbidden)
+    gs_pl_whole w;
+    if (!gs_pl_whole_begin(s->c, r, &s->alloc, &s->dom_free, &s->dom_free_cap, &w))
         return UINT32_MAX;
-    const uint32_t l = r->cons[0].level, size = r->cons[0].size, nd = t->ndom[l];
-    const uint32_t *dom_gpus = c->agg[l].dom_gpus;
-    for (uint32_t d = 0; d < nd; d++)
-        if (dom_gpus[d] != size)
-            return UINT32_MAX;
-    if (gs_grow(&s->alloc, (void **)&s->dom_free, &s->dom_free_cap, nd, sizeof *s->dom_free))
-        return UINT32_MAX;
-    uint32_t *free = s->dom_free;
-    memcpy(free, c->agg[l].free_gpus, (size_t)nd * sizeof *free);
-    const uint32_t avoided = UINT32_MAX; /* a domain with an avoided node: skipped */
-    for (uint32_t i = 0; i < r->in.avoid_count; i++)
-        free[gs_topo_node_domain(t, r->in.avoid_nodes[i], l)] = avoided;
-    uint64_t whole = 0;
-    for (uint32_t d = 0; d < nd; d++)
-        whole += free[d] == size;
-    const uint64_t want = r->gpus / size;
-    for (uint32_t n = 0; whole < want && n < s->nends; n++) {
+    if (w.whole >= w.want)
+        return 0;
+    for (uint32_t n = 0; n < s->nends; n++) {
         ends_upto(s, p, n + 1);
-        const gs_hold *h = gs_cluster_job_find(c, s->j[s->end_slot[n]].id);
-        if (!h)
-            continue;
-        const uint32_t *nodes = gs_hold_nodes(h);
-        const uint64_t *masks = gs_hold_masks(h);
-        for (uint32_t i = 0; i < h->npairs; i++) {
-            uint32_t *f = &free[gs_topo_node_domain(t, nodes[i], l)];
-            if (*f == avoided)
-                continue;
-            const uint32_t before = *f;
-            *f += gs_popcount64(masks[i]);
-            whole += before < size && *f >= size;
-        }
-        if (whole >= want)
+        const gs_hold *h = gs_cluster_job_find(s->c, s->j[s->end_slot[n]].id);
+        if (h && gs_pl_whole_add(&w, h))
             return n + 1;
     }
     return 0;
