@@ -391,13 +391,9 @@ Test(preempt, priority_first_fails_when_no_tier_fits)
     env_free(&x);
 }
 
-/* A gang of whole racks (slices of a rack's 8 GPUs, no required level):
- * the search counts where enough racks are wholly free without lending
- * and probes there first (search.c, whole_domains_hint). The plan is the
- * cheapest whether that count is right, too low (a node down, whose GPUs
- * the count adds when its job goes) or too high (the gang's own
- * reservation holds a rack the count sees as taken). */
-Test(preempt, whole_racks_take_the_cheapest_racks)
+/* Four racks of two 4-GPU nodes, and a gang of whole racks on them (job
+ * 9, priority 5): the whole-domain count's cases (search.c, bound.c). */
+static env env_four_racks(void)
 {
     static const char text[] = "levels rack\n"
                                "node r0 n0 gpus=4\nnode r0 n1 gpus=4\nnode r1 n2 gpus=4\nnode r1 n3 gpus=4\n"
@@ -407,18 +403,36 @@ Test(preempt, whole_racks_take_the_cheapest_racks)
     cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
     env x = {pt_env_on(t), NULL};
     cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    return x;
+}
+
+static gpusched_place_request whole_racks(gpusched_job *job, uint32_t gpus)
+{
+    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(&q, job, 9)->priority = 5;
+    q.gpus = gpus;
+    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    q.slice_gpus[0] = 8;
+    q.slice_level[0] = 0;
+    return q;
+}
+
+/* A gang of whole racks (slices of a rack's 8 GPUs, no required level):
+ * the search counts where enough racks are wholly free without lending
+ * and probes there first (search.c, whole_domains_hint). The plan is the
+ * cheapest whether that count is right, too low (a node down, whose GPUs
+ * the count adds when its job goes) or too high (the gang's own
+ * reservation holds a rack the count sees as taken). */
+Test(preempt, whole_racks_take_the_cheapest_racks)
+{
+    env x = env_four_racks();
     /* Jobs 1 to 8, one per node; job 1 is no victim, so the cheapest
      * victim (job 2) is in a rack that never becomes whole, and rack r
      * costs r + 1 per job. */
     for (uint32_t n = 0; n < 8; n++)
         add_job(&x, n + 1, n, 0xf, 0, n / 2 + 1, n ? GPUSCHED_JOB_FLAG_PREEMPTIBLE : 0);
     gpusched_job job;
-    gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
-    pt_req_job(&q, &job, 9)->priority = 5;
-    q.gpus = 16;
-    q.split = GPUSCHED_SPLIT_WHOLE_NODES;
-    q.slice_gpus[0] = 8;
-    q.slice_level[0] = 0;
+    gpusched_place_request q = whole_racks(&job, 16);
     PLAN_OK(&x, &q);
     const uint64_t r12[] = {3, 4, 5, 6};
     victims_are(&x, r12, 4);
@@ -439,6 +453,32 @@ Test(preempt, whole_racks_take_the_cheapest_racks)
     PLAN_OK(&x, &q);
     const uint64_t r1[] = {3, 4};
     victims_are(&x, r1, 2);
+    env_free(&x);
+}
+
+/* A gang of whole racks that avoids nodes: a rack with an avoided node
+ * never holds one of its slices, so the bound says so before any victim
+ * is lent, in numbers. */
+Test(preempt, whole_racks_around_avoided_nodes_fail_at_the_bound)
+{
+    env x = env_four_racks();
+    for (uint32_t n = 0; n < 8; n++)
+        add_job(&x, n + 1, n, 0xf, 0, 1, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
+    gpusched_job job;
+    gpusched_place_request q = whole_racks(&job, 24);
+    const uint32_t avoid[] = {1, 2, 1};
+    q.avoid_nodes = avoid;
+    q.avoid_count = 3;
+    REJECT(&x, &q, GPUSCHED_ENOSPC, "");
+    cr_assert_eq(gpusched_place_result_reason(x.e.res), GPUSCHED_REASON_SLICES);
+    cr_assert_str_eq(gpusched_place_result_message(x.e.res),
+                     "slices of 8 GPUs at rack: with every eligible victim gone the racks without an avoided node "
+                     "would hold 2 of 3");
+    /* Avoiding one rack's node only, three racks are left: r1, r2, r3. */
+    q.avoid_count = 1;
+    PLAN_OK(&x, &q);
+    const uint64_t want[] = {3, 4, 5, 6, 7, 8};
+    victims_are(&x, want, 6);
     env_free(&x);
 }
 

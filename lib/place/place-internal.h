@@ -281,8 +281,9 @@ typedef struct gs_pl_whole {
     const struct gpusched_cluster *c;
     uint32_t level, size;
     uint64_t want, whole;
-    uint32_t *free;
+    uint32_t *free;             /* per domain; GS_PL_WHOLE_OUT: holds an avoided node */
 } gs_pl_whole;
+#define GS_PL_WHOLE_OUT UINT32_MAX
 bool gs_pl_whole_begin(const struct gpusched_cluster *c, const gs_pl_req *r, gs_alloc *a, uint32_t **scratch,
                        uint32_t *cap, gs_pl_whole *w);
 bool gs_pl_whole_add(gs_pl_whole *w, const gs_hold *h);

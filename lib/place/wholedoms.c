@@ -12,9 +12,6 @@
 
 #include "place-internal.h"
 
-/* A domain holding an avoided node: never wholly free for the gang. */
-#define GS_PL_WHOLE_OUT UINT32_MAX
-
 bool gs_pl_whole_begin(const struct gpusched_cluster *c, const gs_pl_req *r, gs_alloc *a, uint32_t **scratch,
                        uint32_t *cap, gs_pl_whole *w)
 {

@@ -82,8 +82,10 @@ static int gpus_without_victims(gs_pp *x, uint32_t *off)
     return 0;
 }
 
-/* The failure, in numbers, for constraint `cons` (NULL: the cluster). */
-static void explain(gs_pp *x, const gs_pl_cons *cons, uint64_t slices, uint64_t best, gpusched_place_result *res)
+/* The failure, in numbers, for constraint `cons` (NULL: the cluster);
+ * `outside` when domains with an avoided node were not counted. */
+static void explain(gs_pp *x, const gs_pl_cons *cons, uint64_t slices, uint64_t best, bool outside,
+                    gpusched_place_result *res)
 {
     const gs_pl_req *r = x->r;
     char msg[GS_ERRMSG_MAX], a[32], b[32];
@@ -105,8 +107,8 @@ static void explain(gs_pp *x, const gs_pl_cons *cons, uint64_t slices, uint64_t 
             reason = GPUSCHED_REASON_SLICES;
             gs_pl_fmt_count(a, sizeof a, slices);
             gs_pl_fmt_count(b, sizeof b, r->gpus / cons->size);
-            snprintf(msg, sizeof msg, "slices of %u GPUs at %s: with every eligible victim gone the %ss would hold %s of %s",
-                     cons->size, lname, lname, a, b);
+            snprintf(msg, sizeof msg, "slices of %u GPUs at %s: with every eligible victim gone the %ss%s would hold %s of %s",
+                     cons->size, lname, lname, outside ? " without an avoided node" : "", a, b);
         }
     }
     gs_pl_result_fail(x->p, res, reason, msg);
@@ -121,19 +123,28 @@ int gs_pp_bound(gs_pp *x, gpusched_place_result *res)
     int rc = gpus_without_victims(x, off);
     if (rc)
         return rc;
+    /* A gang of whole domains (wholedoms.c) that avoids nodes: a domain
+     * with an avoided node never holds one of its slices, which need every
+     * GPU of the domain (a scheduler's gang that avoids the reserved nodes
+     * fails here instead of after lending every victim). */
+    gs_pl_whole w;
+    gpusched_preempt_plan *plan = x->plan;
+    const bool outside = r->in.avoid_count &&
+                         gs_pl_whole_begin(x->c, r, &plan->alloc, &plan->whole_free, &plan->whole_cap, &w);
     /* The cluster first, then the constraints from the loosest: the first
      * that fails is the reason, as the placement engine says it. */
     for (uint32_t i = 0; i <= r->ncons; i++) {
         const gs_pl_cons *cons = i ? &r->cons[i - 1] : NULL;
         const uint64_t size = cons ? cons->size : r->gpus, need = r->gpus / size;
-        const uint64_t *g = x->plan->bound_gpus + off[i];
+        const uint64_t *g = plan->bound_gpus + off[i];
+        const bool out = outside && i == 1; /* whole domains: one constraint */
         uint64_t slices = 0, best = 0;
         for (uint32_t d = 0; d < off[i + 1] - off[i] && slices < need; d++) {
-            slices += g[d] / size;
+            slices += out && w.free[d] == GS_PL_WHOLE_OUT ? 0 : g[d] / size;
             best = g[d] > best ? g[d] : best;
         }
         if (slices < need) {
-            explain(x, cons, slices, best, res);
+            explain(x, cons, slices, best, out, res);
             return 1;
         }
     }
