@@ -351,10 +351,11 @@ Test(preempt, priority_first_evicts_the_lowest_priority)
     env_free(&x);
 }
 
-/* Victims of two priorities, and a gang the bound lets through (it does
- * not read avoided nodes) that fits with no tier lent: the first what-if,
- * every victim lent, ends the call with the placement's reason as it is
- * then; the same gang without the avoided node takes the lower tier. */
+/* Victims of two priorities, and a gang the bound lets through (it reads
+ * avoided nodes only for gangs of whole domains) that fits with no tier
+ * lent: the first what-if, every victim lent, ends the call with the
+ * placement's reason as it is then; the same gang without the avoided
+ * node takes the lower tier. */
 Test(preempt, priority_first_fails_when_no_tier_fits)
 {
     static const char text[] = "levels rack\nnode r0 n0 gpus=4\nnode r0 n1 gpus=4\n";
