@@ -297,18 +297,24 @@ Test(preempt, a_gang_too_big_even_with_every_victim_gone_is_refused_with_numbers
     env_free(&x);
 }
 
+/* A cluster on the topology of `text`, with a plan. */
+static env env_text(const char *text)
+{
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_parse(text, strlen(text), NULL, &t, err, sizeof err), 0, "%s", err);
+    env x = {pt_env_on(t), NULL};
+    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    return x;
+}
+
 /* The issue's case: one 5-GPU node, job 1 of priority 2 on GPUs 0-1, job
  * 2 of priority 1 on GPUs 2-3, both preemptible at cost 0; 2 GPUs at
  * priority 3. Priority first evicts the lower priority; cost first ties on
  * cost and GPUs and takes the lower id. */
 Test(preempt, priority_first_evicts_the_lowest_priority)
 {
-    static const char text[] = "levels rack\nnode r0 n0 gpus=5\n";
-    gpusched_topo *t;
-    char err[256];
-    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
-    env x = {pt_env_on(t), NULL};
-    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    env x = env_text("levels rack\nnode r0 n0 gpus=5\n");
     add_job(&x, 1, 0, 0x3, 2, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 2, 0, 0xc, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 3, 0, 0x10, 0, 0, 0);
@@ -358,12 +364,7 @@ Test(preempt, priority_first_evicts_the_lowest_priority)
  * node takes the lower tier. */
 Test(preempt, priority_first_fails_when_no_tier_fits)
 {
-    static const char text[] = "levels rack\nnode r0 n0 gpus=4\nnode r0 n1 gpus=4\n";
-    gpusched_topo *t;
-    char err[256];
-    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
-    env x = {pt_env_on(t), NULL};
-    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
+    env x = env_text("levels rack\nnode r0 n0 gpus=4\nnode r0 n1 gpus=4\n");
     add_job(&x, 1, 0, 0x3, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 2, 0, 0xc, 2, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
     add_job(&x, 3, 1, 0xf, 1, 0, GPUSCHED_JOB_FLAG_PREEMPTIBLE);
@@ -396,15 +397,9 @@ Test(preempt, priority_first_fails_when_no_tier_fits)
  * 9, priority 5): the whole-domain count's cases (search.c, bound.c). */
 static env env_four_racks(void)
 {
-    static const char text[] = "levels rack\n"
-                               "node r0 n0 gpus=4\nnode r0 n1 gpus=4\nnode r1 n2 gpus=4\nnode r1 n3 gpus=4\n"
-                               "node r2 n4 gpus=4\nnode r2 n5 gpus=4\nnode r3 n6 gpus=4\nnode r3 n7 gpus=4\n";
-    gpusched_topo *t;
-    char err[256];
-    cr_assert_eq(gpusched_topo_parse(text, sizeof text - 1, NULL, &t, err, sizeof err), 0, "%s", err);
-    env x = {pt_env_on(t), NULL};
-    cr_assert_eq(gpusched_preempt_plan_new(NULL, &x.plan), 0);
-    return x;
+    return env_text("levels rack\n"
+                    "node r0 n0 gpus=4\nnode r0 n1 gpus=4\nnode r1 n2 gpus=4\nnode r1 n3 gpus=4\n"
+                    "node r2 n4 gpus=4\nnode r2 n5 gpus=4\nnode r3 n6 gpus=4\nnode r3 n7 gpus=4\n");
 }
 
 static gpusched_place_request whole_racks(gpusched_job *job, uint32_t gpus)

@@ -214,8 +214,8 @@ static bool avoided_sum(gpusched_placer *p, const gs_pl_req *r)
  * levels); a search that avoids the same list as the last (the probes of
  * one reservation search) only compares each node's change counter with
  * the one it was counted at, O(avoided nodes) loads, and counts again and
- * carries up the nodes touched since (those a lent or unlent job held). false if the scratch cannot be allocated: the
- * caller visits the nodes. */
+ * carries up the nodes touched since (those a lent or unlent job held).
+ * false if the scratch cannot be allocated: the caller visits the nodes. */
 static bool avoided_ready(gpusched_placer *p)
 {
     if (p->avu_done == p->gen)

@@ -71,14 +71,6 @@ static int explain_failure(gs_pp *x, gpusched_place_result *res)
     return rc == 0 ? GPUSCHED_ENOSPC : rc;
 }
 
-static bool prio_less(const int32_t *a, const int32_t *b, void *unused)
-{
-    (void)unused;
-    return *a < *b;
-}
-
-GS_HEAP_DEFINE(prios, int32_t, void *, prio_less)
-
 /* Victims by priority: their `dom` holds the priority key (choose_tier). */
 static bool lower_prio(const gs_victim *a, const gs_victim *b, void *unused)
 {
@@ -138,14 +130,12 @@ static int choose_tier(gs_pp *x)
         return rc;
     if (gs_grow(&plan->alloc, (void **)&plan->prios, &plan->prios_cap, plan->nv, sizeof *plan->prios))
         return GPUSCHED_ENOMEM;
-    for (uint32_t i = 0; i < plan->nv; i++)
-        plan->prios[i] = gs_pp_job(x, plan->v[i].slot)->priority;
-    prios_sort(plan->prios, plan->nv, NULL);
     by_prio_sort(plan->v, plan->nv, NULL);
+    /* The distinct priorities, ascending, read off the sorted victims. */
     uint32_t n = 0;
     for (uint32_t i = 0; i < plan->nv; i++)
-        if (!n || plan->prios[n - 1] != plan->prios[i])
-            plan->prios[n++] = plan->prios[i];
+        if (!i || plan->v[i].dom != plan->v[i - 1].dom)
+            plan->prios[n++] = gs_pp_job(x, plan->v[i].slot)->priority;
     if ((rc = tier_fits(x, plan->prios[n - 1])) != 1)
         return rc < 0 ? rc : 1;
     /* prios[hi] fits; prios[lo - 1] does not. */
