@@ -840,48 +840,6 @@ static int run_global(gpusched_sched *s, cyc *x)
     return 0;
 }
 
-/* The earliest time after `now` a protected job becomes a possible
- * victim, or a pending gang passes the age limit (the starvation guard
- * then evaluates it first, and it may start where it waited behind a
- * reservation): a cycle then is not quiet. */
-static int64_t next_wake(const gpusched_sched *s, int64_t now)
-{
-    int64_t wake = INT64_MAX;
-    if (!s->npending)
-        return wake; /* nothing that could start */
-    if (s->preempt && s->npre)
-        for (uint32_t i = 0; i < s->nrunning; i++) {
-            if (!s->j[s->running[i]].victim)
-                continue; /* never a victim */
-            int64_t t = s->j[s->running[i]].start + gs_sd_protection(s);
-            if (t > now && t < wake)
-                wake = t;
-        }
-    if (s->nresv) {
-        /* Reservations lend the running jobs by expected end, a job
-         * expected to end by now as ending just after now (at now + 1),
-         * with every job ending by the reservation's time: when now + 1
-         * reaches one more expected end, what is lent may change, the
-         * reservations move, and gangs that waited behind them may start
-         * (as well as when such a job becomes overdue, later). */
-        uint32_t k = gs_sj_end_next(s, GS_SJ_NONE);
-        while (k != GS_SJ_NONE && s->endn[k].end <= now + 1)
-            k = gs_sj_end_next(s, k);
-        if (k != GS_SJ_NONE && s->endn[k].end - 1 < wake)
-            wake = s->endn[k].end - 1;
-    }
-    if (s->age_limit)
-        for (uint32_t q = 0; q < s->nq; q++)
-            for (uint32_t k = 0; k < s->q[q].npend; k++) {
-                /* Old once submit < now - age_limit (run_first); both
-                 * within 2^53, so the sum does not overflow. */
-                int64_t t = s->j[s->q[q].pend[k]].submit + s->age_limit + 1;
-                if (t > now && t < wake)
-                    wake = t;
-            }
-    return wake;
-}
-
 /* Decayed usage moves with time alone, and with it the shares: under the
  * fair order with a half-life, the leaves' order at the time of a cycle
  * may differ from the one the last cycle left, and gangs then go in
@@ -974,7 +932,11 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
     int rc = run_first(s, &x);
     if (!rc)
         rc = s->order_mode == GPUSCHED_SCHED_ORDER_FAIR ? run_fair(s, &x) : run_global(s, &x);
-    s->wake = next_wake(s, now);
+    /* The earliest time after `now` a protected job becomes a possible
+     * victim, a pending gang passes the age limit (the starvation guard
+     * then evaluates it first, and it may start where it waited behind a
+     * reservation) or a reservation may move: a cycle then is not quiet. */
+    s->wake = gs_sd_wake_next(s, now);
     /* Victims are not restarted by the cycle that evicted them: the next
      * one must evaluate them, even with no event between. And a cycle that
      * started a gang after it made a reservation (a backfill) is not a

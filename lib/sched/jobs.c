@@ -207,6 +207,7 @@ int gs_sj_run(gpusched_sched *s, uint32_t slot, int64_t now, int borrowed)
     s->q[j->queue].nrunning++;
     j->victim = (gs_sj_run_flags(s, j) & GPUSCHED_JOB_FLAG_PREEMPTIBLE) != 0;
     s->npre += j->victim;
+    gs_sd_wake_run(s, slot);
     gs_sq_use(s, j, +1);
     s->jw[slot].cycle = 0; /* no longer waiting */
     ends_add(s, slot); /* room kept since submit */

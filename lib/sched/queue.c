@@ -506,6 +506,7 @@ int gs_sq_pend_insert(gpusched_sched *s, uint32_t slot)
     memmove(x->pend + lo + 1, x->pend + lo, (x->npend - lo) * sizeof *x->pend);
     x->pend[lo] = slot;
     x->npend++;
+    gs_sd_wake_pend(s, slot);
     if (lo < x->cursor)
         x->cursor++;
     for (uint32_t q = j->queue; q != GS_SQ_NONE; q = s->q[q].parent)

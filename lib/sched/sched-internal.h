@@ -69,6 +69,7 @@ typedef struct gs_sj {
     uint32_t resv_last;
     int64_t resv_end;
     uint64_t inc;               /* which submit put it in this slot (s->submits then) */
+    uint64_t wake_gen;          /* its entry in the wake's order (wake.c) */
 } gs_sj;
 
 _Static_assert(offsetof(gs_sj, evicted_cycle) + sizeof(uint64_t) <= 64, "a quick wait reads one cache line");
@@ -142,6 +143,25 @@ typedef struct gs_memo {
                                  * cycle's starts when `size` fit only on reserved nodes */
 } gs_memo;
 
+/* wake.c: the gangs the next wake depends on, in order, with lazy
+ * deletion (an entry is valid while its gang's wake_gen is `gen`). */
+typedef struct gs_wake_ent {
+    int64_t key;                /* a victim's start, or a pending gang's submit */
+    uint64_t gen;
+    uint32_t slot;
+} gs_wake_ent;
+
+typedef struct gs_wake {
+    gs_wake_ent *run;           /* running victims by start: [run_head, run_n) */
+    uint32_t run_head, run_n, run_cap;
+    int64_t run_prot;           /* the shortest protection a valid entry was dropped at
+                                 * since the last rebuild (INT64_MAX: none) */
+    gs_wake_ent *age;           /* pending gangs: a min-heap by submit */
+    uint32_t age_n, age_cap;
+    int64_t age_lim;            /* the same for the age limit */
+    uint64_t gen;
+} gs_wake;
+
 struct gpusched_sched {
     gs_alloc alloc;
     gs_err err;
@@ -200,6 +220,7 @@ struct gpusched_sched {
     int64_t decay_time;
     int dirty;
     int64_t wake;                   /* a cycle at or after this is not quiet */
+    gs_wake wk;                     /* what the next wake is computed from (wake.c) */
     uint64_t cycle_no;
     /* Fair order with a half-life: the order of the leaves with pending
      * gangs on the state a cycle left (shares move with time alone, so a
@@ -427,6 +448,16 @@ static inline int64_t gs_sd_protection(const gpusched_sched *s)
 {
     return s->min_runtime ? s->min_runtime : 1;
 }
+
+/* wake.c: room for `jobs` gangs (at submit, so that the pushes never
+ * allocate); a start (after j->victim is set) and a gang that becomes
+ * pending are pushed; the next wake after now, or INT64_MAX; and the
+ * check that it is the one a pass over every gang finds. */
+int gs_sd_wake_reserve(gpusched_sched *s, uint32_t jobs);
+void gs_sd_wake_run(gpusched_sched *s, uint32_t slot);
+void gs_sd_wake_pend(gpusched_sched *s, uint32_t slot);
+int64_t gs_sd_wake_next(gpusched_sched *s, int64_t now);
+int gs_sd_wake_check(gpusched_sched *s);
 
 /* cycle.c: q avoids j's own avoided nodes and every reserved node (in
  * s->avoid_buf, valid until the next call); 0 or GPUSCHED_ENOMEM. */

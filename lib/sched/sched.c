@@ -112,7 +112,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo,
-                      s->kresv, s->krnodes, s->chg, s->dom_free};
+                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
@@ -141,6 +141,7 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     for (uint32_t p = 1; p < GS_ARRAY_LEN(params); p++)
         *param_field(s, p) = params[p].def;
     s->last_now = INT64_MIN;
+    s->wk.run_prot = s->wk.age_lim = INT64_MAX; /* nothing dropped yet */
     s->gpend_mode = -1;
     s->decay_time = INT64_MIN;
     s->dirty = 1;
@@ -558,7 +559,8 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
         gs_grow(&s->alloc, (void **)&s->running, &s->running_cap, s->nrunning + s->npending + 1,
                 sizeof *s->running) ||
         gs_grow(&s->alloc, (void **)&s->gpend, &s->gpend_cap, s->nrunning + s->npending + 1, sizeof *s->gpend) ||
-        ends_reserve(s, s->nj + 1, s->nrunning + s->npending + 1)) {
+        ends_reserve(s, s->nj + 1, s->nrunning + s->npending + 1) ||
+        gs_sd_wake_reserve(s, s->nrunning + s->npending + 1)) {
         gs_free(&s->alloc, avoid);
         gs_free(&s->alloc, res_amt);
         return gs_error(&s->err, GPUSCHED_ENOMEM, "submit: out of memory");
@@ -839,5 +841,7 @@ GPUSCHED_API int gpusched_sched_check(gpusched_sched *s)
     gs_free(&s->alloc, pend);
     if (!rc)
         rc = gs_sj_ends_check(s);
+    if (!rc)
+        rc = gs_sd_wake_check(s);
     return rc ? rc : gs_ok(&s->err);
 }
