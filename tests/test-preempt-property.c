@@ -10,6 +10,8 @@
  * cost is the optimum is logged here and asserted in
  * test-preempt-optimal.c. Moving a job
  * gives what placing its shape gives on the cluster without it. */
+#include <stdlib.h>
+
 #include "cluster-test.h"
 #include "place-test.h"
 #include "preempt/preempt-internal.h"
@@ -168,6 +170,7 @@ static void same_placement(gpusched_place_result *a, gpusched_place_result *b)
 
 typedef struct pp_stats {
     uint32_t cases, planned, with_victims, optimal, no_plan, exact;
+    uint32_t cheaper_than_search;   /* whole domains: plans below the general search's */
 } pp_stats;
 
 /* A plan's key: its highest victim priority (INT32_MIN without victims;
@@ -205,14 +208,78 @@ static pp_cost cost_of(const pp_state *s, uint32_t set)
     return c;
 }
 
-static void one_case(pt_rng *r, pp_stats *st)
+/* A uniform cluster of blocks and racks, 2 to 18 nodes. */
+static gpusched_topo *uniform_topo(pt_rng *r)
 {
-    pp_state s = {.t = pt_random_topo(r, 7)};
+    static const char *names[] = {"block", "rack"};
+    const uint32_t fan[] = {1 + pt_below(r, 2), 1 + pt_below(r, 3), 1 + pt_below(r, 3)};
+    gpusched_topo *t;
+    char err[256];
+    cr_assert_eq(gpusched_topo_uniform(2, names, fan, 2 + pt_below(r, 3), "gb200", NULL, &t, err, sizeof err), 0,
+                 "%s", err);
+    return t;
+}
+
+/* A gang of whole domains: slices of one level, each all of a domain's
+ * GPUs, whole nodes or any GPUs, at times around an avoided node. */
+static void whole_request(pt_rng *r, gpusched_topo *t, gpusched_place_request *q, gpusched_job *job,
+                          uint32_t *avoid)
+{
+    *q = (gpusched_place_request)GPUSCHED_PLACE_REQUEST_INIT;
+    pt_req_job(q, job, PREEMPTOR);
+    const uint32_t l = pt_below(r, 2), ndom = gpusched_topo_domain_count(t, l);
+    uint32_t first, count;
+    cr_assert_eq(gpusched_topo_domain_nodes(t, l, 0, &first, &count), 0);
+    const uint64_t size = (uint64_t)count * gpusched_topo_node_gpus(t, 0);
+    q->split = pt_below(r, 2) ? GPUSCHED_SPLIT_WHOLE_NODES : GPUSCHED_SPLIT_ANY;
+    q->slice_level[0] = l;
+    q->slice_gpus[0] = (uint32_t)size;
+    q->gpus = (uint32_t)size * (1 + pt_below(r, ndom < 3 ? ndom : 3));
+    if (pt_below(r, 4) == 0) {
+        q->avoid_count = 1;
+        avoid[0] = pt_below(r, gpusched_topo_node_count(t));
+        q->avoid_nodes = avoid;
+    }
+}
+
+/* The general search's plan for the same request (the whole-domain path
+ * off): a plan of the whole-domain path never costs more. */
+static void no_dearer_than_search(const pp_state *s, gpusched_place_request q, int rc, pp_cost mine, pp_stats *st)
+{
+    setenv("GPUSCHED_PREEMPT_WHOLE", "0", 1);
+    pp_run run = pp_open(s);
+    unsetenv("GPUSCHED_PREEMPT_WHOLE");
+    q.flags = 0;
+    int rc2 = gpusched_placer_preempt(run.p, &q, run.res, run.plan);
+    cr_assert_eq(rc2, rc, "the general search says %s", gpusched_err_name(rc2));
+    if (rc == 0) {
+        const uint64_t *ids;
+        uint32_t n, set = 0;
+        cr_assert_eq(gpusched_preempt_plan_victims(run.plan, &ids, &n), 0);
+        for (uint32_t i = 0; i < n; i++)
+            set |= 1u << (ids[i] - 100);
+        pp_cost search = cost_of(s, set);
+        cr_assert(!cost_less(search, mine), "the general search found a cheaper plan");
+        st->cheaper_than_search += cost_less(mine, search);
+    }
+    gpusched_preempt_plan_free(run.plan);
+    gpusched_place_result_free(run.ref);
+    gpusched_place_result_free(run.res);
+    gpusched_placer_free(run.p);
+    gpusched_cluster_unref(run.c);
+}
+
+static void one_case(pt_rng *r, pp_stats *st, bool whole)
+{
+    pp_state s = {.t = whole ? uniform_topo(r) : pt_random_topo(r, 7)};
     random_state(r, &s);
     gpusched_place_request q;
     gpusched_job qjob;
     uint32_t avoid[4];
-    pt_random_request(r, s.t, &q, &qjob, PREEMPTOR, avoid);
+    if (whole)
+        whole_request(r, s.t, &q, &qjob, avoid);
+    else
+        pt_random_request(r, s.t, &q, &qjob, PREEMPTOR, avoid);
     qjob.priority = (int32_t)pt_below(r, 5);
     q.preempt_policy = pt_below(r, 2) ? GPUSCHED_PREEMPT_COST_FIRST : GPUSCHED_PREEMPT_PRIORITY_FIRST;
     by_priority = q.preempt_policy == GPUSCHED_PREEMPT_PRIORITY_FIRST;
@@ -264,6 +331,8 @@ static void one_case(pt_rng *r, pp_stats *st)
         set |= 1u << k;
     }
     pp_cost mine = cost_of(&s, set);
+    if (whole)
+        no_dearer_than_search(&s, q, rc, mine, st);
     uint64_t cost, gpus;
     cr_assert_eq(gpusched_preempt_plan_totals(plan, &cost, &gpus), 0);
     cr_assert_eq(cost, mine.cost);
@@ -320,18 +389,36 @@ out:
     pp_close(&run, &s);
 }
 
+/* n cases from `seed`, logged. */
+static pp_stats run_cases(uint64_t seed, uint32_t n, bool whole)
+{
+    pt_rng r = {seed};
+    pp_stats st = {0};
+    for (uint32_t i = 0; i < n; i++)
+        one_case(&r, &st, whole);
+    cr_log_info("%u valid cases: %u planned (%u with victims, of which %u at the optimum, %u proven exact, %u cheaper "
+                "than the general search), %u without a plan",
+                st.cases, st.planned, st.with_victims, st.optimal, st.exact, st.cheaper_than_search, st.no_plan);
+    return st;
+}
+
 Test(preempt_property, against_exhaustive_search, .timeout = 240)
 {
-    pt_rng r = {0x5eed5eedull};
-    pp_stats st = {0};
-    for (uint32_t i = 0; i < 20000; i++)
-        one_case(&r, &st);
-    cr_log_info("%u valid cases: %u planned (%u with victims, of which %u at the optimum, %u proven exact), "
-                "%u without a plan",
-                st.cases, st.planned, st.with_victims, st.optimal, st.exact, st.no_plan);
+    pp_stats st = run_cases(0x5eed5eedull, 20000, false);
     /* The generator must exercise both outcomes and real preemptions. */
     cr_assert_gt(st.with_victims, 1500);
     cr_assert_gt(st.no_plan, 500);
+}
+
+/* Gangs of whole domains (lib/preempt/wholeplan.c decides them by count
+ * when it can), with victims across domains, nodes down and the gang's
+ * own reservation at times: every guarantee against the exhaustive
+ * search, and never dearer than the general search. */
+Test(preempt_property, whole_domains_against_exhaustive_search, .timeout = 240)
+{
+    pp_stats st = run_cases(0x3a1e5eedull, 10000, true);
+    cr_assert_gt(st.with_victims, 1000);
+    cr_assert_gt(st.no_plan, 300);
 }
 
 /* The job of index k of the state, moved: the same as placing its shape on

@@ -1,4 +1,5 @@
 /* The plan object: the victims of one preemption and their totals. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "preempt-internal.h"
@@ -13,6 +14,10 @@ GPUSCHED_API int gpusched_preempt_plan_new(const gpusched_allocator *alloc, gpus
     if (rc)
         return rc;
     plan->alloc = a;
+    /* GPUSCHED_PREEMPT_WHOLE=0: whole-domain gangs take the general search
+     * too, so that tests can compare the two (wholeplan.c). */
+    const char *whole = getenv("GPUSCHED_PREEMPT_WHOLE");
+    plan->whole_off = whole && whole[0] == '0';
     rc = gpusched_place_result_new(alloc, &plan->probe);
     if (rc) {
         gs_free(&a, plan);
@@ -49,6 +54,10 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->opens);
     gs_free(&a, plan->bound_gpus);
     gs_free(&a, plan->whole_free);
+    void *whole[] = {plan->wdom, plan->wvic, plan->wvdom, plan->wcomp, plan->woff, plan->wms,
+                     plan->wmc, plan->wsub, plan->wrow, plan->wpick};
+    for (size_t i = 0; i < GS_ARRAY_LEN(whole); i++)
+        gs_free(&a, whole[i]);
     gpusched_place_result_free(plan->probe);
     gs_free(&a, plan);
 }

@@ -96,6 +96,21 @@ struct gpusched_preempt_plan {
     uint32_t bound_cap;
     uint32_t *whole_free;       /* search.c: the whole-domain hint's scratch */
     uint32_t whole_cap;
+    /* wholeplan.c: per domain of the slices' level, the victims and the
+     * domains each touches, the components and their costs. */
+    struct gs_whole_dom *wdom;
+    uint32_t wdom_cap, wlevel;
+    struct gs_whole_vic *wvic;
+    uint32_t nwvic, wvic_cap;
+    uint32_t *wvdom;
+    uint32_t nwvdom, wvdom_cap;
+    uint32_t *wcomp, *woff, *wms;
+    uint32_t nwcomp, wcomp_cap, woff_cap, wms_cap;
+    gs_pp_cost *wmc, *wsub, *wrow;
+    uint32_t wmc_cap, wsub_cap, wrow_cap;
+    uint8_t *wpick;
+    uint32_t wpick_cap;
+    bool whole_off;             /* GPUSCHED_PREEMPT_WHOLE=0 at creation */
 };
 
 /* victims.c: every eligible victim's (or, with `movers`, every job a
@@ -213,6 +228,13 @@ int gs_pp_prune(gs_pp *x);
  * counting GPUs per domain of each of its constraints (nothing lent), with
  * res saying why; 0 if one may; or an error. */
 int gs_pp_bound(gs_pp *x, gpusched_place_result *res);
+/* wholeplan.c: the plan of a gang whose only constraint is slices that
+ * are each a whole domain, when every eligible victim sits inside one
+ * such domain and nothing else the count cannot see is in the way: 1
+ * with the plan's victims lent (checked to fit), its tier in *prio_cap
+ * and its cost, optimal for the policy; 0 with nothing lent when the
+ * request is not one it decides; or an error. */
+int gs_pp_whole_plan(gs_pp *x, int32_t *prio_cap, gs_pp_cost *cost);
 /* pods.c: the victims of a gang with pods, left lent and pruned; *n is 0
  * (with every eligible victim lent) when none lets it fit. */
 int gs_pp_plan_pods(gs_pp *x, uint32_t *n);

@@ -219,7 +219,16 @@ static int plan_and_place(gs_pp *x, gpusched_place_result *res)
         return rc;
     if (rc == 0 && (rc = gs_pp_bound(x, res)) != 0)
         return rc < 0 ? rc : GPUSCHED_ENOSPC;
-    if (rc == 0) {
+    int whole = 0;
+    if (rc == 0 && (whole = gs_pp_whole_plan(x, &plan->prio_cap, &cost)) < 0)
+        return whole;
+    if (whole) {
+        /* Whole domains, decided by count: optimal, lent and checked. */
+        found = true;
+        x->best_lent = true;
+        plan->exact = 1;
+        plan->lower_bound = cost.cost;
+    } else if (rc == 0) {
         /* The collecting path: the priority tier, the heuristic over the
          * scope's domains, then the exact pass. */
         found = false;
