@@ -35,8 +35,10 @@
 #include "heap.h"
 #include "preempt-internal.h"
 
-/* Components larger than this go to the general search (2^n subsets). */
-#define GS_WHOLE_COMP_MAX 12u
+/* Components with more shared victims than this, or more sets of them
+ * times candidates than the next, go to the general search. */
+#define GS_WHOLE_COUPLERS_MAX 12u
+#define GS_WHOLE_ENUM_MAX (1u << 18)
 /* The min-plus pass keeps a choice per component and count. */
 #define GS_WHOLE_DP_MAX (1u << 22)
 
@@ -44,8 +46,10 @@ typedef struct gs_whole_dom {
     uint32_t vgpus;     /* its eligible victims' GPUs in it */
     int32_t top;        /* their highest priority; INT32_MIN without any */
     uint32_t comp;      /* union-find parent among candidates; UINT32_MAX: not one */
-    uint32_t local;     /* a candidate's index inside its component */
+    gs_pp_cost ecost;   /* a candidate: its exclusive victims (no other candidate) */
+    uint32_t cmask;     /* a candidate: the shared victims it needs, by index */
     uint32_t size;      /* a root: its component's candidates */
+    uint32_t ncoupler;  /* a root: its component's shared victims */
     uint32_t ci;        /* a root: its component's index in plan->wcomp */
     uint8_t chosen;
 } whole_dom;
@@ -55,7 +59,9 @@ typedef struct gs_whole_vic {
     int32_t prio;
     uint64_t cost, gpus;
     uint32_t doff, dn;  /* the domains it touches: plan->wvdom[doff, doff + dn) */
-    uint32_t comp;      /* its component (a root), once known */
+    uint32_t comp;      /* its component (a root), once known; UINT32_MAX: none */
+    uint32_t ncand;     /* candidates it touches: 1 exclusive, more shared */
+    uint32_t local;     /* shared: its index in the component */
 } whole_vic;
 
 /* Whether the request and the cluster are ones the count decides exactly. */
@@ -85,7 +91,7 @@ static int gather(gs_pp *x, const gs_pl_whole *w, bool *ok)
     if (gs_grow(&plan->alloc, (void **)&plan->wdom, &plan->wdom_cap, nd, sizeof *plan->wdom))
         return GPUSCHED_ENOMEM;
     for (uint32_t d = 0; d < nd; d++)
-        plan->wdom[d] = (whole_dom){0, INT32_MIN, UINT32_MAX, 0, 0, 0, 0};
+        plan->wdom[d] = (whole_dom){.top = INT32_MIN, .comp = UINT32_MAX};
     plan->nwvic = plan->nwvdom = 0;
     *ok = true;
     for (uint32_t j = 0; j < c->jobs.count; j++) {
@@ -102,7 +108,8 @@ static int gather(gs_pp *x, const gs_pl_whole *w, bool *ok)
                     sizeof *plan->wvdom))
             return GPUSCHED_ENOMEM;
         whole_vic *v = &plan->wvic[plan->nwvic++];
-        *v = (whole_vic){slot, h->priority, h->cost_hint, h->ngpus, plan->nwvdom, 0, 0};
+        *v = (whole_vic){.slot = slot, .prio = h->priority, .cost = h->cost_hint, .gpus = h->ngpus,
+                         .doff = plan->nwvdom};
         const uint32_t *nodes = gs_hold_nodes(h);
         const uint64_t *masks = gs_hold_masks(h);
         for (uint32_t i = 0; i < h->npairs; i++) {
@@ -155,6 +162,14 @@ static int tier(gs_pp *x, const gs_pl_whole *w, uint32_t k, int32_t *cap, bool *
     return 0;
 }
 
+static bool ecost_before(const uint32_t *a, const uint32_t *b, const whole_dom *wd)
+{
+    return gs_pp_cost_less(wd[*a].ecost, wd[*b].ecost) ||
+           (!gs_pp_cost_less(wd[*b].ecost, wd[*a].ecost) && *a < *b);
+}
+
+GS_HEAP_DEFINE(by_ecost, uint32_t, const whole_dom *, ecost_before)
+
 static uint32_t find(whole_dom *wd, uint32_t d)
 {
     while (wd[d].comp != d) {
@@ -172,54 +187,87 @@ static void cost_add(gs_pp_cost *a, gs_pp_cost b)
 }
 
 /* Components of the candidates (clearable domains within the tier)
- * joined by shared victims: roots in plan->wcomp in domain order, each
- * candidate's index inside its own, each victim's component (UINT32_MAX:
- * it touches no candidate). *ok false when one is too large. */
+ * joined by the victims they share (couplers): roots in plan->wcomp in
+ * domain order; per candidate its exclusive victims' cost and the mask of
+ * its couplers (their index inside the component); the candidates of each
+ * component grouped in plan->wcd from plan->wcdoff[ci], by exclusive cost.
+ * *ok false when a component has more couplers than can be enumerated. */
 static int components(gs_pp *x, const gs_pl_whole *w, int32_t cap, bool *ok)
 {
     gpusched_preempt_plan *plan = x->plan;
     whole_dom *wd = plan->wdom;
     const uint32_t nd = x->c->topo->ndom[w->level];
+    uint32_t ncand = 0;
     for (uint32_t d = 0; d < nd; d++)
-        if (clearable(w, &wd[d], d) && wd[d].top <= cap)
+        if (clearable(w, &wd[d], d) && wd[d].top <= cap) {
             wd[d].comp = d;
+            ncand++;
+        }
     for (uint32_t i = 0; i < plan->nwvic; i++) {
-        const whole_vic *v = &plan->wvic[i];
-        uint32_t first = UINT32_MAX;
+        whole_vic *v = &plan->wvic[i];
+        v->comp = UINT32_MAX;
+        v->ncand = 0;
         for (uint32_t k = 0; k < v->dn; k++) {
             const uint32_t d = plan->wvdom[v->doff + k];
             if (wd[d].comp == UINT32_MAX)
                 continue;
-            if (first == UINT32_MAX)
-                first = d;
+            if (v->ncand++)
+                wd[find(wd, d)].comp = find(wd, v->comp);
             else
-                wd[find(wd, d)].comp = find(wd, first);
+                v->comp = d;
         }
     }
-    if (gs_grow(&plan->alloc, (void **)&plan->wcomp, &plan->wcomp_cap, nd, sizeof *plan->wcomp))
+    if (gs_grow(&plan->alloc, (void **)&plan->wcomp, &plan->wcomp_cap, nd, sizeof *plan->wcomp) ||
+        gs_grow(&plan->alloc, (void **)&plan->wcdoff, &plan->wcdoff_cap, nd + 1, sizeof *plan->wcdoff) ||
+        gs_grow(&plan->alloc, (void **)&plan->wcd, &plan->wcd_cap, ncand, sizeof *plan->wcd))
         return GPUSCHED_ENOMEM;
     plan->nwcomp = 0;
-    *ok = true;
-    for (uint32_t d = 0; d < nd; d++) {
-        if (wd[d].comp == UINT32_MAX)
-            continue;
-        const uint32_t root = find(wd, d);
-        if (root == d) {
+    for (uint32_t d = 0; d < nd; d++)
+        if (wd[d].comp != UINT32_MAX && find(wd, d) == d) {
             wd[d].ci = plan->nwcomp;
             plan->wcomp[plan->nwcomp++] = d;
         }
-        wd[d].local = wd[root].size++; /* a root comes first among its members */
-        *ok &= wd[root].size <= GS_WHOLE_COMP_MAX;
-    }
+    /* Victims: exclusive ones add to their candidate, couplers get an
+     * index in their component and a bit in each candidate they touch. */
+    *ok = true;
     for (uint32_t i = 0; i < plan->nwvic; i++) {
         whole_vic *v = &plan->wvic[i];
-        v->comp = UINT32_MAX;
-        for (uint32_t k = 0; k < v->dn && v->comp == UINT32_MAX; k++) {
-            const uint32_t d = plan->wvdom[v->doff + k];
-            if (wd[d].comp != UINT32_MAX)
-                v->comp = find(wd, d);
+        if (v->comp == UINT32_MAX)
+            continue;
+        const gs_pp_cost c = {v->cost, v->gpus, 1};
+        v->comp = find(wd, v->comp);
+        if (v->ncand == 1) {
+            for (uint32_t k = 0; k < v->dn; k++)
+                if (wd[plan->wvdom[v->doff + k]].comp != UINT32_MAX)
+                    cost_add(&wd[plan->wvdom[v->doff + k]].ecost, c);
+            continue;
         }
+        whole_dom *root = &wd[v->comp];
+        if (root->ncoupler == GS_WHOLE_COUPLERS_MAX) {
+            *ok = false;
+            return 0;
+        }
+        v->local = root->ncoupler++;
+        for (uint32_t k = 0; k < v->dn; k++)
+            if (wd[plan->wvdom[v->doff + k]].comp != UINT32_MAX)
+                wd[plan->wvdom[v->doff + k]].cmask |= 1u << v->local;
     }
+    /* Candidates grouped by component (counting sort), each group by
+     * exclusive cost. */
+    for (uint32_t ci = 0; ci <= plan->nwcomp; ci++)
+        plan->wcdoff[ci] = 0;
+    for (uint32_t d = 0; d < nd; d++)
+        if (wd[d].comp != UINT32_MAX)
+            plan->wcdoff[wd[find(wd, d)].ci + 1]++;
+    for (uint32_t ci = 0; ci < plan->nwcomp; ci++)
+        plan->wcdoff[ci + 1] += plan->wcdoff[ci];
+    for (uint32_t d = 0; d < nd; d++)
+        if (wd[d].comp != UINT32_MAX) {
+            whole_dom *root = &wd[find(wd, d)];
+            plan->wcd[plan->wcdoff[root->ci] + root->size++] = d;
+        }
+    for (uint32_t ci = 0; ci < plan->nwcomp; ci++)
+        by_ecost_sort(plan->wcd + plan->wcdoff[ci], wd[plan->wcomp[ci]].size, wd);
     return 0;
 }
 
@@ -228,74 +276,68 @@ static const gs_pp_cost NONE = {UINT64_MAX, UINT64_MAX, UINT32_MAX};
 static bool is_none(gs_pp_cost a) { return a.count == UINT32_MAX; }
 
 /* Per component, the least cost of clearing m of its candidates, m = 0 ..
- * size, and the subset that does (plan->wmc / plan->wms from the
- * component's offset, which plan->woff holds). */
-static int component_costs(gs_pp *x)
+ * size (plan->wmc from the component's offset plan->woff[ci]), and the
+ * couplers evicted for it (plan->wms): for each set C of its couplers, the
+ * candidates that need no other coupler, cheapest first, after C's cost.
+ * *ok false when a component has too many sets times candidates. */
+static int component_costs(gs_pp *x, bool *ok)
 {
     gpusched_preempt_plan *plan = x->plan;
     const whole_dom *wd = plan->wdom;
     uint32_t total = 0;
+    *ok = true;
     if (gs_grow(&plan->alloc, (void **)&plan->woff, &plan->woff_cap, plan->nwcomp + 1, sizeof *plan->woff))
         return GPUSCHED_ENOMEM;
     for (uint32_t ci = 0; ci < plan->nwcomp; ci++) {
+        const whole_dom *root = &wd[plan->wcomp[ci]];
         plan->woff[ci] = total;
-        total += wd[plan->wcomp[ci]].size + 1;
+        total += root->size + 1;
+        *ok &= ((uint64_t)root->size << root->ncoupler) <= GS_WHOLE_ENUM_MAX;
     }
     plan->woff[plan->nwcomp] = total;
+    if (!*ok)
+        return 0;
     if (gs_grow(&plan->alloc, (void **)&plan->wmc, &plan->wmc_cap, total, sizeof *plan->wmc) ||
         gs_grow(&plan->alloc, (void **)&plan->wms, &plan->wms_cap, total, sizeof *plan->wms) ||
-        gs_grow(&plan->alloc, (void **)&plan->wsub, &plan->wsub_cap, (size_t)1 << GS_WHOLE_COMP_MAX,
+        gs_grow(&plan->alloc, (void **)&plan->wsub, &plan->wsub_cap, (size_t)1 << GS_WHOLE_COUPLERS_MAX,
                 sizeof *plan->wsub))
         return GPUSCHED_ENOMEM;
+    /* The couplers' costs by set, per component: from the set without its
+     * lowest member. Couplers of one component are listed by index. */
     for (uint32_t ci = 0; ci < plan->nwcomp; ci++) {
-        const uint32_t o = plan->woff[ci], sz = wd[plan->wcomp[ci]].size;
-        plan->wmc[o] = (gs_pp_cost){0, 0, 0};
-        plan->wms[o] = 0;
-        for (uint32_t m = 1; m <= sz; m++)
-            plan->wmc[o + m] = NONE;
-    }
-    /* The common case, a component of one domain: its victims, all. */
-    for (uint32_t i = 0; i < plan->nwvic; i++) {
-        const whole_vic *v = &plan->wvic[i];
-        if (v->comp == UINT32_MAX || wd[v->comp].size != 1)
-            continue;
-        const uint32_t o = plan->woff[wd[v->comp].ci];
-        if (is_none(plan->wmc[o + 1]))
-            plan->wmc[o + 1] = (gs_pp_cost){0, 0, 0};
-        cost_add(&plan->wmc[o + 1], (gs_pp_cost){v->cost, v->gpus, 1});
-    }
-    for (uint32_t ci = 0; ci < plan->nwcomp; ci++) {
-        const uint32_t o = plan->woff[ci], sz = wd[plan->wcomp[ci]].size;
-        if (sz == 1) {
-            if (is_none(plan->wmc[o + 1]))
-                plan->wmc[o + 1] = (gs_pp_cost){0, 0, 0}; /* whole already */
-            plan->wms[o + 1] = 1;
-            continue;
-        }
-        /* Every subset's cost: each victim adds to the subsets that touch it. */
+        const uint32_t o = plan->woff[ci], root = plan->wcomp[ci];
+        const uint32_t nsets = 1u << wd[root].ncoupler;
         gs_pp_cost *sub = plan->wsub;
-        const uint32_t nsub = 1u << sz;
-        for (uint32_t m = 0; m < nsub; m++)
-            sub[m] = (gs_pp_cost){0, 0, 0};
-        for (uint32_t i = 0; i < plan->nwvic; i++) {
-            const whole_vic *v = &plan->wvic[i];
-            if (v->comp != plan->wcomp[ci])
-                continue;
-            uint32_t mask = 0;
-            for (uint32_t k = 0; k < v->dn; k++) {
-                const uint32_t d = plan->wvdom[v->doff + k];
-                if (wd[d].comp != UINT32_MAX)
-                    mask |= 1u << wd[d].local;
+        sub[0] = (gs_pp_cost){0, 0, 0};
+        if (nsets > 1) {
+            gs_pp_cost one[GS_WHOLE_COUPLERS_MAX];
+            for (uint32_t i = 0; i < plan->nwvic; i++) {
+                const whole_vic *v = &plan->wvic[i];
+                if (v->comp == root && v->ncand > 1)
+                    one[v->local] = (gs_pp_cost){v->cost, v->gpus, 1};
             }
-            for (uint32_t m = 1; m < nsub; m++)
-                if (m & mask)
-                    cost_add(&sub[m], (gs_pp_cost){v->cost, v->gpus, 1});
+            for (uint32_t set = 1; set < nsets; set++) {
+                sub[set] = sub[set & (set - 1)];
+                cost_add(&sub[set], one[__builtin_ctz(set)]);
+            }
         }
-        for (uint32_t m = 1; m < nsub; m++) {
-            const uint32_t k = (uint32_t)__builtin_popcount(m);
-            if (is_none(plan->wmc[o + k]) || gs_pp_cost_less(sub[m], plan->wmc[o + k])) {
-                plan->wmc[o + k] = sub[m];
-                plan->wms[o + k] = m;
+        for (uint32_t m = 0; m <= wd[root].size; m++)
+            plan->wmc[o + m] = m ? NONE : (gs_pp_cost){0, 0, 0};
+        plan->wms[o] = 0;
+        const uint32_t *cand = plan->wcd + plan->wcdoff[ci];
+        for (uint32_t set = 0; set < nsets; set++) {
+            gs_pp_cost run = sub[set];
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < wd[root].size; i++) {
+                const whole_dom *e = &wd[cand[i]];
+                if (e->cmask & ~set)
+                    continue;
+                cost_add(&run, e->ecost);
+                m++;
+                if (is_none(plan->wmc[o + m]) || gs_pp_cost_less(run, plan->wmc[o + m])) {
+                    plan->wmc[o + m] = run;
+                    plan->wms[o + m] = set;
+                }
             }
         }
     }
@@ -346,16 +388,18 @@ static int choose(gs_pp *x, uint32_t k, gs_pp_cost *cost, bool *ok)
         return 0;
     }
     *cost = row[k];
-    /* Back through the picks: each component's subset, then its domains. */
+    /* Back through the picks: each component's couplers and count, then
+     * its cheapest candidates that need no other coupler. */
     for (uint32_t ci = nc, j = k; ci-- > 0;) {
-        const uint32_t m = plan->wpick[(size_t)ci * (k + 1) + j];
-        plan->wcomp[ci] = m ? plan->wms[plan->woff[ci] + m] : 0; /* roots are done with */
+        const uint32_t m = plan->wpick[(size_t)ci * (k + 1) + j], set = plan->wms[plan->woff[ci] + m];
+        const uint32_t *cand = plan->wcd + plan->wcdoff[ci];
+        for (uint32_t i = 0, taken = 0; taken < m; i++)
+            if (!(wd[cand[i]].cmask & ~set)) {
+                wd[cand[i]].chosen = 1;
+                taken++;
+            }
         j -= m;
     }
-    const uint32_t nd = x->c->topo->ndom[plan->wlevel];
-    for (uint32_t d = 0; d < nd; d++)
-        if (wd[d].comp != UINT32_MAX)
-            wd[d].chosen = (uint8_t)(plan->wcomp[wd[find(wd, d)].ci] >> wd[d].local & 1);
     return 0;
 }
 
@@ -389,8 +433,8 @@ int gs_pp_whole_plan(gs_pp *x, int32_t *prio_cap, gs_pp_cost *cost)
     int32_t cap = INT32_MAX;
     int rc = 0;
     if (!ok || (rc = gather(x, &w, &ok)) || !ok || (rc = tier(x, &w, k, &cap, &ok)) || !ok ||
-        (rc = components(x, &w, cap, &ok)) || !ok || (rc = component_costs(x)) || (rc = choose(x, k, cost, &ok)) ||
-        !ok)
+        (rc = components(x, &w, cap, &ok)) || !ok || (rc = component_costs(x, &ok)) || !ok ||
+        (rc = choose(x, k, cost, &ok)) || !ok)
         return rc; /* an error, or the general search decides (and explains) */
     if ((rc = lend_chosen(x)) || (rc = gs_pp_feasible(x)) < 0)
         return rc;
