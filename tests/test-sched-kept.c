@@ -250,3 +250,55 @@ Test(sched_kept, a_node_event_ends_the_keeping)
     cr_assert_eq(resv_rack(&e, 3, 100), 1, "searched again: rack 1");
     st_env_free(&e);
 }
+
+/* Gang 9 of two whole racks (slices of 16 GPUs) on four racks: rack 0
+ * runs job 1 to 100, rack 1 jobs 2 (to 50) and 3 (to 300), rack 2 job 4
+ * (one node, to 80), rack 3 job 5 (to 200). Racks 2 and 0 are wholly free
+ * at 80 and 100: the reservation is at 100 on them. It is placed without
+ * a search (resv.c whole_reserve(), job 2 not lent: its rack stays busy),
+ * and a scheduler made with GPUSCHED_SCHED_WHOLE_RESV=0 searches and
+ * finds the same; every cycle here also checks the count against a
+ * search (GPUSCHED_SCHED_KEEP_CHECK=1). */
+Test(sched_kept, a_reservation_of_whole_racks_waits_for_the_racks_alone)
+{
+    for (int search = 0; search <= 1; search++) {
+        if (search)
+            setenv("GPUSCHED_SCHED_WHOLE_RESV", "0", 1);
+        uint32_t q;
+        st_env e = racks_of(4, 0, &q);
+        unsetenv("GPUSCHED_SCHED_WHOLE_RESV");
+        submit_rack_gang(&e, 1, q, 4, 0, 100);
+        submit_rack_gang(&e, 2, q, 2, 0, 50);
+        submit_rack_gang(&e, 3, q, 2, 0, 300);
+        submit_rack_gang(&e, 4, q, 1, 0, 80);
+        submit_rack_gang(&e, 5, q, 4, 0, 200);
+        st_cycle(&e, 0);
+        for (uint64_t id = 1; id <= 5; id++)
+            cr_assert(st_started(&e, id), "job %llu starts", (unsigned long long)id);
+        gpusched_place_request r = GPUSCHED_PLACE_REQUEST_INIT;
+        r.gpus = 32;
+        r.split = GPUSCHED_SPLIT_WHOLE_NODES;
+        r.slice_gpus[0] = 16;
+        r.slice_level[0] = 1;
+        cr_assert_eq(st_submit_req(&e, 9, q, &r, 0, 1, 500, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+        st_cycle(&e, 1);
+        int64_t t = 0;
+        const uint32_t *nodes = NULL;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < gpusched_sched_decisions_reservation_count(e.d); i++) {
+            uint64_t id;
+            int64_t time;
+            const uint32_t *x;
+            uint32_t k;
+            cr_assert_eq(gpusched_sched_decisions_reservation(e.d, i, &id, &time, NULL, NULL, &x, &k), 0);
+            if (id == 9)
+                t = time, nodes = x, n = k;
+        }
+        cr_assert_eq(t, 100, "search %d: reserved at %lld", search, (long long)t);
+        cr_assert_eq(n, 8);
+        for (uint32_t i = 0; i < n; i++)
+            cr_assert(nodes[i] / 4 == 0 || nodes[i] / 4 == 2, "search %d: node %u is not on rack 0 or 2", search,
+                      nodes[i]);
+        st_env_free(&e);
+    }
+}

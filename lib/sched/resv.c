@@ -108,6 +108,76 @@ static int64_t resv_time(const gpusched_sched *s, uint32_t k, int64_t now)
     return end > now ? end : now + 1;
 }
 
+/* Whether job h's GPUs touch a domain wholly free in w. */
+static bool on_whole_domain(const gpusched_sched *s, const gs_pl_whole *w, const gs_hold *h)
+{
+    const uint32_t *nodes = gs_hold_nodes(h);
+    for (uint32_t i = 0; i < h->npairs; i++) {
+        const uint32_t f = w->free[gs_topo_node_domain(s->c->topo, nodes[i], w->level)];
+        if (f != GS_PL_WHOLE_OUT && f >= w->size)
+            return true;
+    }
+    return false;
+}
+
+/* The reservation of a gang of whole domains (wholedoms.c) without a
+ * search, where the count of wholly free domains is exact: no node down,
+ * no GPU fraction among the jobs it counts, no reservation of the gang's
+ * own in the cluster, whole nodes or any GPUs. The least count of ends
+ * after which K domains are wholly free is then the answer, and the gang
+ * can use no domain but those wholly free at its time: only the jobs on
+ * them are lent before the placement (about a sixth of the ends on the
+ * simulator's bench trace). The placement is the placer's, on S(T)
+ * restricted to those domains, so it depends on the state of that time
+ * alone, as a search's does. 1 with the placement in s->res and *count
+ * set; 0 with nothing lent when the gang is not such a one, fits now, or
+ * the placement fails after all (the search decides); or an error. */
+static int whole_reserve(gpusched_sched *s, const gs_pl_req *r, int64_t now, uint32_t *count)
+{
+    const struct gpusched_cluster *c = s->c;
+    if (!s->whole_resv || c->nodes_not_up || gs_cluster_resv_find(c, r->job.id) ||
+        (!(r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) && r->in.split != GPUSCHED_SPLIT_ANY))
+        return 0;
+    gs_pl_whole w;
+    if (!gs_pl_whole_begin(c, r, &s->alloc, &s->dom_free, &s->dom_free_cap, &w) || w.whole >= w.want)
+        return 0;
+    ends_prefix p = {0, GS_SJ_NONE};
+    uint32_t n = 0, k = 0;
+    int64_t until = 0;
+    for (; n < s->nends; n++) {
+        ends_upto(s, &p, n + 1);
+        const uint32_t x = s->end_slot[n];
+        if (k && s->endn[x].end > until)
+            break; /* past every job ending by the time found */
+        const gs_hold *h = gs_cluster_job_find(c, s->j[x].id);
+        if (h && gs_hold_podx(c, h))
+            return 0;
+        if (h && gs_pl_whole_add(&w, h) && !k) {
+            k = n + 1;
+            until = resv_time(s, x, now);
+        }
+    }
+    if (!k)
+        return 0;
+    const uint32_t mark = gs_txn_mark(s->c);
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        gs_hold *h = gs_cluster_job_find(s->c, s->j[s->end_slot[i]].id);
+        if (h && on_whole_domain(s, &w, h))
+            rc = gs_txn_lend_job(s->c, h);
+    }
+    if (!rc)
+        rc = gs_pl_place_staged(s->p, r, s->res, GS_PL_QUIET);
+    if (rc == GPUSCHED_ENOSPC) {
+        gs_txn_undo_to(s->c, mark);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    *count = k;
+    return 1;
+}
+
 /* Whether a job after slot k in the order of ends is expected to end by
  * the time of a reservation that waits for k: the reservation's nodes are
  * then placed with it lent too (gs_sd_reserve), so a placement made to
@@ -248,6 +318,24 @@ static int append(gpusched_sched *s, const gs_resv *v, const uint32_t *nodes)
     return 0;
 }
 
+/* whole_reserve(), and with GPUSCHED_SCHED_KEEP_CHECK=1 a search first
+ * (undone), which must find the same count when whole_reserve() decides:
+ * GPUSCHED_ECORRUPT otherwise. */
+static int whole_reserve_checked(gpusched_sched *s, const gs_pl_req *r, int64_t now, uint32_t *count)
+{
+    if (!s->keep_check)
+        return whole_reserve(s, r, now, count);
+    const uint32_t mark = gs_txn_mark(s->c);
+    uint32_t searched = 0;
+    int placed = 0;
+    const int found = search(s, r, GS_SJ_NONE, 0, now, &searched, &placed);
+    gs_txn_undo_to(s->c, mark);
+    if (found != 0 && found != GPUSCHED_ENOSPC)
+        return found;
+    const int rc = whole_reserve(s, r, now, count);
+    return rc == 1 && (found || searched != *count) ? GPUSCHED_ECORRUPT : rc;
+}
+
 /* The search for gang `slot`'s reservation, appended when found. */
 static int find(gpusched_sched *s, uint32_t slot, int64_t now)
 {
@@ -268,8 +356,13 @@ static int find(gpusched_sched *s, uint32_t slot, int64_t now)
         return rc;
     uint32_t count = 0;
     int placed = 0;
-    rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, now, &count, &placed);
-    if (rc == 0 && count) {
+    if ((rc = whole_reserve_checked(s, &r, now, &count)) == 1) {
+        placed = 1;
+        rc = 0;
+    } else if (rc == 0) {
+        rc = search(s, &r, s->quick ? j->resv_last : GS_SJ_NONE, j->resv_end, now, &count, &placed);
+    }
+    if (rc == 0 && count && !placed) {
         /* Every job expected to end by the reservation's time is gone then,
          * not only the least count in the order of ends (which stops among
          * jobs ending together, by id): the nodes are chosen on the state

@@ -290,6 +290,11 @@ struct gpusched_sched {
      * reservation kept across cycles (kept.c) is checked against a new
      * search, which must find the same time, so that tests can compare. */
     int keep_check;
+    /* Reservations of gangs of whole domains placed without a search
+     * (resv.c whole_reserve()); GPUSCHED_SCHED_WHOLE_RESV=0 at creation
+     * turns it off. With keep_check, each is checked against a search,
+     * which must find the same count of ends. */
+    int whole_resv;
 };
 
 /* The decisions of one cycle. A wait is stored as what differs between

@@ -147,6 +147,8 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     s->dirty = 1;
     const char *quick = getenv("GPUSCHED_SCHED_QUICK");
     s->quick = !(quick && strcmp(quick, "0") == 0);
+    const char *whole = getenv("GPUSCHED_SCHED_WHOLE_RESV");
+    s->whole_resv = !(whole && strcmp(whole, "0") == 0);
     const char *check = getenv("GPUSCHED_SCHED_KEEP_CHECK");
     s->keep_check = check && strcmp(check, "1") == 0;
     s->c_seen = cluster->changes;
