@@ -217,6 +217,9 @@ static uint32_t run_seed(uint64_t seed)
     if (pt_below(&lr, 3) == 0)
         both_param(&p, GPUSCHED_SCHED_PARAM_LARGE_GPUS, 16 + 8 * pt_below(&lr, 3));
     both_param(&p, GPUSCHED_SCHED_PARAM_KEEP_RESV, pt_below(&lr, 2));
+    /* Protection that outlasts a cycle: the lasting memo of failed
+     * preemptions (cycle.c) holds until the first one ends. */
+    both_param(&p, GPUSCHED_SCHED_PARAM_MIN_RUNTIME, pt_below(&lr, 3) ? 0 : 5 + pt_below(&lr, 20));
     const bool racks = pt_below(&lr, 2);
     uint64_t running[MAXJOBS], next_id = 1, outside[8];
     uint32_t nrun = 0, waits = 0, nout = 0;
