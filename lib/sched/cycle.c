@@ -247,45 +247,15 @@ static const gs_resv *blocking_resv(const gpusched_sched *s)
     return &s->resv[0];
 }
 
-/* The memo of a failed preemption across cycles (in the memo of failed
- * shapes, which lives while no GPUs come free): with every eligible
- * victim gone the gang did not fit, and until then (no job ended or was
- * evicted, no node came up, the caller freed nothing) the GPUs a victim
- * could free only shrink: a start takes free GPUs and is protected, and
- * its GPUs were counted as free. Only a protection that ends adds
- * victims, so the entry holds until the first one the failure met, on
- * the same reserved nodes (a constrained search avoids them). Gangs of
- * pods are left out: their plans count cpu and memory too. Quick mode
- * only, so that tests/test-sched-quick.c compares it with the searches.
- * 0: not memoizable. */
-static uint64_t preempt_lasting_key(const gpusched_sched *s, const gs_sj *j, uint64_t pkey, int constrained)
-{
-    if (!pkey || j->pods || !s->quick)
-        return 0;
-    return gs_sd_mix64(gs_sd_mix64(pkey, 0x5eedfa11u), constrained ? s->rfp : 0) | 1;
-}
-
-/* Whether a preemption for gang j is known to fail: this cycle, or
- * since the lasting memo's failure. */
-static int preempt_known_to_fail(gpusched_sched *s, const gs_sj *j, int constrained, int64_t now)
-{
-    const uint64_t pkey = preempt_key(j, constrained);
-    const gs_memo *m = memo_lookup(s, pkey, 0, 1);
-    if (m && m->size <= j->size)
-        return 1;
-    m = memo_find(s, preempt_lasting_key(s, j, pkey, constrained), 0);
-    return m && m->size <= j->size && now < m->until;
-}
-
 /* Preemption for an entitled gang: 1 started, 0 no plan, or an error. */
 static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_request *q, gpusched_job *job,
                        int constrained, uint32_t seq)
 {
     gs_sj *j = &s->j[slot];
-    if (preempt_known_to_fail(s, j, constrained, x->now))
+    uint64_t pkey = preempt_key(j, constrained);
+    gs_memo *m = memo_lookup(s, pkey, 0, 1);
+    if (m && m->size <= j->size)
         return 0;
-    const uint64_t pkey = preempt_key(j, constrained), lkey = preempt_lasting_key(s, j, pkey, constrained);
-    gs_memo *m, *lm;
     job->priority = j->priority;
     q->flags = GPUSCHED_PLACE_FLAG_COMMIT;
     q->preempt_policy = GPUSCHED_PREEMPT_PRIORITY_FIRST;
@@ -294,14 +264,6 @@ static int try_preempt(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_place_
     if (rc == GPUSCHED_ENOSPC) {
         if ((m = memo_lookup(s, pkey, 1, 1)) && j->size < m->size)
             m->size = j->size;
-        uint32_t protected_jobs;
-        int64_t until;
-        gpusched_preempt_plan_protected(s->plan, &protected_jobs, NULL, &until);
-        until = protected_jobs ? until : INT64_MAX;
-        if ((lm = memo_find(s, lkey, 1)) && (j->size < lm->size || (j->size == lm->size && until > lm->until))) {
-            lm->size = j->size;
-            lm->until = until;
-        }
         return 0;
     }
     if (rc)
@@ -568,10 +530,13 @@ static int64_t quick_run(gpusched_sched *s, cyc *x, const uint32_t *slots, uint3
             m = quick_memo(s, &c, j, &tmpl);
             if ((!m && j->need_free <= root_free) || resv_open)
                 break; /* a search, or the first gang that does not fit: reserved for */
-            /* evaluate() would try a preemption unless one is known to
-             * fail for the shape at this priority and size or less. */
-            if (may_preempt && a->nominal && !preempt_known_to_fail(s, j, avoids_reserved(s, j, x->now), x->now))
-                break;
+            if (may_preempt && a->nominal) {
+                /* evaluate() would try a preemption unless this cycle found
+                 * none for the shape at this priority and size or less. */
+                const gs_memo *pm = memo_lookup(s, preempt_key(j, avoids_reserved(s, j, x->now)), 0, 1);
+                if (!pm || pm->size > j->size)
+                    break;
+            }
             reason = GPUSCHED_SCHED_WAIT_FIT;
             if ((m ? m->reason : GPUSCHED_REASON_NO_GPUS) == GPUSCHED_REASON_NO_GPUS && started &&
                 free_at_start >= j->gpus) {

@@ -141,7 +141,6 @@ typedef struct gs_memo {
     uint64_t pool_cycle;
     uint32_t starts;            /* the cycle's memo of shapes behind reservations: the
                                  * cycle's starts when `size` fit only on reserved nodes */
-    int64_t until;              /* a failed preemption: until a protection it met ends */
 } gs_memo;
 
 /* wake.c: the gangs the next wake depends on, in order, with lazy
