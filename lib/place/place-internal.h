@@ -287,6 +287,14 @@ typedef struct gs_pl_whole {
 bool gs_pl_whole_begin(const struct gpusched_cluster *c, const gs_pl_req *r, gs_alloc *a, uint32_t **scratch,
                        uint32_t *cap, gs_pl_whole *w);
 bool gs_pl_whole_add(gs_pl_whole *w, const gs_hold *h);
+/* The K = w->want domains such a gang takes among those wholly free in w,
+ * ascending in out: the fewest domains per level from the top, the largest
+ * shares whole and the rest in the tightest domain that holds it (by
+ * count of wholly free domains), then the lowest index. What the
+ * scheduler reserves for it on the free domains of a time to come
+ * (without lending the jobs that end by then). 0, GPUSCHED_ENOSPC when
+ * fewer are free, or GPUSCHED_ENOMEM (scratch: counts per domain above). */
+int gs_pl_whole_choose(const gs_pl_whole *w, gs_alloc *a, uint32_t **scratch, uint32_t *cap, uint32_t *out);
 
 /* gpusched_placer_place() with gs_pl_place_staged()'s flags added (the
  * scheduler's quiet tries). */

@@ -108,30 +108,18 @@ static int64_t resv_time(const gpusched_sched *s, uint32_t k, int64_t now)
     return end > now ? end : now + 1;
 }
 
-/* Whether job h's GPUs touch a domain wholly free in w. */
-static bool on_whole_domain(const gpusched_sched *s, const gs_pl_whole *w, const gs_hold *h)
-{
-    const uint32_t *nodes = gs_hold_nodes(h);
-    for (uint32_t i = 0; i < h->npairs; i++) {
-        const uint32_t f = w->free[gs_topo_node_domain(s->c->topo, nodes[i], w->level)];
-        if (f != GS_PL_WHOLE_OUT && f >= w->size)
-            return true;
-    }
-    return false;
-}
-
 /* The reservation of a gang of whole domains (wholedoms.c) without a
- * search, where the count of wholly free domains is exact: no node down,
- * no GPU fraction among the jobs it counts, no reservation of the gang's
- * own in the cluster, whole nodes or any GPUs. The least count of ends
- * after which K domains are wholly free is then the answer, and the gang
- * can use no domain but those wholly free at its time: only the jobs on
- * them are lent before the placement (about a sixth of the ends on the
- * simulator's bench trace). The placement is the placer's, on S(T)
- * restricted to those domains, so it depends on the state of that time
- * alone, as a search's does. 1 with the placement in s->res and *count
- * set; 0 with nothing lent when the gang is not such a one, fits now, or
- * the placement fails after all (the search decides); or an error. */
+ * search or a placement, where the count of wholly free domains is exact:
+ * no node down, no GPU fraction among the jobs it counts, no reservation
+ * of the gang's own in the cluster, whole nodes or any GPUs. The least
+ * count of ends after which K domains are wholly free is the answer, and
+ * the gang's nodes are those of K of the domains wholly free at its time
+ * (every job ending by then counted), chosen by gs_pl_whole_choose(): a
+ * function of the state of that time alone, as a search's placement is,
+ * though not always the same K domains the placer would take on it.
+ * Nothing is lent. 1 with the nodes in s->wh_nodes (ascending) and
+ * *count set; 0 when the gang is not such a one or fits now (the search
+ * decides); or an error. */
 static int whole_reserve(gpusched_sched *s, const gs_pl_req *r, int64_t now, uint32_t *count)
 {
     const struct gpusched_cluster *c = s->c;
@@ -142,9 +130,9 @@ static int whole_reserve(gpusched_sched *s, const gs_pl_req *r, int64_t now, uin
     if (!gs_pl_whole_begin(c, r, &s->alloc, &s->dom_free, &s->dom_free_cap, &w) || w.whole >= w.want)
         return 0;
     ends_prefix p = {0, GS_SJ_NONE};
-    uint32_t n = 0, k = 0;
+    uint32_t k = 0;
     int64_t until = 0;
-    for (; n < s->nends; n++) {
+    for (uint32_t n = 0; n < s->nends; n++) {
         ends_upto(s, &p, n + 1);
         const uint32_t x = s->end_slot[n];
         if (k && s->endn[x].end > until)
@@ -159,21 +147,21 @@ static int whole_reserve(gpusched_sched *s, const gs_pl_req *r, int64_t now, uin
     }
     if (!k)
         return 0;
-    const uint32_t mark = gs_txn_mark(s->c);
-    int rc = 0;
-    for (uint32_t i = 0; i < n && !rc; i++) {
-        gs_hold *h = gs_cluster_job_find(s->c, s->j[s->end_slot[i]].id);
-        if (h && on_whole_domain(s, &w, h))
-            rc = gs_txn_lend_job(s->c, h);
-    }
-    if (!rc)
-        rc = gs_pl_place_staged(s->p, r, s->res, GS_PL_QUIET);
-    if (rc == GPUSCHED_ENOSPC) {
-        gs_txn_undo_to(s->c, mark);
-        return 0;
-    }
+    const struct gpusched_topo *t = c->topo;
+    if (gs_grow(&s->alloc, (void **)&s->wh_doms, &s->wh_doms_cap, (uint32_t)w.want, sizeof *s->wh_doms))
+        return GPUSCHED_ENOMEM;
+    int rc = gs_pl_whole_choose(&w, &s->alloc, &s->wh_cnt, &s->wh_cnt_cap, s->wh_doms);
     if (rc)
-        return rc;
+        return rc == GPUSCHED_ENOSPC ? 0 : rc;
+    uint32_t nodes = 0;
+    for (uint32_t i = 0; i < w.want; i++)
+        nodes += t->dom_start[w.level][s->wh_doms[i] + 1] - t->dom_start[w.level][s->wh_doms[i]];
+    if (gs_grow(&s->alloc, (void **)&s->wh_nodes, &s->wh_nodes_cap, nodes, sizeof *s->wh_nodes))
+        return GPUSCHED_ENOMEM;
+    s->nwh_nodes = 0;
+    for (uint32_t i = 0; i < w.want; i++)
+        for (uint32_t v = t->dom_start[w.level][s->wh_doms[i]]; v < t->dom_start[w.level][s->wh_doms[i] + 1]; v++)
+            s->wh_nodes[s->nwh_nodes++] = v;
     *count = k;
     return 1;
 }
@@ -321,7 +309,8 @@ static int append(gpusched_sched *s, const gs_resv *v, const uint32_t *nodes)
 /* whole_reserve(), and with GPUSCHED_SCHED_KEEP_CHECK=1 a search first
  * (undone), which must find the same count when whole_reserve() decides:
  * GPUSCHED_ECORRUPT otherwise. */
-static int whole_reserve_checked(gpusched_sched *s, const gs_pl_req *r, int64_t now, uint32_t *count)
+static int whole_reserve_checked(gpusched_sched *s, uint32_t slot, const gs_pl_req *r, int64_t now,
+                                 uint32_t *count)
 {
     if (!s->keep_check)
         return whole_reserve(s, r, now, count);
@@ -333,7 +322,11 @@ static int whole_reserve_checked(gpusched_sched *s, const gs_pl_req *r, int64_t 
     if (found != 0 && found != GPUSCHED_ENOSPC)
         return found;
     const int rc = whole_reserve(s, r, now, count);
-    return rc == 1 && (found || searched != *count) ? GPUSCHED_ECORRUPT : rc;
+    if (rc != 1)
+        return rc;
+    /* The search's count, and nodes free just before the time. */
+    const gs_resv v = {.slot = slot, .time = resv_time(s, s->end_slot[*count - 1], now), .n = s->nwh_nodes};
+    return found || searched != *count || !gs_sd_kept_nodes_free(s, &v, s->wh_nodes) ? GPUSCHED_ECORRUPT : 1;
 }
 
 /* The search for gang `slot`'s reservation, appended when found. */
@@ -356,7 +349,8 @@ static int find(gpusched_sched *s, uint32_t slot, int64_t now)
         return rc;
     uint32_t count = 0;
     int placed = 0;
-    if ((rc = whole_reserve_checked(s, &r, now, &count)) == 1) {
+    const int whole = rc = whole_reserve_checked(s, slot, &r, now, &count);
+    if (rc == 1) {
         placed = 1;
         rc = 0;
     } else if (rc == 0) {
@@ -387,10 +381,11 @@ static int find(gpusched_sched *s, uint32_t slot, int64_t now)
     gs_txn_rollback(s->c);
     if (rc)
         return rc;
-    const uint32_t *nodes;
+    const uint32_t *nodes = s->wh_nodes;
     const uint64_t *masks;
-    uint32_t n;
-    gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
+    uint32_t n = s->nwh_nodes;
+    if (whole != 1)
+        gpusched_place_result_nodes(s->res, &nodes, &masks, &n);
     const gs_resv v = {
         .slot = slot,
         .time = count ? resv_time(s, s->end_slot[count - 1], now) : now,

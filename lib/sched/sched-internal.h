@@ -269,6 +269,10 @@ struct gpusched_sched {
      * whole_domains_hint). */
     uint32_t *dom_free;
     uint32_t dom_free_cap;
+    /* Reservations of whole domains (resv.c whole_reserve): the domains
+     * chosen, the counts per domain above them, the nodes. */
+    uint32_t *wh_doms, *wh_cnt, *wh_nodes;
+    uint32_t wh_doms_cap, wh_cnt_cap, wh_nodes_cap, nwh_nodes;
     gs_memo *memo;
     uint32_t memo_cap;              /* power of two */
     uint64_t memo_gen;

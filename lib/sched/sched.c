@@ -112,7 +112,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo,
-                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age};
+                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age, s->wh_doms, s->wh_cnt, s->wh_nodes};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
