@@ -256,17 +256,17 @@ Test(sched_kept, a_node_event_ends_the_keeping)
  * (one node, to 80), rack 3 job 5 (to 200). Racks 2 and 0 are wholly free
  * at 80 and 100: the reservation is at 100 on them. It is placed without
  * a search (resv.c whole_reserve(), job 2 not lent: its rack stays busy),
- * and a scheduler made with GPUSCHED_SCHED_WHOLE_RESV=0 searches and
+ * and a scheduler made with GPUSCHED_SCHED_WHOLE=0 searches and
  * finds the same; every cycle here also checks the count against a
  * search (GPUSCHED_SCHED_KEEP_CHECK=1). */
 Test(sched_kept, a_reservation_of_whole_racks_waits_for_the_racks_alone)
 {
     for (int search = 0; search <= 1; search++) {
         if (search)
-            setenv("GPUSCHED_SCHED_WHOLE_RESV", "0", 1);
+            setenv("GPUSCHED_SCHED_WHOLE", "0", 1);
         uint32_t q;
         st_env e = racks_of(4, 0, &q);
-        unsetenv("GPUSCHED_SCHED_WHOLE_RESV");
+        unsetenv("GPUSCHED_SCHED_WHOLE");
         submit_rack_gang(&e, 1, q, 4, 0, 100);
         submit_rack_gang(&e, 2, q, 2, 0, 50);
         submit_rack_gang(&e, 3, q, 2, 0, 300);
@@ -301,4 +301,62 @@ Test(sched_kept, a_reservation_of_whole_racks_waits_for_the_racks_alone)
                       nodes[i]);
         st_env_free(&e);
     }
+}
+
+/* Racks 0 to 2 busy until 100 (jobs 1 to 3), the rest free; gang 9 of
+ * four whole racks waits and is reserved racks 0 to 3 at 100; then gang
+ * 10 of two whole racks, running past 100, must stay off them. On six
+ * racks two free ones are left (4 and 5): it starts there. On five, one:
+ * it fits only with reserved racks and waits behind gang 9. Both tries
+ * are counted (lib/sched/whole.c) and checked against the searches
+ * (GPUSCHED_SCHED_KEEP_CHECK=1); GPUSCHED_SCHED_WHOLE=0 searches, with
+ * the same outcome. */
+static void whole_racks_around_a_reservation(uint32_t racks, int search)
+{
+    if (search)
+        setenv("GPUSCHED_SCHED_WHOLE", "0", 1);
+    uint32_t q;
+    st_env e = racks_of(racks, 0, &q);
+    unsetenv("GPUSCHED_SCHED_WHOLE");
+    for (uint64_t id = 1; id <= 3; id++)
+        submit_rack_gang(&e, id, q, 4, 0, 100);
+    st_cycle(&e, 0);
+    cr_assert(st_started(&e, 1) && st_started(&e, 2) && st_started(&e, 3));
+    gpusched_place_request r = GPUSCHED_PLACE_REQUEST_INIT;
+    r.split = GPUSCHED_SPLIT_WHOLE_NODES;
+    r.slice_gpus[0] = 16;
+    r.slice_level[0] = 1;
+    r.gpus = 64;
+    cr_assert_eq(st_submit_req(&e, 9, q, &r, 0, 1, 500, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    r.gpus = 32;
+    cr_assert_eq(st_submit_req(&e, 10, q, &r, 0, 2, 500, 0), 0, "%s", gpusched_sched_errmsg(e.s));
+    st_cycle(&e, 2);
+    cr_assert_not(st_started(&e, 9));
+    int64_t t;
+    uint32_t first;
+    resv_of(&e, 9, &t, &first);
+    cr_assert_eq(t, 100);
+    cr_assert_eq(first, 0, "racks 0 to 3");
+    if (racks == 6) {
+        cr_assert(st_started(&e, 10), "search %d: racks 4 and 5 are free and not reserved", search);
+    } else {
+        cr_assert_not(st_started(&e, 10));
+        const gpusched_sched_wait w = st_wait(&e, 10, NULL);
+        cr_assert_eq(w.reason, GPUSCHED_SCHED_WAIT_RESERVATION, "search %d", search);
+        cr_assert_eq(w.blocking_job, 9);
+        cr_assert_eq(w.time, 100);
+    }
+    st_env_free(&e);
+}
+
+Test(sched_kept, whole_racks_start_around_a_reservation_when_enough_are_left)
+{
+    for (int search = 0; search <= 1; search++)
+        whole_racks_around_a_reservation(6, search);
+}
+
+Test(sched_kept, whole_racks_wait_behind_a_reservation_when_too_few_are_left)
+{
+    for (int search = 0; search <= 1; search++)
+        whole_racks_around_a_reservation(5, search);
 }

@@ -576,6 +576,24 @@ static int wait_refused(gpusched_sched *s, cyc *x, uint32_t slot, gpusched_sched
     return record_wait(s, x, slot, w, gs_sd_pool_add(x->d, gpusched_placer_errmsg(s->p)));
 }
 
+/* GPUSCHED_SCHED_KEEP_CHECK=1: the count's answers for a gang of whole
+ * domains (whole.c) against the searches they stand for, plan only: 1
+ * when they agree, else GPUSCHED_ECORRUPT. */
+static int whole_try_check(gpusched_sched *s, const gs_sj *j, gpusched_job *job, int fits_around,
+                           const gs_resv *behind)
+{
+    gpusched_place_request q = j->req;
+    q.job = job;
+    int rc = gs_sd_avoid_reserved(s, j, &q);
+    if (rc)
+        return rc;
+    const int around = gs_pl_place_flags(s->p, &q, s->res, GS_PL_QUIET) == 0;
+    q = j->req;
+    q.job = job;
+    const int anywhere = gpusched_placer_place(s->p, &q, s->res) == 0;
+    return around == fits_around && (!behind || anywhere) ? 1 : GPUSCHED_ECORRUPT;
+}
+
 /* One gang: 1 if it started, 0 if it waits, or an error. */
 static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
 {
@@ -643,7 +661,16 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
          * them is another search: starts since may have taken them, and a
          * larger gang may fit nowhere (then it may preempt, or be reserved
          * for). */
-        const int outside_fails = cm && cm->size <= j->size;
+        int outside_fails = cm && cm->size <= j->size;
+        /* A gang of whole domains: both tries by count where it decides. */
+        const gs_resv *behind = NULL;
+        int fits_around = 1;
+        int counted = constrained && !outside_fails ? gs_sd_whole_try(s, j, &fits_around, &behind) : 0;
+        if (counted == 1 && s->keep_check)
+            counted = whole_try_check(s, j, &job, fits_around, behind);
+        if (counted < 0)
+            return counted;
+        outside_fails |= counted && !fits_around;
         if (!outside_fails && constrained && gs_sd_avoid_reserved(s, j, &q))
             return GPUSCHED_ENOMEM;
         /* A constrained try that fails is tried again on every node, whose
@@ -657,11 +684,11 @@ static int evaluate(gpusched_sched *s, cyc *x, uint32_t slot)
         q = j->req;
         q.job = &job;
         if (constrained) {
-            rc = gpusched_placer_place(s->p, &q, s->res);
+            rc = behind ? 0 : gpusched_placer_place(s->p, &q, s->res);
             if (rc != 0 && rc != GPUSCHED_ENOSPC)
                 return wait_refused(s, x, slot, &w);
             if (rc == 0) {
-                const gs_resv *v = blocking_resv(s);
+                const gs_resv *v = behind ? behind : blocking_resv(s);
                 if ((cm = memo_lookup(s, ckey, 1, 1)) && j->size <= cm->size) {
                     cm->size = j->size;
                     cm->msg = (uint32_t)(v - s->resv);
@@ -952,7 +979,7 @@ GPUSCHED_API int gpusched_sched_cycle(gpusched_sched *s, int64_t now, gpusched_s
         s->dirty = 1;
         return gs_error(&s->err, rc, "cycle: %s",
                         rc == GPUSCHED_ENOMEM     ? "out of memory"
-                        : rc == GPUSCHED_ECORRUPT ? "a kept reservation differs from a new search (time) or its nodes are taken"
+                        : rc == GPUSCHED_ECORRUPT ? "a check against a search failed (GPUSCHED_SCHED_KEEP_CHECK: a kept or counted reservation's time or nodes, or a gang of whole domains counted)"
                                                   : gpusched_placer_errmsg(s->p));
     }
     return gs_ok(&s->err);

@@ -70,6 +70,9 @@ typedef struct gs_sj {
     int64_t resv_end;
     uint64_t inc;               /* which submit put it in this slot (s->submits then) */
     uint64_t wake_gen;          /* its entry in the wake's order (wake.c) */
+    /* 1 + the level whose domains its slices each fill, when that is its
+     * only constraint (whole.c), else 0. */
+    uint8_t whole_level;
 } gs_sj;
 
 _Static_assert(offsetof(gs_sj, evicted_cycle) + sizeof(uint64_t) <= 64, "a quick wait reads one cache line");
@@ -269,6 +272,14 @@ struct gpusched_sched {
      * whole_domains_hint). */
     uint32_t *dom_free;
     uint32_t dom_free_cap;
+    /* Gangs of whole domains tried by count (whole.c): per level, the
+     * GPUs every domain has (0: not all the same); the domains of the
+     * reserved nodes at one level with the first reservation on each, for
+     * the reservations of fingerprint wr_fp in cycle wr_cycle. */
+    uint32_t *lvl_gpus;
+    uint32_t *wr_dom, *wr_idx, *wr_seen;
+    uint32_t nwr, wr_cap, wr_idx_cap, wr_seen_cap, wr_level, wr_gen;
+    uint64_t wr_fp, wr_cycle;
     /* Reservations of whole domains (resv.c whole_reserve): the domains
      * chosen, the counts per domain above them, the nodes. */
     uint32_t *wh_doms, *wh_cnt, *wh_nodes;
@@ -294,11 +305,12 @@ struct gpusched_sched {
      * reservation kept across cycles (kept.c) is checked against a new
      * search, which must find the same time, so that tests can compare. */
     int keep_check;
-    /* Reservations of gangs of whole domains placed without a search
-     * (resv.c whole_reserve()); GPUSCHED_SCHED_WHOLE_RESV=0 at creation
-     * turns it off. With keep_check, each is checked against a search,
-     * which must find the same count of ends. */
-    int whole_resv;
+    /* Gangs of whole domains decided by count: their reservations
+     * without a search (resv.c whole_reserve()) and their tries around the
+     * reserved nodes (whole.c); GPUSCHED_SCHED_WHOLE=0 at creation turns
+     * both off. With keep_check, each reservation is checked against a
+     * search, which must find the same count of ends. */
+    int whole;
 };
 
 /* The decisions of one cycle. A wait is stored as what differs between
@@ -457,6 +469,18 @@ static inline int64_t gs_sd_protection(const gpusched_sched *s)
 {
     return s->min_runtime ? s->min_runtime : 1;
 }
+
+/* whole.c: a gang of whole domains decided by count where that is
+ * exact. gs_sd_whole_level() is what gs_sj.whole_level holds for a
+ * request (at submit). gs_sd_whole_try() answers the cycle's two tries
+ * of such a gang that avoids the reserved nodes: 1 with *fits_around
+ * (the try around the reserved nodes can succeed: a search decides) or
+ * with *behind set to the first reservation on a wholly free domain (it
+ * fits only with reserved nodes), 0 when the count does not decide (a
+ * search does both), or GPUSCHED_ENOMEM. */
+int gs_sd_whole_levels(gpusched_sched *s);
+uint8_t gs_sd_whole_level(const gpusched_sched *s, const gs_pl_req *r);
+int gs_sd_whole_try(gpusched_sched *s, const gs_sj *j, int *fits_around, const gs_resv **behind);
 
 /* wake.c: room for `jobs` gangs (at submit, so that the pushes never
  * allocate); a start (after j->victim is set) and a gang that becomes

@@ -112,7 +112,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo,
-                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age, s->wh_doms, s->wh_cnt, s->wh_nodes};
+                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age, s->wh_doms, s->wh_cnt, s->wh_nodes, s->lvl_gpus, s->wr_dom, s->wr_idx, s->wr_seen};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
@@ -147,8 +147,8 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
     s->dirty = 1;
     const char *quick = getenv("GPUSCHED_SCHED_QUICK");
     s->quick = !(quick && strcmp(quick, "0") == 0);
-    const char *whole = getenv("GPUSCHED_SCHED_WHOLE_RESV");
-    s->whole_resv = !(whole && strcmp(whole, "0") == 0);
+    const char *whole = getenv("GPUSCHED_SCHED_WHOLE");
+    s->whole = !(whole && strcmp(whole, "0") == 0);
     const char *check = getenv("GPUSCHED_SCHED_KEEP_CHECK");
     s->keep_check = check && strcmp(check, "1") == 0;
     s->c_seen = cluster->changes;
@@ -157,7 +157,7 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
         return GPUSCHED_ENOMEM;
     }
     if ((rc = gpusched_placer_new(cluster, alloc, &s->p)) || (rc = gpusched_place_result_new(alloc, &s->res)) ||
-        (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) ||
+        (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) || (rc = gs_sd_whole_levels(s)) ||
         (rc = queues_reserve(s))) {
         gpusched_sched_free(s);
         return rc;
@@ -604,6 +604,7 @@ GPUSCHED_API int gpusched_sched_submit(gpusched_sched *s, const gpusched_sched_j
     j->avoid = avoid;
     j->shape = gs_sj_shape_key(&j->req);
     j->quick_way = gs_sj_quick_way(j);
+    j->whole_level = req.avoid_count ? 0 : gs_sd_whole_level(s, &r);
     s->jw[slot].cycle = 0; /* no explanation yet */
     gs_sj_map_put(s, job.id, slot);
     gs_sq_pend_insert(s, slot); /* room reserved above */
