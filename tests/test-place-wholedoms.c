@@ -125,3 +125,69 @@ Test(place_wholedoms, the_choice_is_as_local_as_the_placement)
     cr_assert_gt(chosen, 2000);
     cr_assert_gt(none, 300);
 }
+
+/* A gang whose slices each need a whole domain fails without a search
+ * when fewer domains are wholly free than it has slices (placer.c
+ * whole_slices_short): on random tiny uniform clusters with random jobs,
+ * nodes down at times, whole-node and pod gangs of whole racks or blocks
+ * (at times in one required block), the placement succeeds exactly when
+ * the exhaustive reference finds one, its answer is valid, and a failure
+ * is explained. */
+Test(place_wholedoms, a_gang_short_of_whole_domains_fails_as_the_reference_says)
+{
+    pt_rng r = {0x5107ull};
+    uint32_t placed = 0, failed = 0;
+    for (uint32_t i = 0; i < 3000; i++) {
+        const uint32_t fan[] = {1 + pt_below(&r, 2), 1 + pt_below(&r, 3), 1 + pt_below(&r, 2)};
+        pt_env e = pt_env_on(pt_uniform(2, fan, 2));
+        const uint32_t nn = gpusched_topo_node_count(e.t);
+        for (uint32_t k = 0, jobs = pt_below(&r, nn + 1); k < jobs; k++) {
+            gpusched_job job = GPUSCHED_JOB_INIT;
+            job.id = 1 + k;
+            uint32_t node = pt_below(&r, nn);
+            uint64_t mask = 1u << pt_below(&r, 2);
+            (void)gpusched_cluster_allocate(e.c, &job, 1, &node, &mask); /* a GPU twice: refused, fine */
+        }
+        if (pt_below(&r, 6) == 0) {
+            uint64_t hit[8];
+            cr_assert_eq(gpusched_cluster_node_health_set(e.c, pt_below(&r, nn), GPUSCHED_NODE_DOWN, hit, 8, NULL), 0);
+        }
+        const uint32_t l = pt_below(&r, 2), ndom = gpusched_topo_domain_count(e.t, l);
+        uint32_t first, count;
+        cr_assert_eq(gpusched_topo_domain_nodes(e.t, l, 0, &first, &count), 0);
+        gpusched_place_request q = GPUSCHED_PLACE_REQUEST_INIT;
+        gpusched_job qjob = GPUSCHED_JOB_INIT;
+        qjob.id = 999;
+        q.job = &qjob;
+        q.split = pt_below(&r, 2) ? GPUSCHED_SPLIT_WHOLE_NODES : GPUSCHED_SPLIT_PODS;
+        q.pod_gpus = q.split == GPUSCHED_SPLIT_PODS ? 2 : 0;
+        q.slice_level[0] = l;
+        q.slice_gpus[0] = 2 * count;
+        q.gpus = 2 * count * (1 + pt_below(&r, ndom < 3 ? ndom : 3));
+        if (l == 1 && pt_below(&r, 3) == 0)
+            q.required_level = 0;
+        place_ref_out ref;
+        place_ref_solve(e.c, &q, &ref);
+        const int rc = gpusched_placer_place(e.p, &q, e.res);
+        cr_assert(rc == 0 || rc == GPUSCHED_ENOSPC, "%s", gpusched_placer_errmsg(e.p));
+        cr_assert_eq(rc == 0, ref.feasible, "case %u: placement %d, the reference %s", i, rc,
+                     ref.feasible ? "finds one" : "finds none");
+        if (rc == 0) {
+            const uint32_t *nodes;
+            const uint64_t *masks;
+            uint32_t n;
+            char why[256];
+            cr_assert_eq(gpusched_place_result_nodes(e.res, &nodes, &masks, &n), 0);
+            cr_assert(place_ref_check(e.c, &q, nodes, masks, n, why, sizeof why), "case %u: %s", i, why);
+            placed++;
+        } else {
+            cr_assert_neq(gpusched_place_result_reason(e.res), GPUSCHED_REASON_OK);
+            cr_assert_neq(gpusched_place_result_message(e.res)[0], '\0', "a failure is explained");
+            failed++;
+        }
+        pt_env_free(&e);
+    }
+    cr_log_info("%u placed, %u failed", placed, failed);
+    cr_assert_gt(placed, 500);
+    cr_assert_gt(failed, 500);
+}

@@ -140,6 +140,7 @@ struct gpusched_placer {
     uint32_t nlevels;
     /* Static: most GPUs in one domain of each level (nodes: largest node). */
     uint32_t max_dom_gpus[GS_PL_LEVELS];
+    uint32_t whole_dom_gpus[GS_MAX_LEVELS]; /* per level: every domain's GPUs when equal, else 0 */
     uint8_t min_node_gpus;
     /* Memoized exact capacities of the current search, valid where the
      * stamp equals `gen`. Per level l = 0 .. L-1. */

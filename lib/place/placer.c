@@ -12,14 +12,17 @@ static void static_sizes(gpusched_placer *p)
     p->max_dom_gpus[LV(-1)] = t->ngpus > UINT32_MAX ? UINT32_MAX : (uint32_t)t->ngpus;
     p->max_dom_gpus[LV((int32_t)t->nlevels)] = t->max_node_gpus;
     for (uint32_t l = 0; l < t->nlevels; l++) {
-        uint32_t best = 0;
+        uint32_t best = 0, least = UINT32_MAX;
         for (uint32_t d = 0; d < t->ndom[l]; d++) {
             uint32_t a = t->dom_start[l][d], b = t->dom_start[l][d + 1];
             uint32_t gpus = t->node_gpu_base[b - 1] + t->node_gpus[b - 1] - t->node_gpu_base[a];
             if (gpus > best)
                 best = gpus;
+            if (gpus < least)
+                least = gpus;
         }
         p->max_dom_gpus[LV((int32_t)l)] = best;
+        p->whole_dom_gpus[l] = least == best ? best : 0;
     }
     p->min_node_gpus = t->max_node_gpus;
     for (uint32_t n = 0; n < t->nnodes; n++)
@@ -173,6 +176,21 @@ static int place_pods(gpusched_placer *p, const gs_pl_req *r, gpusched_place_res
     return rc;
 }
 
+/* Whether a constraint's slices each need every GPU of a domain (the
+ * domains of its level all have its size) and fewer domains than it has
+ * slices are wholly free (the cluster counts them): no placement then,
+ * without a search (the scheduler's large gangs of NVL72 racks, tried
+ * every cycle; the explanation is computed as after a search). */
+static bool whole_slices_short(const gpusched_placer *p, const gs_pl_req *r)
+{
+    for (uint32_t k = 0; k < r->ncons; k++) {
+        const uint32_t l = r->cons[k].level;
+        if (p->whole_dom_gpus[l] == r->cons[k].size && p->c->full_doms[l] < r->gpus / r->cons[k].size)
+            return true;
+    }
+    return false;
+}
+
 int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *res)
 {
     if (r->pods_path) {
@@ -188,7 +206,7 @@ int gs_pl_fits(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result *re
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
     if (!rc)
-        rc = gs_pl_search(p);
+        rc = whole_slices_short(p, r) ? GPUSCHED_ENOSPC : gs_pl_search(p);
     res->n = rc ? 0 : p->nout;
     search_end(p, mark);
     return rc;
@@ -203,7 +221,9 @@ int gs_pl_feasible(gpusched_placer *p, const gs_pl_req *r, gpusched_place_result
     }
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
-    if (!rc && (rc = gs_pl_holds(p)) >= 0)
+    if (!rc && whole_slices_short(p, r))
+        rc = GPUSCHED_ENOSPC;
+    else if (!rc && (rc = gs_pl_holds(p)) >= 0)
         rc = rc ? 0 : GPUSCHED_ENOSPC;
     res->n = 0;
     search_end(p, mark);
@@ -235,7 +255,7 @@ int gs_pl_place_staged(gpusched_placer *p, const gs_pl_req *r, gpusched_place_re
     const uint32_t mark = gs_txn_mark(p->c);
     int rc = search_begin(p, r, res);
     if (!rc)
-        rc = gs_pl_search(p);
+        rc = whole_slices_short(p, r) ? GPUSCHED_ENOSPC : gs_pl_search(p);
     if ((flags & GS_PL_CHECK_RUNNING) && rc != GPUSCHED_ENOMEM && gs_pl_req_not_running(p, r)) {
         search_end(p, mark);
         gs_pl_result_reset(res, p->nlevels);
