@@ -93,6 +93,8 @@ static int gather(gs_pp *x, const gs_pl_whole *w, bool *ok)
     for (uint32_t d = 0; d < nd; d++)
         plan->wdom[d] = (whole_dom){.top = INT32_MIN, .comp = UINT32_MAX};
     plan->nwvic = plan->nwvdom = 0;
+    if (gs_grow(&plan->alloc, (void **)&plan->wvic, &plan->wvic_cap, c->jobs.count + 1, sizeof *plan->wvic))
+        return GPUSCHED_ENOMEM;
     *ok = true;
     for (uint32_t j = 0; j < c->jobs.count; j++) {
         const uint32_t slot = c->jobs.live[j];
@@ -103,7 +105,7 @@ static int gather(gs_pp *x, const gs_pl_whole *w, bool *ok)
             *ok = false;
             return 0;
         }
-        if (gs_grow(&plan->alloc, (void **)&plan->wvic, &plan->wvic_cap, plan->nwvic + 1, sizeof *plan->wvic) ||
+        if (plan->nwvdom + h->npairs > plan->wvdom_cap &&
             gs_grow(&plan->alloc, (void **)&plan->wvdom, &plan->wvdom_cap, plan->nwvdom + h->npairs,
                     sizeof *plan->wvdom))
             return GPUSCHED_ENOMEM;

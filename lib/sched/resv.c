@@ -300,7 +300,11 @@ static int append(gpusched_sched *s, const gs_resv *v, const uint32_t *nodes)
     r->off = s->nrnodes;
     memcpy(s->rnodes + s->nrnodes, nodes, (size_t)v->n * sizeof *nodes);
     s->nrnodes += v->n;
-    s->rfp = gs_sd_nodes_fp(s->rfp, nodes, v->n);
+    /* Each reservation's own fingerprint is computed once, by its search:
+     * a kept one is appended again every cycle. */
+    if (!r->nodes_fp)
+        r->nodes_fp = gs_sd_nodes_fp(0, nodes, v->n) | 1;
+    s->rfp = gs_sd_mix64(s->rfp, r->nodes_fp);
     if (r->time < s->resv_min_time)
         s->resv_min_time = r->time;
     return 0;

@@ -116,6 +116,7 @@ typedef struct gs_resv {
      * submit, the nodes of the reservations before it (a fingerprint), the
      * placer's pod workload; and the change log's length when it ran. */
     uint64_t inc, fp, wl_epoch, seq;
+    uint64_t nodes_fp;          /* gs_sd_nodes_fp() of its own nodes, from 0 */
 } gs_resv;
 
 /* The change log (kept.c): what the scheduler did to the cluster, for the
@@ -245,7 +246,7 @@ struct gpusched_sched {
     uint32_t *rnodes;               /* every reservation's nodes */
     uint32_t nrnodes, rnodes_cap;
     int64_t resv_min_time;
-    uint64_t rfp;                   /* fingerprint of rnodes[0 .. nrnodes) */
+    uint64_t rfp;                   /* fingerprint of the reservations' nodes, in order */
     /* The last cycle's reservations, which this one may keep (kept.c). */
     gs_resv *kresv;
     uint32_t nkresv, kresv_cap;
