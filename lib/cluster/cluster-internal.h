@@ -76,9 +76,14 @@
  * bytes: a release misses on the record once and on nothing it points to
  * but the node lines, which load at the same time. */
 typedef struct gs_hold {
+    /* What a pass over every running job reads (preemption's bound and
+     * victims: who may be evicted, where): the first 64 bytes. */
     uint64_t id;
     uint32_t npairs;
     uint32_t ngpus;
+    uint32_t flags;
+    int32_t priority;
+    int64_t protected_until;
     /* npairs <= GS_HOLD_INLINE: the pairs are in `in`. More: one block holds
      * masks[npairs] then nodes[npairs]. */
     union {
@@ -94,12 +99,9 @@ typedef struct gs_hold {
     uint32_t live : 31;     /* index of the record in the table's live list */
     uint32_t lent : 1;      /* lent to placement (reservations, see above) or
                              * to a preemption what-if (jobs) */
-    uint32_t flags;
+    uint32_t tenant;
     int64_t start_time;
     uint64_t cost_hint;
-    int32_t priority;
-    uint32_t tenant;
-    int64_t protected_until;
 } gs_hold;
 
 /* What a job with resources or GPU fractions holds beyond its masks, so
