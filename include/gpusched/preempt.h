@@ -98,6 +98,11 @@ typedef enum gpusched_preempt_policy {
 
 /**
  * Creates an empty plan (no victims).
+ *
+ * With `GPUSCHED_PREEMPT_WHOLE=0` in the environment at creation, plans
+ * for gangs whose slices each fill a domain take the general search
+ * instead of being decided by count (doc/preempt.md, step 1c): for tests
+ * that compare the two.
  * @param alloc Allocator; NULL: libc.
  * @param[out] out The plan.
  * @retval 0 Success.

@@ -309,7 +309,11 @@ typedef enum gpusched_sched_job_status {
  * evaluate every pending gang in full (no quick waits, admissions by
  * walking the queue path, reservation searches without the hint of the
  * gang's last one): slower, never different; for tests that
- * compare the two (doc/sched.md, "What is built and what is not").
+ * compare the two (doc/sched.md, "What is built and what is not"). With
+ * `GPUSCHED_SCHED_WHOLE=0`, gangs whose slices each fill a domain are
+ * reserved for and tried by searches instead of by counting wholly free
+ * domains: slower, and a reservation may lie on other domains of the
+ * same time (doc/sched.md, "twelfth session").
  * @param cluster The cluster; the scheduler takes a reference.
  * @param alloc Allocator for everything the scheduler allocates; NULL: libc.
  * @param[out] out The scheduler.

@@ -7,7 +7,10 @@
  * the plan's order) counts where K is reached from the aggregates and the
  * jobs' GPUs, without lending anyone, and probes there first. It is a
  * hint: the callers' searches are exact whatever it says, since fitting is
- * monotone in the jobs lent. */
+ * monotone in the jobs lent. Where the count is exact (no node down, no
+ * fractions among the jobs counted, no reservation of the gang's own),
+ * the scheduler takes it as the answer and reserves K of the domains it
+ * finds wholly free (gs_pl_whole_choose, below). */
 #include <string.h>
 
 #include "heap.h"
