@@ -54,7 +54,7 @@ GPUSCHED_API void gpusched_preempt_plan_free(gpusched_preempt_plan *plan)
     gs_free(&a, plan->opens);
     gs_free(&a, plan->bound_gpus);
     gs_free(&a, plan->whole_free);
-    void *whole[] = {plan->wdom, plan->wvic, plan->wvdom, plan->wcomp, plan->woff, plan->wms, plan->wcd, plan->wcdoff,
+    void *whole[] = {plan->wdom, plan->wvic, plan->wvdom, plan->wcomp, plan->woff, plan->wms, plan->wcd, plan->wcdoff, plan->wcv, plan->wcvoff,
                      plan->wmc, plan->wsub, plan->wrow, plan->wpick};
     for (size_t i = 0; i < GS_ARRAY_LEN(whole); i++)
         gs_free(&a, whole[i]);

@@ -104,8 +104,8 @@ struct gpusched_preempt_plan {
     uint32_t nwvic, wvic_cap;
     uint32_t *wvdom;
     uint32_t nwvdom, wvdom_cap;
-    uint32_t *wcomp, *woff, *wms, *wcd, *wcdoff;
-    uint32_t nwcomp, wcomp_cap, woff_cap, wms_cap, wcd_cap, wcdoff_cap;
+    uint32_t *wcomp, *woff, *wms, *wcd, *wcdoff, *wcv, *wcvoff;
+    uint32_t nwcomp, wcomp_cap, woff_cap, wms_cap, wcd_cap, wcdoff_cap, wcv_cap, wcvoff_cap;
     gs_pp_cost *wmc, *wsub, *wrow;
     uint32_t wmc_cap, wsub_cap, wrow_cap;
     uint8_t *wpick;

@@ -75,6 +75,11 @@ static bool applies(const gs_pp *x, gs_pl_whole *w)
      * its GPUs either way (pods would need node sizes to divide). */
     if (!(r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) && r->in.split != GPUSCHED_SPLIT_ANY)
         return false;
+    /* The min-plus pass is components x (K + 1): with as many components
+     * as domains at most, a gang of many domains on a large level (200k
+     * GPUs of 14,000 racks) goes to the general search before any pass. */
+    if (r->ncons != 1 || (uint64_t)c->topo->ndom[r->cons[0].level] * (r->gpus / r->cons[0].size + 1) > GS_WHOLE_DP_MAX)
+        return false;
     gpusched_preempt_plan *plan = x->plan;
     return gs_pl_whole_begin(c, r, &plan->alloc, &plan->whole_free, &plan->whole_cap, w);
 }
@@ -254,6 +259,22 @@ static int components(gs_pp *x, const gs_pl_whole *w, int32_t cap, bool *ok)
             if (wd[plan->wvdom[v->doff + k]].comp != UINT32_MAX)
                 wd[plan->wvdom[v->doff + k]].cmask |= 1u << v->local;
     }
+    /* Shared victims grouped by component (their counts are the roots'). */
+    if (gs_grow(&plan->alloc, (void **)&plan->wcvoff, &plan->wcvoff_cap, plan->nwcomp + 1, sizeof *plan->wcvoff))
+        return GPUSCHED_ENOMEM;
+    uint32_t ncv = 0;
+    for (uint32_t ci = 0; ci < plan->nwcomp; ci++) {
+        plan->wcvoff[ci] = ncv;
+        ncv += wd[plan->wcomp[ci]].ncoupler;
+    }
+    plan->wcvoff[plan->nwcomp] = ncv;
+    if (gs_grow(&plan->alloc, (void **)&plan->wcv, &plan->wcv_cap, ncv + 1, sizeof *plan->wcv))
+        return GPUSCHED_ENOMEM;
+    for (uint32_t i = 0; i < plan->nwvic; i++) {
+        const whole_vic *v = &plan->wvic[i];
+        if (v->comp != UINT32_MAX && v->ncand > 1)
+            plan->wcv[plan->wcvoff[wd[v->comp].ci] + v->local] = i;
+    }
     /* Candidates grouped by component (counting sort), each group by
      * exclusive cost. */
     for (uint32_t ci = 0; ci <= plan->nwcomp; ci++)
@@ -313,10 +334,9 @@ static int component_costs(gs_pp *x, bool *ok)
         sub[0] = (gs_pp_cost){0, 0, 0};
         if (nsets > 1) {
             gs_pp_cost one[GS_WHOLE_COUPLERS_MAX];
-            for (uint32_t i = 0; i < plan->nwvic; i++) {
-                const whole_vic *v = &plan->wvic[i];
-                if (v->comp == root && v->ncand > 1)
-                    one[v->local] = (gs_pp_cost){v->cost, v->gpus, 1};
+            for (uint32_t k = plan->wcvoff[ci]; k < plan->wcvoff[ci + 1]; k++) {
+                const whole_vic *v = &plan->wvic[plan->wcv[k]];
+                one[v->local] = (gs_pp_cost){v->cost, v->gpus, 1};
             }
             for (uint32_t set = 1; set < nsets; set++) {
                 sub[set] = sub[set & (set - 1)];
@@ -435,7 +455,8 @@ int gs_pp_whole_plan(gs_pp *x, int32_t *prio_cap, gs_pp_cost *cost)
     int32_t cap = INT32_MAX;
     int rc = 0;
     if (!ok || (rc = gather(x, &w, &ok)) || !ok || (rc = tier(x, &w, k, &cap, &ok)) || !ok ||
-        (rc = components(x, &w, cap, &ok)) || !ok || (rc = component_costs(x, &ok)) || !ok ||
+        (rc = components(x, &w, cap, &ok)) || !ok || (ok = (uint64_t)plan->nwcomp * (k + 1) <= GS_WHOLE_DP_MAX) == 0 ||
+        (rc = component_costs(x, &ok)) || !ok ||
         (rc = choose(x, k, cost, &ok)) || !ok)
         return rc; /* an error, or the general search decides (and explains) */
     if ((rc = lend_chosen(x)) || (rc = gs_pp_feasible(x)) < 0)
