@@ -140,7 +140,6 @@ struct gpusched_placer {
     uint32_t nlevels;
     /* Static: most GPUs in one domain of each level (nodes: largest node). */
     uint32_t max_dom_gpus[GS_PL_LEVELS];
-    uint32_t whole_dom_gpus[GS_MAX_LEVELS]; /* per level: every domain's GPUs when equal, else 0 */
     uint8_t min_node_gpus;
     /* Memoized exact capacities of the current search, valid where the
      * stamp equals `gen`. Per level l = 0 .. L-1. */
@@ -235,6 +234,9 @@ struct gpusched_placer {
     struct gs_fslot *fslots;
     uint32_t nfslots, max_fslots;
     uint64_t fclock;
+    /* Static: per level, every domain's GPUs when they are all equal, else
+     * 0 (placer.c: slices that each need a whole domain). */
+    uint32_t whole_dom_gpus[GS_MAX_LEVELS];
 };
 
 /* request.c: gs_pl_req_load validates and normalizes a request;
