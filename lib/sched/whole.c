@@ -19,8 +19,8 @@
  * of its own to avoid leave the decision to the searches. The
  * reservation named in a wait may differ from the one a placement's
  * nodes would have met first; what starts, waits and is reserved does
- * not. On the simulator's bench trace these were 31,000 placements a
- * replay (doc/sched.md, "twelfth session"). */
+ * not. On the simulator's bench trace this saves 6,300 placements a
+ * replay (3.90G to 3.72G instructions; doc/sched.md, "twelfth session"). */
 #include <string.h>
 
 #include "sched-internal.h"
