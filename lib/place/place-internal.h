@@ -290,6 +290,19 @@ typedef struct gs_pl_whole {
 bool gs_pl_whole_begin(const struct gpusched_cluster *c, const gs_pl_req *r, gs_alloc *a, uint32_t **scratch,
                        uint32_t *cap, gs_pl_whole *w);
 bool gs_pl_whole_add(gs_pl_whole *w, const gs_hold *h);
+/* A split a wholly free domain holds a slice of all of whatever its node
+ * sizes: whole nodes (no pods) or any GPUs. */
+static inline bool gs_pl_whole_split(const gs_pl_req *r)
+{
+    return (r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) || r->in.split == GPUSCHED_SPLIT_ANY;
+}
+/* Whether the count decides such a gang exactly, not only as a hint: no
+ * node down, no reservation of the gang's own to lend, a whole split.
+ * Jobs holding GPU fractions are the caller's to rule out. */
+static inline bool gs_pl_whole_exact(const struct gpusched_cluster *c, const gs_pl_req *r)
+{
+    return !c->nodes_not_up && gs_pl_whole_split(r) && !gs_cluster_resv_find(c, r->job.id);
+}
 /* The K = w->want domains such a gang takes among those wholly free in w,
  * ascending in out: the fewest domains per level from the top, the largest
  * shares whole and the rest in the tightest domain that holds it (by

@@ -69,11 +69,7 @@ static bool applies(const gs_pp *x, gs_pl_whole *w)
 {
     const gs_pl_req *r = x->r;
     const struct gpusched_cluster *c = x->c;
-    if (x->defrag || x->plan->whole_off || c->nodes_not_up || gs_cluster_resv_find(c, r->job.id))
-        return false;
-    /* Whole nodes or any GPUs: a wholly free domain holds a slice of all
-     * its GPUs either way (pods would need node sizes to divide). */
-    if (!(r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) && r->in.split != GPUSCHED_SPLIT_ANY)
+    if (x->defrag || x->plan->whole_off || !gs_pl_whole_exact(c, r))
         return false;
     /* The min-plus pass is components x (K + 1): with as many components
      * as domains at most, a gang of many domains on a large level (200k

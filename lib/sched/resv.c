@@ -123,8 +123,7 @@ static int64_t resv_time(const gpusched_sched *s, uint32_t k, int64_t now)
 static int whole_reserve(gpusched_sched *s, const gs_pl_req *r, int64_t now, uint32_t *count)
 {
     const struct gpusched_cluster *c = s->c;
-    if (!s->whole || c->nodes_not_up || gs_cluster_resv_find(c, r->job.id) ||
-        (!(r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) && r->in.split != GPUSCHED_SPLIT_ANY))
+    if (!s->whole || !gs_pl_whole_exact(c, r))
         return 0;
     gs_pl_whole w;
     if (!gs_pl_whole_begin(c, r, &s->alloc, &s->dom_free, &s->dom_free_cap, &w) || w.whole >= w.want)

@@ -273,11 +273,9 @@ struct gpusched_sched {
      * whole_domains_hint). */
     uint32_t *dom_free;
     uint32_t dom_free_cap;
-    /* Gangs of whole domains tried by count (whole.c): per level, the
-     * GPUs every domain has (0: not all the same); the domains of the
-     * reserved nodes at one level with the first reservation on each, for
-     * the reservations of fingerprint wr_fp in cycle wr_cycle. */
-    uint32_t *lvl_gpus;
+    /* Gangs of whole domains tried by count (whole.c): the domains of
+     * the reserved nodes at one level with the first reservation on each,
+     * for the reservations of fingerprint wr_fp in cycle wr_cycle. */
     uint32_t *wr_dom, *wr_idx, *wr_seen;
     uint32_t nwr, wr_cap, wr_idx_cap, wr_seen_cap, wr_level, wr_gen;
     uint64_t wr_fp, wr_cycle;
@@ -472,14 +470,14 @@ static inline int64_t gs_sd_protection(const gpusched_sched *s)
 }
 
 /* whole.c: a gang of whole domains decided by count where that is
- * exact. gs_sd_whole_level() is what gs_sj.whole_level holds for a
+ * exact (the placer knows the levels whose domains all have one size).
+ * gs_sd_whole_level() is what gs_sj.whole_level holds for a
  * request (at submit). gs_sd_whole_try() answers the cycle's two tries
  * of such a gang that avoids the reserved nodes: 1 with *fits_around
  * (the try around the reserved nodes can succeed: a search decides) or
  * with *behind set to the first reservation on a wholly free domain (it
  * fits only with reserved nodes), 0 when the count does not decide (a
  * search does both), or GPUSCHED_ENOMEM. */
-int gs_sd_whole_levels(gpusched_sched *s);
 uint8_t gs_sd_whole_level(const gpusched_sched *s, const gs_pl_req *r);
 int gs_sd_whole_try(gpusched_sched *s, const gs_sj *j, int *fits_around, const gs_resv **behind);
 

@@ -112,7 +112,7 @@ GPUSCHED_API void gpusched_sched_free(gpusched_sched *s)
     void *arrays[] = {s->prof, s->j, s->free_slots, s->map_key, s->map_val, s->running, s->gpend, s->down_ev, s->order,
                       s->memo_text, s->jw, s->wt, s->admit_memo,
                       s->stack, s->quiet_order, s->resv, s->rnodes, s->avoid_buf, s->endn, s->end_slot, s->memo,
-                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age, s->wh_doms, s->wh_cnt, s->wh_nodes, s->lvl_gpus, s->wr_dom, s->wr_idx, s->wr_seen};
+                      s->kresv, s->krnodes, s->chg, s->dom_free, s->wk.run, s->wk.age, s->wh_doms, s->wh_cnt, s->wh_nodes, s->wr_dom, s->wr_idx, s->wr_seen};
     for (size_t i = 0; i < GS_ARRAY_LEN(arrays); i++)
         gs_free(&s->alloc, arrays[i]);
     gpusched_preempt_plan_free(s->plan);
@@ -157,7 +157,7 @@ GPUSCHED_API int gpusched_sched_new(gpusched_cluster *cluster, const gpusched_al
         return GPUSCHED_ENOMEM;
     }
     if ((rc = gpusched_placer_new(cluster, alloc, &s->p)) || (rc = gpusched_place_result_new(alloc, &s->res)) ||
-        (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) || (rc = gs_sd_whole_levels(s)) ||
+        (rc = gpusched_preempt_plan_new(alloc, &s->plan)) || (rc = gs_sq_init(s)) ||
         (rc = queues_reserve(s))) {
         gpusched_sched_free(s);
         return rc;

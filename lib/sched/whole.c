@@ -25,31 +25,13 @@
 
 #include "sched-internal.h"
 
-int gs_sd_whole_levels(gpusched_sched *s)
-{
-    const struct gpusched_cluster *c = s->c;
-    const struct gpusched_topo *t = c->topo;
-    if (!(s->lvl_gpus = gs_calloc(&s->alloc, t->nlevels, sizeof *s->lvl_gpus)))
-        return GPUSCHED_ENOMEM;
-    for (uint32_t l = 0; l < t->nlevels; l++) {
-        const uint32_t *g = c->agg[l].dom_gpus;
-        uint32_t d = 1;
-        while (d < t->ndom[l] && g[d] == g[0])
-            d++;
-        s->lvl_gpus[l] = d == t->ndom[l] ? g[0] : 0;
-    }
-    return 0;
-}
-
 uint8_t gs_sd_whole_level(const gpusched_sched *s, const gs_pl_req *r)
 {
     if (r->ncons != 1 || r->stop >= 0 || r->pods_path || r->in.gpu_class != GPUSCHED_NONE ||
-        r->in.labels_required || r->in.labels_forbidden)
+        r->in.labels_required || r->in.labels_forbidden || !gs_pl_whole_split(r))
         return 0;
-    if (!(r->in.split == GPUSCHED_SPLIT_WHOLE_NODES && !r->in.pod_gpus) && r->in.split != GPUSCHED_SPLIT_ANY)
-        return 0;
-    const uint32_t l = r->cons[0].level;
-    return s->lvl_gpus[l] && s->lvl_gpus[l] == r->cons[0].size ? (uint8_t)(l + 1) : 0;
+    const uint32_t l = r->cons[0].level, g = s->p->whole_dom_gpus[l];
+    return g && g == r->cons[0].size ? (uint8_t)(l + 1) : 0;
 }
 
 /* The domains of level l with a reserved node, each with its first
@@ -91,7 +73,7 @@ int gs_sd_whole_try(gpusched_sched *s, const gs_sj *j, int *fits_around, const g
     const struct gpusched_cluster *c = s->c;
     if (!s->whole || !j->whole_level || gs_cluster_resv_find(c, j->id))
         return 0;
-    const uint32_t l = j->whole_level - 1u, size = s->lvl_gpus[l], want = j->gpus / size;
+    const uint32_t l = j->whole_level - 1u, size = s->p->whole_dom_gpus[l], want = j->gpus / size;
     int rc = reserved_domains(s, l);
     if (rc)
         return rc;
