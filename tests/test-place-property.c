@@ -316,6 +316,98 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
     cr_assert_gt(better, 0);
 }
 
+/* The fewest nodes of racks[0 .. n) holding `units` units (a node of the
+ * lowest domain level gives its free GPUs over u0, or 1 when whole): the
+ * nodes with the most units first, by a plain sort. */
+static uint32_t fewest_nodes_of_racks(const gpusched_cluster *c, const gpusched_topo *t, const gs_pl_req *lr,
+                                      const uint32_t *racks, uint32_t n, uint64_t units)
+{
+    const uint32_t low = gpusched_topo_level_count(t) - 1;
+    uint32_t vals[512], nv = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t a = t->dom_start[low][racks[i]], b = t->dom_start[low][racks[i] + 1];
+        for (uint32_t x = a; x < b; x++) {
+            cr_assert_lt(nv, 512u);
+            vals[nv++] = gs_pl_units_of_mask(lr, t, x, gs_cluster_node_avail(c, x));
+        }
+    }
+    for (uint32_t i = 1; i < nv; i++)
+        for (uint32_t j = i; j > 0 && vals[j] > vals[j - 1]; j--) {
+            uint32_t tmp = vals[j];
+            vals[j] = vals[j - 1];
+            vals[j - 1] = tmp;
+        }
+    uint32_t used = 0;
+    for (uint64_t held = 0; held < units && used < nv; used++)
+        held += vals[used];
+    return used;
+}
+
+/* Locality down to nodes, no slice: the answer uses no more nodes than
+ * the fewest nodes of the racks the search counted down to racks chose,
+ * unless it uses fewer domains above the nodes; half the clusters with
+ * no knapsack budget, where the search down to nodes is skipped once one
+ * is refused. doc/placement.md, "Counted levels". */
+Test(place_property, nodes_are_the_fewest_of_the_racks_chosen)
+{
+    pt_rng r = {0x3c6ef372fe94f82bull};
+    uint32_t compared = 0, fewer = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 40 : 400;
+    for (uint32_t round = 0; round < rounds; round++) {
+        gpusched_topo *t;
+        gpusched_cluster *c = random_cluster(&r, 300, &t);
+        gpusched_placer *p;
+        gpusched_place_result *res, *low;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        if (round & 1)
+            p->dp_budget_max = 0;
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
+        const uint32_t L = gpusched_topo_level_count(t);
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            uint32_t avoid[4];
+            pt_random_request(&r, t, &q, &job, 4242, avoid);
+            q.gpus *= 1 + pt_below(&r, 24);
+            q.preferred_level = GPUSCHED_NONE;
+            q.slice_gpus[0] = q.slice_gpus[1] = 0;
+            gs_pl_req lr, coarse;
+            if (L == 0 || gs_pl_req_load(p, &q, &lr) || !gs_pl_req_coarse(p, &lr, &coarse))
+                continue;
+            int rc = gpusched_placer_place(p, &q, res);
+            gpusched_place_request ql = q;
+            ql.preferred_level = L - 1;
+            cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
+            if (rc)
+                continue;
+            const uint32_t *a, *b, *racks;
+            uint32_t na, nb, nracks;
+            cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
+            cr_assert_eq(gpusched_place_result_locality(low, &b, &nb), 0);
+            cr_assert_eq(gpusched_place_result_domains(low, L - 1, &racks, &nracks), 0);
+            uint32_t i = 0;
+            while (i < L && a[i] == b[i])
+                i++;
+            const uint32_t best = fewest_nodes_of_racks(c, t, &lr, racks, nracks, lr.gpus / lr.u0);
+            if (i == L) {
+                cr_assert_leq(a[L], best, "%u nodes, the coarse answer's racks hold it on %u", a[L], best);
+            } else {
+                cr_assert_lt(a[i], b[i], "level %u: %u domains down to nodes, %u down to racks", i, a[i], b[i]);
+            }
+            compared++;
+            fewer += a[L] < b[L];
+        }
+        gpusched_place_result_free(res);
+        gpusched_place_result_free(low);
+        gpusched_placer_free(p);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u compared, %u on fewer nodes than the coarse answer", compared, fewer);
+    cr_assert_gt(compared, rounds / 4);
+    cr_assert_gt(fewer, compared / 20);
+}
+
 /* Four levels (data center, zone, block, rack), locality counted down to
  * racks, gangs larger than a zone or a data center: the rack witness
  * (lib/place/rackwitness.c) answers where it meets its bound, and must

@@ -74,6 +74,56 @@ static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     return 0;
 }
 
+bool gs_pl_node_plan_make(gs_node_plan *plan, uint64_t *avail_of, uint32_t vmax, uint64_t rem)
+{
+    for (uint32_t v = 0; v <= vmax; v++)
+        plan->full[v] = 0;
+    plan->part_v = plan->part = 0;
+    plan->pending = 0;
+    for (uint32_t v = vmax; v >= 1 && rem; v--) {
+        if (avail_of[v] && rem > v) {
+            uint64_t t = (rem - 1) / v; /* full nodes before the remainder */
+            if (t > avail_of[v])
+                t = avail_of[v];
+            plan->full[v] = t;
+            avail_of[v] -= t;
+            plan->pending += t;
+            rem -= t * v;
+        }
+        if (avail_of[v] && rem <= v) {
+            for (plan->part_v = (uint32_t)rem; !avail_of[plan->part_v]; plan->part_v++)
+                ;
+            plan->part = (uint32_t)rem;
+            plan->pending++;
+            rem = 0;
+        }
+    }
+    return rem == 0;
+}
+
+int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uint32_t b)
+{
+    const gs_pl_req *r = p->req;
+    for (uint32_t n = a; n < b && plan->pending; n++) {
+        uint64_t avail = gs_cluster_node_avail(p->c, n);
+        uint32_t v = gs_pl_units_of_mask(r, p->t, n, avail);
+        uint32_t take = 0;
+        if (v && plan->full[v]) {
+            plan->full[v]--;
+            take = v;
+        } else if (v && v == plan->part_v && plan->part) {
+            take = plan->part;
+            plan->part = 0;
+        }
+        if (take) {
+            plan->pending--;
+            if (emit_node_avail(p, n, take, avail))
+                return GPUSCHED_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 /* The greedy choice of assign_greedy (largest first, ties lowest index,
  * the remainder to the tightest node that takes it), planned on the
  * domain's histogram and carried out by reading nodes only until the
@@ -87,56 +137,15 @@ static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y
         return 0;
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
     uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
-    uint32_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1]; /* nodes per unit value */
-    uint32_t full[GPUSCHED_MAX_NODE_GPUS + 1];
-    for (uint32_t v = 0; v <= vmax; v++)
-        avail_of[v] = full[v] = 0;
-    for (uint32_t k = r->u0; k < c->hist_width; k++) {
-        uint32_t v = r->whole_w ? (k == r->whole_w) : gs_pl_div_u0(r, k);
-        avail_of[v] += h[k];
-    }
-    uint64_t rem = (uint64_t)y * r->ratio[LV(l)];
-    uint32_t part_v = 0, part = 0, pending = 0;
-    for (uint32_t v = vmax; v >= 1 && rem; v--) {
-        while (avail_of[v] && rem > v) {
-            uint64_t t = (rem - 1) / v; /* full nodes before the remainder */
-            if (t > avail_of[v])
-                t = avail_of[v];
-            full[v] += (uint32_t)t;
-            avail_of[v] -= (uint32_t)t;
-            pending += (uint32_t)t;
-            rem -= t * v;
-        }
-        if (avail_of[v] && rem <= v) {
-            for (part_v = (uint32_t)rem; !avail_of[part_v]; part_v++)
-                ;
-            part = (uint32_t)rem;
-            pending++;
-            rem = 0;
-        }
-    }
-    if (rem)
+    uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0}; /* nodes per unit value */
+    for (uint32_t k = r->u0; k < c->hist_width; k++)
+        avail_of[gs_pl_hist_units(r, k)] += h[k];
+    gs_node_plan plan;
+    if (!gs_pl_node_plan_make(&plan, avail_of, vmax, (uint64_t)y * r->ratio[LV(l)]))
         return 0;
-    uint32_t a = p->t->dom_start[l][d], b = p->t->dom_start[l][d + 1];
-    for (uint32_t n = a; n < b && pending; n++) {
-        uint64_t avail = gs_cluster_node_avail(c, n);
-        uint32_t v = gs_pl_units_of_mask(r, p->t, n, avail);
-        uint32_t take = 0;
-        if (v && full[v]) {
-            full[v]--;
-            take = v;
-        } else if (v && v == part_v && part) {
-            take = part;
-            part = 0;
-        }
-        if (take) {
-            pending--;
-            if (emit_node_avail(p, n, take, avail))
-                return GPUSCHED_ENOMEM;
-        }
-    }
-    *done = true;
-    return 0;
+    int rc = gs_pl_node_plan_take(p, &plan, p->t->dom_start[l][d], p->t->dom_start[l][d + 1]);
+    *done = !rc;
+    return rc;
 }
 
 int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d)

@@ -87,7 +87,7 @@ static int frontier_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_
     gs_key w = r->weight[LV(l + 1)];
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
     for (uint32_t k = c->hist_width; k-- > r->u0 && last < need;) {
-        uint32_t units = r->whole_w ? (k == r->whole_w) : gs_pl_div_u0(r, k);
+        uint32_t units = gs_pl_hist_units(r, k);
         for (uint32_t i = 0; units && i < h[k] && last < need; i++) {
             sum += units;
             used++;

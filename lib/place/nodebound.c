@@ -192,9 +192,7 @@ static void most_nodes(const nb_racks *k, const uint64_t *single, nb_found *f)
     f->t[umax] = best[umax];
 }
 
-/* Least n with sum_v min(n, t[v]) >= need, t non-increasing in v and
- * sum_v t[v] >= need. */
-static uint64_t fewest_nodes_in(const uint64_t *t, uint32_t umax, uint64_t need)
+uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need)
 {
     uint64_t lo = 1, hi = t[1];
     while (lo < hi) {
@@ -545,7 +543,7 @@ gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witne
         key += (gs_key)nb_ceil_div(r->gpus, p->max_dom_gpus[LV(j)]) * r->weight[LV(j)];
     key += (gs_key)f.nb * r->weight[LV(low - 1)];
     key += (gs_key)f.racks * r->weight[LV(low)];
-    key += (gs_key)fewest_nodes_in(f.t, k.umax, k.need) * r->weight[LV(L)];
+    key += (gs_key)gs_pl_least_nodes(f.t, k.umax, k.need) * r->weight[LV(L)];
     return key;
 }
 

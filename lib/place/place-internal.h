@@ -359,6 +359,12 @@ static inline uint32_t gs_pl_div_u0(const gs_pl_req *r, uint32_t gpus)
     return (gpus * r->u0_recip) >> 16;
 }
 
+/* Units of a node with k usable GPUs (a histogram index). */
+static inline uint32_t gs_pl_hist_units(const gs_pl_req *r, uint32_t k)
+{
+    return r->whole_w ? k == r->whole_w : gs_pl_div_u0(r, k);
+}
+
 static inline uint32_t gs_pl_units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n,
                                            uint64_t avail)
 {
@@ -411,6 +417,38 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
  * *witness, GS_KEY_INF when none is built (filters, slices below l, more
  * than two blocks); the witness is remembered in p->wit_*. */
 gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witness);
+/* The fewest nodes any `racks` racks (the lowest domain level) can hold
+ * the gang on, a lower bound from the racks' histograms (racknodes.c);
+ * 0 (no bound) where the aggregates do not count the request exactly. */
+uint64_t gs_pl_fewest_nodes_in_racks(gpusched_placer *p, uint64_t racks);
+
+/* Which nodes a domain gives for `rem` units, by value (assign.c): whole
+ * nodes of the most units first (full[v] of value v), the last units
+ * (`part`) to the tightest node that takes them (value part_v). */
+typedef struct gs_node_plan {
+    uint64_t full[GPUSCHED_MAX_NODE_GPUS + 1];
+    uint32_t part_v, part;
+    uint64_t pending;           /* nodes planned and not yet taken */
+} gs_node_plan;
+
+/* The plan for rem units over avail_of[v] nodes of v units (v = 1 .. vmax;
+ * consumed); false when they do not hold it. The fewest nodes: pending. */
+bool gs_pl_node_plan_make(gs_node_plan *plan, uint64_t *avail_of, uint32_t vmax, uint64_t rem);
+
+/* Carries the plan out over nodes [a, b), lowest index first, appending
+ * them to the result; stops when every planned node is taken. */
+int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uint32_t b);
+
+/* Least n with sum_v min(n, t[v]) >= need, t non-increasing in v
+ * (v = 1 .. umax) and sum_v t[v] >= need (nodebound.c). */
+uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need);
+
+/* The placement made, its nodes taken again as the fewest nodes of the
+ * racks it uses (largest first, the remainder to the tightest node that
+ * takes it), when that is fewer; its domains at every level are then
+ * those of the new nodes. Only where the aggregates count the request
+ * exactly. racknodes.c. */
+int gs_pl_fewest_nodes_of_racks(gpusched_placer *p);
 /* Assigns the witness of candidate d when its key is at most target
  * (*done), as gs_pl_assign(p, l, d, ...) would: domains from level l down
  * and nodes. 0 or GPUSCHED_ENOMEM. */
