@@ -8,10 +8,12 @@
  * knapsack runs (doc/placement.md, "A candidate's own bound").
  *
  * Taking the blocks with the most capacity uses the fewest blocks; taking
- * their largest racks uses the fewest racks those blocks allow. Whether
- * that is the fewest racks under the candidate, and whether the blocks lie
- * in as few domains above them as possible, only the comparison with the
- * bound says. */
+ * their largest racks uses the fewest racks those blocks allow. As many
+ * blocks chosen by their capacity above a threshold may need fewer racks
+ * (fuller racks where the largest blocks hold racks of every size), so
+ * those choices are counted too. Whether that is the fewest racks under
+ * the candidate, and whether the blocks lie in as few domains above them
+ * as possible, only the comparison with the bound says. */
 #include <string.h>
 
 #include "heap.h"
@@ -99,11 +101,128 @@ static uint32_t fewest_tight(rw_dom *x, uint32_t n, uint64_t need)
     return k + 1;
 }
 
+/* Widest rack capacity histogram the block choice below reads. */
+#define RW_TAU_VALUES 64
+
+/* Racks needed for `need` by the greedy over a capacity histogram h[0, w). */
+static uint64_t racks_for(const uint32_t *h, uint32_t w, uint64_t need)
+{
+    uint64_t used = 0;
+    for (uint32_t c = w; c-- > 1 && need;) {
+        const uint64_t want = (need + c - 1) / c, take = h[c] < want ? h[c] : want;
+        used += take;
+        need -= take * c < need ? take * c : need;
+    }
+    return need ? UINT64_MAX : used;
+}
+
+/* Blocks x[0, n), the first nb chosen by the greedy rule (the most
+ * capacity): the largest blocks may hold racks of every size where fewer,
+ * fuller racks elsewhere would do. For every threshold tau, the nb blocks
+ * with the most capacity above it (sum over their racks of cap - tau, for
+ * cap > tau) are another choice, the Lagrangian's primal for the racks
+ * counted at tau; the choice that holds the gang on the fewest racks
+ * (counted on the racks' histograms; ties: the first tau, from the top)
+ * goes first in x when it needs fewer than the greedy one. Stops at
+ * `floor` racks, which no choice goes below. */
+static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, uint32_t n, uint32_t nb,
+                              uint64_t bneed, uint64_t rneed, uint64_t floor)
+{
+    uint32_t W = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, w->low - 1, x[i].idx, &a, &b);
+        for (uint32_t y = a; y < b; y++)
+            W = w->rcap[y - w->ra] + 1 > W ? w->rcap[y - w->ra] + 1 : W;
+    }
+    if (nb >= n || W > RW_TAU_VALUES)
+        return 0;
+    uint32_t *h = gs_arena_get(&p->arena, ((size_t)n + 1) * W * sizeof *h);
+    uint64_t *score = gs_arena_get(&p->arena, (size_t)n * sizeof *score);
+    uint64_t *above = gs_arena_get(&p->arena, (size_t)n * sizeof *above);
+    uint32_t *pick = gs_arena_get(&p->arena, (size_t)n * sizeof *pick);
+    uint32_t *chosen = gs_arena_get(&p->arena, (size_t)nb * sizeof *chosen);
+    if (!h || !score || !above || !pick || !chosen)
+        return GPUSCHED_ENOMEM;
+    memset(h, 0, ((size_t)n + 1) * W * sizeof *h);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, w->low - 1, x[i].idx, &a, &b);
+        for (uint32_t y = a; y < b; y++)
+            h[(size_t)i * W + w->rcap[y - w->ra]]++;
+    }
+    uint32_t *merged = h + (size_t)n * W;
+    for (uint32_t i = 0; i < nb; i++)
+        for (uint32_t c = 0; c < W; c++)
+            merged[c] += h[(size_t)i * W + c];
+    uint64_t fewest = racks_for(merged, W, rneed);
+    if (fewest <= floor)
+        return 0; /* no choice needs fewer racks */
+    bool found = false;
+    memset(score, 0, (size_t)n * sizeof *score);
+    memset(above, 0, (size_t)n * sizeof *above);
+    for (uint32_t tau = W - 1; tau-- > 0 && fewest > floor;) {
+        /* score[i] = sum over racks of cap - tau above tau, kept from the
+         * threshold above: each rack above tau gains one. */
+        for (uint32_t i = 0; i < n; i++) {
+            above[i] += h[(size_t)i * W + tau + 1];
+            score[i] += above[i];
+            pick[i] = i;
+        }
+        /* The nb best scores, ties to the larger capacity, then the
+         * lower index (partial selection: nb passes at most). */
+        uint64_t held = 0;
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t m = k;
+            for (uint32_t j = k + 1; j < n; j++) {
+                const uint32_t a = pick[j], b = pick[m];
+                if (score[a] > score[b] || (score[a] == score[b] && rw_before(&x[a], &x[b], NULL)))
+                    m = j;
+            }
+            const uint32_t t = pick[k];
+            pick[k] = pick[m];
+            pick[m] = t;
+            held += x[pick[k]].cap;
+        }
+        if (held < bneed)
+            continue;
+        memset(merged, 0, W * sizeof *merged);
+        for (uint32_t k = 0; k < nb; k++)
+            for (uint32_t c = 0; c < W; c++)
+                merged[c] += h[(size_t)pick[k] * W + c];
+        const uint64_t racks = racks_for(merged, W, rneed);
+        if (racks < fewest) {
+            fewest = racks;
+            found = true;
+            memcpy(chosen, pick, nb * sizeof *chosen);
+        }
+    }
+    if (!found)
+        return 0;
+    /* The chosen blocks first, in the order of x. */
+    bool *in = (bool *)score;
+    memset(in, 0, (size_t)n * sizeof *score);
+    for (uint32_t k = 0; k < nb; k++)
+        in[chosen[k]] = true;
+    rw_dom *tmp = gs_arena_get(&p->arena, (size_t)n * sizeof *tmp);
+    if (!tmp)
+        return GPUSCHED_ENOMEM;
+    uint32_t at = 0;
+    for (uint32_t pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < n; i++)
+            if (in[i] == !pass)
+                tmp[at++] = x[i];
+    memcpy(x, tmp, (size_t)n * sizeof *x);
+    return 0;
+}
+
 /* A plan on blocks x[0, n): the fewest of them, the largest with the rest
- * on the tightest, and their racks the same way. Its shares into share
- * (by rack from ra), its key into *key (GS_KEY_INF: they cannot hold the
- * gang). */
-static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32_t *share, gs_key *key)
+ * on the tightest, or as many that need fewer racks (fewer_racks_blocks;
+ * racks_floor: the fewest racks any choice of them can need), and their
+ * racks the same way. Its shares into share (by rack from ra), its key
+ * into *key (GS_KEY_INF: they cannot hold the gang). */
+static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint64_t racks_floor, uint32_t *share,
+                    gs_key *key)
 {
     const gs_pl_req *r = p->req;
     const int32_t low = w->low;
@@ -111,6 +230,8 @@ static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint32
     rw_heap_sort(x, n, NULL);
     const uint32_t nb = fewest_tight(x, n, r->gpus / r->unit[LV(low - 1)]);
     if (!nb)
+        return;
+    if (fewer_racks_blocks(p, w, x, n, nb, r->gpus / r->unit[LV(low - 1)], r->gpus / r->unit[LV(low)], racks_floor))
         return;
     uint32_t nr = 0;
     for (uint32_t i = 0; i < nb; i++) {
@@ -355,7 +476,7 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
         if (any && (ch[k].blocks != min_b || ch[k].racks != min_r))
             continue;
         gs_key kk;
-        plan_on(p, &w, w.blocks, blocks_under(p, &w, &v, ch[k].pos, z, w.blocks), share, &kk);
+        plan_on(p, &w, w.blocks, blocks_under(p, &w, &v, ch[k].pos, z, w.blocks), ch[k].racks, share, &kk);
         if (kk < *key || (kk == *key && kk != GS_KEY_INF && ch[k].cap < best_cap)) {
             *key = kk;
             best_cap = ch[k].cap;
