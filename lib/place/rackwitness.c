@@ -328,6 +328,97 @@ static uint64_t choice_racks(const rw_view *v, const uint32_t *pos, uint32_t z, 
     return held < need ? UINT64_MAX : used;
 }
 
+/* Sum of the k largest of v[0, n) (reordered): a quickselect, O(n). */
+static uint64_t largest_sum(uint32_t *v, uint32_t n, uint32_t k)
+{
+    uint64_t sum = 0;
+    uint32_t lo = 0, hi = n; /* the k-th largest lies in v[lo, hi) */
+    while (k && hi - lo > k) {
+        const uint32_t pivot = v[lo + (hi - lo) / 2];
+        uint32_t i = lo, j = lo, g = hi; /* [lo,i) > pivot, [i,j) == pivot, [g,hi) < pivot */
+        while (j < g) {
+            if (v[j] > pivot) {
+                const uint32_t t = v[i];
+                v[i++] = v[j];
+                v[j++] = t;
+            } else if (v[j] < pivot) {
+                const uint32_t t = v[--g];
+                v[g] = v[j];
+                v[j] = t;
+            } else {
+                j++;
+            }
+        }
+        if (k <= i - lo) {
+            hi = i;
+        } else if (k <= j - lo) {
+            for (uint32_t x = lo; x < i; x++)
+                sum += v[x];
+            return sum + (uint64_t)(k - (i - lo)) * pivot;
+        } else {
+            for (uint32_t x = lo; x < j; x++)
+                sum += v[x];
+            k -= j - lo;
+            lo = j;
+        }
+    }
+    for (uint32_t x = lo; x < lo + k; x++)
+        sum += v[x];
+    return sum;
+}
+
+/* A lower bound of the racks any nb blocks of one choice hold the gang
+ * on (rneed rack units): for any tau > 0, R racks of nb blocks hold at
+ * most tau x R plus the nb largest block excesses above tau (the sum over
+ * a block's racks of cap - tau, for cap > tau), so R is at least the gang
+ * less those, over tau. ex[(block - ba) * W + tau]: the excesses. */
+static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const rw_dom *blocks, uint32_t n, uint64_t nb,
+                            uint64_t rneed, uint32_t *scratch)
+{
+    uint64_t best = 0;
+    for (uint32_t tau = 1; tau < W; tau++) {
+        for (uint32_t i = 0; i < n; i++)
+            scratch[i] = ex[(size_t)(blocks[i].idx - ba) * W + tau];
+        const uint64_t held = largest_sum(scratch, n, nb < n ? (uint32_t)nb : n);
+        if (held < rneed) {
+            const uint64_t r = (rneed - held + tau - 1) / tau;
+            best = r > best ? r : best;
+        }
+    }
+    return best;
+}
+
+/* The excesses of racks_bound() for every block of [ba, bb) and every
+ * tau < W; NULL when W is too wide (no bound) or no memory (*rc). */
+static uint32_t *excess_table(gpusched_placer *p, const rw_ctx *w, uint32_t ba, uint32_t bb, uint32_t W, int *rc)
+{
+    *rc = 0;
+    if (W > RW_TAU_VALUES)
+        return NULL;
+    uint32_t *ex = gs_arena_get(&p->arena, (size_t)(bb - ba) * W * sizeof *ex);
+    if (!ex) {
+        *rc = GPUSCHED_ENOMEM;
+        return NULL;
+    }
+    for (uint32_t b = ba; b < bb; b++) {
+        uint32_t *e = ex + (size_t)(b - ba) * W, ra, rb;
+        memset(e, 0, W * sizeof *e);
+        gs_pl_children(p, w->low - 1, b, &ra, &rb);
+        for (uint32_t y = ra; y < rb; y++)
+            e[w->rcap[y - w->ra]]++; /* racks by capacity first */
+        /* Then e[tau] = sum over caps c > tau of (c - tau) x racks(c),
+         * from the top: above counts the racks over tau. */
+        uint32_t above = 0, sum = 0;
+        for (uint32_t tau = W; tau-- > 0;) {
+            const uint32_t at = e[tau];
+            sum += above;
+            e[tau] = sum;
+            above += at;
+        }
+    }
+    return ex;
+}
+
 /* Reads the capacities under d (node range [first, last]) into v, the
  * racks' into w->rcap; *holds false when the domains above the blocks
  * cannot hold the gang or the racks are too large to count. 0 or
@@ -390,8 +481,12 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
  * fewest domains above the blocks that hold the gang is counted (at most
  * RW_SUBSETS_MAX; past that, only the ones with the most capacity, and no
  * bound). An optimal placement uses that many of them, so it uses at
- * least the fewest blocks any choice needs and the fewest racks any
- * choice needs; the plans are made on the choices that reach both. */
+ * least the fewest blocks any choice needs (min_b), and on min_b blocks
+ * at least the racks of a choice that needs no more blocks: the fewest
+ * racks it needs counted alone, and its Lagrangian bound for min_b
+ * blocks (racks_bound). A placement on more blocks has a larger key
+ * whatever its racks. The plans are made on the choices that reach the
+ * fewest blocks and racks counted alone. */
 static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *bound)
 {
     const gs_pl_req *r = p->req;
@@ -456,8 +551,26 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     if (min_b == UINT64_MAX || min_r == UINT64_MAX)
         return 0;
     if (all) {
+        /* A placement on more than min_b blocks has a larger key whatever
+         * its racks; one on min_b blocks lies in a choice that needs no
+         * more, and uses at least that choice's racks bound. */
+        uint64_t bound_r = UINT64_MAX;
+        uint32_t *ex = excess_table(p, &w, ba, bb, v.w, &rc);
+        if (rc)
+            return rc;
+        for (uint32_t k = 0; k < nch; k++) {
+            if (ch[k].blocks != min_b)
+                continue;
+            uint64_t rk = ch[k].racks;
+            if (ex) {
+                const uint32_t n = blocks_under(p, &w, &v, ch[k].pos, z, w.blocks);
+                const uint64_t lg = racks_bound(ex, v.w, ba, w.blocks, n, min_b, rneed, scratch);
+                rk = lg > rk ? lg : rk;
+            }
+            bound_r = rk < bound_r ? rk : bound_r;
+        }
         gs_key lb = (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)] +
-                    (gs_key)min_r * r->weight[LV(low)];
+                    (gs_key)bound_r * r->weight[LV(low)];
         for (int32_t j = l + 1; j < low - 2; j++) {
             uint64_t fewest, least = (r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)];
             if ((rc = gs_pl_fewest_under(p, l, d, j, &fewest)))
