@@ -417,10 +417,11 @@ void gs_pl_children(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t *f
  * *witness, GS_KEY_INF when none is built (filters, slices below l, more
  * than two blocks); the witness is remembered in p->wit_*. */
 gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witness);
-/* The fewest nodes any `racks` racks (the lowest domain level) can hold
- * the gang on, a lower bound from the racks' histograms (racknodes.c);
- * 0 (no bound) where the aggregates do not count the request exactly. */
-uint64_t gs_pl_fewest_nodes_in_racks(gpusched_placer *p, uint64_t racks);
+/* The fewest nodes any placement on counts[l] domains of each domain
+ * level l can hold the gang on, a lower bound from the domains'
+ * histograms (racknodes.c); 0 (no bound) where the aggregates do not
+ * count the request exactly. */
+uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts);
 
 /* Which nodes a domain gives for `rem` units, by value (assign.c): whole
  * nodes of the most units first (full[v] of value v), the last units
@@ -524,6 +525,10 @@ bool gs_pl_concave(const uint32_t *f, uint32_t nf);
  * smallest first; ties: lowest index); values descending. */
 void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
+
+/* Sum of the k largest of v[0, n) (k <= n; v reordered): a quickselect,
+ * O(n). */
+uint64_t gs_pl_largest_sum(uint32_t *v, uint32_t n, uint32_t k);
 typedef struct gs_pl_dp_out {
     bool want_choices;          /* in: keep what each child took */
     gs_front *front;            /* in, without want_choices: where the counted

@@ -1,76 +1,81 @@
-/* The fewest nodes any R racks can hold the gang on, from the racks'
- * histograms of nodes by free GPUs (no node read): doc/placement.md,
- * "Counted levels".
+/* Nodes once the search counted down to racks has answered
+ * (doc/placement.md, "Counted levels"): the fewest nodes of its racks,
+ * and a lower bound of any placement's nodes on as many domains.
  *
- * Inside any R racks (racks: the lowest domain level) the nodes holding v
- * units or more number at most T_v, the sum of the R largest per-rack
- * counts of such nodes. N nodes hold at most sum_v min(N, T_v) units (a
- * node of u units counts once for each v <= u), so a placement on R racks
- * uses at least the least N for which that reaches the gang. When the
- * search counted down to racks has found the fewest racks any placement
- * needs, every optimal placement uses exactly R of them, and its nodes are
- * at least this bound: an answer that meets it is optimal down to nodes.
+ * Inside any n_l domains of level l the nodes holding v units or more
+ * number at most the sum of the n_l largest per-domain counts of such
+ * nodes; T_v, the least of these over the levels, bounds them in any
+ * placement on n_l domains of every level. N nodes hold at most
+ * sum_v min(N, T_v) units (a node of u units counts once for each
+ * v <= u), so such a placement uses at least the least N for which that
+ * reaches the gang. When the search counted down to racks has found the
+ * fewest domains any placement needs, every optimal placement uses
+ * exactly as many, and its nodes are at least this bound: an answer that
+ * meets it is optimal down to nodes.
  *
- * Cost: one pass over the racks' histograms (racks x node sizes), far
- * below the budget of a gang spanning as many racks. */
+ * Cost: one pass over the histograms of each level read (domains x node
+ * sizes), and only of the levels where that is within a constant of the
+ * answer's nodes. */
 #include "place-internal.h"
 
-/* Largest unit value per node tabled, and largest per-rack node count. */
+/* Largest unit value per node tabled. */
 #define RN_UMAX 16
-#define RN_COUNT_MAX 256
 /* Histogram entries read per node of the answer, at most. */
 #define RN_READ_PER_NODE 16
 
-uint64_t gs_pl_fewest_nodes_in_racks(gpusched_placer *p, uint64_t racks)
+/* t[v] = min(t[v], the sum of the n largest counts of nodes of v units or
+ * more over the domains of level l), v = 1 .. umax. */
+static int level_counts(gpusched_placer *p, uint32_t l, uint32_t n, uint32_t umax, uint64_t *t)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
+    const uint32_t nd = p->t->ndom[l], width = c->hist_width;
+    uint32_t *cnt = gs_arena_get(&p->arena, (size_t)(umax + 1) * nd * sizeof *cnt);
+    if (!cnt)
+        return GPUSCHED_ENOMEM;
+    const uint32_t *h = c->agg[l].hist;
+    for (uint32_t d = 0; d < nd; d++, h += width) {
+        uint32_t at_least[RN_UMAX + 2] = {0};
+        for (uint32_t k = r->u0; k < width; k++)
+            at_least[gs_pl_hist_units(r, k)] += h[k];
+        for (uint32_t v = umax; v >= 1; v--) {
+            at_least[v] += at_least[v + 1];
+            cnt[(size_t)v * nd + d] = at_least[v];
+        }
+    }
+    for (uint32_t v = 1; v <= umax; v++) {
+        const uint64_t most = gs_pl_largest_sum(cnt + (size_t)v * nd, nd, n < nd ? n : nd);
+        t[v] = most < t[v] ? most : t[v];
+    }
+    return 0;
+}
+
+uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts)
+{
+    const gs_pl_req *r = p->req;
     const struct gpusched_topo *t = p->t;
-    const uint32_t low = p->nlevels - 1, width = c->hist_width;
+    const uint32_t width = p->c->hist_width;
     const uint32_t umax = r->whole_w ? 1 : (width - 1) / r->u0;
     if (!r->agg_exact_nodes || !p->nlevels || umax > RN_UMAX || umax == 0)
         return 0;
-    /* Only where reading every rack costs what the answer does. */
-    if ((uint64_t)t->ndom[low] * width > RN_READ_PER_NODE * (uint64_t)p->nout)
-        return 0;
-    /* by_count[v][n]: racks with exactly n nodes of v units or more. */
+    uint64_t tv[RN_UMAX + 1];
+    for (uint32_t v = 0; v <= umax; v++)
+        tv[v] = UINT64_MAX;
     gs_arena_mark m = gs_arena_save(&p->arena);
-    uint32_t *by_count = gs_arena_get(&p->arena, (size_t)(umax + 1) * RN_COUNT_MAX * sizeof *by_count);
-    if (!by_count)
-        return 0;
-    for (size_t i = 0; i < (size_t)(umax + 1) * RN_COUNT_MAX; i++)
-        by_count[i] = 0;
-    const uint32_t *h = c->agg[low].hist;
-    for (uint32_t d = 0; d < t->ndom[low]; d++, h += width) {
-        uint32_t at_least[RN_UMAX + 2] = {0};
-        for (uint32_t k = r->u0; k < width; k++) {
-            const uint32_t v = gs_pl_hist_units(r, k);
-            at_least[v] += h[k];
+    /* Only the levels whose histograms cost what the answer does to read. */
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        if ((uint64_t)t->ndom[l] * width <= RN_READ_PER_NODE * (uint64_t)p->nout &&
+            level_counts(p, l, counts[l], umax, tv)) {
+            gs_arena_restore(&p->arena, m);
+            return 0;
         }
-        for (uint32_t v = umax; v >= 1; v--) {
-            at_least[v] += at_least[v + 1];
-            if (at_least[v] >= RN_COUNT_MAX) {
-                gs_arena_restore(&p->arena, m);
-                return 0;
-            }
-            by_count[(size_t)v * RN_COUNT_MAX + at_least[v]]++;
-        }
-    }
-    uint64_t tv[RN_UMAX + 1] = {0};
-    for (uint32_t v = 1; v <= umax; v++) {
-        uint64_t left = racks;
-        for (uint32_t n = RN_COUNT_MAX; n-- > 1 && left;) {
-            const uint64_t take = by_count[(size_t)v * RN_COUNT_MAX + n] < left ? by_count[(size_t)v * RN_COUNT_MAX + n]
-                                                                                : left;
-            tv[v] += take * n;
-            left -= take;
-        }
-    }
     gs_arena_restore(&p->arena, m);
     uint64_t most = 0;
     for (uint32_t v = 1; v <= umax; v++)
-        most += tv[v];
-    return most < r->gpus / r->u0 ? 0 : gs_pl_least_nodes(tv, umax, r->gpus / r->u0);
+        most += tv[v] == UINT64_MAX ? 0 : tv[v];
+    if (tv[1] == UINT64_MAX || most < r->gpus / r->u0)
+        return 0;
+    return gs_pl_least_nodes(tv, umax, r->gpus / r->u0);
 }
 
 /* The domains at every level of the nodes in the result (sorted, so each

@@ -328,45 +328,6 @@ static uint64_t choice_racks(const rw_view *v, const uint32_t *pos, uint32_t z, 
     return held < need ? UINT64_MAX : used;
 }
 
-/* Sum of the k largest of v[0, n) (reordered): a quickselect, O(n). */
-static uint64_t largest_sum(uint32_t *v, uint32_t n, uint32_t k)
-{
-    uint64_t sum = 0;
-    uint32_t lo = 0, hi = n; /* the k-th largest lies in v[lo, hi) */
-    while (k && hi - lo > k) {
-        const uint32_t pivot = v[lo + (hi - lo) / 2];
-        uint32_t i = lo, j = lo, g = hi; /* [lo,i) > pivot, [i,j) == pivot, [g,hi) < pivot */
-        while (j < g) {
-            if (v[j] > pivot) {
-                const uint32_t t = v[i];
-                v[i++] = v[j];
-                v[j++] = t;
-            } else if (v[j] < pivot) {
-                const uint32_t t = v[--g];
-                v[g] = v[j];
-                v[j] = t;
-            } else {
-                j++;
-            }
-        }
-        if (k <= i - lo) {
-            hi = i;
-        } else if (k <= j - lo) {
-            for (uint32_t x = lo; x < i; x++)
-                sum += v[x];
-            return sum + (uint64_t)(k - (i - lo)) * pivot;
-        } else {
-            for (uint32_t x = lo; x < j; x++)
-                sum += v[x];
-            k -= j - lo;
-            lo = j;
-        }
-    }
-    for (uint32_t x = lo; x < lo + k; x++)
-        sum += v[x];
-    return sum;
-}
-
 /* A lower bound of the racks any nb blocks of one choice hold the gang
  * on (rneed rack units): for any tau > 0, R racks of nb blocks hold at
  * most tau x R plus the nb largest block excesses above tau (the sum over
@@ -379,7 +340,7 @@ static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const r
     for (uint32_t tau = 1; tau < W; tau++) {
         for (uint32_t i = 0; i < n; i++)
             scratch[i] = ex[(size_t)(blocks[i].idx - ba) * W + tau];
-        const uint64_t held = largest_sum(scratch, n, nb < n ? (uint32_t)nb : n);
+        const uint64_t held = gs_pl_largest_sum(scratch, n, nb < n ? (uint32_t)nb : n);
         if (held < rneed) {
             const uint64_t r = (rneed - held + tau - 1) / tau;
             best = r > best ? r : best;

@@ -631,15 +631,15 @@ int gs_pl_search(gpusched_placer *p)
         return rc;
     /* The same racks, the fewest of their nodes: optimal when that meets
      * the fewest nodes anywhere, or, when the search was exact (no
-     * knapsack refused: its racks are the fewest any placement needs),
-     * the fewest nodes any as many racks hold. */
+     * knapsack refused: its domains are the fewest any placement needs),
+     * the fewest nodes any as many domains hold. */
     if ((rc = gs_pl_fewest_nodes_of_racks(p)))
         return rc;
     if (p->nout <= fewest_nodes(p))
         return 0;
     if (p->dp_refused != refused)
         return 0; /* past the budget already: the search down to nodes is larger still */
-    if (p->nout <= gs_pl_fewest_nodes_in_racks(p, p->ndoms[p->nlevels - 1]))
+    if (p->nout <= gs_pl_fewest_nodes_in(p, p->ndoms))
         return 0;
     gs_kept_out first;
     if ((rc = keep_output(p, &first)))

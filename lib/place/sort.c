@@ -98,3 +98,41 @@ void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n)
         for (uint32_t m = count[c]; m; m--)
             v[at++] = c;
 }
+
+uint64_t gs_pl_largest_sum(uint32_t *v, uint32_t n, uint32_t k)
+{
+    uint64_t sum = 0;
+    uint32_t lo = 0, hi = n; /* the k-th largest lies in v[lo, hi) */
+    while (k && hi - lo > k) {
+        const uint32_t pivot = v[lo + (hi - lo) / 2];
+        uint32_t i = lo, j = lo, g = hi; /* [lo,i) > pivot, [i,j) == pivot, [g,hi) < pivot */
+        while (j < g) {
+            if (v[j] > pivot) {
+                const uint32_t t = v[i];
+                v[i++] = v[j];
+                v[j++] = t;
+            } else if (v[j] < pivot) {
+                const uint32_t t = v[--g];
+                v[g] = v[j];
+                v[j] = t;
+            } else {
+                j++;
+            }
+        }
+        if (k <= i - lo) {
+            hi = i;
+        } else if (k <= j - lo) {
+            for (uint32_t x = lo; x < i; x++)
+                sum += v[x];
+            return sum + (uint64_t)(k - (i - lo)) * pivot;
+        } else {
+            for (uint32_t x = lo; x < j; x++)
+                sum += v[x];
+            k -= j - lo;
+            lo = j;
+        }
+    }
+    for (uint32_t x = lo; x < lo + k; x++)
+        sum += v[x];
+    return sum;
+}
