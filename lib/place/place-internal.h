@@ -423,6 +423,15 @@ gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witne
  * count the request exactly. */
 uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts);
 
+/* A lower bound of candidate d's key (level l) where racks (the level
+ * under blocks) are the last counted level: the fewest blocks under d that
+ * hold the gang, and on that many blocks the Lagrangian bound of the
+ * racks (for every tau, tau x racks plus the largest block excesses above
+ * tau must hold it); the levels between at their static counts. A
+ * placement on more blocks has a larger key whatever its racks. 0 (no
+ * bound) where it does not apply (rackwitness.c). */
+int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key);
+
 /* Which nodes a domain gives for `rem` units, by value (assign.c): whole
  * nodes of the most units first (full[v] of value v), the last units
  * (`part`) to the tightest node that takes them (value part_v). */

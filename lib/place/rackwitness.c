@@ -590,3 +590,62 @@ int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key 
     p->rack_witnesses++;
     return gs_pl_assign_by_rack(p, l, d, p->wit_first, p->wit_share);
 }
+
+/* Domains [a, b) of level l as rw_dom records (capacity unused). */
+static rw_dom *domains(gpusched_placer *p, uint32_t a, uint32_t b)
+{
+    rw_dom *x = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *x);
+    for (uint32_t i = 0; x && i < b - a; i++)
+        x[i] = (rw_dom){0, a + i};
+    return x;
+}
+
+int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_topo *t = p->t;
+    const int32_t low = r->pref, L = (int32_t)p->nlevels;
+    *key = 0;
+    if (low >= L || low - 1 <= l)
+        return 0; /* racks are not the last counted level, or no blocks between */
+    for (uint32_t i = 0; i < r->ncons; i++)
+        if ((int32_t)r->cons[i].level > l && (int32_t)r->cons[i].level < low)
+            return 0; /* a slice above the racks binds the shares */
+    const uint32_t first = t->dom_start[l][d], last = t->dom_start[l][d + 1] - 1;
+    rw_ctx w = {.l = l, .low = low};
+    w.ra = gs_topo_node_domain(t, first, (uint32_t)low);
+    w.rb = gs_topo_node_domain(t, last, (uint32_t)low) + 1;
+    const uint32_t ba = gs_topo_node_domain(t, first, (uint32_t)(low - 1));
+    const uint32_t bb = gs_topo_node_domain(t, last, (uint32_t)(low - 1)) + 1;
+    uint64_t nb;
+    int rc = gs_pl_fewest_under(p, l, d, low - 1, &nb);
+    if (rc)
+        return rc;
+    const uint64_t least_b = (r->gpus + p->max_dom_gpus[LV(low - 1)] - 1) / p->max_dom_gpus[LV(low - 1)];
+    nb = nb > least_b ? nb : least_b;
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    w.rcap = gs_arena_get(&p->arena, (size_t)(w.rb - w.ra) * sizeof *w.rcap);
+    rw_dom *blocks = domains(p, ba, bb);
+    uint32_t *scratch = gs_arena_get(&p->arena, (size_t)(bb - ba) * sizeof *scratch);
+    if (!w.rcap || !blocks || !scratch) {
+        gs_arena_restore(&p->arena, m);
+        return GPUSCHED_ENOMEM;
+    }
+    gs_pl_caps(p, low, w.ra, w.rb, w.rcap);
+    uint32_t top = 0;
+    for (uint32_t y = 0; y < w.rb - w.ra; y++)
+        top = w.rcap[y] > top ? w.rcap[y] : top;
+    const uint64_t rneed = r->gpus / r->unit[LV(low)];
+    uint32_t *ex = top + 1 <= RW_TAU_VALUES ? excess_table(p, &w, ba, bb, top + 1, &rc) : NULL;
+    uint64_t racks = 0;
+    if (ex)
+        racks = racks_bound(ex, top + 1, ba, blocks, bb - ba, nb, rneed, scratch);
+    gs_arena_restore(&p->arena, m);
+    if (rc || !racks)
+        return rc;
+    gs_key k = (gs_key)nb * r->weight[LV(low - 1)] + (gs_key)racks * r->weight[LV(low)];
+    for (int32_t j = l + 1; j < low - 1; j++)
+        k += (gs_key)((r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)]) * r->weight[LV(j)];
+    *key = k;
+    return 0;
+}

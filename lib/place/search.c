@@ -31,6 +31,7 @@ typedef struct gs_cand {
     uint64_t best_budget;       /* knapsack steps the best one's evaluation had */
     bool best_exact;            /* its key is exact: no knapsack refused for it */
     gs_later *later;            /* NULL: every candidate evaluated when visited */
+    bool evaluating_later;      /* consider_later() is evaluating the ones set aside */
     uint32_t nlater;
 } gs_cand;
 
@@ -90,6 +91,19 @@ static int evaluate(gpusched_placer *p, gs_cand *s, uint32_t d, uint32_t seq, gs
         p->dp_budget = budget;
         p->estimating = false;
         key = k < key ? k : key;
+    }
+    /* Before the searches that cost more than the greedy fill: the
+     * candidate's racks bound. Above the search's lower bound, the
+     * candidate cannot end the search and waits like the ones set aside
+     * when visited; otherwise it may prove the greedy key exact. */
+    if (!rc && key > enough && lbd <= s->lb_key) {
+        gs_key lg;
+        rc = gs_pl_racks_bound(p, s->level, d, &lg);
+        if (!rc && lg > s->lb_key && s->later && !s->evaluating_later) {
+            s->later[s->nlater++] = (gs_later){lg, witness, seq, d};
+            return 0;
+        }
+        enough = lg > enough ? lg : enough;
     }
     if (!rc && key > enough) {
         gs_key rb;
@@ -188,6 +202,7 @@ static int consider_later(gpusched_placer *p, gs_cand *s)
 {
     gs_later *h = s->later;
     uint32_t n = s->nlater;
+    s->evaluating_later = true;
     for (uint32_t i = n / 2; i-- > 0;)
         later_heap_sift(h, n, i, NULL);
     while (n) {
