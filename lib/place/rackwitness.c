@@ -606,7 +606,7 @@ int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
     const struct gpusched_topo *t = p->t;
     const int32_t low = r->pref, L = (int32_t)p->nlevels;
     *key = 0;
-    if (low >= L || low - 1 <= l)
+    if (low >= L || low - 1 <= l || p->witness_off)
         return 0; /* racks are not the last counted level, or no blocks between */
     for (uint32_t i = 0; i < r->ncons; i++)
         if ((int32_t)r->cons[i].level > l && (int32_t)r->cons[i].level < low)
