@@ -16,12 +16,39 @@
  * Cost: one pass over the histograms of each level read (domains x node
  * sizes), and only of the levels where that is within a constant of the
  * answer's nodes. */
+#include <string.h>
+
 #include "place-internal.h"
 
 /* Largest unit value per node tabled. */
 #define RN_UMAX 16
 /* Histogram entries read per node of the answer, at most. */
 #define RN_READ_PER_NODE 16
+
+/* Largest per-domain node count whose domains are counted, not
+ * selected (racks, blocks). */
+#define RN_COUNTED_MAX 1024
+
+/* The sum of the n largest of cnt[0, nd), each below `top`: counted (by
+ * value, from the top) when the values are few, else a quickselect. */
+static uint64_t largest(gpusched_placer *p, uint32_t *cnt, uint32_t nd, uint32_t n, uint32_t top)
+{
+    if (top > RN_COUNTED_MAX || nd <= 64)
+        return gs_pl_largest_sum(cnt, nd, n < nd ? n : nd);
+    uint32_t *by = gs_arena_get(&p->arena, ((size_t)top + 1) * sizeof *by);
+    if (!by)
+        return gs_pl_largest_sum(cnt, nd, n < nd ? n : nd);
+    memset(by, 0, ((size_t)top + 1) * sizeof *by);
+    for (uint32_t d = 0; d < nd; d++)
+        by[cnt[d]]++;
+    uint64_t sum = 0, left = n;
+    for (uint32_t x = top + 1; x-- > 1 && left;) {
+        const uint64_t take = by[x] < left ? by[x] : left;
+        sum += take * x;
+        left -= take;
+    }
+    return sum;
+}
 
 /* t[v] = min(t[v], the sum of the n largest counts of nodes of v units or
  * more over the domains of level l), v = 1 .. umax. */
@@ -33,18 +60,23 @@ static int level_counts(gpusched_placer *p, uint32_t l, uint32_t n, uint32_t uma
     uint32_t *cnt = gs_arena_get(&p->arena, (size_t)(umax + 1) * nd * sizeof *cnt);
     if (!cnt)
         return GPUSCHED_ENOMEM;
+    uint32_t unit_of[GPUSCHED_MAX_NODE_GPUS + 1];
+    for (uint32_t k = r->u0; k < width; k++)
+        unit_of[k] = gs_pl_hist_units(r, k);
+    uint32_t top = 0;
     const uint32_t *h = c->agg[l].hist;
     for (uint32_t d = 0; d < nd; d++, h += width) {
         uint32_t at_least[RN_UMAX + 2] = {0};
         for (uint32_t k = r->u0; k < width; k++)
-            at_least[gs_pl_hist_units(r, k)] += h[k];
+            at_least[unit_of[k]] += h[k];
         for (uint32_t v = umax; v >= 1; v--) {
             at_least[v] += at_least[v + 1];
             cnt[(size_t)v * nd + d] = at_least[v];
         }
+        top = at_least[1] > top ? at_least[1] : top;
     }
     for (uint32_t v = 1; v <= umax; v++) {
-        const uint64_t most = gs_pl_largest_sum(cnt + (size_t)v * nd, nd, n < nd ? n : nd);
+        const uint64_t most = largest(p, cnt + (size_t)v * nd, nd, n, top);
         t[v] = most < t[v] ? most : t[v];
     }
     return 0;
