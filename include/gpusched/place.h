@@ -31,8 +31,10 @@
  * always), and otherwise spends at most 2^24 knapsack steps on choosing
  * among candidates and as many on assigning the chosen one (tens of
  * milliseconds at 258k nodes; 8 per unit of the gang for the node count
- * once the locality down to the lowest domains is settled), more only
- * when an exact key needs its knapsacks whole to be assigned.
+ * once the locality down to the lowest domains is settled, and none when
+ * settling it already ran out: the nodes are then the fewest of the
+ * racks chosen), more only when an exact key needs its knapsacks whole
+ * to be assigned.
  * Past that bound the placement is still found whenever one exists, but
  * locality below the levels already decided is not proven optimal. The
  * cases that can reach it: locality counted over three or more levels,
