@@ -101,8 +101,11 @@ static uint32_t fewest_tight(rw_dom *x, uint32_t n, uint64_t need)
     return k + 1;
 }
 
-/* Widest rack capacity histogram the block choice below reads. */
-#define RW_TAU_VALUES 64
+/* Widest rack capacity histogram the block choices and the bound below
+ * read, and how many thresholds they try (the top ones: racks as full as
+ * the largest are what a gang of the fewest racks is made of). */
+#define RW_CAP_HIST 1024
+#define RW_TAU_VALUES 32
 
 /* Racks needed for `need` by the greedy over a capacity histogram h[0, w). */
 static uint64_t racks_for(const uint32_t *h, uint32_t w, uint64_t need)
@@ -135,33 +138,43 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
         for (uint32_t y = a; y < b; y++)
             W = w->rcap[y - w->ra] + 1 > W ? w->rcap[y - w->ra] + 1 : W;
     }
-    if (nb >= n || W > RW_TAU_VALUES)
+    if (nb >= n || W > RW_CAP_HIST)
         return 0;
-    uint32_t *h = gs_arena_get(&p->arena, ((size_t)n + 1) * W * sizeof *h);
+    /* The greedy choice's racks first: at the floor, nothing to try. */
+    uint32_t *merged = gs_arena_get(&p->arena, (size_t)W * sizeof *merged);
+    if (!merged)
+        return GPUSCHED_ENOMEM;
+    memset(merged, 0, W * sizeof *merged);
+    for (uint32_t i = 0; i < nb; i++) {
+        uint32_t a, b;
+        gs_pl_children(p, w->low - 1, x[i].idx, &a, &b);
+        for (uint32_t y = a; y < b; y++)
+            merged[w->rcap[y - w->ra]]++;
+    }
+    uint64_t fewest = racks_for(merged, W, rneed);
+    if (fewest <= floor)
+        return 0; /* no choice needs fewer racks */
+    uint32_t *h = gs_arena_get(&p->arena, (size_t)n * W * sizeof *h);
     uint64_t *score = gs_arena_get(&p->arena, (size_t)n * sizeof *score);
     uint64_t *above = gs_arena_get(&p->arena, (size_t)n * sizeof *above);
     uint32_t *pick = gs_arena_get(&p->arena, (size_t)n * sizeof *pick);
     uint32_t *chosen = gs_arena_get(&p->arena, (size_t)nb * sizeof *chosen);
-    if (!h || !score || !above || !pick || !chosen)
+    bool *was = gs_arena_get(&p->arena, (size_t)n * sizeof *was);
+    if (!h || !score || !above || !pick || !chosen || !was)
         return GPUSCHED_ENOMEM;
-    memset(h, 0, ((size_t)n + 1) * W * sizeof *h);
+    memset(was, 0, (size_t)n * sizeof *was);
+    memset(h, 0, (size_t)n * W * sizeof *h);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t a, b;
         gs_pl_children(p, w->low - 1, x[i].idx, &a, &b);
         for (uint32_t y = a; y < b; y++)
             h[(size_t)i * W + w->rcap[y - w->ra]]++;
     }
-    uint32_t *merged = h + (size_t)n * W;
-    for (uint32_t i = 0; i < nb; i++)
-        for (uint32_t c = 0; c < W; c++)
-            merged[c] += h[(size_t)i * W + c];
-    uint64_t fewest = racks_for(merged, W, rneed);
-    if (fewest <= floor)
-        return 0; /* no choice needs fewer racks */
     bool found = false;
     memset(score, 0, (size_t)n * sizeof *score);
     memset(above, 0, (size_t)n * sizeof *above);
-    for (uint32_t tau = W - 1; tau-- > 0 && fewest > floor;) {
+    const uint32_t tau_end = W - 1 > RW_TAU_VALUES ? W - 1 - RW_TAU_VALUES : 0;
+    for (uint32_t tau = W - 1; tau-- > tau_end && fewest > floor;) {
         /* score[i] = sum over racks of cap - tau above tau, kept from the
          * threshold above: each rack above tau gains one. */
         for (uint32_t i = 0; i < n; i++) {
@@ -184,7 +197,14 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
             pick[m] = t;
             held += x[pick[k]].cap;
         }
-        if (held < bneed)
+        /* The same blocks as at the threshold above: the same racks. */
+        bool same = true;
+        for (uint32_t k = 0; k < nb; k++)
+            same &= was[pick[k]];
+        memset(was, 0, (size_t)n * sizeof *was);
+        for (uint32_t k = 0; k < nb; k++)
+            was[pick[k]] = true;
+        if (held < bneed || same)
             continue;
         memset(merged, 0, W * sizeof *merged);
         for (uint32_t k = 0; k < nb; k++)
@@ -337,7 +357,9 @@ static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const r
                             uint64_t rneed, uint32_t *scratch)
 {
     uint64_t best = 0;
-    for (uint32_t tau = 1; tau < W; tau++) {
+    /* Any thresholds give a bound; the top ones the best where racks are
+     * nearly full. */
+    for (uint32_t tau = W - 1 > RW_TAU_VALUES ? W - 1 - RW_TAU_VALUES : 1; tau < W; tau++) {
         for (uint32_t i = 0; i < n; i++)
             scratch[i] = ex[(size_t)(blocks[i].idx - ba) * W + tau];
         const uint64_t held = gs_pl_largest_sum(scratch, n, nb < n ? (uint32_t)nb : n);
@@ -354,7 +376,7 @@ static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const r
 static uint32_t *excess_table(gpusched_placer *p, const rw_ctx *w, uint32_t ba, uint32_t bb, uint32_t W, int *rc)
 {
     *rc = 0;
-    if (W > RW_TAU_VALUES)
+    if (W > RW_CAP_HIST)
         return NULL;
     uint32_t *ex = gs_arena_get(&p->arena, (size_t)(bb - ba) * W * sizeof *ex);
     if (!ex) {
@@ -511,35 +533,6 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
     }
     if (min_b == UINT64_MAX || min_r == UINT64_MAX)
         return 0;
-    if (all) {
-        /* A placement on more than min_b blocks has a larger key whatever
-         * its racks; one on min_b blocks lies in a choice that needs no
-         * more, and uses at least that choice's racks bound. */
-        uint64_t bound_r = UINT64_MAX;
-        uint32_t *ex = excess_table(p, &w, ba, bb, v.w, &rc);
-        if (rc)
-            return rc;
-        for (uint32_t k = 0; k < nch; k++) {
-            if (ch[k].blocks != min_b)
-                continue;
-            uint64_t rk = ch[k].racks;
-            if (ex) {
-                const uint32_t n = blocks_under(p, &w, &v, ch[k].pos, z, w.blocks);
-                const uint64_t lg = racks_bound(ex, v.w, ba, w.blocks, n, min_b, rneed, scratch);
-                rk = lg > rk ? lg : rk;
-            }
-            bound_r = rk < bound_r ? rk : bound_r;
-        }
-        gs_key lb = (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)] +
-                    (gs_key)bound_r * r->weight[LV(low)];
-        for (int32_t j = l + 1; j < low - 2; j++) {
-            uint64_t fewest, least = (r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)];
-            if ((rc = gs_pl_fewest_under(p, l, d, j, &fewest)))
-                return rc;
-            lb += (gs_key)(fewest > least ? fewest : least) * r->weight[LV(j)];
-        }
-        *bound = lb;
-    }
     /* Plans on the choices that reach both counts (all of them when none
      * does): the least key, ties the least capacity. */
     bool any = false;
@@ -557,6 +550,39 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
             memcpy(p->wit_share, share, (size_t)nr * sizeof *share);
         }
     }
+    if (!all)
+        return 0;
+    gs_key above = 0; /* the levels between d and the domains above the blocks */
+    for (int32_t j = l + 1; j < low - 2; j++) {
+        uint64_t fewest, least = (r->gpus + p->max_dom_gpus[LV(j)] - 1) / p->max_dom_gpus[LV(j)];
+        if ((rc = gs_pl_fewest_under(p, l, d, j, &fewest)))
+            return rc;
+        above += (gs_key)(fewest > least ? fewest : least) * r->weight[LV(j)];
+    }
+    const gs_key head = above + (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)];
+    *bound = head + (gs_key)min_r * r->weight[LV(low)];
+    if (*key <= *bound)
+        return 0; /* the plan is exact: no tighter bound needed */
+    /* A placement on more than min_b blocks has a larger key whatever its
+     * racks; one on min_b blocks lies in a choice that needs no more, and
+     * uses at least that choice's racks counted alone and its Lagrangian
+     * bound on min_b blocks. */
+    uint64_t bound_r = UINT64_MAX;
+    uint32_t *ex = excess_table(p, &w, ba, bb, v.w, &rc);
+    if (rc)
+        return rc;
+    for (uint32_t k = 0; k < nch; k++) {
+        if (ch[k].blocks != min_b)
+            continue;
+        uint64_t rk = ch[k].racks;
+        if (ex) {
+            const uint32_t n = blocks_under(p, &w, &v, ch[k].pos, z, w.blocks);
+            const uint64_t lg = racks_bound(ex, v.w, ba, w.blocks, n, min_b, rneed, scratch);
+            rk = lg > rk ? lg : rk;
+        }
+        bound_r = rk < bound_r ? rk : bound_r;
+    }
+    *bound = head + (gs_key)bound_r * r->weight[LV(low)];
     return 0;
 }
 
@@ -636,7 +662,7 @@ int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
     for (uint32_t y = 0; y < w.rb - w.ra; y++)
         top = w.rcap[y] > top ? w.rcap[y] : top;
     const uint64_t rneed = r->gpus / r->unit[LV(low)];
-    uint32_t *ex = top + 1 <= RW_TAU_VALUES ? excess_table(p, &w, ba, bb, top + 1, &rc) : NULL;
+    uint32_t *ex = excess_table(p, &w, ba, bb, top + 1, &rc);
     uint64_t racks = 0;
     if (ex)
         racks = racks_bound(ex, top + 1, ba, blocks, bb - ba, nb, rneed, scratch);
