@@ -459,6 +459,12 @@ uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need);
  * those of the new nodes. Only where the aggregates count the request
  * exactly. racknodes.c. */
 int gs_pl_fewest_nodes_of_racks(gpusched_placer *p);
+
+/* The placement made, its racks chosen again inside the same blocks (as
+ * many in each) as those with the most nodes of the most units, and
+ * their fewest nodes taken, when that needs at most `target` nodes and
+ * fewer than it has; *done then (racknodes.c). */
+int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done);
 /* Assigns the witness of candidate d when its key is at most target
  * (*done), as gs_pl_assign(p, l, d, ...) would: domains from level l down
  * and nodes. 0 or GPUSCHED_ENOMEM. */

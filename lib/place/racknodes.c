@@ -18,6 +18,7 @@
  * answer's nodes. */
 #include <string.h>
 
+#include "heap.h"
 #include "place-internal.h"
 
 /* Largest unit value per node tabled. */
@@ -164,4 +165,94 @@ int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
             return rc;
     }
     return domains_of_nodes(p);
+}
+
+/* A rack of a chosen block, by its nodes of the most units first, then
+ * its capacity in them, ties lowest index. */
+typedef struct rn_rack {
+    uint64_t order;
+    uint32_t idx;
+} rn_rack;
+
+static bool rn_before(const rn_rack *a, const rn_rack *b, void *unused)
+{
+    (void)unused;
+    if (a->order != b->order)
+        return a->order > b->order;
+    return a->idx < b->idx;
+}
+
+GS_HEAP_DEFINE(rn_heap, rn_rack, void *, rn_before)
+
+int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    const struct gpusched_topo *t = p->t;
+    *done = false;
+    if (p->nlevels < 2 || !r->agg_exact_nodes)
+        return 0;
+    for (uint32_t i = 0; i < r->ncons; i++)
+        if (r->cons[i].size < r->gpus)
+            return 0;
+    const uint32_t low = p->nlevels - 1, width = c->hist_width;
+    const uint32_t umax = r->whole_w ? 1 : (width - 1) / r->u0;
+    if (umax > RN_UMAX || !umax)
+        return 0;
+    const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
+    const uint32_t *blocks = p->out_doms[low - 1], nblocks = p->ndoms[low - 1];
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    uint32_t *pick = gs_arena_get(&p->arena, (size_t)nracks * sizeof *pick);
+    uint32_t npick = 0;
+    uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0};
+    int rc = pick ? 0 : GPUSCHED_ENOMEM;
+    for (uint32_t i = 0, at = 0; !rc && i < nblocks; i++) {
+        /* The chosen racks of block i (racks ascend, so do blocks). */
+        uint32_t ra, rb, k = 0;
+        gs_pl_children(p, (int32_t)low - 1, blocks[i], &ra, &rb);
+        while (at < nracks && racks[at] < rb) {
+            k += racks[at] >= ra;
+            at++;
+        }
+        rn_rack *x = gs_arena_get(&p->arena, (size_t)(rb - ra) * sizeof *x);
+        if (!x) {
+            rc = GPUSCHED_ENOMEM;
+            break;
+        }
+        for (uint32_t y = ra; y < rb; y++) {
+            const uint32_t *h = &c->agg[low].hist[(size_t)y * width];
+            uint32_t per[RN_UMAX + 1] = {0};
+            for (uint32_t q = r->u0; q < width; q++)
+                per[gs_pl_hist_units(r, q)] += h[q];
+            uint64_t order = 0;
+            for (uint32_t v = umax; v >= 1 && v + 4 > umax; v--)
+                order = order << 16 | (per[v] < 0xffff ? per[v] : 0xffff);
+            x[y - ra] = (rn_rack){order, y};
+        }
+        rn_heap_sort(x, rb - ra, NULL);
+        for (uint32_t j = 0; j < k; j++) {
+            pick[npick++] = x[j].idx;
+            const uint32_t *h = &c->agg[low].hist[(size_t)x[j].idx * width];
+            for (uint32_t q = r->u0; q < width; q++)
+                avail_of[gs_pl_hist_units(r, q)] += h[q];
+        }
+    }
+    gs_node_plan plan;
+    avail_of[0] = 0;
+    if (rc || npick != nracks || !gs_pl_node_plan_make(&plan, avail_of, umax, r->gpus / r->u0) ||
+        plan.pending > target || plan.pending >= p->nout) {
+        gs_arena_restore(&p->arena, m);
+        return rc;
+    }
+    /* Ascending racks, so that the nodes come out sorted. */
+    gs_pl_sort_u32_desc(pick, npick);
+    p->nout = 0;
+    for (uint32_t i = npick; i-- > 0 && plan.pending;)
+        if ((rc = gs_pl_node_plan_take(p, &plan, t->dom_start[low][pick[i]], t->dom_start[low][pick[i] + 1])))
+            break;
+    gs_arena_restore(&p->arena, m);
+    if (!rc)
+        rc = domains_of_nodes(p);
+    *done = !rc;
+    return rc;
 }

@@ -654,8 +654,14 @@ int gs_pl_search(gpusched_placer *p)
         return 0;
     if (p->dp_refused != refused)
         return 0; /* past the budget already: the search down to nodes is larger still */
-    if (p->nout <= gs_pl_fewest_nodes_in(p, p->ndoms))
+    const uint64_t bound = gs_pl_fewest_nodes_in(p, p->ndoms);
+    if (p->nout <= bound)
         return 0;
+    /* Racks with more whole nodes in the same blocks: optimal if they
+     * meet the bound. */
+    bool done;
+    if ((rc = gs_pl_fuller_racks(p, bound, &done)) || done)
+        return rc;
     gs_kept_out first;
     if ((rc = keep_output(p, &first)))
         return rc;
