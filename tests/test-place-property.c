@@ -11,7 +11,12 @@
 
 typedef struct pt_stats {
     uint32_t cases, invalid, fit, nofit;
+    uint32_t fuller;            /* placements gs_pl_fuller_racks() answered */
 } pt_stats;
+
+/* one_case() shapes its requests for locality down to nodes over several
+ * racks: no preferred level, no slice, any split or pods, larger gangs. */
+static bool down_to_nodes;
 
 /* A random cluster of at most max_nodes nodes in a random state (job
  * 4242 running); *t: its topology, alive while the cluster is. */
@@ -148,6 +153,15 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         gpusched_job qjob;
         uint32_t avoid[4];
         pt_random_request(r, t, &q, &qjob, job, avoid);
+        if (down_to_nodes) {
+            q.preferred_level = GPUSCHED_NONE;
+            q.slice_gpus[0] = q.slice_gpus[1] = 0;
+            if (q.split == GPUSCHED_SPLIT_WHOLE_NODES) {
+                q.split = GPUSCHED_SPLIT_ANY;
+                q.pod_gpus = 0;
+            }
+            q.gpus *= 1 + pt_below(r, 3);
+        }
         st->cases++;
         int rc = gpusched_placer_place(p, &q, res);
         if (pw)
@@ -207,6 +221,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
                          (unsigned long long)(fit[l] & 0xffffffff), (unsigned long long)(fit[l] >> 32),
                          (unsigned long long)(want.fit[l] & 0xffffffff), (unsigned long long)(want.fit[l] >> 32));
     }
+    st->fuller += p->fuller_racks;
     gpusched_place_result_free(res);
     gpusched_place_result_free(probe);
     gpusched_placer_free(p);
@@ -214,8 +229,8 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
     gpusched_cluster_unref(c);
 }
 
-static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget, uint8_t knapsack,
-                     bool wide)
+static pt_stats run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget, uint8_t knapsack,
+                         bool wide)
 {
     pt_rng r = {seed};
     pt_stats st = {0};
@@ -224,6 +239,7 @@ static void run_with(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_
     cr_log_info("%u cases: %u invalid, %u fit, %u do not fit", st.cases, st.invalid, st.fit, st.nofit);
     cr_assert_gt(st.fit, st.cases / 8, "too few feasible cases to mean anything");
     cr_assert_gt(st.nofit, 0);
+    return st;
 }
 
 static void run(uint64_t seed, uint32_t rounds, uint32_t max_nodes, uint64_t budget)
@@ -252,6 +268,19 @@ Test(place_property, wide_key_knapsacks_choose_the_same_nodes)
 }
 
 Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f6cdd1dull, 1500, 12, UINT64_MAX); }
+
+/* Locality down to nodes over several racks, where the search counted
+ * down to racks answers first and its nodes are taken again, bounded,
+ * and (gs_pl_fuller_racks) chosen again on fuller racks of the same
+ * blocks: every answer has the exhaustive search's locality. */
+Test(place_property, nodes_after_racks_match_exhaustive_search)
+{
+    down_to_nodes = true;
+    pt_stats st = run_with(0x510e527fade682d1ull, 3000, 12, UINT64_MAX, 0, false);
+    down_to_nodes = false;
+    cr_log_info("%u answered on fuller racks", st.fuller);
+    cr_assert_gt(st.fuller, 10u);
+}
 
 Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
 {

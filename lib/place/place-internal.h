@@ -191,6 +191,7 @@ struct gpusched_placer {
     bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
                                  * that the knapsack's answers can be compared */
     uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
+    uint32_t fuller_racks;      /* tests: placements gs_pl_fuller_racks() answered */
     uint32_t key_misses;        /* tests: assignments worse than the exact key
                                  * their candidate was chosen by (search.c) */
     bool estimating;            /* the greedy try before the exact search (search.c) */

@@ -254,5 +254,6 @@ int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
     if (!rc)
         rc = domains_of_nodes(p);
     *done = !rc;
+    p->fuller_racks += *done;
     return rc;
 }
