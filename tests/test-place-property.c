@@ -275,11 +275,12 @@ Test(place_property, larger_clusters_match_exhaustive_search) { run(0x2545f4914f
  * blocks: every answer has the exhaustive search's locality. */
 Test(place_property, nodes_after_racks_match_exhaustive_search)
 {
+    const bool slow = getenv("GPUSCHED_UNDER_VALGRIND") != NULL;
     down_to_nodes = true;
-    pt_stats st = run_with(0x510e527fade682d1ull, 3000, 12, UINT64_MAX, 0, false);
+    pt_stats st = run_with(0x510e527fade682d1ull, slow ? 300 : 3000, 12, UINT64_MAX, 0, false);
     down_to_nodes = false;
     cr_log_info("%u answered on fuller racks", st.fuller);
-    cr_assert_gt(st.fuller, 10u);
+    cr_assert_gt(st.fuller, slow ? 0u : 10u);
 }
 
 Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
