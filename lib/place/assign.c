@@ -138,8 +138,7 @@ static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
     uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
     uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0}; /* nodes per unit value */
-    for (uint32_t k = r->u0; k < c->hist_width; k++)
-        avail_of[gs_pl_hist_units(r, k)] += h[k];
+    gs_pl_hist_add_units(r, h, c->hist_width, avail_of);
     gs_node_plan plan;
     if (!gs_pl_node_plan_make(&plan, avail_of, vmax, (uint64_t)y * r->ratio[LV(l)]))
         return 0;

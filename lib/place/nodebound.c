@@ -38,7 +38,7 @@
 static uint64_t nb_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* The racks of candidate d, by blocks. */
-typedef struct nb_racks {
+typedef struct gs_rack_ranks {
     uint32_t first, end;        /* racks [first, end) */
     uint32_t b0, nblocks;       /* blocks [b0, b0 + nblocks) */
     uint32_t max_racks;         /* most racks in one block */
@@ -49,7 +49,7 @@ typedef struct nb_racks {
      * runs[off[i] .. off[i + 1]) for i = b * (umax + 1) + v. */
     struct nb_run *runs;
     uint32_t *off;
-} nb_racks;
+} gs_rack_ranks;
 
 typedef struct nb_run {
     uint32_t val, n;
@@ -65,7 +65,7 @@ typedef struct nb_found {
 
 /* Sum of the r largest values of block a's runs for v, and of block b's
  * (b == UINT32_MAX: none). */
-static uint64_t top_sum(const nb_racks *k, uint32_t a, uint32_t b, uint32_t v, uint64_t r)
+static uint64_t top_sum(const gs_rack_ranks *k, uint32_t a, uint32_t b, uint32_t v, uint64_t r)
 {
     const uint32_t ia = a * (k->umax + 1) + v, ib = b == UINT32_MAX ? ia : b * (k->umax + 1) + v;
     const nb_run *x = k->runs + k->off[ia], *xe = k->runs + k->off[ia + 1];
@@ -81,7 +81,7 @@ static uint64_t top_sum(const nb_racks *k, uint32_t a, uint32_t b, uint32_t v, u
 }
 
 /* The T_v of blocks a and b (b == UINT32_MAX: a alone) into t. */
-static void nb_pair(const nb_racks *k, uint32_t a, uint32_t b, uint64_t r, uint64_t *t)
+static void nb_pair(const gs_rack_ranks *k, uint32_t a, uint32_t b, uint64_t r, uint64_t *t)
 {
     for (uint32_t v = 1; v <= k->umax; v++)
         t[v] = top_sum(k, a, b, v, r);
@@ -102,7 +102,7 @@ static bool nb_above(const uint64_t *t, const uint64_t *best, uint32_t umax)
  * fewer, ties to the lowest indices), whose count of nodes of the most
  * units is then exactly the most; for more (up to GS_NB_PAIRS_MAX), the
  * blocks with the most on their own. */
-static void most_nodes(const nb_racks *k, const uint64_t *single, nb_found *f)
+static void most_nodes(const gs_rack_ranks *k, const uint64_t *single, nb_found *f)
 {
     const uint32_t umax = k->umax, nbk = k->nblocks;
     const uint64_t r = f->racks;
@@ -210,21 +210,13 @@ uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need)
 /* Nodes of v units or more in rack x, v = 1 .. umax, into c[v]. */
 static void rack_counts(const gpusched_placer *p, uint32_t x, uint32_t umax, uint32_t *c)
 {
-    const uint32_t H = p->c->hist_width, u0 = p->req->u0;
-    const uint32_t *h = p->c->agg[p->nlevels - 1].hist + (size_t)x * H;
-    uint32_t run = 0;
-    c[umax + 1] = 0;
-    for (uint32_t v = umax; v >= 1; v--) {
-        const uint32_t to = (v + 1) * u0 < H ? (v + 1) * u0 : H;
-        for (uint32_t g = v * u0; g < to; g++)
-            run += h[g];
-        c[v] = run;
-    }
+    const uint32_t H = p->c->hist_width;
+    gs_pl_hist_at_least(p->req, p->c->agg[p->nlevels - 1].hist + (size_t)x * H, H, umax, c);
 }
 
 /* Counts every rack of d: false when a count is too large to table or
  * out of scratch memory. */
-static bool count_racks(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k)
+static bool count_racks(gpusched_placer *p, int32_t l, uint32_t d, gs_rack_ranks *k)
 {
     const struct gpusched_cluster *c = p->c;
     const int32_t low = (int32_t)p->nlevels - 1;
@@ -281,7 +273,7 @@ static bool count_racks(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k)
  * level between d and its racks. A block's own key is left to the greedy fill
  * and the knapsack: one level of choice, where the bound would cost the
  * common gang more than it saves. */
-static bool nb_applies(const gpusched_placer *p, int32_t l, nb_racks *k)
+static bool nb_applies(const gpusched_placer *p, int32_t l, gs_rack_ranks *k)
 {
     const gs_pl_req *r = p->req;
     const int32_t L = (int32_t)p->nlevels;
@@ -292,7 +284,7 @@ static bool nb_applies(const gpusched_placer *p, int32_t l, nb_racks *k)
 
 /* Whether f->nb blocks and `racks` racks may hold `need` units (f->t
  * filled for them). */
-static bool nb_holds(const nb_racks *k, uint64_t *single, nb_found *f, uint64_t racks, uint64_t need)
+static bool nb_holds(const gs_rack_ranks *k, uint64_t *single, nb_found *f, uint64_t racks, uint64_t need)
 {
     uint64_t sum = 0;
     f->racks = racks;
@@ -305,7 +297,7 @@ static bool nb_holds(const nb_racks *k, uint64_t *single, nb_found *f, uint64_t 
 }
 
 /* The bound's B and R (and T_v): false when it finds none. */
-static bool nb_search(gpusched_placer *p, int32_t l, uint32_t d, nb_racks *k, nb_found *f)
+static bool nb_search(gpusched_placer *p, int32_t l, uint32_t d, gs_rack_ranks *k, nb_found *f)
 {
     const gs_pl_req *r = p->req;
     const int32_t low = (int32_t)p->nlevels - 1;
@@ -385,37 +377,21 @@ gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uin
     return sum;
 }
 
-/* A rack of the witness's blocks, ordered by its counts from the most
- * units down (8 bits each, packed), ties lowest index. */
-typedef struct nb_rack {
-    uint64_t order;
-    uint32_t idx;
-} nb_rack;
-
-/* Richest in nodes of the most units first, ties: lowest index. */
-static bool rack_before(const nb_rack *a, const nb_rack *b, void *unused)
-{
-    (void)unused;
-    if (a->order != b->order)
-        return a->order > b->order;
-    return a->idx < b->idx;
-}
-
-GS_HEAP_DEFINE(rack_heap, nb_rack, void *, rack_before)
-
+/* The witness's racks are ranked (gs_rack_rank) by their counts from the
+ * most units down, 8 bits each. */
 /* A rack's count of nodes of v units or more, back from its order. */
-static uint32_t rack_count(const nb_rack *x, uint32_t v, uint32_t umax)
+static uint32_t rack_count(const gs_rack_rank *x, uint32_t v, uint32_t umax)
 {
     return v > umax ? 0 : (uint32_t)(x->order >> (8 * (v - 1)) & 0xff);
 }
 
 /* Racks of blocks best[] (relative to b0), in the witness's order; *n of
  * them. */
-static nb_rack *witness_racks(gpusched_placer *p, const nb_racks *k, const nb_found *f, uint32_t *n)
+static gs_rack_rank *witness_racks(gpusched_placer *p, const gs_rack_ranks *k, const nb_found *f, uint32_t *n)
 {
     const struct gpusched_cluster *c = p->c;
     const int32_t low = (int32_t)p->nlevels - 1;
-    nb_rack *x = gs_arena_get(&p->arena, (size_t)(k->end - k->first) * sizeof *x);
+    gs_rack_rank *x = gs_arena_get(&p->arena, (size_t)(k->end - k->first) * sizeof *x);
     if (!x)
         return NULL;
     *n = 0;
@@ -425,7 +401,7 @@ static nb_rack *witness_racks(gpusched_placer *p, const nb_racks *k, const nb_fo
         const uint32_t b = gs_cl_node_leaf(c, p->t->dom_start[low - 1][blk + 1] - 1) + 1;
         for (uint32_t y = a; y < b; y++) {
             uint32_t cv[GS_NB_UMAX + 2];
-            nb_rack *e = &x[(*n)++];
+            gs_rack_rank *e = &x[(*n)++];
             rack_counts(p, y, k->umax, cv);
             e->idx = y;
             e->order = 0;
@@ -433,14 +409,14 @@ static nb_rack *witness_racks(gpusched_placer *p, const nb_racks *k, const nb_fo
                 e->order = e->order << 8 | cv[v];
         }
     }
-    rack_heap_sort(x, *n, NULL);
+    gs_rack_rank_heap_sort(x, *n, NULL);
     return x;
 }
 
 /* Units each of the first R racks gives (share[i], in x's order): nodes of
  * the most units first across the racks, so that the fewest nodes hold
  * the gang; the node count into *nodes. false if they cannot hold it. */
-static bool witness_shares(const nb_rack *x, uint32_t R, uint32_t umax, uint64_t need, uint32_t *share,
+static bool witness_shares(const gs_rack_rank *x, uint32_t R, uint32_t umax, uint64_t need, uint32_t *share,
                            uint64_t *nodes)
 {
     uint64_t rem = need;
@@ -460,14 +436,14 @@ static bool witness_shares(const nb_rack *x, uint32_t R, uint32_t umax, uint64_t
 }
 
 /* The witness's shares by rack index over [k->first, k->end), and its key. */
-static int witness_plan(gpusched_placer *p, int32_t l, const nb_racks *k, const nb_found *f, uint32_t *by_rack,
+static int witness_plan(gpusched_placer *p, int32_t l, const gs_rack_ranks *k, const nb_found *f, uint32_t *by_rack,
                         gs_key *key)
 {
     const gs_pl_req *r = p->req;
     const int32_t L = (int32_t)p->nlevels;
     *key = GS_KEY_INF;
     uint32_t n = 0;
-    nb_rack *x = witness_racks(p, k, f, &n);
+    gs_rack_rank *x = witness_racks(p, k, f, &n);
     uint32_t *share = gs_arena_get(&p->arena, (size_t)n * sizeof *share);
     if (!x || !share)
         return GPUSCHED_ENOMEM;
@@ -511,7 +487,7 @@ int gs_pl_assign_by_rack(gpusched_placer *p, int32_t j, uint32_t x, uint32_t fir
 
 /* The witness of candidate d into the placer's memo (p->wit_*): its
  * shares by rack and its key, GS_KEY_INF when none is built. */
-static int witness_build(gpusched_placer *p, int32_t l, uint32_t d, const nb_racks *k, const nb_found *f)
+static int witness_build(gpusched_placer *p, int32_t l, uint32_t d, const gs_rack_ranks *k, const nb_found *f)
 {
     int rc = gs_pl_wit_begin(p, l, d, k->end - k->first);
     p->wit_first = k->first;
@@ -525,7 +501,7 @@ gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witne
 {
     const gs_pl_req *r = p->req;
     const int32_t L = (int32_t)p->nlevels, low = L - 1;
-    nb_racks k;
+    gs_rack_ranks k;
     nb_found f;
     *witness = GS_KEY_INF;
     if (!nb_applies(p, l, &k))
@@ -550,7 +526,7 @@ gs_key gs_pl_node_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *witne
 int gs_pl_node_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key target, bool *done)
 {
     *done = false;
-    nb_racks k;
+    gs_rack_ranks k;
     if (!nb_applies(p, l, &k))
         return 0;
     if (!gs_pl_witness_valid(p, l, d)) {

@@ -11,6 +11,7 @@
 #include "cluster/cluster-internal.h"
 #include "core.h"
 #include "gpusched/place.h"
+#include "heap.h"
 #include "topo/topo-internal.h"
 
 #define GS_PL_LEVELS (GS_MAX_LEVELS + 2) /* root, domain levels, nodes */
@@ -366,6 +367,29 @@ static inline uint32_t gs_pl_hist_units(const gs_pl_req *r, uint32_t k)
     return r->whole_w ? k == r->whole_w : gs_pl_div_u0(r, k);
 }
 
+/* Adds a domain's histogram row h[0, width) to avail_of[v], the nodes of
+ * v units (v = 0 for the nodes that give none). */
+static inline void gs_pl_hist_add_units(const gs_pl_req *r, const uint32_t *h, uint32_t width, uint64_t *avail_of)
+{
+    for (uint32_t k = r->u0; k < width; k++)
+        avail_of[gs_pl_hist_units(r, k)] += h[k];
+}
+
+/* A domain's nodes of v units or more, from its histogram row h[0,
+ * width): c[v] for v = 1 .. umax, and c[umax + 1] = 0. */
+static inline void gs_pl_hist_at_least(const gs_pl_req *r, const uint32_t *h, uint32_t width, uint32_t umax,
+                                       uint32_t *c)
+{
+    for (uint32_t v = 0; v <= umax + 1; v++)
+        c[v] = 0;
+    for (uint32_t k = r->u0; k < width; k++) {
+        const uint32_t v = gs_pl_hist_units(r, k);
+        c[v < umax ? v : umax] += h[k];
+    }
+    for (uint32_t v = umax; v-- > 1;)
+        c[v] += c[v + 1];
+}
+
 static inline uint32_t gs_pl_units_of_mask(const gs_pl_req *r, const struct gpusched_topo *t, uint32_t n,
                                            uint64_t avail)
 {
@@ -432,6 +456,24 @@ uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts);
  * placement on more blocks has a larger key whatever its racks. 0 (no
  * bound) where it does not apply (rackwitness.c). */
 int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key);
+
+/* A rack ranked by its nodes of the most units, then of fewer (packed
+ * into `order` by its user), ties lowest index: the racks richest in
+ * whole nodes first (nodebound.c, racknodes.c). */
+typedef struct gs_rack_rank {
+    uint64_t order;
+    uint32_t idx;
+} gs_rack_rank;
+
+static inline bool gs_rack_rank_before(const gs_rack_rank *a, const gs_rack_rank *b, void *unused)
+{
+    (void)unused;
+    if (a->order != b->order)
+        return a->order > b->order;
+    return a->idx < b->idx;
+}
+
+GS_HEAP_DEFINE(gs_rack_rank_heap, gs_rack_rank, void *, gs_rack_rank_before)
 
 /* Which nodes a domain gives for `rem` units, by value (assign.c): whole
  * nodes of the most units first (full[v] of value v), the last units

@@ -18,7 +18,6 @@
  * answer's nodes. */
 #include <string.h>
 
-#include "heap.h"
 #include "place-internal.h"
 
 /* Largest unit value per node tabled. */
@@ -61,19 +60,13 @@ static int level_counts(gpusched_placer *p, uint32_t l, uint32_t n, uint32_t uma
     uint32_t *cnt = gs_arena_get(&p->arena, (size_t)(umax + 1) * nd * sizeof *cnt);
     if (!cnt)
         return GPUSCHED_ENOMEM;
-    uint32_t unit_of[GPUSCHED_MAX_NODE_GPUS + 1];
-    for (uint32_t k = r->u0; k < width; k++)
-        unit_of[k] = gs_pl_hist_units(r, k);
     uint32_t top = 0;
     const uint32_t *h = c->agg[l].hist;
     for (uint32_t d = 0; d < nd; d++, h += width) {
-        uint32_t at_least[RN_UMAX + 2] = {0};
-        for (uint32_t k = r->u0; k < width; k++)
-            at_least[unit_of[k]] += h[k];
-        for (uint32_t v = umax; v >= 1; v--) {
-            at_least[v] += at_least[v + 1];
+        uint32_t at_least[RN_UMAX + 2];
+        gs_pl_hist_at_least(r, h, width, umax, at_least);
+        for (uint32_t v = 1; v <= umax; v++)
             cnt[(size_t)v * nd + d] = at_least[v];
-        }
         top = at_least[1] > top ? at_least[1] : top;
     }
     for (uint32_t v = 1; v <= umax; v++) {
@@ -83,13 +76,32 @@ static int level_counts(gpusched_placer *p, uint32_t l, uint32_t n, uint32_t uma
     return 0;
 }
 
+/* The most units a node gives, when the histograms count the request's
+ * units exactly and the tables here hold them; else 0. */
+static uint32_t units_tabled(const gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    const uint32_t umax = r->whole_w ? 1 : (p->c->hist_width - 1) / r->u0;
+    return r->agg_exact_nodes && p->nlevels && umax <= RN_UMAX ? umax : 0;
+}
+
+/* Whether the answer's racks may give other shares: no slice (the
+ * required level, a piece of the whole gang, stays in the same domains). */
+static bool shares_free(const gs_pl_req *r)
+{
+    for (uint32_t i = 0; i < r->ncons; i++)
+        if (r->cons[i].size < r->gpus)
+            return false;
+    return true;
+}
+
 uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_topo *t = p->t;
     const uint32_t width = p->c->hist_width;
-    const uint32_t umax = r->whole_w ? 1 : (width - 1) / r->u0;
-    if (!r->agg_exact_nodes || !p->nlevels || umax > RN_UMAX || umax == 0)
+    const uint32_t umax = units_tabled(p);
+    if (!umax)
         return 0;
     uint64_t tv[RN_UMAX + 1];
     for (uint32_t v = 0; v <= umax; v++)
@@ -139,21 +151,16 @@ int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
     const struct gpusched_topo *t = p->t;
-    const uint32_t low = p->nlevels - 1, width = c->hist_width;
-    const uint32_t umax = r->whole_w ? 1 : (width - 1) / r->u0;
-    if (!r->agg_exact_nodes || !p->nlevels || umax > RN_UMAX || !umax)
+    const uint32_t umax = units_tabled(p);
+    if (!umax || !shares_free(r))
         return 0;
-    for (uint32_t i = 0; i < r->ncons; i++)
-        if (r->cons[i].size < r->gpus)
-            return 0; /* a slice: the racks' shares are not free to move */
+    const uint32_t low = p->nlevels - 1, width = c->hist_width;
     const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
     uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0};
     for (uint32_t i = 0; i < nracks; i++) {
         if (i && racks[i] <= racks[i - 1])
             return 0; /* not in index order: the nodes would not be */
-        const uint32_t *h = &c->agg[low].hist[(size_t)racks[i] * width];
-        for (uint32_t k = r->u0; k < width; k++)
-            avail_of[gs_pl_hist_units(r, k)] += h[k];
+        gs_pl_hist_add_units(r, &c->agg[low].hist[(size_t)racks[i] * width], width, avail_of);
     }
     gs_node_plan plan;
     if (!gs_pl_node_plan_make(&plan, avail_of, umax, r->gpus / r->u0) || plan.pending >= p->nout)
@@ -167,38 +174,16 @@ int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
     return domains_of_nodes(p);
 }
 
-/* A rack of a chosen block, by its nodes of the most units first, then
- * its capacity in them, ties lowest index. */
-typedef struct rn_rack {
-    uint64_t order;
-    uint32_t idx;
-} rn_rack;
-
-static bool rn_before(const rn_rack *a, const rn_rack *b, void *unused)
-{
-    (void)unused;
-    if (a->order != b->order)
-        return a->order > b->order;
-    return a->idx < b->idx;
-}
-
-GS_HEAP_DEFINE(rn_heap, rn_rack, void *, rn_before)
-
 int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
     const struct gpusched_topo *t = p->t;
     *done = false;
-    if (p->nlevels < 2 || !r->agg_exact_nodes)
+    const uint32_t umax = units_tabled(p);
+    if (p->nlevels < 2 || !umax || !shares_free(r))
         return 0;
-    for (uint32_t i = 0; i < r->ncons; i++)
-        if (r->cons[i].size < r->gpus)
-            return 0;
     const uint32_t low = p->nlevels - 1, width = c->hist_width;
-    const uint32_t umax = r->whole_w ? 1 : (width - 1) / r->u0;
-    if (umax > RN_UMAX || !umax)
-        return 0;
     const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
     const uint32_t *blocks = p->out_doms[low - 1], nblocks = p->ndoms[low - 1];
     gs_arena_mark m = gs_arena_save(&p->arena);
@@ -214,31 +199,28 @@ int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
             k += racks[at] >= ra;
             at++;
         }
-        rn_rack *x = gs_arena_get(&p->arena, (size_t)(rb - ra) * sizeof *x);
+        gs_rack_rank *x = gs_arena_get(&p->arena, (size_t)(rb - ra) * sizeof *x);
         if (!x) {
             rc = GPUSCHED_ENOMEM;
             break;
         }
+        /* By nodes of the most units, then of fewer (the top four values,
+         * 16 bits each). */
         for (uint32_t y = ra; y < rb; y++) {
-            const uint32_t *h = &c->agg[low].hist[(size_t)y * width];
-            uint32_t per[RN_UMAX + 1] = {0};
-            for (uint32_t q = r->u0; q < width; q++)
-                per[gs_pl_hist_units(r, q)] += h[q];
+            uint32_t at_least[RN_UMAX + 2];
+            gs_pl_hist_at_least(r, &c->agg[low].hist[(size_t)y * width], width, umax, at_least);
             uint64_t order = 0;
             for (uint32_t v = umax; v >= 1 && v + 4 > umax; v--)
-                order = order << 16 | (per[v] < 0xffff ? per[v] : 0xffff);
-            x[y - ra] = (rn_rack){order, y};
+                order = order << 16 | (at_least[v] < 0xffff ? at_least[v] : 0xffff);
+            x[y - ra] = (gs_rack_rank){order, y};
         }
-        rn_heap_sort(x, rb - ra, NULL);
+        gs_rack_rank_heap_sort(x, rb - ra, NULL);
         for (uint32_t j = 0; j < k; j++) {
             pick[npick++] = x[j].idx;
-            const uint32_t *h = &c->agg[low].hist[(size_t)x[j].idx * width];
-            for (uint32_t q = r->u0; q < width; q++)
-                avail_of[gs_pl_hist_units(r, q)] += h[q];
+            gs_pl_hist_add_units(r, &c->agg[low].hist[(size_t)x[j].idx * width], width, avail_of);
         }
     }
     gs_node_plan plan;
-    avail_of[0] = 0;
     if (rc || npick != nracks || !gs_pl_node_plan_make(&plan, avail_of, umax, r->gpus / r->u0) ||
         plan.pending > target || plan.pending >= p->nout) {
         gs_arena_restore(&p->arena, m);
