@@ -288,6 +288,32 @@ Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
     run(0x51ed270b27a3e5f1ull, 1500, 12, 0);
 }
 
+/* A random request counted down to nodes that the search counts down to
+ * racks first (gs_pl_req_coarse), placed into res, and with the lowest
+ * domain level preferred into low; lr: its loaded form. -1 when the draw
+ * is no such request, else the placements' rc (asserted equal). */
+static int place_both_ways(pt_rng *r, gpusched_topo *t, gpusched_placer *p, bool no_slices,
+                           gpusched_place_result *res, gpusched_place_result *low, gs_pl_req *lr)
+{
+    const uint32_t L = gpusched_topo_level_count(t);
+    gpusched_place_request q;
+    gpusched_job job;
+    uint32_t avoid[4];
+    pt_random_request(r, t, &q, &job, 4242, avoid);
+    q.gpus *= 1 + pt_below(r, 24); /* still a multiple of the unit */
+    q.preferred_level = GPUSCHED_NONE;
+    if (no_slices)
+        q.slice_gpus[0] = q.slice_gpus[1] = 0;
+    gs_pl_req coarse;
+    if (L == 0 || gs_pl_req_load(p, &q, lr) || !gs_pl_req_coarse(p, lr, &coarse))
+        return -1;
+    int rc = gpusched_placer_place(p, &q, res);
+    gpusched_place_request ql = q;
+    ql.preferred_level = L - 1;
+    cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
+    return rc;
+}
+
 /* Locality counted down to nodes first tries the search counted down to
  * the lowest domain level; when its knapsack runs out of budget the full
  * search may do worse than that first answer, which is then kept. So with
@@ -307,22 +333,9 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
         p->dp_budget_max = 0;
         cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
         cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
-        const uint32_t L = gpusched_topo_level_count(t);
         for (int k = 0; k < 8; k++) {
-            gpusched_place_request q;
-            gpusched_job job;
-            uint32_t avoid[4];
-            pt_random_request(&r, t, &q, &job, 4242, avoid);
-            q.gpus *= 1 + pt_below(&r, 24); /* still a multiple of the unit */
-            q.preferred_level = GPUSCHED_NONE;
-            gs_pl_req lr, coarse;
-            if (L == 0 || gs_pl_req_load(p, &q, &lr) || !gs_pl_req_coarse(p, &lr, &coarse))
-                continue;
-            int rc = gpusched_placer_place(p, &q, res);
-            gpusched_place_request ql = q;
-            ql.preferred_level = L - 1;
-            cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
-            if (rc)
+            gs_pl_req lr;
+            if (place_both_ways(&r, t, p, false, res, low, &lr))
                 continue;
             const uint32_t *a, *b;
             uint32_t na, nb;
@@ -395,21 +408,8 @@ Test(place_property, nodes_are_the_fewest_of_the_racks_chosen)
         cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
         const uint32_t L = gpusched_topo_level_count(t);
         for (int k = 0; k < 8; k++) {
-            gpusched_place_request q;
-            gpusched_job job;
-            uint32_t avoid[4];
-            pt_random_request(&r, t, &q, &job, 4242, avoid);
-            q.gpus *= 1 + pt_below(&r, 24);
-            q.preferred_level = GPUSCHED_NONE;
-            q.slice_gpus[0] = q.slice_gpus[1] = 0;
-            gs_pl_req lr, coarse;
-            if (L == 0 || gs_pl_req_load(p, &q, &lr) || !gs_pl_req_coarse(p, &lr, &coarse))
-                continue;
-            int rc = gpusched_placer_place(p, &q, res);
-            gpusched_place_request ql = q;
-            ql.preferred_level = L - 1;
-            cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
-            if (rc)
+            gs_pl_req lr;
+            if (place_both_ways(&r, t, p, true, res, low, &lr))
                 continue;
             const uint32_t *a, *b, *racks;
             uint32_t na, nb, nracks;
