@@ -206,6 +206,7 @@ static void one_case(pt_rng *r, pt_stats *st, uint32_t max_nodes, uint64_t budge
         cr_assert_eq(p->key_misses, 0, "%s: the assignment missed the key its candidate won by", ctx);
         if (budget != UINT64_MAX)
             continue;
+        cr_assert_eq(p->node_work_spent, 0u, "%s: the search down to nodes ran out of work", ctx);
         uint32_t got[GPUSCHED_MAX_LEVELS + 1];
         place_ref_locality(c, &q, nodes, n, got);
         for (uint32_t l = 0; l <= want.nlevels; l++)
@@ -290,15 +291,18 @@ Test(place_property, past_the_knapsack_budget_still_complete_and_valid)
 
 /* A random request counted down to nodes that the search counts down to
  * racks first (gs_pl_req_coarse), placed into res, and with the lowest
- * domain level preferred into low; lr: its loaded form. -1 when the draw
- * is no such request, else the placements' rc (asserted equal). */
+ * domain level preferred into low; lr: its loaded form, q: the request
+ * (its job and avoided nodes are static: valid until the next call). -1
+ * when the draw is no such request, else the placements' rc (asserted
+ * equal). */
 static int place_both_ways(pt_rng *r, gpusched_topo *t, gpusched_placer *p, bool no_slices,
-                           gpusched_place_result *res, gpusched_place_result *low, gs_pl_req *lr)
+                           gpusched_place_result *res, gpusched_place_result *low, gs_pl_req *lr,
+                           gpusched_place_request *out)
 {
     const uint32_t L = gpusched_topo_level_count(t);
     gpusched_place_request q;
-    gpusched_job job;
-    uint32_t avoid[4];
+    static gpusched_job job;
+    static uint32_t avoid[4];
     pt_random_request(r, t, &q, &job, 4242, avoid);
     q.gpus *= 1 + pt_below(r, 24); /* still a multiple of the unit */
     q.preferred_level = GPUSCHED_NONE;
@@ -311,6 +315,8 @@ static int place_both_ways(pt_rng *r, gpusched_topo *t, gpusched_placer *p, bool
     gpusched_place_request ql = q;
     ql.preferred_level = L - 1;
     cr_assert_eq(gpusched_placer_place(p, &ql, low), rc);
+    if (out)
+        *out = q;
     return rc;
 }
 
@@ -335,7 +341,7 @@ Test(place_property, past_the_budget_no_worse_than_counting_down_to_racks)
         cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
         for (int k = 0; k < 8; k++) {
             gs_pl_req lr;
-            if (place_both_ways(&r, t, p, false, res, low, &lr))
+            if (place_both_ways(&r, t, p, false, res, low, &lr, NULL))
                 continue;
             const uint32_t *a, *b;
             uint32_t na, nb;
@@ -409,7 +415,7 @@ Test(place_property, nodes_are_the_fewest_of_the_racks_chosen)
         const uint32_t L = gpusched_topo_level_count(t);
         for (int k = 0; k < 8; k++) {
             gs_pl_req lr;
-            if (place_both_ways(&r, t, p, true, res, low, &lr))
+            if (place_both_ways(&r, t, p, true, res, low, &lr, NULL))
                 continue;
             const uint32_t *a, *b, *racks;
             uint32_t na, nb, nracks;
@@ -436,6 +442,87 @@ Test(place_property, nodes_are_the_fewest_of_the_racks_chosen)
     cr_log_info("%u compared, %u on fewer nodes than the coarse answer", compared, fewer);
     cr_assert_gt(compared, rounds / 4);
     cr_assert_gt(fewer, compared / 20);
+}
+
+/* The search down to nodes after an exact answer down to racks has a
+ * work budget in proportion to that answer; past it the answer down to
+ * racks stands, on the fewest nodes of its racks, and is not claimed
+ * exact (a knapsack counts as refused). A placer whose budget is one unit
+ * runs out on every such search that does any work; with the production
+ * budget the answers are never worse. (On the exhaustive-search tests'
+ * clusters the production budget never runs out: one_case() checks.) */
+Test(place_property, past_the_work_budget_the_answer_down_to_racks_stands)
+{
+    pt_rng r = {0x6a09e667f3bcc908ull};
+    uint32_t compared = 0, spent = 0, fewer = 0, spent_default = 0, unmetered_fewer = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
+    for (uint32_t round = 0; round < rounds; round++) {
+        gpusched_topo *t;
+        gpusched_cluster *c = random_cluster(&r, 300, &t);
+        gpusched_placer *p, *pw, *pu;
+        gpusched_place_result *res, *low, *resw;
+        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
+        cr_assert_eq(gpusched_placer_new(c, NULL, &pw), 0);
+        cr_assert_eq(gpusched_placer_new(c, NULL, &pu), 0);
+        pw->node_work_max = 1;
+        pu->node_work_max = UINT64_MAX;
+        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &low), 0);
+        cr_assert_eq(gpusched_place_result_new(NULL, &resw), 0);
+        const uint32_t L = gpusched_topo_level_count(t);
+        for (int k = 0; k < 8; k++) {
+            gs_pl_req lr;
+            gpusched_place_request q;
+            pt_rng again = r, third = r;
+            if (place_both_ways(&r, t, p, true, res, low, &lr, NULL))
+                continue;
+            const uint32_t spent_before = pw->node_work_spent;
+            const uint64_t refused_before = pw->dp_refused;
+            cr_assert_eq(place_both_ways(&again, t, pw, true, resw, low, &lr, &q), 0);
+            assert_valid(c, &q, resw, round);
+            const uint32_t *a, *b, *w, *racks;
+            uint32_t na, nb, nw, nracks;
+            cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
+            cr_assert_eq(gpusched_place_result_locality(low, &b, &nb), 0);
+            cr_assert_eq(gpusched_place_result_locality(resw, &w, &nw), 0);
+            cr_assert_eq(gpusched_place_result_domains(low, L - 1, &racks, &nracks), 0);
+            for (uint32_t i = 0; i < L; i++) {
+                cr_assert_eq(w[i], b[i], "round %u, level %u: %u domains past the budget, %u down to racks", round,
+                             i, w[i], b[i]);
+                cr_assert_eq(a[i], b[i], "round %u, level %u: %u domains down to nodes, %u down to racks", round, i,
+                             a[i], b[i]);
+            }
+            const uint32_t best = fewest_nodes_of_racks(c, t, &lr, racks, nracks, lr.gpus / lr.u0);
+            cr_assert_leq(w[L], best, "round %u: %u nodes past the budget, the racks hold it on %u", round, w[L], best);
+            cr_assert_leq(a[L], w[L], "round %u: %u nodes with the budget, %u past it", round, a[L], w[L]);
+            if (pw->node_work_spent != spent_before)
+                cr_assert_neq(pw->dp_refused, refused_before, "round %u: past the budget, claimed exact", round);
+            fewer += a[L] < w[L];
+            /* Unmetered: never fewer domains, and how often fewer nodes. */
+            const uint32_t nodes_metered = a[L];
+            cr_assert_eq(place_both_ways(&third, t, pu, true, resw, low, &lr, NULL), 0);
+            cr_assert_eq(gpusched_place_result_locality(resw, &w, &nw), 0);
+            for (uint32_t i = 0; i < L; i++)
+                cr_assert_eq(w[i], b[i], "round %u, level %u: %u domains unmetered, %u down to racks", round, i, w[i],
+                             b[i]);
+            unmetered_fewer += w[L] < nodes_metered;
+            spent += pw->node_work_spent != spent_before;
+            compared++;
+        }
+        gpusched_place_result_free(res);
+        gpusched_place_result_free(low);
+        gpusched_place_result_free(resw);
+        spent_default += p->node_work_spent;
+        gpusched_placer_free(p);
+        gpusched_placer_free(pw);
+        gpusched_placer_free(pu);
+        gpusched_cluster_unref(c);
+    }
+    cr_log_info("%u compared, %u past the work budget of one unit, %u on fewer nodes with the production budget (%u "
+                "past it), %u on fewer still unmetered",
+                compared, spent, fewer, spent_default, unmetered_fewer);
+    cr_assert_gt(compared, rounds / 4);
+    cr_assert_gt(spent, compared / 20);
 }
 
 /* Four levels (data center, zone, block, rack), locality counted down to

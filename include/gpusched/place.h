@@ -34,7 +34,11 @@
  * once the locality down to the lowest domains is settled, and none when
  * settling it already ran out: the nodes are then the fewest of the
  * racks chosen), more only when an exact key needs its knapsacks whole
- * to be assigned.
+ * to be assigned. The search for that node count is bounded as a whole
+ * too: 4,096 units of work plus one per 8 nodes of the answer settling
+ * the domains gave (a unit: a histogram row, domain or node read, a
+ * knapsack step, a subset tried). Past it that answer stands, on the
+ * fewest nodes of its racks or fewer.
  * Past that bound the placement is still found whenever one exists, but
  * locality below the levels already decided is not proven optimal. The
  * cases that can reach it: locality counted over three or more levels,

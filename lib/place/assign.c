@@ -291,20 +291,25 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
 {
     if (!y)
         return 0;
+    int rc = gs_pl_spend(p, 1);
+    if (rc)
+        return rc;
     if (l == (int32_t)p->nlevels)
         return emit_node(p, d, y);
     if (l >= 0 && gs_pl_use_domain(p, (uint32_t)l, d))
         return GPUSCHED_ENOMEM;
     if (l + 1 == (int32_t)p->nlevels) {
         bool done;
-        int rc = take_all_nodes(p, l, d, y, &done);
+        if ((rc = gs_pl_spend(p, gs_topo_dom_nodes(p->t, (uint32_t)l, d))))
+            return rc;
+        rc = take_all_nodes(p, l, d, y, &done);
         if (!rc && !done)
             rc = nodes_from_hist(p, l, d, y, &done);
         if (rc || done)
             return rc;
     }
     gs_arena_mark m = gs_arena_save(&p->arena);
-    int rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
+    rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);
     gs_arena_restore(&p->arena, m);
     return rc;
 }

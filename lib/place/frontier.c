@@ -30,6 +30,9 @@ int gs_pl_kids(gpusched_placer *p, int32_t l, uint32_t d, gs_kid **out, uint32_t
 {
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
+    int rc = gs_pl_spend(p, b - a);
+    if (rc)
+        return rc;
     gs_kid *k = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *k);
     if (!k)
         return GPUSCHED_ENOMEM;
@@ -78,9 +81,9 @@ static int frontier_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
-    uint32_t nodes = gs_topo_dom_nodes(p->t, (uint32_t)l, d);
-    int rc = front_alloc(p, f, need < nodes ? need : nodes);
-    if (rc)
+    const uint32_t nodes = gs_topo_dom_nodes(p->t, (uint32_t)l, d), most = need < nodes ? need : nodes;
+    int rc = gs_pl_spend(p, most);
+    if (rc || (rc = front_alloc(p, f, most)))
         return rc;
     uint32_t ratio = r->ratio[LV(l)], last = 0, used = 0;
     uint64_t sum = 0;
@@ -213,10 +216,12 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
         return 0;
     }
     p->dp_budget -= units_work;
+    int rc = gs_pl_spend(p, work);
+    if (rc)
+        return rc;
     const uint32_t ratio = r->ratio[LV(l)], need = o->need;
     gs_front *f = o->front;
-    int rc = front_alloc(p, f, pairs < need ? (uint32_t)pairs : need);
-    if (rc)
+    if ((rc = front_alloc(p, f, pairs < need ? (uint32_t)pairs : need)))
         return rc;
     const gs_arena_mark table = gs_arena_save(&p->arena);
     uint32_t *U = gs_arena_get(&p->arena, (size_t)pairs * sizeof *U);
@@ -371,6 +376,9 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     uint32_t a, b;
     gs_pl_children(p, l, d, &a, &b);
     uint32_t nk = b - a;
+    int rc = gs_pl_spend(p, nk);
+    if (rc)
+        return rc;
     o->fronts = gs_arena_get(&p->arena, (size_t)nk * sizeof *o->fronts);
     if (!o->fronts)
         return GPUSCHED_ENOMEM;
@@ -381,14 +389,14 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t cap = gs_pl_cap(p, l + 1, a + i);
         fr[i].n = 0;
-        int rc = cap ? gs_pl_frontier(p, l + 1, a + i, cap < Y ? cap : Y, &fr[i]) : 0;
+        rc = cap ? gs_pl_frontier(p, l + 1, a + i, cap < Y ? cap : Y, &fr[i]) : 0;
         if (rc)
             return rc;
         entries += fr[i].n;
     }
     if (o->front && !o->want_choices && l + 2 >= r->pref) {
         bool applied;
-        int rc = frontier_counted(p, l, o, Y, entries, &applied);
+        rc = frontier_counted(p, l, o, Y, entries, &applied);
         if (rc || applied)
             return rc;
     }
@@ -399,6 +407,8 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
         return 0;
     }
     p->dp_budget -= work;
+    if ((rc = gs_pl_spend(p, work)))
+        return rc;
     gs_key *dp = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
     uint32_t *prev = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *prev) : NULL;
     uint32_t *entry = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *entry) : NULL;

@@ -193,9 +193,15 @@ struct gpusched_placer {
                                  * that the knapsack's answers can be compared */
     uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
     uint32_t fuller_racks;      /* tests: placements gs_pl_fuller_racks() answered */
+    uint32_t node_work_spent;   /* tests: searches down to nodes past their work
+                                 * budget (search.c search_down_to_nodes) */
+    uint64_t node_work_max;     /* tests: that budget instead (0: the production one) */
     uint32_t key_misses;        /* tests: assignments worse than the exact key
                                  * their candidate was chosen by (search.c) */
     bool estimating;            /* the greedy try before the exact search (search.c) */
+    uint64_t work_left;         /* the search down to nodes after an exact answer
+                                 * down to the lowest domains: the work it may
+                                 * still do (gs_pl_spend); UINT64_MAX otherwise */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */
     uint32_t sub_gen, sub_dom, sub_y, sub_m, sub_cap;
@@ -610,6 +616,25 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
  * at least (search.c gs_pl_search). */
 #define GS_PL_NODE_STEPS 8
 #define GS_PL_NODE_STEPS_MIN 4096
+/* The same search's work (domains and nodes read, knapsack steps, subsets
+ * tried): one unit per so many nodes of the first answer, and at least
+ * so many; past it the first answer stands (search.c search_down_to_nodes). */
+#define GS_PL_NODES_PER_WORK 8
+#define GS_PL_NODE_WORK_MIN 4096
+/* Internal: the work budget is spent (never returned to callers). */
+#define GS_PL_EWORK (-1000)
+
+/* Charges w units of work: GS_PL_EWORK once the budget cannot pay, and
+ * every charge after. Unmetered searches never run out (UINT64_MAX). */
+static inline int gs_pl_spend(gpusched_placer *p, uint64_t w)
+{
+    if (w > p->work_left) {
+        p->work_left = 0;
+        return GS_PL_EWORK;
+    }
+    p->work_left -= w;
+    return 0;
+}
 /* subsets.c: the exact shortcut for domains whose grandchildren are the
  * last counted level. Sets *applicable; then *key (GS_KEY_INF: no fit) and,
  * if `amount` is given, each child's share (indexed from the first child). */

@@ -72,6 +72,18 @@ static void prefetch_leaf_nodes(const gpusched_placer *p, int32_t l, uint32_t d)
     __builtin_prefetch(&p->c->node_free[b - 1]);
 }
 
+/* What candidate d of level l's bounds and witnesses read, charged to a
+ * metered search: the histogram rows of the lowest-level domains under
+ * it. */
+static uint64_t rows_under(const gpusched_placer *p, int32_t l, uint32_t d)
+{
+    if (l + 1 >= (int32_t)p->nlevels)
+        return p->c->hist_width;
+    const uint32_t *leaf = p->t->node_leaf;
+    const uint64_t leaves = (uint64_t)leaf[p->t->dom_start[l][d + 1] - 1] - leaf[p->t->dom_start[l][d]] + 1;
+    return leaves * p->c->hist_width;
+}
+
 /* The exact key of candidate d, the seq-th visited, and whether it is the
  * best so far: the least key, ties to the first visited (the tightest).
  * lbd: the candidate's own bound (0: none). */
@@ -168,10 +180,12 @@ static int consider(gpusched_placer *p, gs_cand *s, uint32_t d)
      * search: it waits, in case one that can is found (then it never
      * builds its frontiers). */
     gs_key lb = 0, witness = GS_KEY_INF, cb;
+    int rc = gs_pl_spend(p, rows_under(p, s->level, d));
+    if (rc)
+        return rc;
     if (s->later) {
         lb = gs_pl_node_bound(p, s->level, d, &witness);
-        int rc = children_bound(p, s, d, &cb);
-        if (rc)
+        if ((rc = children_bound(p, s, d, &cb)))
             return rc;
         lb = cb > lb ? cb : lb;
         if (lb > s->lb_key) {
@@ -625,6 +639,40 @@ static void restore_output(gpusched_placer *p, const gs_kept_out *k)
     }
 }
 
+/* After the search counted down to the lowest domain level, whose answer
+ * is in the output: the search counted down to nodes, kept when it uses
+ * fewer nodes. Only nodes are at stake (the first answer's vector down to
+ * the lowest domain level is optimal): its knapsacks get a budget in
+ * proportion to the gang, and its whole work one in proportion to the
+ * first answer (what it reads besides the knapsacks is not bounded by
+ * their budget, and on large fragmented clusters that is where the time
+ * goes). Past it the first answer stands. */
+static int search_down_to_nodes(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    gs_kept_out first;
+    int rc = keep_output(p, &first);
+    if (rc)
+        return rc;
+    const gs_key first_key = key_below(p, -1);
+    const uint64_t budget = GS_PL_NODE_STEPS * (r->gpus / r->u0) + GS_PL_NODE_STEPS_MIN;
+    p->sub_gen = 0; /* the subset memo was the coarse request's */
+    p->work_left = p->node_work_max ? p->node_work_max : first.nout / GS_PL_NODES_PER_WORK + GS_PL_NODE_WORK_MIN;
+    rc = search_with(p, budget < p->dp_budget_max ? budget : p->dp_budget_max);
+    p->work_left = UINT64_MAX;
+    if (rc == GS_PL_EWORK) {
+        p->node_work_spent++;
+        p->dp_refused++; /* the first answer's nodes are not proven the fewest */
+        restore_output(p, &first);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (first_key < key_below(p, -1))
+        restore_output(p, &first);
+    return 0;
+}
+
 /* Locality counted down to nodes: the search counted down to the lowest
  * domain level first, whose answer is optimal when it uses no more nodes
  * than the fewest nodes anywhere (its locality down to the lowest domain
@@ -662,18 +710,6 @@ int gs_pl_search(gpusched_placer *p)
     bool done;
     if ((rc = gs_pl_fuller_racks(p, bound, &done)) || done)
         return rc;
-    gs_kept_out first;
-    if ((rc = keep_output(p, &first)))
-        return rc;
-    const gs_key first_key = key_below(p, -1);
-    /* Only nodes are at stake now (the first answer's vector down to the
-     * lowest domain level is optimal): the knapsack gets a budget in
-     * proportion to the gang. */
-    const uint64_t budget = GS_PL_NODE_STEPS * (r->gpus / r->u0) + GS_PL_NODE_STEPS_MIN;
-    p->sub_gen = 0; /* the subset memo was the coarse request's */
-    if ((rc = search_with(p, budget < p->dp_budget_max ? budget : p->dp_budget_max)))
-        return rc;
-    if (first_key < key_below(p, -1))
-        restore_output(p, &first);
-    return 0;
+    return search_down_to_nodes(p);
 }
+

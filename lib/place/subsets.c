@@ -491,7 +491,7 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
     uint32_t n, nruns;
     uint64_t grand;
     int rc = gather(p, l, d, &k, &rn, &n, &nruns, &grand);
-    if (rc)
+    if (rc || (rc = gs_pl_spend(p, (uint64_t)n + nruns)))
         return rc;
     uint64_t Y = (uint64_t)y * r->ratio[LV(l)];
     uint32_t *scratch = gs_arena_get(&p->arena, (size_t)(4 * n + 1) * sizeof *scratch);
@@ -536,8 +536,12 @@ int gs_pl_subsets(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key 
          * subset is tried again from the start, by the branch and bound
          * where it applies. */
         given_up = true;
+        if ((rc = gs_pl_spend(p, (subsets < SUBSETS_TRY ? subsets : SUBSETS_TRY) * per)))
+            return rc;
         if (p->subsets_mode != 2 || !all)
             enumerate(p, l, k, rn, n, m, Y, key_lb, cap_lb, false, scratch, key, &given_up);
+        if (given_up && all && (rc = gs_pl_spend(p, subsets * per)))
+            return rc;
         if (given_up && all) {
             *key = GS_KEY_INF;
             gs_sub_table table;
