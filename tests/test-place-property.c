@@ -525,6 +525,62 @@ Test(place_property, past_the_work_budget_the_answer_down_to_racks_stands)
     cr_assert_gt(spent, compared / 20);
 }
 
+/* Lexicographic order of two locality vectors over their first n
+ * levels: <0, 0 or >0. */
+static int vector_cmp(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* Two placers on one cluster, the rack witness on (p) and off (po), and
+ * a result each. */
+typedef struct wp_env {
+    gpusched_cluster *c;
+    gpusched_placer *p, *po;
+    gpusched_place_result *res, *reso;
+} wp_env;
+
+static void wp_open(wp_env *e, gpusched_cluster *c)
+{
+    e->c = c;
+    cr_assert_eq(gpusched_placer_new(c, NULL, &e->p), 0);
+    cr_assert_eq(gpusched_placer_new(c, NULL, &e->po), 0);
+    e->po->witness_off = true;
+    cr_assert_eq(gpusched_place_result_new(NULL, &e->res), 0);
+    cr_assert_eq(gpusched_place_result_new(NULL, &e->reso), 0);
+}
+
+static void wp_close(wp_env *e)
+{
+    gpusched_place_result_free(e->res);
+    gpusched_place_result_free(e->reso);
+    gpusched_placer_free(e->p);
+    gpusched_placer_free(e->po);
+    gpusched_cluster_unref(e->c);
+}
+
+/* q placed with the witness and without, with the same outcome; when
+ * placed, asserted valid, and *cmp the order of their locality vectors
+ * above the nodes (not counted). Whether it was placed. */
+static bool place_with_and_without_witness(wp_env *e, const gpusched_place_request *q, uint32_t round, int *cmp)
+{
+    int rc = gpusched_placer_place(e->p, q, e->res);
+    cr_assert_eq(gpusched_placer_place(e->po, q, e->reso), rc);
+    if (rc)
+        return false;
+    const uint32_t *a, *b;
+    uint32_t na, nb;
+    cr_assert_eq(gpusched_place_result_locality(e->res, &a, &na), 0);
+    cr_assert_eq(gpusched_place_result_locality(e->reso, &b, &nb), 0);
+    cr_assert_eq(na, nb);
+    *cmp = vector_cmp(a, b, na - 1);
+    assert_valid(e->c, q, e->res, round);
+    return true;
+}
+
 /* Four levels (data center, zone, block, rack), locality counted down to
  * racks, gangs larger than a zone or a data center: the rack witness
  * (lib/place/rackwitness.c) answers where it meets its bound, and must
@@ -539,13 +595,8 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
         const uint32_t dcs = 1 + pt_below(&r, 2), zones = 2 + pt_below(&r, 3);
         uint32_t zone_gpus;
         gpusched_cluster *c = random_four_level(&r, dcs, zones, &zone_gpus);
-        gpusched_placer *p, *po;
-        gpusched_place_result *res, *reso;
-        cr_assert_eq(gpusched_placer_new(c, NULL, &p), 0);
-        cr_assert_eq(gpusched_placer_new(c, NULL, &po), 0);
-        po->witness_off = true;
-        cr_assert_eq(gpusched_place_result_new(NULL, &res), 0);
-        cr_assert_eq(gpusched_place_result_new(NULL, &reso), 0);
+        wp_env e;
+        wp_open(&e, c);
         const uint32_t dc_gpus = zones * zone_gpus;
         for (int k = 0; k < 8; k++) {
             gpusched_place_request q;
@@ -557,31 +608,91 @@ Test(place_property, rack_witness_matches_the_knapsack_on_four_levels)
             q.gpus = (span / 4 + pt_below(&r, span + 1)) & ~1u;
             q.preferred_level = 3;
             q.required_level = pt_below(&r, 2) ? GPUSCHED_NONE : 0;
-            const uint32_t before = p->rack_witnesses;
-            int rc = gpusched_placer_place(p, &q, res);
-            cr_assert_eq(gpusched_placer_place(po, &q, reso), rc);
-            if (rc)
+            const uint32_t before = e.p->rack_witnesses;
+            int cmp;
+            if (!place_with_and_without_witness(&e, &q, round, &cmp))
                 continue;
-            const uint32_t *a, *b;
-            uint32_t na, nb;
-            cr_assert_eq(gpusched_place_result_locality(res, &a, &na), 0);
-            cr_assert_eq(gpusched_place_result_locality(reso, &b, &nb), 0);
-            for (uint32_t i = 0; i + 1 < na; i++) /* nodes are not counted */
-                cr_assert_eq(a[i], b[i], "round %u: level %u: %u domains with the witness, %u without", round, i,
-                             a[i], b[i]);
-            assert_valid(c, &q, res, round);
+            cr_assert_eq(cmp, 0, "round %u: other domain counts with the witness than without", round);
             compared++;
-            witnessed += p->rack_witnesses != before;
+            witnessed += e.p->rack_witnesses != before;
         }
-        gpusched_place_result_free(res);
-        gpusched_place_result_free(reso);
-        gpusched_placer_free(p);
-        gpusched_placer_free(po);
-        gpusched_cluster_unref(c);
+        wp_close(&e);
     }
     cr_log_info("%u compared, %u assigned by the rack witness", compared, witnessed);
     cr_assert_gt(compared, rounds);
     cr_assert_gt(witnessed, rounds / 10);
+}
+
+/* A uniform cluster of blocks and racks (12 to 24 blocks, enough that
+ * choosing among them is past the subsets tried whole), or of zones,
+ * blocks and racks (random fan-outs, 4 GPUs a node, random state);
+ * *block_gpus: a block's GPUs, *gpus: the cluster's. */
+static gpusched_cluster *random_blocks_and_racks(pt_rng *r, uint32_t levels, uint32_t *block_gpus, uint32_t *gpus)
+{
+    static const char *const lv3[] = {"zone", "block", "rack"}, *const lv2[] = {"block", "rack"};
+    uint32_t fan[4], k = 0;
+    if (levels == 3)
+        fan[k++] = 2 + pt_below(r, 3);
+    fan[k++] = levels == 3 ? 2 + pt_below(r, 5) : 12 + pt_below(r, 13);
+    fan[k++] = levels == 3 ? 2 + pt_below(r, 4) : 3 + pt_below(r, 6);
+    fan[k++] = 2 + pt_below(r, 3);
+    gpusched_topo *t;
+    char err[128];
+    cr_assert_eq(gpusched_topo_uniform(levels, levels == 3 ? lv3 : lv2, fan, 4, "gpu", NULL, &t, err, sizeof err), 0,
+                 "%s", err);
+    gpusched_cluster *c;
+    cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+    gpusched_topo_unref(t);
+    pt_random_state(r, c, 4242);
+    *block_gpus = fan[k - 2] * fan[k - 1] * 4;
+    *gpus = *block_gpus * fan[0] * (levels == 3 ? fan[1] : 1);
+    return c;
+}
+
+/* The rack witness at the root, locality counted down to racks, gangs of
+ * more than a block, in valid placements. Over zones, blocks and racks:
+ * the same locality as the knapsack alone (exact on clusters this small).
+ * Right above the blocks (a cluster of blocks and racks) it only stands
+ * in for a knapsack past its budget: with a budget of 64 steps, never a
+ * worse locality than the knapsack alone with the same budget, and
+ * sometimes a better one. */
+Test(place_property, rack_witness_at_the_root_of_two_and_three_levels)
+{
+    pt_rng r = {0x1f83d9abfb41bd6bull};
+    uint32_t compared = 0, witnessed = 0, better = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 16 : 160;
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t levels = 2 + round % 2;
+        uint32_t block_gpus, gpus;
+        gpusched_cluster *c = random_blocks_and_racks(&r, levels, &block_gpus, &gpus);
+        wp_env e;
+        wp_open(&e, c);
+        if (levels == 2)
+            e.p->dp_budget_max = e.po->dp_budget_max = 64;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (block_gpus + 2 + pt_below(&r, (levels == 3 ? 3 * block_gpus : gpus / 2) + 1)) & ~1u;
+            q.preferred_level = levels - 1;
+            const uint32_t before = e.p->rack_witnesses;
+            int cmp;
+            if (!place_with_and_without_witness(&e, &q, round, &cmp))
+                continue;
+            if (levels == 3)
+                cr_assert_eq(cmp, 0, "round %u: other domain counts with the witness", round);
+            cr_assert_leq(cmp, 0, "round %u (%u levels): a worse locality with the witness", round, levels);
+            compared++;
+            better += cmp < 0;
+            witnessed += e.p->rack_witnesses != before;
+        }
+        wp_close(&e);
+    }
+    cr_log_info("%u compared, %u assigned by the rack witness, %u better than the knapsack past its budget", compared,
+                witnessed, better);
+    cr_assert_gt(compared, rounds);
+    cr_assert_gt(witnessed, rounds / 10);
+    cr_assert_gt(better, 0);
 }
 
 /* With several data centers as candidates, each candidate's knapsack
@@ -616,16 +727,6 @@ Test(place_property, an_assignment_keeps_the_key_its_candidate_won_by)
     }
     cr_log_info("%u placed", placed);
     cr_assert_gt(placed, rounds);
-}
-
-/* Lexicographic order of two locality vectors over their first n
- * levels: <0, 0 or >0. */
-static int vector_cmp(const uint32_t *a, const uint32_t *b, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    return 0;
 }
 
 /* The same request under knapsack budgets from 4 to 2^24 steps, on

@@ -1,5 +1,5 @@
-/* With locality counted down to racks and two levels or more between
- * the candidate and its racks (data center, zone, block, rack), a
+/* With locality counted down to racks and blocks between the candidate
+ * and its racks (the candidate a data center, a zone or the cluster), a
  * placement built from the capacities the candidate's own bound reads
  * (search.c children_bound): every choice of the fewest domains above the
  * blocks that hold the gang, in each the fewest blocks and racks by the
@@ -49,11 +49,15 @@ static rw_dom *by_capacity(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b
     return x;
 }
 
+/* Racks last counted, and two levels between them and candidate l (the
+ * domains above the blocks are l's children), or one when l is the
+ * cluster (the cluster is then the domain above the blocks; search.c
+ * assign_root() uses that witness only where the knapsack does worse). */
 static bool rw_applies(const gpusched_placer *p, int32_t l)
 {
     const gs_pl_req *r = p->req;
     const int32_t L = (int32_t)p->nlevels;
-    if (r->pref != L - 1 || l < -1 || l > L - 4)
+    if (r->pref != L - 1 || l < -1 || l > L - 4 + (l == -1))
         return false;
     /* A slice between d and its racks would bind the shares; one at the
      * racks is in their capacities. */
@@ -119,6 +123,22 @@ static uint64_t racks_for(const uint32_t *h, uint32_t w, uint64_t need)
     return need ? UINT64_MAX : used;
 }
 
+/* Blocks by their score at one threshold: the highest first, ties to the
+ * larger capacity, then the lower index (rw_before). */
+typedef struct rw_scores {
+    const uint64_t *score;
+    const rw_dom *x;
+} rw_scores;
+
+static bool score_before(const uint32_t *a, const uint32_t *b, const rw_scores *s)
+{
+    if (s->score[*a] != s->score[*b])
+        return s->score[*a] > s->score[*b];
+    return rw_before(&s->x[*a], &s->x[*b], NULL);
+}
+
+GS_HEAP_DEFINE(score_heap, uint32_t, const rw_scores *, score_before)
+
 /* Blocks x[0, n), the first nb chosen by the greedy rule (the most
  * capacity): the largest blocks may hold racks of every size where fewer,
  * fuller racks elsewhere would do. For every threshold tau, the nb blocks
@@ -183,20 +203,13 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
             pick[i] = i;
         }
         /* The nb best scores, ties to the larger capacity, then the
-         * lower index (partial selection: nb passes at most). */
+         * lower index: a sort, since nb is most of n when the gang is
+         * most of the candidate. */
+        const rw_scores by = {score, x};
+        score_heap_sort(pick, n, &by);
         uint64_t held = 0;
-        for (uint32_t k = 0; k < nb; k++) {
-            uint32_t m = k;
-            for (uint32_t j = k + 1; j < n; j++) {
-                const uint32_t a = pick[j], b = pick[m];
-                if (score[a] > score[b] || (score[a] == score[b] && rw_before(&x[a], &x[b], NULL)))
-                    m = j;
-            }
-            const uint32_t t = pick[k];
-            pick[k] = pick[m];
-            pick[m] = t;
+        for (uint32_t k = 0; k < nb; k++)
             held += x[pick[k]].cap;
-        }
         /* The same blocks as at the threshold above: the same racks. */
         bool same = true;
         for (uint32_t k = 0; k < nb; k++)
@@ -412,8 +425,9 @@ static int read_view(gpusched_placer *p, rw_ctx *w, uint32_t first, uint32_t las
     const gs_pl_req *r = p->req;
     const struct gpusched_topo *t = p->t;
     const int32_t low = w->low;
-    const uint32_t ua = gs_topo_node_domain(t, first, (uint32_t)(low - 2));
-    const uint32_t ub = gs_topo_node_domain(t, last, (uint32_t)(low - 2)) + 1;
+    /* Above the blocks: the cluster itself when they are the top level. */
+    const uint32_t ua = low < 2 ? 0 : gs_topo_node_domain(t, first, (uint32_t)(low - 2));
+    const uint32_t ub = low < 2 ? 1 : gs_topo_node_domain(t, last, (uint32_t)(low - 2)) + 1;
     *holds = false;
     v->nup = ub - ua;
     /* The domains above the blocks largest first; the tables below follow
@@ -559,7 +573,9 @@ static int plan(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key, gs_key *
             return rc;
         above += (gs_key)(fewest > least ? fewest : least) * r->weight[LV(j)];
     }
-    const gs_key head = above + (gs_key)z * r->weight[LV(low - 2)] + (gs_key)min_b * r->weight[LV(low - 1)];
+    /* The domains above the blocks count unless d is the one. */
+    const gs_key ups = l < low - 2 ? (gs_key)z * r->weight[LV(low - 2)] : 0;
+    const gs_key head = above + ups + (gs_key)min_b * r->weight[LV(low - 1)];
     *bound = head + (gs_key)min_r * r->weight[LV(low)];
     if (*key <= *bound)
         return 0; /* the plan is exact: no tighter bound needed */

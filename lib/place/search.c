@@ -512,20 +512,31 @@ static int assign_root(gpusched_placer *p, uint32_t n)
      * in hand the knapsack only spends while it stays exact: once one is
      * refused, the budget left is not spent on the greedy shares below it
      * (past the budget that path never beat the witness on the sweep, and
-     * cost the worst case nine tenths of its time). */
-    gs_key bound;
-    const gs_key wk = gs_pl_rack_witness(p, -1, 0, &bound);
+     * cost the worst case nine tenths of its time). Right above the blocks
+     * (a cluster of blocks and racks) the knapsack breaks ties among equal
+     * keys by fit and the witness by size, so there the witness is built
+     * only once a knapsack was refused, and only stands in for it. */
+    const bool right_above_blocks = p->nlevels == 2;
+    gs_key bound, wk = GS_KEY_INF;
     bool done;
-    if (wk <= bound) {
-        rc = gs_pl_rack_witness_assign(p, -1, 0, bound, &done);
-        if (rc || done)
-            return rc;
+    if (!right_above_blocks) {
+        wk = gs_pl_rack_witness(p, -1, 0, &bound);
+        if (wk <= bound) {
+            rc = gs_pl_rack_witness_assign(p, -1, 0, bound, &done);
+            if (rc || done)
+                return rc;
+        }
     }
+    const uint64_t refused = p->dp_refused;
     p->dp_stop_refused = wk != GS_KEY_INF;
     rc = gs_pl_assign(p, -1, 0, n);
     p->dp_stop_refused = false;
-    if (rc || wk >= key_below(p, -1))
+    if (rc)
         return rc;
+    if (right_above_blocks && p->dp_refused != refused)
+        wk = gs_pl_rack_witness(p, -1, 0, &bound);
+    if (wk >= key_below(p, -1))
+        return 0;
     forget_output(p, -1);
     return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
 }
