@@ -488,6 +488,30 @@ static bool meets_bounds(const gpusched_placer *p)
     return most && p->nout <= ceil_div(units, most);
 }
 
+/* Whether the greedy fill can meet the static bounds at the top level:
+ * it uses the fewest top-level domains, the largest first, so it meets
+ * them only if the B largest hold the gang (B: the gang over the largest
+ * domain). A capacity read per top-level domain decides what the fill
+ * would learn by handing out every node. */
+static int top_may_meet_bounds(gpusched_placer *p, bool *may)
+{
+    const gs_pl_req *r = p->req;
+    const uint64_t most = p->max_dom_gpus[LV(0)] / r->u0;
+    *may = most != 0;
+    const uint32_t n = p->t->ndom[0];
+    const uint64_t b = most ? ceil_div(r->gpus / r->u0, most) : 0;
+    if (!most || b >= n)
+        return 0;
+    const gs_arena_mark m = gs_arena_save(&p->arena);
+    uint32_t *cap = gs_arena_get(&p->arena, (size_t)n * sizeof *cap);
+    if (!cap)
+        return GPUSCHED_ENOMEM;
+    gs_pl_caps(p, 0, 0, n, cap);
+    *may = gs_pl_largest_sum(cap, n, (uint32_t)b) >= r->gpus / r->unit[LV(0)];
+    gs_arena_restore(&p->arena, m);
+    return 0;
+}
+
 /* A gang spilling over the top level: first the shares handed down
  * greedily (no knapsack: the work budget set to 0), kept when they meet
  * the lower bounds of every counted level, as on an empty or evenly used
@@ -497,16 +521,22 @@ static int assign_root(gpusched_placer *p, uint32_t n)
 {
     if (p->req->pref <= 0) /* the top level is the last counted: greedy is exact */
         return gs_pl_assign(p, -1, 0, n);
-    const uint64_t budget = p->dp_budget;
-    p->dp_budget = 0;
-    p->estimating = true;
-    int rc = gs_pl_assign(p, -1, 0, n);
-    p->dp_budget = budget;
-    p->estimating = false;
-    if (rc || meets_bounds(p))
+    bool may;
+    int rc = top_may_meet_bounds(p, &may);
+    if (rc)
         return rc;
-    forget_output(p, -1);
-    p->sub_gen = 0;
+    if (may) {
+        const uint64_t budget = p->dp_budget;
+        p->dp_budget = 0;
+        p->estimating = true;
+        rc = gs_pl_assign(p, -1, 0, n);
+        p->dp_budget = budget;
+        p->estimating = false;
+        if (rc || meets_bounds(p))
+            return rc;
+        forget_output(p, -1);
+        p->sub_gen = 0;
+    }
     /* The rack witness where it applies: assigned at once when it meets
      * its own bound, else kept if the knapsack does worse. With a witness
      * in hand the knapsack only spends while it stays exact: once one is
