@@ -508,6 +508,9 @@ uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need);
  * those of the new nodes. Only where the aggregates count the request
  * exactly. racknodes.c. */
 int gs_pl_fewest_nodes_of_racks(gpusched_placer *p);
+/* How many nodes that would use (the placement's own count when it does
+ * not apply or saves none), without taking them. */
+uint64_t gs_pl_nodes_of_racks(const gpusched_placer *p);
 
 /* The placement made, its racks chosen again inside the same blocks (as
  * many in each) as those with the most nodes of the most units, and

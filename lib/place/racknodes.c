@@ -146,25 +146,40 @@ static int domains_of_nodes(gpusched_placer *p)
     return 0;
 }
 
-int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
+/* The plan of the fewest nodes of the answer's racks, read from their
+ * histograms; false when it does not apply or saves no node. */
+static bool racks_plan(const gpusched_placer *p, gs_node_plan *plan)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
-    const struct gpusched_topo *t = p->t;
     const uint32_t umax = units_tabled(p);
     if (!umax || !shares_free(r))
-        return 0;
+        return false;
     const uint32_t low = p->nlevels - 1, width = c->hist_width;
     const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
     uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0};
     for (uint32_t i = 0; i < nracks; i++) {
         if (i && racks[i] <= racks[i - 1])
-            return 0; /* not in index order: the nodes would not be */
+            return false; /* not in index order: the nodes would not be */
         gs_pl_hist_add_units(r, &c->agg[low].hist[(size_t)racks[i] * width], width, avail_of);
     }
+    return gs_pl_node_plan_make(plan, avail_of, umax, r->gpus / r->u0) && plan->pending < p->nout;
+}
+
+uint64_t gs_pl_nodes_of_racks(const gpusched_placer *p)
+{
     gs_node_plan plan;
-    if (!gs_pl_node_plan_make(&plan, avail_of, umax, r->gpus / r->u0) || plan.pending >= p->nout)
+    return racks_plan(p, &plan) ? plan.pending : p->nout;
+}
+
+int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
+{
+    const struct gpusched_topo *t = p->t;
+    gs_node_plan plan;
+    if (!racks_plan(p, &plan))
         return 0;
+    const uint32_t low = p->nlevels - 1;
+    const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
     p->nout = 0;
     for (uint32_t i = 0; i < nracks && plan.pending; i++) {
         int rc = gs_pl_node_plan_take(p, &plan, t->dom_start[low][racks[i]], t->dom_start[low][racks[i] + 1]);
