@@ -377,9 +377,9 @@ gs_key gs_pl_shares_key(const gpusched_placer *p, int32_t l, uint32_t first, uin
     return sum;
 }
 
-/* The witness's racks are ranked (gs_rack_rank) by their counts from the
- * most units down, 8 bits each. */
-/* A rack's count of nodes of v units or more, back from its order. */
+/* A rack's count of nodes of v units or more, back from its order (the
+ * witness ranks racks, gs_rack_rank, by these counts from the most units
+ * down, 8 bits each). */
 static uint32_t rack_count(const gs_rack_rank *x, uint32_t v, uint32_t umax)
 {
     return v > umax ? 0 : (uint32_t)(x->order >> (8 * (v - 1)) & 0xff);

@@ -502,15 +502,15 @@ int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uin
  * (v = 1 .. umax) and sum_v t[v] >= need (nodebound.c). */
 uint64_t gs_pl_least_nodes(const uint64_t *t, uint32_t umax, uint64_t need);
 
-/* The placement made, its nodes taken again as the fewest nodes of the
- * racks it uses (largest first, the remainder to the tightest node that
- * takes it), when that is fewer; its domains at every level are then
- * those of the new nodes. Only where the aggregates count the request
- * exactly. racknodes.c. */
-int gs_pl_fewest_nodes_of_racks(gpusched_placer *p);
-/* How many nodes that would use (the placement's own count when it does
- * not apply or saves none), without taking them. */
-uint64_t gs_pl_nodes_of_racks(const gpusched_placer *p);
+/* The plan of the fewest nodes of the racks the placement made uses
+ * (largest first, the remainder to the tightest node that takes it),
+ * read from their histograms, and the nodes it needs: the placement's own
+ * count (and plan->pending) when it does not apply or saves none. Only
+ * where the aggregates count the request exactly. racknodes.c. */
+uint64_t gs_pl_racks_plan(const gpusched_placer *p, gs_node_plan *plan);
+/* The placement's nodes handed out again by that plan, when it saves
+ * any; its domains at every level are then those of the new nodes. */
+int gs_pl_take_racks_plan(gpusched_placer *p, gs_node_plan *plan);
 
 /* The placement made, its racks chosen again inside the same blocks (as
  * many in each) as those with the most nodes of the most units, and

@@ -146,54 +146,55 @@ static int domains_of_nodes(gpusched_placer *p)
     return 0;
 }
 
-/* The plan of the fewest nodes of the answer's racks, read from their
- * histograms; false when it does not apply or saves no node. */
-static bool racks_plan(const gpusched_placer *p, gs_node_plan *plan)
-{
-    const gs_pl_req *r = p->req;
-    const struct gpusched_cluster *c = p->c;
-    const uint32_t umax = units_tabled(p);
-    if (!umax || !shares_free(r))
-        return false;
-    const uint32_t low = p->nlevels - 1, width = c->hist_width;
-    const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
-    uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0};
-    for (uint32_t i = 0; i < nracks; i++) {
-        if (i && racks[i] <= racks[i - 1])
-            return false; /* not in index order: the nodes would not be */
-        gs_pl_hist_add_units(r, &c->agg[low].hist[(size_t)racks[i] * width], width, avail_of);
-    }
-    return gs_pl_node_plan_make(plan, avail_of, umax, r->gpus / r->u0) && plan->pending < p->nout;
-}
-
-uint64_t gs_pl_nodes_of_racks(const gpusched_placer *p)
-{
-    gs_node_plan plan;
-    return racks_plan(p, &plan) ? plan.pending : p->nout;
-}
-
-int gs_pl_fewest_nodes_of_racks(gpusched_placer *p)
+/* The output's nodes handed out again by plan, over racks[0, n)
+ * (ascending, so that the nodes come out sorted), and its domains at
+ * every level those of the new nodes. */
+static int take_on_racks(gpusched_placer *p, gs_node_plan *plan, const uint32_t *racks, uint32_t n)
 {
     const struct gpusched_topo *t = p->t;
-    gs_node_plan plan;
-    if (!racks_plan(p, &plan))
-        return 0;
     const uint32_t low = p->nlevels - 1;
-    const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
     p->nout = 0;
-    for (uint32_t i = 0; i < nracks && plan.pending; i++) {
-        int rc = gs_pl_node_plan_take(p, &plan, t->dom_start[low][racks[i]], t->dom_start[low][racks[i] + 1]);
+    for (uint32_t i = 0; i < n && plan->pending; i++) {
+        int rc = gs_pl_node_plan_take(p, plan, t->dom_start[low][racks[i]], t->dom_start[low][racks[i] + 1]);
         if (rc)
             return rc;
     }
     return domains_of_nodes(p);
 }
 
+uint64_t gs_pl_racks_plan(const gpusched_placer *p, gs_node_plan *plan)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    const uint32_t umax = units_tabled(p);
+    plan->pending = p->nout;
+    if (!umax || !shares_free(r))
+        return p->nout;
+    const uint32_t low = p->nlevels - 1, width = c->hist_width;
+    const uint32_t *racks = p->out_doms[low], nracks = p->ndoms[low];
+    uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0};
+    for (uint32_t i = 0; i < nracks; i++) {
+        if (i && racks[i] <= racks[i - 1])
+            return p->nout; /* not in index order: the nodes would not be */
+        gs_pl_hist_add_units(r, &c->agg[low].hist[(size_t)racks[i] * width], width, avail_of);
+    }
+    if (!gs_pl_node_plan_make(plan, avail_of, umax, r->gpus / r->u0) || plan->pending >= p->nout)
+        plan->pending = p->nout;
+    return plan->pending;
+}
+
+int gs_pl_take_racks_plan(gpusched_placer *p, gs_node_plan *plan)
+{
+    const uint32_t low = p->nlevels - 1;
+    if (plan->pending >= p->nout)
+        return 0;
+    return take_on_racks(p, plan, p->out_doms[low], p->ndoms[low]);
+}
+
 int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
-    const struct gpusched_topo *t = p->t;
     *done = false;
     const uint32_t umax = units_tabled(p);
     if (p->nlevels < 2 || !umax || !shares_free(r))
@@ -243,13 +244,13 @@ int gs_pl_fuller_racks(gpusched_placer *p, uint64_t target, bool *done)
     }
     /* Ascending racks, so that the nodes come out sorted. */
     gs_pl_sort_u32_desc(pick, npick);
-    p->nout = 0;
-    for (uint32_t i = npick; i-- > 0 && plan.pending;)
-        if ((rc = gs_pl_node_plan_take(p, &plan, t->dom_start[low][pick[i]], t->dom_start[low][pick[i] + 1])))
-            break;
+    for (uint32_t i = 0; i < npick / 2; i++) {
+        const uint32_t tmp = pick[i];
+        pick[i] = pick[npick - 1 - i];
+        pick[npick - 1 - i] = tmp;
+    }
+    rc = take_on_racks(p, &plan, pick, npick);
     gs_arena_restore(&p->arena, m);
-    if (!rc)
-        rc = domains_of_nodes(p);
     *done = !rc;
     p->fuller_racks += *done;
     return rc;

@@ -111,6 +111,12 @@ static uint32_t fewest_tight(rw_dom *x, uint32_t n, uint64_t need)
 #define RW_CAP_HIST 1024
 #define RW_TAU_VALUES 32
 
+/* The lowest threshold tried under capacities below W (at least lo). */
+static uint32_t lowest_tau(uint32_t W, uint32_t lo)
+{
+    return W - 1 > RW_TAU_VALUES + lo ? W - 1 - RW_TAU_VALUES : lo;
+}
+
 /* Racks needed for `need` by the greedy over a capacity histogram h[0, w). */
 static uint64_t racks_for(const uint32_t *h, uint32_t w, uint64_t need)
 {
@@ -193,7 +199,7 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
     bool found = false;
     memset(score, 0, (size_t)n * sizeof *score);
     memset(above, 0, (size_t)n * sizeof *above);
-    const uint32_t tau_end = W - 1 > RW_TAU_VALUES ? W - 1 - RW_TAU_VALUES : 0;
+    const uint32_t tau_end = lowest_tau(W, 0);
     for (uint32_t tau = W - 1; tau-- > tau_end && fewest > floor;) {
         /* score[i] = sum over racks of cap - tau above tau, kept from the
          * threshold above: each rack above tau gains one. */
@@ -372,7 +378,7 @@ static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const r
     uint64_t best = 0;
     /* Any thresholds give a bound; the top ones the best where racks are
      * nearly full. */
-    for (uint32_t tau = W - 1 > RW_TAU_VALUES ? W - 1 - RW_TAU_VALUES : 1; tau < W; tau++) {
+    for (uint32_t tau = lowest_tau(W, 1); tau < W; tau++) {
         for (uint32_t i = 0; i < n; i++)
             scratch[i] = ex[(size_t)(blocks[i].idx - ba) * W + tau];
         const uint64_t held = gs_pl_largest_sum(scratch, n, nb < n ? (uint32_t)nb : n);

@@ -736,21 +736,23 @@ int gs_pl_search(gpusched_placer *p)
     /* The same racks, the fewest of their nodes: optimal when that meets
      * the fewest nodes anywhere, or, when the search was exact (no
      * knapsack refused: its domains are the fewest any placement needs),
-     * the fewest nodes any as many domains hold. Counted first, taken
+     * the fewest nodes any as many domains hold. Planned first, taken
      * only when no fuller racks do better (each taking reads every node
-     * it hands out). */
-    const uint64_t same_racks = gs_pl_nodes_of_racks(p);
+     * it hands out). Past the budget already, the search down to nodes
+     * would be larger still: the same racks then. */
+    gs_node_plan same;
+    const uint64_t same_racks = gs_pl_racks_plan(p, &same);
     if (same_racks <= fewest_nodes(p) || p->dp_refused != refused)
-        return gs_pl_fewest_nodes_of_racks(p); /* past the budget already: the search down to nodes is larger still */
+        return gs_pl_take_racks_plan(p, &same);
     const uint64_t bound = gs_pl_fewest_nodes_in(p, p->ndoms);
     if (same_racks <= bound)
-        return gs_pl_fewest_nodes_of_racks(p);
+        return gs_pl_take_racks_plan(p, &same);
     /* Racks with more whole nodes in the same blocks: optimal if they
      * meet the bound. */
     bool done;
     if ((rc = gs_pl_fuller_racks(p, bound, &done)) || done)
         return rc;
-    if ((rc = gs_pl_fewest_nodes_of_racks(p)))
+    if ((rc = gs_pl_take_racks_plan(p, &same)))
         return rc;
     return search_down_to_nodes(p);
 }
