@@ -313,61 +313,6 @@ static int frontier_counted(gpusched_placer *p, int32_t l, gs_pl_dp_out *o, uint
     return 0;
 }
 
-/* One child's frontier added to the knapsack's row dp[0..Y] (Y holds Y
- * units or more), with the choices when pv and en are given. Rows from
- * the top: a source is read before this child writes it. KEY_T is the
- * width of the keys: 64 bits when every key of the request fits
- * (gs_pl_req.key64: half the work of a 128-bit add and compare, the
- * common case), else gs_key. The same comparisons in the same order:
- * the same row and choices either way.
- *
- * A source holding fewer units than one above it at a strictly lower key
- * starts no optimal path: the same choices from the other hold as much or
- * more for less. So the states of an optimal path, their keys and the
- * first path found to each are the same without it (the tie-breaking too:
- * a strictly dominated source only ever reaches strictly dominated states,
- * or Y at a higher key). Entries [0, m) of a source at t stay under Y;
- * entry m reaches it, and those after it reach it at keys no lower (keys
- * ascend with units), so only m can improve Y; m is found by a pointer that
- * only moves forward, as t falls. */
-#define GS_KNAP_CHILD(NAME, KEY_T, INF)                                                              \
-    static void NAME(KEY_T *dp, uint32_t Y, uint32_t n, const uint32_t *units, const KEY_T *key, KEY_T w, \
-                     uint32_t *pv, uint32_t *en)                                                    \
-    {                                                                                               \
-        KEY_T above = INF; /* least key of the sources above t */                                   \
-        uint32_t m = 0;    /* entries under Y - t units: grows as t falls */                          \
-        for (uint32_t t = Y + 1; t-- > 0;) {                                                        \
-            const KEY_T base = dp[t];                                                               \
-            if (base == INF || base > above)                                                        \
-                continue;                                                                           \
-            above = base;                                                                           \
-            const KEY_T bw = base + w;                                                              \
-            KEY_T *const dpt = dp + t;                                                              \
-            while (m < n && units[m] < Y - t)                                                       \
-                m++;                                                                                \
-            for (uint32_t e = 0; e < m; e++) {                                                      \
-                const KEY_T k = bw + key[e];                                                       \
-                KEY_T *d = dpt + units[e];                                                          \
-                if (k < *d) {                                                                       \
-                    *d = k;                                                                         \
-                    if (pv) {                                                                       \
-                        pv[t + units[e]] = t + 1;                                                   \
-                        en[t + units[e]] = e;                                                       \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
-            if (m < n && bw + key[m] < dp[Y]) {                                                    \
-                dp[Y] = bw + key[m];                                                               \
-                if (pv) {                                                                           \
-                    pv[Y] = t + 1;                                                                  \
-                    en[Y] = m;                                                                      \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
-    }
-GS_KNAP_CHILD(knap_child64, uint64_t, UINT64_MAX)
-GS_KNAP_CHILD(knap_child128, gs_key, GS_KEY_INF)
-
 /* The children's frontiers, then the knapsack if the placement's work
  * budget still covers it (o->over_budget otherwise). */
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o)
@@ -435,18 +380,34 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
             dp[t] = GS_KEY_INF;
         dp[0] = 0;
     }
+    void *f = NULL; /* the window's scratch, on the first linear child */
+    uint32_t *dq = NULL;
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t *pv = prev ? prev + (size_t)i * (Y + 1) : NULL;
         uint32_t *en = entry ? entry + (size_t)i * (Y + 1) : NULL;
         if (!fr[i].n)
             continue;
+        const bool linear = p->linear_mode != 1 && fr[i].n >= (p->linear_mode == 2 ? 1u : GS_KNAP_LINEAR_MIN) &&
+                            gs_pl_knap_is_linear(fr[i].units, fr[i].key, fr[i].n, Y, dp64 != NULL);
+        p->linear_children += linear;
+        if (linear && !f) {
+            f = gs_arena_get(&p->arena, ((size_t)Y + 1) * (dp64 ? sizeof *dp64 : sizeof *dp));
+            dq = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dq);
+            if (!f || !dq)
+                return GPUSCHED_ENOMEM;
+        }
         if (dp64) {
             /* The keys' low halves, packed: one 8-byte load per entry. */
             for (uint32_t e = 0; e < fr[i].n; e++)
                 key64[e] = (uint64_t)fr[i].key[e];
-            knap_child64(dp64, Y, fr[i].n, fr[i].units, key64, (uint64_t)w, pv, en);
+            if (linear)
+                gs_pl_knap_linear64(dp64, Y, fr[i].n, key64, (uint64_t)w, pv, en, f, dq);
+            else
+                gs_pl_knap_child64(dp64, Y, fr[i].n, fr[i].units, key64, (uint64_t)w, pv, en);
+        } else if (linear) {
+            gs_pl_knap_linear128(dp, Y, fr[i].n, fr[i].key, w, pv, en, f, dq);
         } else {
-            knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en);
+            gs_pl_knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en);
         }
     }
     for (uint32_t t = 0; dp64 && t <= Y; t++)

@@ -187,6 +187,10 @@ struct gpusched_placer {
     uint8_t knapsack;           /* tests: 0 the cheaper knapsack (frontier.c), 1 over
                                  * units only, 2 over counts wherever it applies and
                                  * no subsets (so that both are checked) */
+    uint8_t linear_mode;        /* tests: 1 never the knapsack's sliding window, 2
+                                 * wherever it applies, to compare with the general
+                                 * kernel; 0 as in production (knapsack.c) */
+    uint32_t linear_children;   /* tests: children the window added */
     bool wide_keys;             /* tests: knapsacks in 128 bits even where keys fit in
                                  * 64 (gs_pl_req.key64), so that both are checked */
     bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
@@ -580,6 +584,23 @@ static inline bool gs_pl_sort_pays(uint32_t n, uint64_t want, uint64_t total)
 {
     return n > 16 && want > total / 4;
 }
+/* knapsack.c: one child's frontier (n entries: units, key) added to the
+ * knapsack's row dp[0 .. Y] at w more for the child itself, recording the
+ * source (pv: t + 1) and entry (en) of each improved state when pv is not
+ * NULL. The window kernels give the same row and choices on a linear
+ * frontier (gs_pl_knap_is_linear), in O(Y); f and dq hold Y + 1 each. */
+void gs_pl_knap_child64(uint64_t *dp, uint32_t Y, uint32_t n, const uint32_t *units, const uint64_t *key, uint64_t w,
+                        uint32_t *pv, uint32_t *en);
+void gs_pl_knap_child128(gs_key *dp, uint32_t Y, uint32_t n, const uint32_t *units, const gs_key *key, gs_key w,
+                         uint32_t *pv, uint32_t *en);
+void gs_pl_knap_linear64(uint64_t *dp, uint32_t Y, uint32_t n, const uint64_t *key, uint64_t w, uint32_t *pv,
+                         uint32_t *en, uint64_t *f, uint32_t *dq);
+void gs_pl_knap_linear128(gs_key *dp, uint32_t Y, uint32_t n, const gs_key *key, gs_key w, uint32_t *pv,
+                          uint32_t *en, gs_key *f, uint32_t *dq);
+bool gs_pl_knap_is_linear(const uint32_t *units, const gs_key *key, uint32_t n, uint32_t Y, bool key64);
+/* Frontiers this long or longer take the window when linear (shorter
+ * ones are cheaper by the general loop). */
+#define GS_KNAP_LINEAR_MIN 8
 /* maxplus.c: out[g] = max over c in 1 .. nf of src[g - c] + f[c - 1], for
  * g < n, where f is concave (gs_pl_concave: non-decreasing, increments
  * non-increasing); sources GS_MAXPLUS_NONE are absent, and an out[g] with
