@@ -704,6 +704,59 @@ Test(place_property, rack_witness_at_the_root_of_two_and_three_levels)
     cr_assert_gt(better, 0);
 }
 
+/* The root's knapsack hands its shares out only when they may beat the
+ * rack witness (search.c assign_root): on three and four levels, gangs
+ * spilling over the top, budgets from 16 steps up (so that knapsacks are
+ * refused), the very same nodes as handing them out and comparing after. */
+Test(place_property, beaten_root_shares_are_not_handed_out)
+{
+    pt_rng r = {0x6a09e667f3bcc908ull};
+    uint32_t placed = 0, beaten = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 40 : 400;
+    for (uint32_t round = 0; round < rounds; round++) {
+        /* Data centers of zones of several blocks (up to 1,728 nodes, which
+         * the checker takes): fills one block short. */
+        uint32_t fan[] = {2 + pt_below(&r, 2), 2 + pt_below(&r, 3), 3 + pt_below(&r, 4), 3 + pt_below(&r, 4),
+                          2 + pt_below(&r, 3)};
+        gpusched_cluster *c = four_level_cluster(fan);
+        pt_random_state(&r, c, 4242);
+        const uint32_t top_gpus = fan[1] * fan[2] * fan[3] * fan[4] * 4, gpus = top_gpus * fan[0];
+        wp_env e;
+        wp_open(&e, c);
+        e.po->witness_off = false;
+        e.po->root_shortcut_off = true;
+        e.p->dp_budget_max = e.po->dp_budget_max = (uint64_t)16 << pt_below(&r, 4);
+        e.p->node_work_max = e.po->node_work_max = UINT64_MAX / 2; /* not the meter: work differs */
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (top_gpus + pt_below(&r, gpus / 2 + 1)) & ~1u; /* more than a data center */
+            q.preferred_level = pt_below(&r, 2) ? gpusched_topo_level_count(gpusched_cluster_topo(c)) - 1 : (uint32_t)GPUSCHED_NONE;
+            const int rc = gpusched_placer_place(e.p, &q, e.res);
+            cr_assert_eq(gpusched_placer_place(e.po, &q, e.reso), rc, "round %u: outcomes differ", round);
+            if (rc)
+                continue;
+            const uint32_t *a, *b;
+            const uint64_t *am, *bm;
+            uint32_t na, nb;
+            cr_assert_eq(gpusched_place_result_nodes(e.res, &a, &am, &na), 0);
+            cr_assert_eq(gpusched_place_result_nodes(e.reso, &b, &bm, &nb), 0);
+            cr_assert_eq(na, nb, "round %u: %u nodes, %u when handed out (pref %u, budget %llu, gpus %u)", round, na, nb, q.preferred_level, (unsigned long long)e.p->dp_budget_max, q.gpus);
+            for (uint32_t i = 0; i < na; i++)
+                cr_assert(a[i] == b[i] && am[i] == bm[i], "round %u: node %u differs at %u", round, a[i], i);
+            assert_valid(c, &q, e.res, round);
+            placed++;
+        }
+        beaten += e.p->root_beaten;
+        cr_assert_eq(e.po->root_beaten, 0);
+        wp_close(&e);
+    }
+    cr_log_info("%u placed, %u root knapsacks beaten by the witness before handing out", placed, beaten);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(beaten, rounds / 20);
+}
+
 /* With several data centers as candidates, each candidate's knapsack
  * spends from one budget: the winner's assignment must still have the key
  * it won by (it once fell back to greedy shares, one block more). Budgets

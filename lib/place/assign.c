@@ -253,6 +253,11 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
+    /* At the root with the spending stopped, the shares below are the
+     * greedy fill's (no knapsack step left): when that fill did worse
+     * than the witness, handing them out again is wasted. */
+    if (o.over_budget && p->dp_stop_refused && p->root_greedy != GS_KEY_INF && p->root_greedy > p->root_ceiling)
+        return GS_PL_EBEATEN;
     if (o.over_budget)
         return assign_greedy(p, l, d, y);
     if (o.dp[Y] == GS_KEY_INF)

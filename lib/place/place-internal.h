@@ -206,6 +206,18 @@ struct gpusched_placer {
     uint64_t work_left;         /* the search down to nodes after an exact answer
                                  * down to the lowest domains: the work it may
                                  * still do (gs_pl_spend); UINT64_MAX otherwise */
+    gs_key root_ceiling;        /* the root's knapsack hands nothing out when its
+                                 * exact key is above it (GS_PL_EBEATEN): the rack
+                                 * witness does better (search.c assign_root);
+                                 * GS_KEY_INF otherwise */
+    bool root_shortcut_off;     /* tests: the root's shares handed out even when
+                                 * the witness beats them, to compare */
+    uint32_t root_beaten;       /* tests: root knapsacks that handed nothing out
+                                 * (GS_PL_EBEATEN) */
+    gs_key root_greedy;         /* the key of the greedy fill assign_root tried
+                                 * first, GS_KEY_INF when it did not: what the
+                                 * root's shares make when its knapsack is refused
+                                 * with the spending stopped (dp_stop_refused) */
     /* subsets.c: the last best subset (valid while sub_gen == gen), which
      * a search's key and then its assignment both ask for. */
     uint32_t sub_gen, sub_dom, sub_y, sub_m, sub_cap;
@@ -647,6 +659,9 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
 #define GS_PL_NODE_WORK_MIN 4096
 /* Internal: the work budget is spent (never returned to callers). */
 #define GS_PL_EWORK (-1000)
+/* Internal: the root's exact key is above p->root_ceiling (never returned
+ * to callers). */
+#define GS_PL_EBEATEN (-1001)
 
 /* Charges w units of work: GS_PL_EWORK once the budget cannot pay, and
  * every charge after. Unmetered searches never run out (UINT64_MAX). */

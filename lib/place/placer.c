@@ -83,6 +83,8 @@ GPUSCHED_API int gpusched_placer_new(gpusched_cluster *cluster, const gpusched_a
     p->gen = 1;
     p->dp_budget_max = GS_PL_DP_BUDGET;
     p->work_left = UINT64_MAX;
+    p->root_ceiling = GS_KEY_INF;
+    p->root_greedy = GS_KEY_INF;
     bool ok = (p->avoid_gen = gs_calloc(&a, p->t->nnodes, sizeof *p->avoid_gen)) != NULL;
     for (uint32_t l = 0; ok && l < p->nlevels; l++)
         ok = (p->cap_val[l] = gs_calloc(&a, p->t->ndom[l], sizeof *p->cap_val[l])) &&

@@ -525,6 +525,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     int rc = top_may_meet_bounds(p, &may);
     if (rc)
         return rc;
+    gs_key greedy = GS_KEY_INF;
     if (may) {
         const uint64_t budget = p->dp_budget;
         p->dp_budget = 0;
@@ -534,6 +535,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
         p->estimating = false;
         if (rc || meets_bounds(p))
             return rc;
+        greedy = key_below(p, -1);
         forget_output(p, -1);
         p->sub_gen = 0;
     }
@@ -559,13 +561,23 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     }
     const uint64_t refused = p->dp_refused;
     p->dp_stop_refused = wk != GS_KEY_INF;
+    /* Shares the witness beats are not handed out: a knapsack whose exact
+     * key is above the witness's, or one refused when the greedy fill
+     * (what its shares then are) did worse, returns GS_PL_EBEATEN. The
+     * same answers as handing them out and comparing after. */
+    if (!p->root_shortcut_off) {
+        p->root_ceiling = wk; /* the witness is kept on a larger key only */
+        p->root_greedy = greedy;
+    }
     rc = gs_pl_assign(p, -1, 0, n);
+    p->root_ceiling = p->root_greedy = GS_KEY_INF;
     p->dp_stop_refused = false;
-    if (rc)
+    p->root_beaten += rc == GS_PL_EBEATEN;
+    if (rc && rc != GS_PL_EBEATEN)
         return rc;
     if (right_above_blocks && p->dp_refused != refused)
         wk = gs_pl_rack_witness(p, -1, 0, &bound);
-    if (wk >= key_below(p, -1))
+    if (!rc && wk >= key_below(p, -1))
         return 0;
     forget_output(p, -1);
     return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
