@@ -227,6 +227,43 @@ static int assign_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     return descend(p, l, a, amount, b - a);
 }
 
+/* The key the greedy shares of d would make, counted without handing
+ * out a node: the domains down to the last counted level, recorded and
+ * then forgotten (only when nodes are not counted). */
+static int greedy_key(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_key *key)
+{
+    uint32_t saved[GS_MAX_LEVELS];
+    for (uint32_t j = 0; j < p->nlevels; j++)
+        saved[j] = p->ndoms[j];
+    const gs_key before = gs_pl_key_below(p, l);
+    p->count_only = true;
+    int rc = assign_greedy(p, l, d, y);
+    p->count_only = false;
+    *key = gs_pl_key_below(p, l) - before;
+    for (uint32_t j = 0; j < p->nlevels; j++)
+        p->ndoms[j] = saved[j];
+    return rc;
+}
+
+/* At the root with the spending stopped (a knapsack refused with the
+ * rack witness in hand), the shares below are the greedy ones: whether
+ * the witness beats them (its key, p->root_ceiling, is lower), from the
+ * greedy fill's key when it was tried, else counted. */
+static int witness_beats_greedy(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *beats)
+{
+    gs_key g = p->root_greedy;
+    *beats = false;
+    if (l >= 0 || !p->dp_stop_refused || p->root_ceiling == GS_KEY_INF)
+        return 0;
+    if (g == GS_KEY_INF && p->req->pref < (int32_t)p->nlevels) {
+        int rc = greedy_key(p, l, d, y, &g);
+        if (rc)
+            return rc;
+    }
+    *beats = g != GS_KEY_INF && g > p->root_ceiling;
+    return 0;
+}
+
 /* Counted levels below the children: the knapsack decides how much each
  * child takes; each child then re-solves for exactly that much, which
  * costs no more than the frontier entry it was chosen by. */
@@ -253,13 +290,12 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     rc = gs_pl_dp(p, l, d, Y, &o);
     if (rc)
         return rc;
-    /* At the root with the spending stopped, the shares below are the
-     * greedy fill's (no knapsack step left): when that fill did worse
-     * than the witness, handing them out again is wasted. */
-    if (o.over_budget && p->dp_stop_refused && p->root_greedy != GS_KEY_INF && p->root_greedy > p->root_ceiling)
-        return GS_PL_EBEATEN;
-    if (o.over_budget)
-        return assign_greedy(p, l, d, y);
+    if (o.over_budget) {
+        bool beaten;
+        if ((rc = witness_beats_greedy(p, l, d, y, &beaten)))
+            return rc;
+        return beaten ? GS_PL_EBEATEN : assign_greedy(p, l, d, y);
+    }
     if (o.dp[Y] == GS_KEY_INF)
         return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
     uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);
@@ -303,6 +339,8 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
         return emit_node(p, d, y);
     if (l >= 0 && gs_pl_use_domain(p, (uint32_t)l, d))
         return GPUSCHED_ENOMEM;
+    if (p->count_only && l >= p->req->pref)
+        return 0;
     if (l + 1 == (int32_t)p->nlevels) {
         bool done;
         if ((rc = gs_pl_spend(p, gs_topo_dom_nodes(p->t, (uint32_t)l, d))))

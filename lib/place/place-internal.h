@@ -214,6 +214,8 @@ struct gpusched_placer {
                                  * the witness beats them, to compare */
     uint32_t root_beaten;       /* tests: root knapsacks that handed nothing out
                                  * (GS_PL_EBEATEN) */
+    bool count_only;            /* gs_pl_assign records the domains down to the
+                                 * last counted level only (assign.c greedy_key) */
     gs_key root_greedy;         /* the key of the greedy fill assign_root tried
                                  * first, GS_KEY_INF when it did not: what the
                                  * root's shares make when its knapsack is refused
@@ -657,6 +659,19 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
  * so many; past it the first answer stands (search.c search_down_to_nodes). */
 #define GS_PL_NODES_PER_WORK 8
 #define GS_PL_NODE_WORK_MIN 4096
+/* The key of what the placement holds below level l (the domains of the
+ * counted levels under it, and nodes when counted). */
+static inline gs_key gs_pl_key_below(const gpusched_placer *p, int32_t l)
+{
+    const gs_pl_req *r = p->req;
+    const int32_t L = (int32_t)p->nlevels;
+    gs_key key = 0;
+    for (int32_t j = l + 1; j <= r->pref && j < L; j++)
+        key += (gs_key)p->ndoms[j] * r->weight[LV(j)];
+    if (r->pref == L)
+        key += (gs_key)p->nout * r->weight[LV(L)];
+    return key;
+}
 /* Internal: the work budget is spent (never returned to callers). */
 #define GS_PL_EWORK (-1000)
 /* Internal: the root's exact key is above p->root_ceiling (never returned

@@ -356,20 +356,6 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
     return rc;
 }
 
-/* The chosen domain's ancestors are used too, one per level. */
-/* The key of what the placement holds below level l. */
-static gs_key key_below(const gpusched_placer *p, int32_t l)
-{
-    const gs_pl_req *r = p->req;
-    const int32_t L = (int32_t)p->nlevels;
-    gs_key key = 0;
-    for (int32_t j = l + 1; j <= r->pref && j < L; j++)
-        key += (gs_key)p->ndoms[j] * r->weight[LV(j)];
-    if (r->pref == L)
-        key += (gs_key)p->nout * r->weight[LV(L)];
-    return key;
-}
-
 static void forget_output(gpusched_placer *p, int32_t l)
 {
     p->nout = 0;
@@ -414,13 +400,13 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     int rc = gs_pl_assign(p, l, d, y);
     p->dp_budget = left;
     p->estimating = false;
-    if (rc || key_below(p, l) <= target)
+    if (rc || gs_pl_key_below(p, l) <= target)
         return rc;
     restart_below(p, l, mark);
     if (p->dp_budget < budget)
         p->dp_budget = budget;
     rc = gs_pl_assign(p, l, d, y);
-    if (rc || !exact || key_below(p, l) <= target)
+    if (rc || !exact || gs_pl_key_below(p, l) <= target)
         return rc;
     /* The assignment's knapsacks are wider than the evaluation's (they
      * keep their choices, the evaluation may count): the exact key needs
@@ -429,7 +415,7 @@ static int assign_checked(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     p->dp_budget = UINT64_MAX;
     rc = gs_pl_assign(p, l, d, y);
     p->dp_budget = 0;
-    if (!rc && key_below(p, l) > target)
+    if (!rc && gs_pl_key_below(p, l) > target)
         p->key_misses++;
     return rc;
 }
@@ -488,27 +474,34 @@ static bool meets_bounds(const gpusched_placer *p)
     return most && p->nout <= ceil_div(units, most);
 }
 
-/* Whether the greedy fill can meet the static bounds at the top level:
- * it uses the fewest top-level domains, the largest first, so it meets
- * them only if the B largest hold the gang (B: the gang over the largest
- * domain). A capacity read per top-level domain decides what the fill
- * would learn by handing out every node. */
-static int top_may_meet_bounds(gpusched_placer *p, bool *may)
+/* Whether the greedy fill can meet the static bounds: at a level j where
+ * the bound is B_j domains, only if the B_j largest domains of the level
+ * hold the gang (any placement on B_j domains lies in at most those
+ * capacities). A capacity read per domain decides what the fill would
+ * learn by handing out every node. The levels above the last counted
+ * one with at most GS_PL_FILL_CHECK_DOMS domains are read (a fragmented
+ * cluster's fill fails at the top levels: its blocks are partly used);
+ * the top level always. */
+#define GS_PL_FILL_CHECK_DOMS 4096
+static int fill_may_meet_bounds(gpusched_placer *p, bool *may)
 {
     const gs_pl_req *r = p->req;
-    const uint64_t most = p->max_dom_gpus[LV(0)] / r->u0;
-    *may = most != 0;
-    const uint32_t n = p->t->ndom[0];
-    const uint64_t b = most ? ceil_div(r->gpus / r->u0, most) : 0;
-    if (!most || b >= n)
-        return 0;
-    const gs_arena_mark m = gs_arena_save(&p->arena);
-    uint32_t *cap = gs_arena_get(&p->arena, (size_t)n * sizeof *cap);
-    if (!cap)
-        return GPUSCHED_ENOMEM;
-    gs_pl_caps(p, 0, 0, n, cap);
-    *may = gs_pl_largest_sum(cap, n, (uint32_t)b) >= r->gpus / r->unit[LV(0)];
-    gs_arena_restore(&p->arena, m);
+    *may = true;
+    for (int32_t j = 0; *may && j < r->pref && j < (int32_t)p->nlevels; j++) {
+        const uint64_t most = p->max_dom_gpus[LV(j)] / r->u0;
+        const uint32_t n = p->t->ndom[j];
+        const uint64_t b = most ? ceil_div(r->gpus / r->u0, most) : 0;
+        *may = most != 0;
+        if (!most || b >= n || (j && n > GS_PL_FILL_CHECK_DOMS))
+            continue;
+        const gs_arena_mark m = gs_arena_save(&p->arena);
+        uint32_t *cap = gs_arena_get(&p->arena, (size_t)n * sizeof *cap);
+        if (!cap)
+            return GPUSCHED_ENOMEM;
+        gs_pl_caps(p, j, 0, n, cap);
+        *may = gs_pl_largest_sum(cap, n, (uint32_t)b) >= r->gpus / r->unit[LV(j)];
+        gs_arena_restore(&p->arena, m);
+    }
     return 0;
 }
 
@@ -522,7 +515,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     if (p->req->pref <= 0) /* the top level is the last counted: greedy is exact */
         return gs_pl_assign(p, -1, 0, n);
     bool may;
-    int rc = top_may_meet_bounds(p, &may);
+    int rc = fill_may_meet_bounds(p, &may);
     if (rc)
         return rc;
     gs_key greedy = GS_KEY_INF;
@@ -535,7 +528,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
         p->estimating = false;
         if (rc || meets_bounds(p))
             return rc;
-        greedy = key_below(p, -1);
+        greedy = gs_pl_key_below(p, -1);
         forget_output(p, -1);
         p->sub_gen = 0;
     }
@@ -577,7 +570,7 @@ static int assign_root(gpusched_placer *p, uint32_t n)
         return rc;
     if (right_above_blocks && p->dp_refused != refused)
         wk = gs_pl_rack_witness(p, -1, 0, &bound);
-    if (!rc && wk >= key_below(p, -1))
+    if (!rc && wk >= gs_pl_key_below(p, -1))
         return 0;
     forget_output(p, -1);
     return gs_pl_rack_witness_assign(p, -1, 0, wk, &done);
@@ -707,7 +700,7 @@ static int search_down_to_nodes(gpusched_placer *p)
     int rc = keep_output(p, &first);
     if (rc)
         return rc;
-    const gs_key first_key = key_below(p, -1);
+    const gs_key first_key = gs_pl_key_below(p, -1);
     const uint64_t budget = GS_PL_NODE_STEPS * (r->gpus / r->u0) + GS_PL_NODE_STEPS_MIN;
     p->sub_gen = 0; /* the subset memo was the coarse request's */
     p->work_left = p->node_work_max ? p->node_work_max : first.nout / GS_PL_NODES_PER_WORK + GS_PL_NODE_WORK_MIN;
@@ -721,7 +714,7 @@ static int search_down_to_nodes(gpusched_placer *p)
     }
     if (rc)
         return rc;
-    if (first_key < key_below(p, -1))
+    if (first_key < gs_pl_key_below(p, -1))
         restore_output(p, &first);
     return 0;
 }
