@@ -704,6 +704,26 @@ Test(place_property, rack_witness_at_the_root_of_two_and_three_levels)
     cr_assert_gt(better, 0);
 }
 
+/* q placed by both placers of e (the second with a shortcut off): the
+ * same outcome and, when placed, the very same nodes and GPUs. Whether
+ * it was placed. */
+static bool place_both_the_same(wp_env *e, const gpusched_place_request *q, uint32_t round)
+{
+    const int rc = gpusched_placer_place(e->p, q, e->res);
+    cr_assert_eq(gpusched_placer_place(e->po, q, e->reso), rc, "round %u: outcomes differ", round);
+    if (rc)
+        return false;
+    const uint32_t *a, *b;
+    const uint64_t *am, *bm;
+    uint32_t na, nb;
+    cr_assert_eq(gpusched_place_result_nodes(e->res, &a, &am, &na), 0);
+    cr_assert_eq(gpusched_place_result_nodes(e->reso, &b, &bm, &nb), 0);
+    cr_assert_eq(na, nb, "round %u: %u nodes, %u with the shortcut off", round, na, nb);
+    for (uint32_t i = 0; i < na; i++)
+        cr_assert(a[i] == b[i] && am[i] == bm[i], "round %u: node %u differs at %u", round, a[i], i);
+    return true;
+}
+
 /* The root's knapsack hands its shares out only when they may beat the
  * rack witness (search.c assign_root): on three and four levels, gangs
  * spilling over the top, budgets from 16 steps up (so that knapsacks are
@@ -732,19 +752,9 @@ Test(place_property, beaten_root_shares_are_not_handed_out)
             gpusched_job job;
             random_split(&r, &q, &job);
             q.gpus = (top_gpus + pt_below(&r, gpus / 2 + 1)) & ~1u; /* more than a data center */
-            q.preferred_level = pt_below(&r, 2) ? gpusched_topo_level_count(gpusched_cluster_topo(c)) - 1 : (uint32_t)GPUSCHED_NONE;
-            const int rc = gpusched_placer_place(e.p, &q, e.res);
-            cr_assert_eq(gpusched_placer_place(e.po, &q, e.reso), rc, "round %u: outcomes differ", round);
-            if (rc)
+            q.preferred_level = pt_below(&r, 2) ? 3 : (uint32_t)GPUSCHED_NONE; /* racks or nodes */
+            if (!place_both_the_same(&e, &q, round))
                 continue;
-            const uint32_t *a, *b;
-            const uint64_t *am, *bm;
-            uint32_t na, nb;
-            cr_assert_eq(gpusched_place_result_nodes(e.res, &a, &am, &na), 0);
-            cr_assert_eq(gpusched_place_result_nodes(e.reso, &b, &bm, &nb), 0);
-            cr_assert_eq(na, nb, "round %u: %u nodes, %u when handed out (pref %u, budget %llu, gpus %u)", round, na, nb, q.preferred_level, (unsigned long long)e.p->dp_budget_max, q.gpus);
-            for (uint32_t i = 0; i < na; i++)
-                cr_assert(a[i] == b[i] && am[i] == bm[i], "round %u: node %u differs at %u", round, a[i], i);
             assert_valid(c, &q, e.res, round);
             placed++;
         }
@@ -755,6 +765,51 @@ Test(place_property, beaten_root_shares_are_not_handed_out)
     cr_log_info("%u placed, %u root knapsacks beaten by the witness before handing out", placed, beaten);
     cr_assert_gt(placed, rounds);
     cr_assert_gt(beaten, rounds / 20);
+}
+
+/* Locality down to nodes: the search counted down to racks defers its
+ * nodes (counted from the racks' histograms, handed out only if kept).
+ * On two to four levels, any split or pods, gangs from a rack to half
+ * the cluster: the very same nodes as handing them out at once, and every
+ * count the number of nodes its hand-out took. */
+Test(place_property, deferred_nodes_are_the_nodes_handed_out)
+{
+    pt_rng r = {0xbb67ae8584caa73bull};
+    uint32_t placed = 0, kept = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
+    for (uint32_t round = 0; round < rounds; round++) {
+        uint32_t block_gpus, gpus;
+        gpusched_cluster *c;
+        if (round % 3 == 2) {
+            c = random_four_level(&r, 1 + pt_below(&r, 2), 2 + pt_below(&r, 3), &block_gpus);
+            gpus = block_gpus * 4;
+        } else {
+            c = random_blocks_and_racks(&r, 2 + round % 3, &block_gpus, &gpus);
+        }
+        wp_env e;
+        wp_open(&e, c);
+        e.po->witness_off = false;
+        e.po->defer_off = true;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (8 + pt_below(&r, gpus / 2)) & ~1u;
+            q.preferred_level = GPUSCHED_NONE;
+            const uint32_t flushed = e.p->defer_mismatch;
+            const bool placed_both = place_both_the_same(&e, &q, round);
+            cr_assert_eq(e.p->defer_mismatch, flushed, "round %u: a deferred count was not the nodes taken", round);
+            if (!placed_both)
+                continue;
+            assert_valid(c, &q, e.res, round);
+            placed++;
+        }
+        kept += e.p->defer_flushed;
+        wp_close(&e);
+    }
+    cr_log_info("%u placed, %u deferred answers kept and handed out", placed, kept);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(kept, rounds / 10);
 }
 
 /* With several data centers as candidates, each candidate's knapsack

@@ -328,6 +328,83 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     return descend(p, l, o.first, amount, o.nkids);
 }
 
+/* The nodes of lowest-level domain d (l = nlevels - 1) for y units: all
+ * of them, or by the plan of its histogram, else greedily. */
+static int assign_rack(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    bool done;
+    int rc = take_all_nodes(p, l, d, y, &done);
+    if (!rc && !done)
+        rc = nodes_from_hist(p, l, d, y, &done);
+    if (rc || done)
+        return rc;
+    gs_arena_mark m = gs_arena_save(&p->arena);
+    rc = assign_greedy(p, l, d, y);
+    gs_arena_restore(&p->arena, m);
+    return rc;
+}
+
+/* Deferred: the share recorded, and the nodes assign_rack will take
+ * counted from the domain's histogram as it plans them (only when the
+ * aggregates count units exactly: every share deferred is then
+ * planned the same way; p->defer_unknown where the plan fails). */
+static int defer_rack(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
+{
+    const gs_pl_req *r = p->req;
+    const struct gpusched_cluster *c = p->c;
+    if (p->ndefer == p->defer_cap) {
+        uint32_t cap = p->defer_cap ? 2 * p->defer_cap : 256;
+        uint32_t *x = gs_realloc_array(&p->alloc, p->defer_rack, cap, sizeof *x);
+        if (!x)
+            return GPUSCHED_ENOMEM;
+        p->defer_rack = x;
+        uint32_t *u = gs_realloc_array(&p->alloc, p->defer_units, cap, sizeof *u);
+        if (!u)
+            return GPUSCHED_ENOMEM;
+        p->defer_units = u;
+        p->defer_cap = cap;
+    }
+    p->defer_rack[p->ndefer] = d;
+    p->defer_units[p->ndefer++] = y;
+    const uint32_t width = c->hist_width, *h = &c->agg[l].hist[(size_t)d * width];
+    const uint64_t want = (uint64_t)y * r->ratio[LV(l)];
+    uint64_t count = 0;
+    if (gs_pl_ub_units(p, l, d) == want) { /* take_all_nodes: every node with units */
+        for (uint32_t k = r->u0; k < width; k++)
+            count += gs_pl_hist_units(r, k) ? h[k] : 0;
+    } else {
+        const uint32_t vmax = r->whole_w ? 1 : (width - 1) / r->u0;
+        uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1];
+        for (uint32_t v = 0; v <= vmax; v++)
+            avail_of[v] = 0;
+        gs_pl_hist_add_units(r, h, width, avail_of);
+        gs_node_plan plan;
+        p->defer_unknown |= !gs_pl_node_plan_make(&plan, avail_of, vmax, want);
+        count = plan.pending;
+    }
+    p->nout += (uint32_t)count;
+    return 0;
+}
+
+int gs_pl_defer_flush(gpusched_placer *p)
+{
+    const int32_t low = (int32_t)p->nlevels - 1;
+    const uint32_t n = p->ndefer, counted = p->nout;
+    if (!n)
+        return 0; /* nothing deferred: the output holds its nodes */
+    p->ndefer = 0;
+    p->nout = 0;
+    p->defer_unknown = false;
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = assign_rack(p, low, p->defer_rack[i], p->defer_units[i]);
+        if (rc)
+            return rc;
+    }
+    p->defer_mismatch += p->nout != counted;
+    p->defer_flushed++;
+    return 0;
+}
+
 int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
 {
     if (!y)
@@ -342,14 +419,9 @@ int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
     if (p->count_only && l >= p->req->pref)
         return 0;
     if (l + 1 == (int32_t)p->nlevels) {
-        bool done;
         if ((rc = gs_pl_spend(p, gs_topo_dom_nodes(p->t, (uint32_t)l, d))))
             return rc;
-        rc = take_all_nodes(p, l, d, y, &done);
-        if (!rc && !done)
-            rc = nodes_from_hist(p, l, d, y, &done);
-        if (rc || done)
-            return rc;
+        return p->defer ? defer_rack(p, l, d, y) : assign_rack(p, l, d, y);
     }
     gs_arena_mark m = gs_arena_save(&p->arena);
     rc = l + 1 >= p->req->pref ? assign_greedy(p, l, d, y) : assign_dp(p, l, d, y);

@@ -214,6 +214,18 @@ struct gpusched_placer {
                                  * the witness beats them, to compare */
     uint32_t root_beaten;       /* tests: root knapsacks that handed nothing out
                                  * (GS_PL_EBEATEN) */
+    /* The nodes of the search counted down to racks, deferred (gs_pl_search):
+     * each rack's share recorded and its nodes counted into nout from its
+     * histogram; handed out by gs_pl_defer_flush() only if that answer is
+     * kept (the same racks' fewest nodes usually replace it). */
+    bool defer;
+    bool defer_off;             /* tests: never defer, to compare */
+    bool defer_unknown;         /* a rack's count could not be planned: flush */
+    uint32_t ndefer, defer_cap;
+    uint32_t *defer_rack, *defer_units;
+    uint32_t defer_mismatch;    /* tests: flushes whose nodes differ in number
+                                 * from the count (never, by construction) */
+    uint32_t defer_flushed;     /* tests: deferred answers handed out */
     bool count_only;            /* gs_pl_assign records the domains down to the
                                  * last counted level only (assign.c greedy_key) */
     gs_key root_greedy;         /* the key of the greedy fill assign_root tried
@@ -575,6 +587,8 @@ int gs_pl_holds(gpusched_placer *p);
 /* assign.c: places y units of level l in domain d, appending nodes;
  * gs_pl_use_domain records a domain used (ascending per level). */
 int gs_pl_assign(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y);
+/* Hands out the deferred racks' nodes (p->defer), in the order recorded. */
+int gs_pl_defer_flush(gpusched_placer *p);
 int gs_pl_use_domain(gpusched_placer *p, uint32_t l, uint32_t d);
 /* Frontier of a domain: the best key for each amount (see search.c). */
 typedef struct gs_front {

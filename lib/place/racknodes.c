@@ -154,6 +154,7 @@ static int take_on_racks(gpusched_placer *p, gs_node_plan *plan, const uint32_t 
     const struct gpusched_topo *t = p->t;
     const uint32_t low = p->nlevels - 1;
     p->nout = 0;
+    p->ndefer = 0; /* these nodes replace a deferred answer's */
     for (uint32_t i = 0; i < n && plan->pending; i++) {
         int rc = gs_pl_node_plan_take(p, plan, t->dom_start[low][racks[i]], t->dom_start[low][racks[i] + 1]);
         if (rc)

@@ -359,6 +359,7 @@ static int search_level(gpusched_placer *p, int32_t l, gs_cand *s)
 static void forget_output(gpusched_placer *p, int32_t l)
 {
     p->nout = 0;
+    p->ndefer = 0;
     for (int32_t j = l + 1; j < (int32_t)p->nlevels; j++)
         p->ndoms[j] = 0;
 }
@@ -594,6 +595,7 @@ static int search_with(gpusched_placer *p, uint64_t budget)
     if (start < r->stop)
         start = r->stop;
     p->nout = 0;
+    p->ndefer = 0;
     p->dp_budget = budget;
     for (uint32_t l = 0; l < p->nlevels; l++)
         p->ndoms[l] = 0;
@@ -726,18 +728,43 @@ static int search_down_to_nodes(gpusched_placer *p)
  * full search, whose answer is kept unless the first one's key is
  * smaller: where the full search's knapsack ran out of budget it may not
  * even reach the first one's racks. doc/placement.md, "Counted levels". */
-int gs_pl_search(gpusched_placer *p)
+/* Whether the cluster's usable nodes give different numbers of units:
+ * where they all give the same, the racks' shares are whole nodes but
+ * for one remainder, so the first answer's nodes are nearly always kept
+ * and deferring them would only count them twice. */
+static bool mixed_units(const gpusched_placer *p)
 {
     const gs_pl_req *r = p->req;
-    gs_pl_req coarse;
-    if (!gs_pl_req_coarse(p, r, &coarse))
-        return search_with(p, p->dp_budget_max);
-    p->req = &coarse;
-    const uint64_t refused = p->dp_refused;
-    int rc = search_with(p, p->dp_budget_max);
-    p->req = r;
-    if (rc || p->nout <= fewest_nodes(p))
-        return rc;
+    const struct gpusched_cluster *c = p->c;
+    uint32_t seen = 0;
+    for (uint32_t k = r->u0; k < c->hist_width; k++) {
+        const uint32_t v = gs_pl_hist_units(r, k);
+        if (!v || !c->root_hist[k])
+            continue;
+        if (seen && seen != v)
+            return true;
+        seen = v;
+    }
+    return false;
+}
+
+/* The same racks' fewest nodes when they are fewer than the deferred
+ * answer's, else that answer handed out. */
+static int same_racks_or_first(gpusched_placer *p, gs_node_plan *same)
+{
+    return same->pending >= p->nout ? gs_pl_defer_flush(p) : gs_pl_take_racks_plan(p, same);
+}
+
+/* After the search counted down to racks, whose nodes were deferred. */
+static int nodes_after_racks(gpusched_placer *p, uint64_t refused)
+{
+    if (p->defer_unknown) {
+        int rc = gs_pl_defer_flush(p);
+        if (rc)
+            return rc;
+    }
+    if (p->nout <= fewest_nodes(p))
+        return gs_pl_defer_flush(p);
     /* The same racks, the fewest of their nodes: optimal when that meets
      * the fewest nodes anywhere, or, when the search was exact (no
      * knapsack refused: its domains are the fewest any placement needs),
@@ -748,17 +775,45 @@ int gs_pl_search(gpusched_placer *p)
     gs_node_plan same;
     const uint64_t same_racks = gs_pl_racks_plan(p, &same);
     if (same_racks <= fewest_nodes(p) || p->dp_refused != refused)
-        return gs_pl_take_racks_plan(p, &same);
+        return same_racks_or_first(p, &same);
     const uint64_t bound = gs_pl_fewest_nodes_in(p, p->ndoms);
     if (same_racks <= bound)
-        return gs_pl_take_racks_plan(p, &same);
+        return same_racks_or_first(p, &same);
     /* Racks with more whole nodes in the same blocks: optimal if they
      * meet the bound. */
     bool done;
-    if ((rc = gs_pl_fuller_racks(p, bound, &done)) || done)
+    int rc = gs_pl_fuller_racks(p, bound, &done);
+    if (rc || done)
         return rc;
-    if ((rc = gs_pl_take_racks_plan(p, &same)))
+    if ((rc = same_racks_or_first(p, &same)))
         return rc;
     return search_down_to_nodes(p);
 }
 
+/* Locality counted down to nodes: the search counted down to the lowest
+ * domain level first, whose answer is optimal when it uses no more nodes
+ * than the fewest nodes anywhere (its locality down to the lowest domain
+ * level is optimal, and no placement uses fewer nodes). Otherwise the
+ * full search, whose answer is kept unless the first one's key is
+ * smaller: where the full search's knapsack ran out of budget it may not
+ * even reach the first one's racks. doc/placement.md, "Counted levels".
+ * The first search's nodes are counted, not handed out, until known to
+ * be kept (p->defer): the same racks' fewest nodes usually replace them. */
+int gs_pl_search(gpusched_placer *p)
+{
+    const gs_pl_req *r = p->req;
+    gs_pl_req coarse;
+    if (!gs_pl_req_coarse(p, r, &coarse))
+        return search_with(p, p->dp_budget_max);
+    p->req = &coarse;
+    const uint64_t refused = p->dp_refused;
+    p->defer = !p->defer_off && mixed_units(p);
+    p->defer_unknown = false;
+    int rc = search_with(p, p->dp_budget_max);
+    p->defer = false;
+    p->req = r;
+    if (!rc)
+        rc = nodes_after_racks(p, refused);
+    p->ndefer = 0;
+    return rc;
+}
