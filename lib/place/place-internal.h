@@ -640,6 +640,8 @@ bool gs_pl_concave(const uint32_t *f, uint32_t nf);
 /* sort.c: allocation-free sorts. Children by capacity (largest or
  * smallest first; ties: lowest index); values descending. */
 void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
+/* Values under this are sorted (or ranked) by counting, not compared. */
+#define GS_COUNTING_MAX 256u
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
 
 /* Sum of the k largest of v[0, n) (k <= n; v reordered): a quickselect,

@@ -26,7 +26,6 @@ GS_HEAP_DEFINE(u32_desc, uint32_t, void *, u32_larger)
  * list: for them a stable counting sort, O(n + the largest capacity), keeps
  * the ties in index order, the order the heap sort's compares give, at a
  * fraction of their cost. false, and nothing moved, for any other list. */
-#define GS_COUNTING_MAX 256u
 static bool kids_counting_sort(gs_kid *k, uint32_t n, bool larger_first)
 {
     if (n < 8 || n > GS_COUNTING_MAX)

@@ -48,6 +48,41 @@ static uint64_t choose(uint32_t n, uint32_t k, uint64_t limit)
     return c;
 }
 
+/* The nonzero values of g[0, n) as runs of equal values, largest first,
+ * into out: by counting when they are small numbers (capacities of racks
+ * or nodes; counts holds GS_COUNTING_MAX zeros and is left so), else by
+ * a sort of g. The number of runs. */
+static uint32_t runs_desc(uint32_t *g, uint32_t n, uint32_t *counts, gs_run *out)
+{
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < n; i++)
+        top = g[i] > top ? g[i] : top;
+    uint32_t runs = 0;
+    if (top < GS_COUNTING_MAX) {
+        for (uint32_t i = 0; i < n; i++)
+            counts[g[i]]++;
+        for (uint32_t v = top; v >= 1; v--)
+            if (counts[v]) {
+                out[runs++] = (gs_run){v, counts[v]};
+                counts[v] = 0;
+            }
+        counts[0] = 0;
+        return runs;
+    }
+    uint32_t cnt = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (g[i])
+            g[cnt++] = g[i];
+    gs_pl_sort_u32_desc(g, cnt);
+    for (uint32_t i = 0; i < cnt; i++) {
+        if (runs && g[i] == out[runs - 1].value)
+            out[runs - 1].count++;
+        else
+            out[runs++] = (gs_run){g[i], 1};
+    }
+    return runs;
+}
+
 /* The kids with capacity and their grandchildren's capacities, largest
  * first and run-length coded: an empty or evenly used domain has one run
  * per kid, so a merge costs the runs, not the grandchildren. */
@@ -62,8 +97,11 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
     gs_pl_children(p, l + 1, b - 1, &ga, &gb);
     uint32_t *g = gs_arena_get(&p->arena, (size_t)(gb - gfirst) * sizeof *g);
     gs_run *rn = gs_arena_get(&p->arena, (size_t)(gb - gfirst) * sizeof *rn);
-    if (!k || !g || !rn)
+    uint32_t *counts = gs_arena_get(&p->arena, GS_COUNTING_MAX * sizeof *counts);
+    if (!k || !g || !rn || !counts)
         return GPUSCHED_ENOMEM;
+    for (uint32_t v = 0; v < GS_COUNTING_MAX; v++)
+        counts[v] = 0;
     uint32_t m = 0, o = 0;
     *grand = 0;
     for (uint32_t ch = a; ch < b; ch++) {
@@ -72,23 +110,14 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
             continue;
         gs_pl_children(p, l + 1, ch, &ga, &gb);
         /* Each kid's grandchildren in g (room for all of the domain's),
-         * those with capacity packed to the front. */
-        uint32_t cnt = 0;
+         * run-length coded largest first. */
         gs_pl_caps(p, l + 2, ga, gb, g);
-        for (uint32_t i = 0; i < gb - ga; i++)
-            if (g[i])
-                g[cnt++] = g[i];
-        gs_pl_sort_u32_desc(g, cnt);
-        *grand += cnt;
         k[m] = (gs_sub_kid){ch, cap, o, 0};
-        for (uint32_t i = 0; i < cnt; i++) {
-            if (i && g[i] == g[i - 1]) {
-                rn[o - 1].count++;
-                continue;
-            }
-            rn[o++] = (gs_run){g[i], 1};
-            k[m].n++;
-        }
+        const uint32_t kid_runs = runs_desc(g, gb - ga, counts, rn + o);
+        for (uint32_t i = 0; i < kid_runs; i++)
+            *grand += rn[o + i].count;
+        k[m].n = kid_runs;
+        o += kid_runs;
         m++;
     }
     *out = k;
@@ -122,9 +151,33 @@ static uint64_t least_cap(const uint32_t *sorted_desc, uint32_t n, uint32_t m, u
 }
 
 /* Fewest grandchildren holding Y anywhere in the domain: no subset does
- * better. */
+ * better. The largest first: by counting their capacities when those are
+ * small numbers (racks or nodes), else by a sort. */
 static uint32_t fewest_grandchildren(gpusched_placer *p, const gs_run *rn, uint32_t nruns, uint64_t Y, bool *ok)
 {
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        top = rn[i].value > top ? rn[i].value : top;
+    if (top < GS_COUNTING_MAX) {
+        uint64_t *count = gs_arena_get(&p->arena, ((size_t)top + 1) * sizeof *count);
+        *ok = count != NULL;
+        if (!count)
+            return 0;
+        for (uint32_t v = 0; v <= top; v++)
+            count[v] = 0;
+        for (uint32_t i = 0; i < nruns; i++)
+            count[rn[i].value] += rn[i].count;
+        uint64_t sum = 0;
+        uint32_t used = 0;
+        for (uint32_t v = top; v >= 1 && sum < Y; v--) {
+            uint64_t take = (Y - sum + v - 1) / v;
+            if (take > count[v])
+                take = count[v];
+            sum += take * v;
+            used += (uint32_t)take;
+        }
+        return used;
+    }
     gs_kid *v = gs_arena_get(&p->arena, (size_t)nruns * sizeof *v);
     *ok = v != NULL;
     if (!v)
@@ -367,9 +420,19 @@ static void bb_add(gs_sub_bb *b, uint32_t c, int sign)
     const size_t w = (size_t)b->t->top + 2;
     const uint64_t *sm = b->t->sum + c * w;
     const uint32_t *ct = b->t->count + c * w;
-    for (size_t v = 0; v < w; v++) {
-        b->psum[v] += sign > 0 ? sm[v] : -sm[v];
-        b->pcnt[v] += sign > 0 ? ct[v] : -ct[v];
+    uint64_t *restrict ps = b->psum;
+    uint32_t *restrict pc = b->pcnt;
+    /* Two plain loops, which the compiler vectorizes. */
+    if (sign > 0) {
+        for (size_t v = 0; v < w; v++) {
+            ps[v] += sm[v];
+            pc[v] += ct[v];
+        }
+    } else {
+        for (size_t v = 0; v < w; v++) {
+            ps[v] -= sm[v];
+            pc[v] -= ct[v];
+        }
     }
 }
 
@@ -380,7 +443,9 @@ static void bb_last(gs_sub_bb *b, uint32_t i, uint32_t s, uint64_t cap)
     const size_t w = (size_t)b->t->top + 2;
     for (uint32_t c = s; c < b->n && !b->done; c++) {
         const uint64_t with = cap + b->k[c].cap;
-        if (with < b->Y)
+        /* Once the best meets the grandchildren's bound, only less
+         * capacity can beat it: no count needed otherwise. */
+        if (with < b->Y || (b->found && b->best_used <= b->used_lb && with >= b->best_cap))
             continue;
         const uint32_t used = count_of_two(b->psum, b->pcnt, b->t->sum + c * w, b->t->count + c * w, b->t->top, b->Y);
         if (used == UINT32_MAX)
