@@ -77,6 +77,47 @@ Test(place_api, lifetimes_and_null_arguments)
     env_free(&e);
 }
 
+/* The pods list is written when first asked for: it follows the last
+ * placement into the result, whichever came before, and asking again
+ * gives the same list. */
+Test(place_api, pods_follow_the_last_placement)
+{
+    env e = env_new();
+    gpusched_job job;
+    const uint32_t *pods, *nodes;
+    const uint64_t *masks;
+    uint32_t np, n;
+    gpusched_place_request q = req(6, &job);
+    q.split = GPUSCHED_SPLIT_PODS;
+    q.pod_gpus = 2;
+    cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_place_result_pods(e.res, &pods, &np), 0);
+    cr_assert_eq(np, 3);
+    /* Pods of 1 GPU, 5 of them: five entries for the new nodes. */
+    q.gpus = 5;
+    q.pod_gpus = 1;
+    cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_place_result_nodes(e.res, &nodes, &masks, &n), 0);
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(gpusched_place_result_pods(e.res, &pods, &np), 0);
+        cr_assert_eq(np, 5, "round %d", round);
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < n; i++)
+            for (int k = __builtin_popcountll(masks[i]); k-- > 0; at++)
+                cr_assert_eq(pods[at], nodes[i], "round %d: pod %u", round, at);
+        cr_assert_eq(at, np);
+    }
+    /* Not pods: no list, even where the last one had pods not read. */
+    q.pod_gpus = 1;
+    cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0);
+    q.split = GPUSCHED_SPLIT_ANY;
+    q.pod_gpus = 0;
+    cr_assert_eq(gpusched_placer_place(e.p, &q, e.res), 0, "%s", gpusched_placer_errmsg(e.p));
+    cr_assert_eq(gpusched_place_result_pods(e.res, &pods, &np), 0);
+    cr_assert_eq(np, 0);
+    env_free(&e);
+}
+
 Test(place_api, plan_only_changes_nothing_and_commit_makes_a_job)
 {
     env e = env_new();

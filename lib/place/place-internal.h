@@ -127,6 +127,10 @@ struct gpusched_place_result {
     uint64_t *masks;
     uint32_t npods, pod_cap;
     uint32_t *pod_nodes;
+    uint32_t pods_u0;           /* non-zero: pod_nodes still to write (room
+                                 * reserved), a pod per pods_u0 GPUs of each
+                                 * node: written when first asked for, as the
+                                 * message is (most callers read nodes only) */
     uint32_t ndoms_total, doms_cap;
     uint32_t *doms;             /* domains of every level, concatenated */
     uint32_t dom_off[GS_MAX_LEVELS + 2];

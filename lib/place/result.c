@@ -41,6 +41,7 @@ void gs_pl_result_reset(gpusched_place_result *res, uint32_t nlevels)
     res->msg_topo = NULL;
     res->nlevels = nlevels;
     res->n = res->npods = res->ndoms_total = 0;
+    res->pods_u0 = 0;
     memset(res->dom_off, 0, sizeof res->dom_off);
     memset(res->locality, 0, sizeof res->locality);
 }
@@ -102,9 +103,7 @@ int gs_pl_result_fill(gpusched_placer *p, gpusched_place_result *res)
         return rc;
     gs_pl_result_reset(res, p->nlevels);
     res->n = p->nout;
-    for (uint32_t i = 0; npods && i < p->nout; i++)
-        for (uint32_t k = gs_popcount64(res->masks[i]) / r->u0; k-- > 0;)
-            res->pod_nodes[res->npods++] = res->nodes[i];
+    res->pods_u0 = npods ? r->u0 : 0;
     fill_domains(p, res);
     res->reason = GPUSCHED_REASON_OK;
     if (res->topo != p->t) {
@@ -146,10 +145,22 @@ GPUSCHED_API int gpusched_place_result_nodes(const gpusched_place_result *res, c
     return 0;
 }
 
+/* Each node once per pod it holds (the room was reserved by the fill). */
+static void write_pods(gpusched_place_result *res)
+{
+    const uint32_t u0 = res->pods_u0;
+    res->pods_u0 = 0;
+    for (uint32_t i = 0; i < res->n; i++)
+        for (uint32_t k = gs_popcount64(res->masks[i]) / u0; k-- > 0;)
+            res->pod_nodes[res->npods++] = res->nodes[i];
+}
+
 GPUSCHED_API int gpusched_place_result_pods(const gpusched_place_result *res, const uint32_t **pod_nodes, uint32_t *n)
 {
     if (!res || !pod_nodes || !n)
         return GPUSCHED_EINVAL;
+    if (res->pods_u0)
+        write_pods((gpusched_place_result *)res);
     *pod_nodes = res->pod_nodes;
     *n = res->npods;
     return 0;
