@@ -123,44 +123,46 @@ uint64_t gs_pl_fewest_nodes_in(gpusched_placer *p, const uint32_t *counts)
     return gs_pl_least_nodes(tv, umax, r->gpus / r->u0);
 }
 
-/* The domains at every level of the nodes in the result (sorted, so each
- * level's domains come out sorted and once each). */
-static int domains_of_nodes(gpusched_placer *p)
+/* Rack `rack` and its ancestors recorded as used, after the racks before
+ * it in index order (so each level's domains come out sorted and once
+ * each: an ancestor already last at its level is the previous rack's,
+ * and so are its own ancestors). */
+static int use_rack(gpusched_placer *p, uint32_t rack)
 {
     const struct gpusched_topo *t = p->t;
-    const gpusched_place_result *res = p->res;
-    for (uint32_t l = 0; l < p->nlevels; l++)
-        p->ndoms[l] = 0;
-    for (uint32_t i = 0; i < p->nout; i++) {
-        uint32_t d = t->node_leaf[res->nodes[i]];
-        for (uint32_t l = p->nlevels; l-- > 0;) {
-            if (p->ndoms[l] && p->out_doms[l][p->ndoms[l] - 1] == d)
-                break; /* and so are its ancestors */
-            int rc = gs_pl_use_domain(p, l, d);
-            if (rc)
-                return rc;
-            if (l)
-                d = t->dom_parent[l][d];
-        }
+    uint32_t d = rack;
+    for (uint32_t l = p->nlevels; l-- > 0;) {
+        if (p->ndoms[l] && p->out_doms[l][p->ndoms[l] - 1] == d)
+            break;
+        int rc = gs_pl_use_domain(p, l, d);
+        if (rc)
+            return rc;
+        if (l)
+            d = t->dom_parent[l][d];
     }
     return 0;
 }
 
 /* The output's nodes handed out again by plan, over racks[0, n)
  * (ascending, so that the nodes come out sorted), and its domains at
- * every level those of the new nodes. */
+ * every level those of the racks that gave nodes. */
 static int take_on_racks(gpusched_placer *p, gs_node_plan *plan, const uint32_t *racks, uint32_t n)
 {
     const struct gpusched_topo *t = p->t;
     const uint32_t low = p->nlevels - 1;
     p->nout = 0;
     p->ndefer = 0; /* these nodes replace a deferred answer's */
+    for (uint32_t l = 0; l < p->nlevels; l++)
+        p->ndoms[l] = 0;
     for (uint32_t i = 0; i < n && plan->pending; i++) {
+        const uint32_t before = p->nout;
         int rc = gs_pl_node_plan_take(p, plan, t->dom_start[low][racks[i]], t->dom_start[low][racks[i] + 1]);
+        if (!rc && p->nout > before)
+            rc = use_rack(p, racks[i]);
         if (rc)
             return rc;
     }
-    return domains_of_nodes(p);
+    return 0;
 }
 
 uint64_t gs_pl_racks_plan(const gpusched_placer *p, gs_node_plan *plan)
