@@ -420,6 +420,16 @@ static inline void gs_pl_hist_add_units(const gs_pl_req *r, const uint32_t *h, u
 static inline void gs_pl_hist_at_least(const gs_pl_req *r, const uint32_t *h, uint32_t width, uint32_t umax,
                                        uint32_t *c)
 {
+    if (r->u0 == 1 && !r->whole_w) { /* units are GPUs: one suffix sum */
+        uint32_t run = 0;
+        c[0] = c[umax + 1] = 0;
+        for (uint32_t k = width; k-- > 1;) {
+            run += h[k];
+            if (k <= umax)
+                c[k] = run;
+        }
+        return;
+    }
     for (uint32_t v = 0; v <= umax + 1; v++)
         c[v] = 0;
     for (uint32_t k = r->u0; k < width; k++) {
