@@ -126,21 +126,26 @@ int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uin
 
 /* The greedy choice of assign_greedy (largest first, ties lowest index,
  * the remainder to the tightest node that takes it), planned on the
- * domain's histogram and carried out by reading nodes only until the
- * planned ones are found. Only when the aggregates count units exactly. */
-static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+ * histogram of domain d of level l for y units; false when it does not
+ * hold them. */
+static bool plan_from_hist(const gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, gs_node_plan *plan)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
-    *done = false;
-    if (!r->agg_exact_nodes)
-        return 0;
     const uint32_t *h = &c->agg[l].hist[(size_t)d * c->hist_width];
     uint32_t vmax = r->whole_w ? 1 : (c->hist_width - 1) / r->u0;
     uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1] = {0}; /* nodes per unit value */
     gs_pl_hist_add_units(r, h, c->hist_width, avail_of);
+    return gs_pl_node_plan_make(plan, avail_of, vmax, (uint64_t)y * r->ratio[LV(l)]);
+}
+
+/* That plan carried out by reading nodes only until the planned ones are
+ * found. Only when the aggregates count units exactly. */
+static int nodes_from_hist(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y, bool *done)
+{
+    *done = false;
     gs_node_plan plan;
-    if (!gs_pl_node_plan_make(&plan, avail_of, vmax, (uint64_t)y * r->ratio[LV(l)]))
+    if (!p->req->agg_exact_nodes || !plan_from_hist(p, l, d, y, &plan))
         return 0;
     int rc = gs_pl_node_plan_take(p, &plan, p->t->dom_start[l][d], p->t->dom_start[l][d + 1]);
     *done = !rc;
@@ -352,34 +357,17 @@ static int defer_rack(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
 {
     const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
-    if (p->ndefer == p->defer_cap) {
-        uint32_t cap = p->defer_cap ? 2 * p->defer_cap : 256;
-        uint32_t *x = gs_realloc_array(&p->alloc, p->defer_rack, cap, sizeof *x);
-        if (!x)
-            return GPUSCHED_ENOMEM;
-        p->defer_rack = x;
-        uint32_t *u = gs_realloc_array(&p->alloc, p->defer_units, cap, sizeof *u);
-        if (!u)
-            return GPUSCHED_ENOMEM;
-        p->defer_units = u;
-        p->defer_cap = cap;
-    }
-    p->defer_rack[p->ndefer] = d;
-    p->defer_units[p->ndefer++] = y;
-    const uint32_t width = c->hist_width, *h = &c->agg[l].hist[(size_t)d * width];
-    const uint64_t want = (uint64_t)y * r->ratio[LV(l)];
+    if (gs_grow(&p->alloc, (void **)&p->deferred, &p->defer_cap, p->ndefer + 1, sizeof *p->deferred))
+        return GPUSCHED_ENOMEM;
+    p->deferred[p->ndefer++] = (struct gs_pl_share){d, y};
     uint64_t count = 0;
-    if (gs_pl_ub_units(p, l, d) == want) { /* take_all_nodes: every node with units */
+    if (gs_pl_ub_units(p, l, d) == (uint64_t)y * r->ratio[LV(l)]) { /* take_all_nodes: every node with units */
+        const uint32_t width = c->hist_width, *h = &c->agg[l].hist[(size_t)d * width];
         for (uint32_t k = r->u0; k < width; k++)
             count += gs_pl_hist_units(r, k) ? h[k] : 0;
     } else {
-        const uint32_t vmax = r->whole_w ? 1 : (width - 1) / r->u0;
-        uint64_t avail_of[GPUSCHED_MAX_NODE_GPUS + 1];
-        for (uint32_t v = 0; v <= vmax; v++)
-            avail_of[v] = 0;
-        gs_pl_hist_add_units(r, h, width, avail_of);
         gs_node_plan plan;
-        p->defer_unknown |= !gs_pl_node_plan_make(&plan, avail_of, vmax, want);
+        p->defer_unknown |= !plan_from_hist(p, l, d, y, &plan);
         count = plan.pending;
     }
     p->nout += (uint32_t)count;
@@ -396,7 +384,7 @@ int gs_pl_defer_flush(gpusched_placer *p)
     p->nout = 0;
     p->defer_unknown = false;
     for (uint32_t i = 0; i < n; i++) {
-        int rc = assign_rack(p, low, p->defer_rack[i], p->defer_units[i]);
+        int rc = assign_rack(p, low, p->deferred[i].rack, p->deferred[i].units);
         if (rc)
             return rc;
     }

@@ -210,10 +210,11 @@ struct gpusched_placer {
     uint64_t work_left;         /* the search down to nodes after an exact answer
                                  * down to the lowest domains: the work it may
                                  * still do (gs_pl_spend); UINT64_MAX otherwise */
-    gs_key root_ceiling;        /* the root's knapsack hands nothing out when its
-                                 * exact key is above it (GS_PL_EBEATEN): the rack
-                                 * witness does better (search.c assign_root);
-                                 * GS_KEY_INF otherwise */
+    gs_key root_ceiling;        /* the rack witness's key: a root knapsack refused
+                                 * with the spending stopped hands nothing out
+                                 * (GS_PL_EBEATEN) when its greedy shares' key is
+                                 * above it (search.c assign_root); GS_KEY_INF
+                                 * otherwise */
     bool root_shortcut_off;     /* tests: the root's shares handed out even when
                                  * the witness beats them, to compare */
     uint32_t root_beaten;       /* tests: root knapsacks that handed nothing out
@@ -226,7 +227,9 @@ struct gpusched_placer {
     bool defer_off;             /* tests: never defer, to compare */
     bool defer_unknown;         /* a rack's count could not be planned: flush */
     uint32_t ndefer, defer_cap;
-    uint32_t *defer_rack, *defer_units;
+    struct gs_pl_share {
+        uint32_t rack, units;
+    } *deferred;
     uint32_t defer_mismatch;    /* tests: flushes whose nodes differ in number
                                  * from the count (never, by construction) */
     uint32_t defer_flushed;     /* tests: deferred answers handed out */

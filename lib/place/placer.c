@@ -47,8 +47,7 @@ GPUSCHED_API void gpusched_placer_free(gpusched_placer *p)
     gs_free(&a, p->avc_units);
     gs_free(&a, p->avc_stamp);
     gs_free(&a, p->sub_best);
-    gs_free(&a, p->defer_rack);
-    gs_free(&a, p->defer_units);
+    gs_free(&a, p->deferred);
     gs_free(&a, p->wit_share);
     gs_free(&a, p->pod_cap);
     gs_free(&a, p->podx);

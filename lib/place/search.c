@@ -555,10 +555,11 @@ static int assign_root(gpusched_placer *p, uint32_t n)
     }
     const uint64_t refused = p->dp_refused;
     p->dp_stop_refused = wk != GS_KEY_INF;
-    /* Shares the witness beats are not handed out: a knapsack whose exact
-     * key is above the witness's, or one refused when the greedy fill
-     * (what its shares then are) did worse, returns GS_PL_EBEATEN. The
-     * same answers as handing them out and comparing after. */
+    /* Shares the witness beats are not handed out: a knapsack refused
+     * with the spending stopped, whose greedy shares (the fill's key, or
+     * counted without nodes) do worse than the witness, returns
+     * GS_PL_EBEATEN. The same answers as handing them out and comparing
+     * after. */
     if (!p->root_shortcut_off) {
         p->root_ceiling = wk; /* the witness is kept on a larger key only */
         p->root_greedy = greedy;
@@ -721,13 +722,6 @@ static int search_down_to_nodes(gpusched_placer *p)
     return 0;
 }
 
-/* Locality counted down to nodes: the search counted down to the lowest
- * domain level first, whose answer is optimal when it uses no more nodes
- * than the fewest nodes anywhere (its locality down to the lowest domain
- * level is optimal, and no placement uses fewer nodes). Otherwise the
- * full search, whose answer is kept unless the first one's key is
- * smaller: where the full search's knapsack ran out of budget it may not
- * even reach the first one's racks. doc/placement.md, "Counted levels". */
 /* Whether the cluster's usable nodes give different numbers of units:
  * where they all give the same, the racks' shares are whole nodes but
  * for one remainder, so the first answer's nodes are nearly always kept
