@@ -812,6 +812,48 @@ Test(place_property, deferred_nodes_are_the_nodes_handed_out)
     cr_assert_gt(kept, rounds / 10);
 }
 
+/* The rack witness's blocks by their scores at each threshold are sorted
+ * again from the last threshold's order (rackwitness.c resort_scores):
+ * on four levels, gangs larger than a zone or a data center, every such
+ * order in order, and the very same nodes as sorting each threshold
+ * afresh. */
+Test(place_property, witness_blocks_resorted_as_sorted_afresh)
+{
+    pt_rng r = {0x9b05688c2b3e6c1full};
+    uint32_t placed = 0, resorts = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 12 : 120;
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t dcs = 1 + pt_below(&r, 2), zones = 2 + pt_below(&r, 3);
+        uint32_t zone_gpus;
+        gpusched_cluster *c = random_four_level(&r, dcs, zones, &zone_gpus);
+        wp_env e;
+        wp_open(&e, c);
+        e.po->witness_off = false;
+        e.po->resort_off = true;
+        e.p->resort_check = true;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            const uint32_t span = pt_below(&r, 2) ? zone_gpus : zones * zone_gpus;
+            q.gpus = (span / 4 + pt_below(&r, span + 1)) & ~1u;
+            q.preferred_level = 3;
+            q.required_level = pt_below(&r, 2) ? GPUSCHED_NONE : 0;
+            if (!place_both_the_same(&e, &q, round))
+                continue;
+            assert_valid(c, &q, e.res, round);
+            placed++;
+        }
+        resorts += e.p->resorts;
+        cr_assert_eq(e.p->resorts_unsorted, 0, "round %u: an order sorted again is out of order", round);
+        cr_assert_eq(e.po->resorts, 0);
+        wp_close(&e);
+    }
+    cr_log_info("%u placed, %u block orders sorted again", placed, resorts);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(resorts, rounds);
+}
+
 /* With several data centers as candidates, each candidate's knapsack
  * spends from one budget: the winner's assignment must still have the key
  * it won by (it once fell back to greedy shares, one block more). Budgets

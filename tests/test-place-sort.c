@@ -1,6 +1,8 @@
 /* The engine's allocation-free sorts against insertion sort, on random
  * lists with many equal capacities (the index must break every tie). */
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "place/place-internal.h"
 
@@ -89,4 +91,65 @@ Test(place_sort, kids_in_index_order_match_insertion_sort)
         }
         check_sorts(k, v, n, larger, round);
     }
+}
+
+static bool g_larger;
+
+static int by_order(const void *x, const void *y)
+{
+    const gs_kid *a = x, *b = y;
+    return before(*a, *b, g_larger) ? -1 : before(*b, *a, g_larger) ? 1 : 0;
+}
+
+/* Lists of any length (a cluster's racks): listed by index with
+ * capacities up to 4n the arena's counting sort, wider or out of order
+ * the heap; both must give the reference order. An arena that cannot
+ * allocate leaves the list as it was. */
+Test(place_sort, long_lists_match_the_reference_order)
+{
+    uint64_t s = 0xabcdef12;
+    gs_arena a = {0};
+    gs_alloc al;
+    cr_assert_eq(gs_alloc_init(&al, NULL), 0);
+    a.alloc = &al;
+    static gs_kid k[6000], ref[6000];
+    for (int round = 0; round < 300; round++) {
+        const uint32_t n = (uint32_t)(next(&s) % 6000);
+        g_larger = next(&s) & 1;
+        const uint32_t spread = round % 4 == 0 ? 8 * n + 1 : 1 + (uint32_t)(next(&s) % 80);
+        uint32_t idx = (uint32_t)(next(&s) % 5);
+        for (uint32_t i = 0; i < n; i++) {
+            idx += 1 + (uint32_t)(next(&s) % 3);
+            k[i] = (gs_kid){idx, (uint32_t)(next(&s) % spread)};
+        }
+        if (round % 5 == 0 && n > 2) { /* one index out of order */
+            gs_kid t = k[n - 1];
+            k[n - 1] = k[n - 2];
+            k[n - 2] = t;
+        }
+        memcpy(ref, k, n * sizeof *k);
+        qsort(ref, n, sizeof *ref, by_order);
+        cr_assert(gs_pl_sort_kids_long(k, n, g_larger, &a));
+        for (uint32_t i = 0; i < n; i++)
+            cr_assert(k[i].idx == ref[i].idx && k[i].cap == ref[i].cap, "round %d, n %u, position %u", round, n, i);
+    }
+    gs_arena_free(&a);
+}
+
+static void *no_memory(void *user, size_t size)
+{
+    (void)user;
+    (void)size;
+    return NULL;
+}
+
+Test(place_sort, long_list_without_memory_is_left_as_it_was)
+{
+    gs_alloc al = {.malloc_fn = no_memory};
+    gs_arena a = {.alloc = &al};
+    static gs_kid k[1000], was[1000];
+    for (uint32_t i = 0; i < 1000; i++)
+        k[i] = was[i] = (gs_kid){3 * i, (i * 7919) % 13};
+    cr_assert_not(gs_pl_sort_kids_long(k, 1000, true, &a));
+    cr_assert_eq(memcmp(k, was, sizeof k), 0);
 }

@@ -19,10 +19,11 @@ __attribute__((noinline)) static int grow_out(gpusched_placer *p)
     return 0;
 }
 
-/* The lowest usable GPUs of the node: a job's GPUs stay packed. */
-static uint64_t take_gpus(uint64_t avail, uint32_t count)
+/* The lowest `count` of the node's usable GPUs avail (`have` of them): a
+ * job's GPUs stay packed. */
+static uint64_t take_gpus(uint64_t avail, uint32_t count, uint32_t have)
 {
-    if (count >= gs_popcount64(avail))
+    if (count >= have)
         return avail;
     uint64_t m = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -33,14 +34,20 @@ static uint64_t take_gpus(uint64_t avail, uint32_t count)
     return m;
 }
 
-static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
+static inline int emit_mask(gpusched_placer *p, uint32_t node, uint64_t mask)
 {
     gpusched_place_result *res = p->res;
     if (p->nout == res->cap && grow_out(p))
         return GPUSCHED_ENOMEM;
     res->nodes[p->nout] = node;
-    res->masks[p->nout++] = p->req->whole_w ? avail : take_gpus(avail, units * p->req->u0);
+    res->masks[p->nout++] = mask;
     return 0;
+}
+
+static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
+{
+    const gs_pl_req *r = p->req;
+    return emit_mask(p, node, r->whole_w ? avail : take_gpus(avail, units * r->u0, gs_popcount64(avail)));
 }
 
 static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
@@ -65,9 +72,13 @@ static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     if (total != want)
         return 0;
     for (uint32_t n = a; n < b; n++) {
-        uint64_t avail = gs_cluster_node_avail(p->c, n);
-        uint32_t u = r->filtered && !gs_pl_node_eligible(p, n) ? 0 : gs_pl_units_of_mask(r, p->t, n, avail);
-        if (u && emit_node_avail(p, n, u, avail))
+        /* Each node gives all its units: all of its GPUs the units hold. */
+        const uint64_t avail = gs_cluster_node_avail(p->c, n);
+        const uint32_t have = r->whole_w ? 0 : gs_popcount64(avail);
+        const uint32_t u = r->filtered && !gs_pl_node_eligible(p, n) ? 0
+                           : r->whole_w                             ? gs_pl_units_of_mask(r, p->t, n, avail)
+                                                                    : gs_pl_div_u0(r, have);
+        if (u && emit_mask(p, n, r->whole_w ? avail : take_gpus(avail, u * r->u0, have)))
             return GPUSCHED_ENOMEM;
     }
     *done = true;
@@ -105,8 +116,10 @@ int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uin
 {
     const gs_pl_req *r = p->req;
     for (uint32_t n = a; n < b && plan->pending; n++) {
-        uint64_t avail = gs_cluster_node_avail(p->c, n);
-        uint32_t v = gs_pl_units_of_mask(r, p->t, n, avail);
+        const uint64_t avail = gs_cluster_node_avail(p->c, n);
+        /* The GPUs counted once, for the units and for the mask. */
+        const uint32_t have = r->whole_w ? 0 : gs_popcount64(avail);
+        const uint32_t v = r->whole_w ? gs_pl_units_of_mask(r, p->t, n, avail) : gs_pl_div_u0(r, have);
         uint32_t take = 0;
         if (v && plan->full[v]) {
             plan->full[v]--;
@@ -117,7 +130,7 @@ int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uin
         }
         if (take) {
             plan->pending--;
-            if (emit_node_avail(p, n, take, avail))
+            if (emit_mask(p, n, r->whole_w ? avail : take_gpus(avail, take * r->u0, have)))
                 return GPUSCHED_ENOMEM;
         }
     }

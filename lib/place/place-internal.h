@@ -200,6 +200,12 @@ struct gpusched_placer {
     bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
                                  * that the knapsack's answers can be compared */
     uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
+    bool resort_off;            /* tests: the witness's block scores sorted afresh at
+                                 * every threshold, not from the last order */
+    uint32_t resorts;           /* tests: block orders sorted again from the last */
+    uint32_t resorts_unsorted;  /* tests: of those, orders left out of order (only
+                                 * counted with resort_check) */
+    bool resort_check;          /* tests: check every order sorted again */
     uint32_t fuller_racks;      /* tests: placements gs_pl_fuller_racks() answered */
     uint32_t node_work_spent;   /* tests: searches down to nodes past their work
                                  * budget (search.c search_down_to_nodes) */
@@ -659,6 +665,11 @@ bool gs_pl_concave(const uint32_t *f, uint32_t nf);
 void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
 /* Values under this are sorted (or ranked) by counting, not compared. */
 #define GS_COUNTING_MAX 256u
+/* The same order for lists of any length: listed by index with
+ * capacities at most 4n (a cluster's racks), a stable counting sort with
+ * scratch from the arena, O(n); else the heap. false: no memory, nothing
+ * moved. */
+bool gs_pl_sort_kids_long(gs_kid *k, uint32_t n, bool larger_first, gs_arena *a);
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
 
 /* Sum of the k largest of v[0, n) (k <= n; v reordered): a quickselect,

@@ -19,34 +19,26 @@
 #include "heap.h"
 #include "place-internal.h"
 
-/* A domain and its capacity, largest first, ties lowest index. */
-typedef struct rw_dom {
-    uint32_t cap, idx;
-} rw_dom;
-
-/* Largest capacity first, ties: lowest index. */
-static bool rw_before(const rw_dom *a, const rw_dom *b, void *unused)
+/* Domains are gs_kid records (index, capacity), largest capacity first,
+ * ties lowest index (gs_pl_sort_kids). */
+static bool larger_kid(const gs_kid *a, const gs_kid *b)
 {
-    (void)unused;
     if (a->cap != b->cap)
         return a->cap > b->cap;
     return a->idx < b->idx;
 }
 
-GS_HEAP_DEFINE(rw_heap, rw_dom, void *, rw_before)
-
 /* Domains [a, b) of level l with their capacities, largest first. */
-static rw_dom *by_capacity(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b)
+static gs_kid *by_capacity(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b)
 {
-    rw_dom *x = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *x);
+    gs_kid *x = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *x);
     uint32_t *cap = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *cap);
     if (!x || !cap)
         return NULL;
     gs_pl_caps(p, l, a, b, cap);
     for (uint32_t i = 0; i < b - a; i++)
-        x[i] = (rw_dom){cap[i], a + i};
-    rw_heap_sort(x, b - a, NULL);
-    return x;
+        x[i] = (gs_kid){a + i, cap[i]};
+    return gs_pl_sort_kids_long(x, b - a, true, &p->arena) ? x : NULL;
 }
 
 /* Racks last counted, and two levels between them and candidate l (the
@@ -78,14 +70,14 @@ typedef struct rw_ctx {
     int32_t l, low;
     uint32_t ra, rb;
     uint32_t *rcap;             /* rcap[rack - ra] */
-    rw_dom *blocks, *racks;
+    gs_kid *blocks, *racks;
 } rw_ctx;
 
 /* Of x[0, n) sorted largest first, the fewest that hold `need` by the
  * search's greedy rule: the largest whole while the rest is larger than
  * them, the rest to the tightest one that holds it (moved to the end of
  * the ones taken). Their count, 0 when all of them cannot hold it. */
-static uint32_t fewest_tight(rw_dom *x, uint32_t n, uint64_t need)
+static uint32_t fewest_tight(gs_kid *x, uint32_t n, uint64_t need)
 {
     uint64_t held = 0;
     uint32_t k = 0;
@@ -99,7 +91,7 @@ static uint32_t fewest_tight(rw_dom *x, uint32_t n, uint64_t need)
     for (uint32_t i = k + 1; i < n && x[i].cap >= need - held; i++)
         if (x[i].cap < x[fit].cap)
             fit = i;
-    rw_dom t = x[fit];
+    gs_kid t = x[fit];
     x[fit] = x[k];
     x[k] = t;
     return k + 1;
@@ -130,20 +122,40 @@ static uint64_t racks_for(const uint32_t *h, uint32_t w, uint64_t need)
 }
 
 /* Blocks by their score at one threshold: the highest first, ties to the
- * larger capacity, then the lower index (rw_before). */
+ * larger capacity, then the lower index (larger_kid). */
 typedef struct rw_scores {
     const uint64_t *score;
-    const rw_dom *x;
+    const gs_kid *x;
 } rw_scores;
 
 static bool score_before(const uint32_t *a, const uint32_t *b, const rw_scores *s)
 {
     if (s->score[*a] != s->score[*b])
         return s->score[*a] > s->score[*b];
-    return rw_before(&s->x[*a], &s->x[*b], NULL);
+    return larger_kid(&s->x[*a], &s->x[*b]);
 }
 
 GS_HEAP_DEFINE(score_heap, uint32_t, const rw_scores *, score_before)
+
+/* pick[0, n) sorted again after the scores changed: from one threshold
+ * to the next most blocks keep their rank, so insertion costs about a
+ * compare each; past n log n moves the heap finishes the sort. */
+static void resort_scores(uint32_t *pick, uint32_t n, const rw_scores *by)
+{
+    uint64_t moves = 0, most = (uint64_t)n * 16;
+    for (uint32_t i = 1; i < n; i++) {
+        const uint32_t v = pick[i];
+        uint32_t j = i;
+        for (; j > 0 && score_before(&v, &pick[j - 1], by); j--)
+            pick[j] = pick[j - 1];
+        pick[j] = v;
+        moves += i - j;
+        if (moves > most) {
+            score_heap_sort(pick, n, by);
+            return;
+        }
+    }
+}
 
 /* Blocks x[0, n), the first nb chosen by the greedy rule (the most
  * capacity): the largest blocks may hold racks of every size where fewer,
@@ -154,7 +166,7 @@ GS_HEAP_DEFINE(score_heap, uint32_t, const rw_scores *, score_before)
  * (counted on the racks' histograms; ties: the first tau, from the top)
  * goes first in x when it needs fewer than the greedy one. Stops at
  * `floor` racks, which no choice goes below. */
-static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, uint32_t n, uint32_t nb,
+static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, gs_kid *x, uint32_t n, uint32_t nb,
                               uint64_t bneed, uint64_t rneed, uint64_t floor)
 {
     uint32_t W = 0;
@@ -206,13 +218,21 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
         for (uint32_t i = 0; i < n; i++) {
             above[i] += h[(size_t)i * W + tau + 1];
             score[i] += above[i];
-            pick[i] = i;
         }
         /* The nb best scores, ties to the larger capacity, then the
          * lower index: a sort, since nb is most of n when the gang is
          * most of the candidate. */
         const rw_scores by = {score, x};
-        score_heap_sort(pick, n, &by);
+        if (tau + 2 == W || p->resort_off) {
+            for (uint32_t i = 0; i < n; i++)
+                pick[i] = i;
+            score_heap_sort(pick, n, &by);
+        } else {
+            resort_scores(pick, n, &by);
+            p->resorts++;
+            for (uint32_t i = 1; p->resort_check && i < n; i++)
+                p->resorts_unsorted += !score_before(&pick[i - 1], &pick[i], &by);
+        }
         uint64_t held = 0;
         for (uint32_t k = 0; k < nb; k++)
             held += x[pick[k]].cap;
@@ -243,7 +263,7 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
     memset(in, 0, (size_t)n * sizeof *score);
     for (uint32_t k = 0; k < nb; k++)
         in[chosen[k]] = true;
-    rw_dom *tmp = gs_arena_get(&p->arena, (size_t)n * sizeof *tmp);
+    gs_kid *tmp = gs_arena_get(&p->arena, (size_t)n * sizeof *tmp);
     if (!tmp)
         return GPUSCHED_ENOMEM;
     uint32_t at = 0;
@@ -260,26 +280,35 @@ static int fewer_racks_blocks(gpusched_placer *p, const rw_ctx *w, rw_dom *x, ui
  * racks_floor: the fewest racks any choice of them can need), and their
  * racks the same way. Its shares into share (by rack from ra), its key
  * into *key (GS_KEY_INF: they cannot hold the gang). */
-static void plan_on(gpusched_placer *p, rw_ctx *w, rw_dom *x, uint32_t n, uint64_t racks_floor, uint32_t *share,
+static void plan_on(gpusched_placer *p, rw_ctx *w, gs_kid *x, uint32_t n, uint64_t racks_floor, uint32_t *share,
                     gs_key *key)
 {
     const gs_pl_req *r = p->req;
     const int32_t low = w->low;
     *key = GS_KEY_INF;
-    rw_heap_sort(x, n, NULL);
+    gs_pl_sort_kids(x, n, true);
     const uint32_t nb = fewest_tight(x, n, r->gpus / r->unit[LV(low - 1)]);
     if (!nb)
         return;
     if (fewer_racks_blocks(p, w, x, n, nb, r->gpus / r->unit[LV(low - 1)], r->gpus / r->unit[LV(low)], racks_floor))
         return;
+    /* The chosen blocks' racks in index order (blocks ascending), then
+     * by capacity. */
+    uint32_t *bk = gs_arena_get(&p->arena, (size_t)nb * sizeof *bk);
+    if (!bk)
+        return;
+    for (uint32_t i = 0; i < nb; i++)
+        bk[i] = x[i].idx;
+    gs_pl_sort_u32_desc(bk, nb);
     uint32_t nr = 0;
-    for (uint32_t i = 0; i < nb; i++) {
+    for (uint32_t i = nb; i-- > 0;) {
         uint32_t a, b;
-        gs_pl_children(p, low - 1, x[i].idx, &a, &b);
+        gs_pl_children(p, low - 1, bk[i], &a, &b);
         for (uint32_t y = a; y < b; y++)
-            w->racks[nr++] = (rw_dom){w->rcap[y - w->ra], y};
+            w->racks[nr++] = (gs_kid){y, w->rcap[y - w->ra]};
     }
-    rw_heap_sort(w->racks, nr, NULL);
+    if (!gs_pl_sort_kids_long(w->racks, nr, true, &p->arena))
+        return;
     uint64_t rem = r->gpus / r->unit[LV(low)];
     const uint32_t taken = fewest_tight(w->racks, nr, rem);
     if (!taken)
@@ -314,7 +343,7 @@ typedef struct rw_choice {
  * per such domain its blocks' capacities (largest first) and how many of
  * its racks have each capacity. */
 typedef struct rw_view {
-    rw_dom *up;
+    gs_kid *up;
     uint32_t nup, z;
     uint32_t *boff;             /* up domain i's blocks: bcap[boff[i] .. boff[i + 1]) */
     uint32_t *bcap;
@@ -325,14 +354,14 @@ typedef struct rw_view {
 /* The blocks under the domains at positions pos[0, z) of up[], with the
  * capacities the view read. */
 static uint32_t blocks_under(gpusched_placer *p, const rw_ctx *w, const rw_view *v, const uint32_t *pos, uint32_t z,
-                             rw_dom *out)
+                             gs_kid *out)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < z; i++) {
         uint32_t a, b;
         gs_pl_children(p, w->low - 2, v->up[pos[i]].idx, &a, &b);
         for (uint32_t x = a; x < b; x++)
-            out[n++] = (rw_dom){v->bcap[v->boff[pos[i]] + (x - a)], x};
+            out[n++] = (gs_kid){x, v->bcap[v->boff[pos[i]] + (x - a)]};
     }
     return n;
 }
@@ -372,7 +401,7 @@ static uint64_t choice_racks(const rw_view *v, const uint32_t *pos, uint32_t z, 
  * most tau x R plus the nb largest block excesses above tau (the sum over
  * a block's racks of cap - tau, for cap > tau), so R is at least the gang
  * less those, over tau. ex[(block - ba) * W + tau]: the excesses. */
-static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const rw_dom *blocks, uint32_t n, uint64_t nb,
+static uint64_t racks_bound(const uint32_t *ex, uint32_t W, uint32_t ba, const gs_kid *blocks, uint32_t n, uint64_t nb,
                             uint64_t rneed, uint32_t *scratch)
 {
     uint64_t best = 0;
@@ -639,12 +668,12 @@ int gs_pl_rack_witness_assign(gpusched_placer *p, int32_t l, uint32_t d, gs_key 
     return gs_pl_assign_by_rack(p, l, d, p->wit_first, p->wit_share);
 }
 
-/* Domains [a, b) of level l as rw_dom records (capacity unused). */
-static rw_dom *domains(gpusched_placer *p, uint32_t a, uint32_t b)
+/* Domains [a, b) of level l as gs_kid records (capacity unused). */
+static gs_kid *domains(gpusched_placer *p, uint32_t a, uint32_t b)
 {
-    rw_dom *x = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *x);
+    gs_kid *x = gs_arena_get(&p->arena, (size_t)(b - a) * sizeof *x);
     for (uint32_t i = 0; x && i < b - a; i++)
-        x[i] = (rw_dom){0, a + i};
+        x[i] = (gs_kid){a + i, 0};
     return x;
 }
 
@@ -673,7 +702,7 @@ int gs_pl_racks_bound(gpusched_placer *p, int32_t l, uint32_t d, gs_key *key)
     nb = nb > least_b ? nb : least_b;
     gs_arena_mark m = gs_arena_save(&p->arena);
     w.rcap = gs_arena_get(&p->arena, (size_t)(w.rb - w.ra) * sizeof *w.rcap);
-    rw_dom *blocks = domains(p, ba, bb);
+    gs_kid *blocks = domains(p, ba, bb);
     uint32_t *scratch = gs_arena_get(&p->arena, (size_t)(bb - ba) * sizeof *scratch);
     if (!w.rcap || !blocks || !scratch) {
         gs_arena_restore(&p->arena, m);

@@ -21,6 +21,27 @@ static bool u32_larger(const uint32_t *a, const uint32_t *b, void *unused)
 GS_HEAP_DEFINE(kids, gs_kid, bool, kid_before)
 GS_HEAP_DEFINE(u32_desc, uint32_t, void *, u32_larger)
 
+/* k[0, n) by capacity, stable (ties keep their order), through out[0, n)
+ * with at[0, top] counts: every capacity at most top. */
+static void counting_sort(gs_kid *k, uint32_t n, bool larger_first, uint32_t top, uint32_t *at, gs_kid *out)
+{
+    for (uint32_t c = 0; c <= top; c++)
+        at[c] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        at[k[i].cap]++;
+    /* Each capacity's first position, in the order asked. */
+    uint32_t pos = 0;
+    for (uint32_t step = 0; step <= top; step++) {
+        const uint32_t c = larger_first ? top - step : step, count = at[c];
+        at[c] = pos;
+        pos += count;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        out[at[k[i].cap]++] = k[i];
+    for (uint32_t i = 0; i < n; i++)
+        k[i] = out[i];
+}
+
 /* Children listed by index, as gs_pl_kids() lists them, with small
  * capacities (a block's racks: at most a rack's units each) are the common
  * list: for them a stable counting sort, O(n + the largest capacity), keeps
@@ -40,21 +61,7 @@ static bool kids_counting_sort(gs_kid *k, uint32_t n, bool larger_first)
         return false;
     uint32_t at[GS_COUNTING_MAX];
     gs_kid out[GS_COUNTING_MAX];
-    for (uint32_t c = 0; c <= top; c++)
-        at[c] = 0;
-    for (uint32_t i = 0; i < n; i++)
-        at[k[i].cap]++;
-    /* Each capacity's first position, in the order asked. */
-    uint32_t pos = 0;
-    for (uint32_t step = 0; step <= top; step++) {
-        const uint32_t c = larger_first ? top - step : step, count = at[c];
-        at[c] = pos;
-        pos += count;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        out[at[k[i].cap]++] = k[i];
-    for (uint32_t i = 0; i < n; i++)
-        k[i] = out[i];
+    counting_sort(k, n, larger_first, top, at, out);
     return true;
 }
 
@@ -62,6 +69,35 @@ void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first)
 {
     if (!kids_counting_sort(k, n, larger_first))
         kids_sort(k, n, larger_first);
+}
+
+bool gs_pl_sort_kids_long(gs_kid *k, uint32_t n, bool larger_first, gs_arena *a)
+{
+    if (n <= GS_COUNTING_MAX) {
+        gs_pl_sort_kids(k, n, larger_first);
+        return true;
+    }
+    uint32_t top = 0;
+    bool by_index = true;
+    for (uint32_t i = 0; i < n; i++) {
+        top = k[i].cap > top ? k[i].cap : top;
+        by_index &= !i || k[i].idx > k[i - 1].idx;
+    }
+    /* Counting costs the capacities' span besides n. */
+    if (!by_index || top > 4 * (uint64_t)n) {
+        kids_sort(k, n, larger_first);
+        return true;
+    }
+    gs_arena_mark m = gs_arena_save(a);
+    uint32_t *at = gs_arena_get(a, ((size_t)top + 1) * sizeof *at);
+    gs_kid *out = gs_arena_get(a, (size_t)n * sizeof *out);
+    if (!at || !out) {
+        gs_arena_restore(a, m);
+        return false;
+    }
+    counting_sort(k, n, larger_first, top, at, out);
+    gs_arena_restore(a, m);
+    return true;
 }
 
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n)
