@@ -854,6 +854,50 @@ Test(place_property, witness_blocks_resorted_as_sorted_afresh)
     cr_assert_gt(resorts, rounds);
 }
 
+/* The search down to nodes is not run when its work budget is below the
+ * nodes any answer it may keep hands out (search.c
+ * search_down_to_nodes): on two to four levels, gangs from a rack to
+ * half the cluster, random budgets, the very same nodes as running it. */
+Test(place_property, node_searches_past_their_budget_are_not_run)
+{
+    pt_rng r = {0x1f83d9abfb41bd6bull};
+    uint32_t placed = 0, skipped = 0, spent = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
+    for (uint32_t round = 0; round < rounds; round++) {
+        uint32_t block_gpus, gpus;
+        gpusched_cluster *c;
+        if (round % 3 == 2) {
+            c = random_four_level(&r, 1 + pt_below(&r, 2), 2 + pt_below(&r, 3), &block_gpus);
+            gpus = block_gpus * 4;
+        } else {
+            c = random_blocks_and_racks(&r, 2 + round % 3, &block_gpus, &gpus);
+        }
+        wp_env e;
+        wp_open(&e, c);
+        e.po->witness_off = false;
+        e.po->node_skip_off = true;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (block_gpus / 2 + pt_below(&r, gpus / 2 + 1)) & ~1u;
+            q.preferred_level = GPUSCHED_NONE;
+            e.p->node_work_max = e.po->node_work_max = 1 + pt_below(&r, 2 * q.gpus);
+            if (!place_both_the_same(&e, &q, round))
+                continue;
+            assert_valid(c, &q, e.res, round);
+            placed++;
+        }
+        skipped += e.p->node_work_skipped;
+        spent += e.po->node_work_spent;
+        cr_assert_eq(e.po->node_work_skipped, 0);
+        wp_close(&e);
+    }
+    cr_log_info("%u placed, %u node searches not run, %u run past their budget", placed, skipped, spent);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(skipped, rounds / 10);
+}
+
 /* With several data centers as candidates, each candidate's knapsack
  * spends from one budget: the winner's assignment must still have the key
  * it won by (it once fell back to greedy shares, one block more). Budgets

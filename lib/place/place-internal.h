@@ -210,6 +210,9 @@ struct gpusched_placer {
     uint32_t node_work_spent;   /* tests: searches down to nodes past their work
                                  * budget (search.c search_down_to_nodes) */
     uint64_t node_work_max;     /* tests: that budget instead (0: the production one) */
+    uint32_t node_work_skipped; /* tests: of those, searches not run, their budget
+                                 * below the nodes any answer kept hands out */
+    bool node_skip_off;         /* tests: run them anyway, to compare */
     uint32_t key_misses;        /* tests: assignments worse than the exact key
                                  * their candidate was chosen by (search.c) */
     bool estimating;            /* the greedy try before the exact search (search.c) */

@@ -696,9 +696,19 @@ static void restore_output(gpusched_placer *p, const gs_kept_out *k)
  * first answer (what it reads besides the knapsacks is not bounded by
  * their budget, and on large fragmented clusters that is where the time
  * goes). Past it the first answer stands. */
-static int search_down_to_nodes(gpusched_placer *p)
+static int search_down_to_nodes(gpusched_placer *p, uint64_t least)
 {
     const gs_pl_req *r = p->req;
+    const uint64_t work = p->node_work_max ? p->node_work_max : p->nout / GS_PL_NODES_PER_WORK + GS_PL_NODE_WORK_MIN;
+    /* An answer kept has the first one's domains, so at least `least`
+     * nodes, and handing a node out costs a unit of work at least (its
+     * rack's nodes, or one): within less work no answer can be kept. */
+    if (work < least && !p->node_skip_off) {
+        p->node_work_skipped++;
+        p->node_work_spent++;
+        p->dp_refused++; /* the first answer's nodes are not proven the fewest */
+        return 0;
+    }
     gs_kept_out first;
     int rc = keep_output(p, &first);
     if (rc)
@@ -706,12 +716,12 @@ static int search_down_to_nodes(gpusched_placer *p)
     const gs_key first_key = gs_pl_key_below(p, -1);
     const uint64_t budget = GS_PL_NODE_STEPS * (r->gpus / r->u0) + GS_PL_NODE_STEPS_MIN;
     p->sub_gen = 0; /* the subset memo was the coarse request's */
-    p->work_left = p->node_work_max ? p->node_work_max : first.nout / GS_PL_NODES_PER_WORK + GS_PL_NODE_WORK_MIN;
+    p->work_left = work;
     rc = search_with(p, budget < p->dp_budget_max ? budget : p->dp_budget_max);
     p->work_left = UINT64_MAX;
     if (rc == GS_PL_EWORK) {
         p->node_work_spent++;
-        p->dp_refused++; /* the first answer's nodes are not proven the fewest */
+        p->dp_refused++;
         restore_output(p, &first);
         return 0;
     }
@@ -781,7 +791,8 @@ static int nodes_after_racks(gpusched_placer *p, uint64_t refused)
         return rc;
     if ((rc = same_racks_or_first(p, &same)))
         return rc;
-    return search_down_to_nodes(p);
+    const uint64_t anywhere = fewest_nodes(p);
+    return search_down_to_nodes(p, bound > anywhere ? bound : anywhere);
 }
 
 /* Locality counted down to nodes: the search counted down to the lowest
