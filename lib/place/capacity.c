@@ -266,35 +266,32 @@ bool gs_pl_units_less_avoided(gpusched_placer *p, int32_t l, uint32_t d, uint64_
     return true;
 }
 
-static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
-{
-    uint32_t a, b;
-    gs_pl_children(p, l, d, &a, &b);
-    uint64_t sum = 0;
-    if (!gs_pl_pooled_sum(p, l + 1, a, b, &sum, NULL))
-        for (uint32_t ch = a; ch < b; ch++)
-            sum += gs_pl_cap(p, l + 1, ch);
-    return (uint32_t)(sum / p->req->ratio[LV(l)]);
-}
-
-void gs_pl_caps(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t *out)
+/* Whether gs_pl_cap() counts level l's capacities from the aggregates
+ * alone: no constraint below l, whose units pool freely. */
+static bool caps_exact(const gpusched_placer *p, int32_t l)
 {
     const gs_pl_req *r = p->req;
-    if (l < 0 || l >= (int32_t)p->nlevels || !r->agg_exact_nodes || r->deepest_cons > l) {
-        for (uint32_t d = a; d < b; d++)
-            out[d - a] = gs_pl_cap(p, l, d);
-        return;
-    }
-    /* gs_pl_cap()'s first case, the aggregates' units over the level's unit
-     * (times u0), for the whole range: the loop a wide level's capacities
-     * cost (a zone's racks for a gang of pods). */
+    return l >= 0 && l < (int32_t)p->nlevels && r->agg_exact_nodes && r->deepest_cons <= l;
+}
+
+/* gs_pl_cap() of domains [a, b) of level l where caps_exact(): into out
+ * when given, and their sum, in one loop over the aggregates (the loop a
+ * wide level's capacities cost: a zone's racks for a gang of pods). */
+static uint64_t exact_caps(const gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t *out)
+{
+    const gs_pl_req *r = p->req;
     const struct gpusched_cluster *c = p->c;
     const uint64_t u0 = r->u0, unit = r->unit[LV(l)];
+    uint64_t sum = 0;
     if (r->whole_w || u0 == 1) {
         const uint32_t *count = r->whole_w ? c->agg[l].free_nodes : c->agg[l].free_gpus;
-        for (uint32_t d = a; d < b; d++)
-            out[d - a] = (uint32_t)(count[d] * u0 / unit);
-        return;
+        for (uint32_t d = a; d < b; d++) {
+            const uint32_t v = (uint32_t)(count[d] * u0 / unit);
+            sum += v;
+            if (out)
+                out[d - a] = v;
+        }
+        return sum;
     }
     const uint32_t H = c->hist_width;
     uint32_t per_node[GPUSCHED_MAX_NODE_GPUS + 1];
@@ -306,8 +303,37 @@ void gs_pl_caps(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t 
         for (uint32_t k = (uint32_t)u0; k < H; k++)
             units += (uint64_t)h[k] * per_node[k];
         /* A pod is the level's unit unless a slice is: no division then. */
-        out[d - a] = (uint32_t)(unit == u0 ? units : units * u0 / unit);
+        const uint32_t v = (uint32_t)(unit == u0 ? units : units * u0 / unit);
+        sum += v;
+        if (out)
+            out[d - a] = v;
     }
+    return sum;
+}
+
+static uint32_t cap_from_children(gpusched_placer *p, int32_t l, uint32_t d)
+{
+    uint32_t a, b;
+    gs_pl_children(p, l, d, &a, &b);
+    uint64_t sum = 0;
+    if (gs_pl_pooled_sum(p, l + 1, a, b, &sum, NULL))
+        ;
+    else if (caps_exact(p, l + 1))
+        sum = exact_caps(p, l + 1, a, b, NULL);
+    else
+        for (uint32_t ch = a; ch < b; ch++)
+            sum += gs_pl_cap(p, l + 1, ch);
+    return (uint32_t)(sum / p->req->ratio[LV(l)]);
+}
+
+void gs_pl_caps(gpusched_placer *p, int32_t l, uint32_t a, uint32_t b, uint32_t *out)
+{
+    if (caps_exact(p, l)) {
+        exact_caps(p, l, a, b, out);
+        return;
+    }
+    for (uint32_t d = a; d < b; d++)
+        out[d - a] = gs_pl_cap(p, l, d);
 }
 
 uint32_t gs_pl_cap(gpusched_placer *p, int32_t l, uint32_t d)
