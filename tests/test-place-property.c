@@ -724,30 +724,38 @@ static bool place_both_the_same(wp_env *e, const gpusched_place_request *q, uint
     return true;
 }
 
-/* The root's knapsack hands its shares out only when they may beat the
- * rack witness (search.c assign_root): on three and four levels, gangs
- * spilling over the top, budgets from 16 steps up (so that knapsacks are
- * refused), the very same nodes as handing them out and comparing after. */
-Test(place_property, beaten_root_shares_are_not_handed_out)
+/* Gangs spilling over the top of three and four levels (more than a data
+ * center; racks or nodes counted) on random states, budgets from 16 steps
+ * up to 16 << (shifts - 1) (so that knapsacks are refused): the placer
+ * as in production and one with a shortcut switched off give the very
+ * same nodes. The shortcut's count over the rounds (never taken with it
+ * off) into *taken; the placements made into *placed. */
+typedef struct spill_check {
+    uint64_t seed;
+    uint32_t state_seed, shifts;
+    void (*switch_off)(gpusched_placer *po);
+    uint32_t (*taken)(const gpusched_placer *p);
+} spill_check;
+
+static void spill_over_the_top(const spill_check *k, uint32_t rounds, uint32_t *placed, uint32_t *taken)
 {
-    pt_rng r = {0x6a09e667f3bcc908ull};
-    uint32_t placed = 0, beaten = 0;
-    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 40 : 400;
+    pt_rng r = {k->seed};
+    *placed = *taken = 0;
     for (uint32_t round = 0; round < rounds; round++) {
         /* Data centers of zones of several blocks (up to 1,728 nodes, which
          * the checker takes): fills one block short. */
         uint32_t fan[] = {2 + pt_below(&r, 2), 2 + pt_below(&r, 3), 3 + pt_below(&r, 4), 3 + pt_below(&r, 4),
                           2 + pt_below(&r, 3)};
         gpusched_cluster *c = four_level_cluster(fan);
-        pt_random_state(&r, c, 4242);
+        pt_random_state(&r, c, k->state_seed);
         const uint32_t top_gpus = fan[1] * fan[2] * fan[3] * fan[4] * 4, gpus = top_gpus * fan[0];
         wp_env e;
         wp_open(&e, c);
         e.po->witness_off = false;
-        e.po->root_shortcut_off = true;
-        e.p->dp_budget_max = e.po->dp_budget_max = (uint64_t)16 << pt_below(&r, 4);
+        k->switch_off(e.po);
+        e.p->dp_budget_max = e.po->dp_budget_max = (uint64_t)16 << pt_below(&r, k->shifts);
         e.p->node_work_max = e.po->node_work_max = UINT64_MAX / 2; /* not the meter: work differs */
-        for (int k = 0; k < 8; k++) {
+        for (int j = 0; j < 8; j++) {
             gpusched_place_request q;
             gpusched_job job;
             random_split(&r, &q, &job);
@@ -756,15 +764,47 @@ Test(place_property, beaten_root_shares_are_not_handed_out)
             if (!place_both_the_same(&e, &q, round))
                 continue;
             assert_valid(c, &q, e.res, round);
-            placed++;
+            (*placed)++;
         }
-        beaten += e.p->root_beaten;
-        cr_assert_eq(e.po->root_beaten, 0);
+        *taken += k->taken(e.p);
+        cr_assert_eq(k->taken(e.po), 0);
         wp_close(&e);
     }
+}
+
+static void shortcut_off(gpusched_placer *po) { po->root_shortcut_off = true; }
+static uint32_t roots_beaten(const gpusched_placer *p) { return p->root_beaten; }
+
+/* The root's knapsack hands its shares out only when they may beat the
+ * rack witness (search.c assign_root): the very same nodes as handing
+ * them out and comparing after. */
+Test(place_property, beaten_root_shares_are_not_handed_out)
+{
+    const spill_check k = {0x6a09e667f3bcc908ull, 4242, 4, shortcut_off, roots_beaten};
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 40 : 400;
+    uint32_t placed, beaten;
+    spill_over_the_top(&k, rounds, &placed, &beaten);
     cr_log_info("%u placed, %u root knapsacks beaten by the witness before handing out", placed, beaten);
     cr_assert_gt(placed, rounds);
     cr_assert_gt(beaten, rounds / 20);
+}
+
+static void stop_early_off(gpusched_placer *po) { po->stop_early_off = true; }
+static uint32_t stopped_early(const gpusched_placer *p) { return p->stopped_early; }
+
+/* Once the spending has stopped at the root (a knapsack refused with the
+ * rack witness in hand), the root's knapsack is refused before the rest
+ * of its children's frontiers are computed (frontier.c gs_pl_dp): the
+ * very same nodes as computing them all. */
+Test(place_property, stopped_knapsacks_skip_their_children)
+{
+    const spill_check k = {0x3c6ef372fe94f82bull, 4243, 14, stop_early_off, stopped_early};
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 40 : 400;
+    uint32_t placed, stopped;
+    spill_over_the_top(&k, rounds, &placed, &stopped);
+    cr_log_info("%u placed, %u root knapsacks refused before their children's frontiers", placed, stopped);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(stopped, rounds / 20);
 }
 
 /* Locality down to nodes: the search counted down to racks defers its

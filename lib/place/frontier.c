@@ -330,14 +330,28 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     gs_front *fr = o->fronts;
     o->nkids = nk;
     o->first = a;
+    /* The root's knapsack for an assignment with the rack witness in hand
+     * (search.c assign_root): once the spending stops, it is refused
+     * whatever its children's frontiers, and nothing else reads them
+     * (assign.c assign_dp), so they are not computed past that point. */
+    const bool unread = o->want_choices && l < 0 && p->dp_stop_refused && !p->stop_early_off;
+    const bool outer = p->frontiers_unread; /* set by the root's, for its children's */
+    p->frontiers_unread = outer || unread;
     uint64_t entries = 0;
-    for (uint32_t i = 0; i < nk; i++) {
+    for (uint32_t i = 0; i < nk && !rc && !(unread && !p->dp_budget); i++) {
         uint32_t cap = gs_pl_cap(p, l + 1, a + i);
         fr[i].n = 0;
         rc = cap ? gs_pl_frontier(p, l + 1, a + i, cap < Y ? cap : Y, &fr[i]) : 0;
-        if (rc)
-            return rc;
         entries += fr[i].n;
+    }
+    p->frontiers_unread = outer;
+    if (rc)
+        return rc;
+    if (unread && !p->dp_budget) {
+        o->over_budget = true;
+        p->stopped_early++;
+        refused(p);
+        return 0;
     }
     if (o->front && !o->want_choices && l + 2 >= r->pref) {
         bool applied;
@@ -472,7 +486,7 @@ int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_
 {
     const gs_pl_req *r = p->req;
     f->n = 0;
-    if (!need)
+    if (!need || (p->frontiers_unread && !p->dp_budget))
         return 0;
     if (l >= r->pref || l == (int32_t)p->nlevels) {
         uint32_t cap = gs_pl_cap(p, l, d);

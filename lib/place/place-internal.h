@@ -226,6 +226,13 @@ struct gpusched_placer {
                                  * otherwise */
     bool root_shortcut_off;     /* tests: the root's shares handed out even when
                                  * the witness beats them, to compare */
+    bool stop_early_off;        /* tests: the children's frontiers of a knapsack
+                                 * refused by the stopped spending computed all
+                                 * the same (frontier.c gs_pl_dp), to compare */
+    uint32_t stopped_early;     /* tests: root knapsacks refused before the rest of
+                                 * their children's frontiers */
+    bool frontiers_unread;      /* frontiers computed now are read by nothing once
+                                 * the spending stops (frontier.c gs_pl_dp) */
     uint32_t root_beaten;       /* tests: root knapsacks that handed nothing out
                                  * (GS_PL_EBEATEN) */
     /* The nodes of the search counted down to racks, deferred (gs_pl_search):
