@@ -681,6 +681,13 @@ void gs_pl_sort_kids(gs_kid *k, uint32_t n, bool larger_first);
  * moved. */
 bool gs_pl_sort_kids_long(gs_kid *k, uint32_t n, bool larger_first, gs_arena *a);
 void gs_pl_sort_u32_desc(uint32_t *v, uint32_t n);
+/* count[c]: how many of the n values v[0], v[stride], ... equal c, for
+ * c = 0 .. top (every value at most top); banks (4 x (top + 1)) hold
+ * each quarter's counts, the last quarter with the n % 4 left over. The
+ * quarters are counted in turn: where many values are equal, one
+ * count's increments would each wait on the last through memory. */
+void gs_pl_count_values(const uint32_t *v, size_t stride, uint32_t n, uint32_t top, uint32_t *count,
+                        uint32_t *banks);
 
 /* Sum of the k largest of v[0, n) (k <= n; v reordered): a quickselect,
  * O(n). */

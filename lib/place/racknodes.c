@@ -35,12 +35,10 @@ static uint64_t largest(gpusched_placer *p, uint32_t *cnt, uint32_t nd, uint32_t
 {
     if (top > RN_COUNTED_MAX || nd <= 64)
         return gs_pl_largest_sum(cnt, nd, n < nd ? n : nd);
-    uint32_t *by = gs_arena_get(&p->arena, ((size_t)top + 1) * sizeof *by);
+    uint32_t *by = gs_arena_get(&p->arena, ((size_t)top + 1) * 5 * sizeof *by);
     if (!by)
         return gs_pl_largest_sum(cnt, nd, n < nd ? n : nd);
-    memset(by, 0, ((size_t)top + 1) * sizeof *by);
-    for (uint32_t d = 0; d < nd; d++)
-        by[cnt[d]]++;
+    gs_pl_count_values(cnt, 1, nd, top, by, by + top + 1);
     uint64_t sum = 0, left = n;
     for (uint32_t x = top + 1; x-- > 1 && left;) {
         const uint64_t take = by[x] < left ? by[x] : left;
@@ -62,12 +60,25 @@ static int level_counts(gpusched_placer *p, uint32_t l, uint32_t n, uint32_t uma
         return GPUSCHED_ENOMEM;
     uint32_t top = 0;
     const uint32_t *h = c->agg[l].hist;
-    for (uint32_t d = 0; d < nd; d++, h += width) {
-        uint32_t at_least[RN_UMAX + 2];
-        gs_pl_hist_at_least(r, h, width, umax, at_least);
-        for (uint32_t v = 1; v <= umax; v++)
-            cnt[(size_t)v * nd + d] = at_least[v];
-        top = at_least[1] > top ? at_least[1] : top;
+    if (r->u0 == 1 && !r->whole_w && umax + 1 == width) {
+        /* Units are GPUs, every size tabled: the histogram's suffix sums,
+         * written where they are read (gs_pl_hist_at_least's fast path). */
+        for (uint32_t d = 0; d < nd; d++, h += width) {
+            uint32_t run = 0;
+            for (uint32_t k = umax; k >= 1; k--) {
+                run += h[k];
+                cnt[(size_t)k * nd + d] = run;
+            }
+            top = run > top ? run : top;
+        }
+    } else {
+        for (uint32_t d = 0; d < nd; d++, h += width) {
+            uint32_t at_least[RN_UMAX + 2];
+            gs_pl_hist_at_least(r, h, width, umax, at_least);
+            for (uint32_t v = 1; v <= umax; v++)
+                cnt[(size_t)v * nd + d] = at_least[v];
+            top = at_least[1] > top ? at_least[1] : top;
+        }
     }
     for (uint32_t v = 1; v <= umax; v++) {
         const uint64_t most = largest(p, cnt + (size_t)v * nd, nd, n, top);
