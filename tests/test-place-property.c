@@ -1198,6 +1198,46 @@ static gpusched_cluster *periodic_cluster(pt_rng *r, gpusched_topo **out)
     return c;
 }
 
+/* Blocks of 32 to 63 racks (the subsets search counts each block's racks
+ * by capacity in banks from 32 on, subsets.c runs_desc): the very same
+ * nodes as counting them in one bank. */
+Test(place_property, subsets_count_wide_blocks_in_banks)
+{
+    pt_rng r = {0x243f6a8885a308d3ull};
+    uint32_t placed = 0, banked = 0;
+    const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 20 : 200;
+    for (uint32_t round = 0; round < rounds; round++) {
+        const uint32_t fan[] = {3 + pt_below(&r, 6), 32 + pt_below(&r, 32), 1 + pt_below(&r, 2)};
+        gpusched_topo *t = pt_uniform(2, fan, 4);
+        gpusched_cluster *c;
+        cr_assert_eq(gpusched_cluster_new(t, NULL, &c), 0);
+        gpusched_topo_unref(t);
+        pt_random_state(&r, c, 4242);
+        wp_env e;
+        wp_open(&e, c);
+        e.po->witness_off = false;
+        e.po->runs_unbanked = true;
+        const uint32_t block_gpus = fan[1] * fan[2] * 4;
+        for (int k = 0; k < 8; k++) {
+            gpusched_place_request q;
+            gpusched_job job;
+            random_split(&r, &q, &job);
+            q.gpus = (block_gpus / 2 + pt_below(&r, 3 * block_gpus)) & ~1u;
+            q.preferred_level = pt_below(&r, 2) ? 1 : GPUSCHED_NONE;
+            if (!place_both_the_same(&e, &q, round))
+                continue;
+            assert_valid(c, &q, e.res, round);
+            placed++;
+        }
+        banked += e.p->runs_banked;
+        cr_assert_eq(e.po->runs_banked, 0);
+        wp_close(&e);
+    }
+    cr_log_info("%u placed, %u blocks' racks counted in banks", placed, banked);
+    cr_assert_gt(placed, rounds);
+    cr_assert_gt(banked, rounds);
+}
+
 /* The subsets search (several children of a domain, the fewest
  * grandchildren in them) runs as a branch and bound that skips what cannot
  * win; it must choose exactly what trying every subset chooses, ties by

@@ -153,3 +153,25 @@ Test(place_sort, long_list_without_memory_is_left_as_it_was)
     cr_assert_not(gs_pl_sort_kids_long(k, 1000, true, &a));
     cr_assert_eq(memcmp(k, was, sizeof k), 0);
 }
+
+/* Values counted in four banks, by quarters of the list (the last with
+ * the tail), against a plain count: every length from 0, strides 1 and
+ * 2 (a field of a pair), runs of equal values and scattered ones. */
+Test(place_sort, values_counted_in_banks_match_a_plain_count)
+{
+    uint64_t s = 0x5bd1e995;
+    static uint32_t v[2 * 700], count[300], banks[4 * 300], ref[300];
+    for (uint32_t n = 0; n < 700; n++) {
+        const uint32_t top = (uint32_t)(next(&s) % 300), stride = 1 + (uint32_t)(n & 1);
+        for (uint32_t i = 0; i < n * stride; i++)
+            v[i] = n % 3 == 0 ? top : (uint32_t)(next(&s) % (top + 1));
+        for (uint32_t c = 0; c <= top; c++)
+            ref[c] = 0;
+        for (uint32_t i = 0; i < n; i++)
+            ref[v[i * stride]]++;
+        gs_pl_count_values(v, stride, n, top, count, banks);
+        for (uint32_t c = 0; c <= top; c++)
+            cr_assert_eq(count[c], ref[c], "n %u, stride %u, value %u: %u counted, %u present", n, stride, c,
+                         count[c], ref[c]);
+    }
+}

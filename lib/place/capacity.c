@@ -285,6 +285,14 @@ static uint64_t exact_caps(const gpusched_placer *p, int32_t l, uint32_t a, uint
     uint64_t sum = 0;
     if (r->whole_w || u0 == 1) {
         const uint32_t *count = r->whole_w ? c->agg[l].free_nodes : c->agg[l].free_gpus;
+        if (unit == u0) { /* the level's unit is what the aggregates count: no division */
+            for (uint32_t d = a; d < b; d++) {
+                sum += count[d];
+                if (out)
+                    out[d - a] = count[d];
+            }
+            return sum;
+        }
         for (uint32_t d = a; d < b; d++) {
             const uint32_t v = (uint32_t)(count[d] * u0 / unit);
             sum += v;

@@ -200,6 +200,9 @@ struct gpusched_placer {
     bool witness_off;           /* tests: no witness (nodebound.c, rackwitness.c), so
                                  * that the knapsack's answers can be compared */
     uint32_t rack_witnesses;    /* tests: placements the rack witness assigned */
+    bool runs_unbanked;         /* tests: subsets count every kid's grandchildren in
+                                 * one bank (subsets.c runs_desc), to compare */
+    uint32_t runs_banked;       /* tests: kids whose grandchildren were counted in banks */
     bool resort_off;            /* tests: the witness's block scores sorted afresh at
                                  * every threshold, not from the last order */
     uint32_t resorts;           /* tests: block orders sorted again from the last */

@@ -48,19 +48,28 @@ static uint64_t choose(uint32_t n, uint32_t k, uint64_t limit)
     return c;
 }
 
+/* Lists this long are counted in banks (gs_pl_count_values): most of a
+ * block's racks often have the same capacity. */
+#define GS_RUNS_BANKED 32
+
 /* The nonzero values of g[0, n) as runs of equal values, largest first,
  * into out: by counting when they are small numbers (capacities of racks
- * or nodes; counts holds GS_COUNTING_MAX zeros and is left so), else by
- * a sort of g. The number of runs. */
-static uint32_t runs_desc(uint32_t *g, uint32_t n, uint32_t *counts, gs_run *out)
+ * or nodes; counts holds GS_COUNTING_MAX zeros and is left so; in banks
+ * from banked_from values on), else by a sort of g. The number of runs. */
+static uint32_t runs_desc(uint32_t *g, uint32_t n, uint32_t *counts, gs_run *out, uint32_t banked_from)
 {
     uint32_t top = 0;
     for (uint32_t i = 0; i < n; i++)
         top = g[i] > top ? g[i] : top;
     uint32_t runs = 0;
     if (top < GS_COUNTING_MAX) {
-        for (uint32_t i = 0; i < n; i++)
-            counts[g[i]]++;
+        if (n >= banked_from) { /* many equal values: counted in banks */
+            uint32_t banks[4 * GS_COUNTING_MAX];
+            gs_pl_count_values(g, 1, n, top, counts, banks);
+        } else {
+            for (uint32_t i = 0; i < n; i++)
+                counts[g[i]]++;
+        }
         for (uint32_t v = top; v >= 1; v--)
             if (counts[v]) {
                 out[runs++] = (gs_run){v, counts[v]};
@@ -113,7 +122,8 @@ static int gather(gpusched_placer *p, int32_t l, uint32_t d, gs_sub_kid **out, g
          * run-length coded largest first. */
         gs_pl_caps(p, l + 2, ga, gb, g);
         k[m] = (gs_sub_kid){ch, cap, o, 0};
-        const uint32_t kid_runs = runs_desc(g, gb - ga, counts, rn + o);
+        const uint32_t kid_runs = runs_desc(g, gb - ga, counts, rn + o, p->runs_unbanked ? UINT32_MAX : GS_RUNS_BANKED);
+        p->runs_banked += gb - ga >= GS_RUNS_BANKED && !p->runs_unbanked;
         for (uint32_t i = 0; i < kid_runs; i++)
             *grand += rn[o + i].count;
         k[m].n = kid_runs;
