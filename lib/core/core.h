@@ -125,6 +125,31 @@ static inline uint32_t gs_popcount64(uint64_t x)
 }
 static inline uint32_t gs_ctz64(uint64_t x) { return (uint32_t)__builtin_ctzll(x); }
 
+/* Division of 32-bit numerators by a divisor fixed over a loop: a 64-bit
+ * divide costs tens of cycles, a multiply by the rounded-up reciprocal
+ * (Lemire, Kaser and Kurz, "Faster remainder by direct computation")
+ * one, exact for every 32-bit numerator; plain division where there is
+ * no 128-bit product. */
+typedef struct gs_divisor {
+    uint64_t m;                 /* 2^64 / d rounded up; 0 for d = 1 */
+    uint32_t d;
+} gs_divisor;
+
+static inline gs_divisor gs_divisor_of(uint32_t d)
+{
+    return (gs_divisor){d > 1 ? UINT64_MAX / d + 1 : 0, d};
+}
+
+static inline uint32_t gs_divide(gs_divisor v, uint32_t n)
+{
+#ifdef __SIZEOF_INT128__
+    __extension__ typedef unsigned __int128 gs_u128;
+    return v.d > 1 ? (uint32_t)(((gs_u128)v.m * n) >> 64) : n;
+#else
+    return n / v.d;
+#endif
+}
+
 /* XXH64 with seed 0 of `len` bytes: the checksum of every binary format
  * the library writes (snapshots, topology images, journal records,
  * decision logs). */

@@ -293,8 +293,9 @@ static uint64_t exact_caps(const gpusched_placer *p, int32_t l, uint32_t a, uint
             }
             return sum;
         }
+        const gs_divisor by = gs_divisor_of((uint32_t)unit);
         for (uint32_t d = a; d < b; d++) {
-            const uint32_t v = (uint32_t)(count[d] * u0 / unit);
+            const uint32_t v = gs_divide(by, (uint32_t)(count[d] * u0));
             sum += v;
             if (out)
                 out[d - a] = v;
@@ -305,13 +306,14 @@ static uint64_t exact_caps(const gpusched_placer *p, int32_t l, uint32_t a, uint
     uint32_t per_node[GPUSCHED_MAX_NODE_GPUS + 1];
     for (uint32_t k = (uint32_t)u0; k < H; k++)
         per_node[k] = gs_pl_div_u0(r, k);
+    const gs_divisor by = gs_divisor_of((uint32_t)unit);
     for (uint32_t d = a; d < b; d++) {
         const uint32_t *h = &c->agg[l].hist[(size_t)d * H];
         uint64_t units = 0;
         for (uint32_t k = (uint32_t)u0; k < H; k++)
             units += (uint64_t)h[k] * per_node[k];
         /* A pod is the level's unit unless a slice is: no division then. */
-        const uint32_t v = (uint32_t)(unit == u0 ? units : units * u0 / unit);
+        const uint32_t v = unit == u0 ? (uint32_t)units : gs_divide(by, (uint32_t)(units * u0));
         sum += v;
         if (out)
             out[d - a] = v;
