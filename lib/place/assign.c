@@ -314,7 +314,7 @@ static int assign_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y)
             return rc;
         return beaten ? GS_PL_EBEATEN : assign_greedy(p, l, d, y);
     }
-    if (o.dp[Y] == GS_KEY_INF)
+    if (gs_pl_dp_key(&o, Y) == GS_KEY_INF)
         return GPUSCHED_ENOSPC; /* unreachable: the caller checked the key */
     uint32_t *amount = gs_arena_get(&p->arena, (size_t)o.nkids * sizeof *amount);
     if (!amount)

@@ -368,17 +368,18 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     p->dp_budget -= work;
     if ((rc = gs_pl_spend(p, work)))
         return rc;
-    gs_key *dp = gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
+    const bool row64 = r->key64 && !p->wide_keys;
+    gs_key *dp = row64 ? NULL : gs_arena_get(&p->arena, ((size_t)Y + 1) * sizeof *dp);
     uint32_t *prev = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *prev) : NULL;
     uint32_t *entry = o->want_choices ? gs_arena_get(&p->arena, (size_t)nk * (Y + 1) * sizeof *entry) : NULL;
-    if (!dp || (o->want_choices && (!prev || !entry)))
+    if ((!row64 && !dp) || (o->want_choices && (!prev || !entry)))
         return GPUSCHED_ENOMEM;
     if (prev)
         memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
     const gs_key w = r->weight[LV(l + 1)];
     uint64_t *dp64 = NULL, *key64 = NULL;
-    if (r->key64 && !p->wide_keys) {
-        /* The 64-bit row is filled, then copied out to dp. */
+    if (row64) {
+        /* The row in 64 bits, read as it is (gs_pl_dp_key). */
         uint32_t most = 0;
         for (uint32_t i = 0; i < nk; i++)
             most = fr[i].n > most ? fr[i].n : most;
@@ -424,9 +425,8 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
             gs_pl_knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en);
         }
     }
-    for (uint32_t t = 0; dp64 && t <= Y; t++)
-        dp[t] = dp64[t] == UINT64_MAX ? GS_KEY_INF : dp64[t];
     o->dp = dp;
+    o->dp64 = dp64;
     o->prev = prev;
     o->entry = entry;
     return 0;
@@ -510,18 +510,24 @@ int gs_pl_frontier(gpusched_placer *p, int32_t l, uint32_t d, uint32_t need, gs_
         return rc;
     if (o.over_budget)
         return frontier_filled(p, l, &o, need, f);
-    /* best[t]: the best key holding at least t child units. */
-    gs_key *best = o.dp;
-    for (uint32_t t = Y; t-- > 0;)
-        if (best[t + 1] < best[t])
-            best[t] = best[t + 1];
+    /* The best key holding at least t child units, in place (INF, the
+     * largest value of either width, is never taken down to). */
+    if (o.dp64) {
+        for (uint32_t t = Y; t-- > 0;)
+            if (o.dp64[t + 1] < o.dp64[t])
+                o.dp64[t] = o.dp64[t + 1];
+    } else {
+        for (uint32_t t = Y; t-- > 0;)
+            if (o.dp[t + 1] < o.dp[t])
+                o.dp[t] = o.dp[t + 1];
+    }
     if ((rc = front_alloc(p, f, need)))
         return rc;
     for (uint32_t y = 1; y <= need; y++) {
-        gs_key k = best[(size_t)y * ratio];
+        gs_key k = gs_pl_dp_key(&o, y * ratio);
         if (k == GS_KEY_INF)
             break;
-        if (y == need || best[(size_t)(y + 1) * ratio] != k) {
+        if (y == need || gs_pl_dp_key(&o, (y + 1) * ratio) != k) {
             f->key[f->n] = k;
             f->units[f->n++] = y;
         }

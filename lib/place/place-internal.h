@@ -703,13 +703,22 @@ typedef struct gs_pl_dp_out {
     uint32_t need;
     bool counted;               /* out: it did, and there is no table */
     bool over_budget;           /* out: no table, the work budget is spent */
-    gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y) */
+    gs_key *dp;                 /* Y + 1: best key holding exactly t (Y: at least Y);
+                                 * NULL when the row is in 64 bits, dp64 */
+    uint64_t *dp64;             /* that row in 64 bits (UINT64_MAX: none) or NULL */
     gs_front *fronts;           /* per child */
     uint32_t *prev;             /* per child and t: 1 + the t before it, 0: child unused */
     uint32_t *entry;            /* per child and t: the frontier entry taken */
     uint32_t nkids, first;
 } gs_pl_dp_out;
 int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out *o);
+/* The knapsack's key for t units, whichever width its row has. */
+static inline gs_key gs_pl_dp_key(const gs_pl_dp_out *o, uint32_t t)
+{
+    if (o->dp)
+        return o->dp[t];
+    return o->dp64[t] == UINT64_MAX ? GS_KEY_INF : o->dp64[t];
+}
 /* Knapsack steps one placement may spend: beyond, domains are filled
  * greedily (doc/placement.md, "Cost"). */
 #define GS_PL_DP_BUDGET ((uint64_t)1 << 24)
