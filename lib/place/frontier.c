@@ -377,6 +377,11 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
     if (prev)
         memset(prev, 0, (size_t)nk * (Y + 1) * sizeof *prev);
     const gs_key w = r->weight[LV(l + 1)];
+    uint64_t *live = gs_arena_get(&p->arena, ((size_t)Y / 64 + 1) * sizeof *live);
+    if (!live)
+        return GPUSCHED_ENOMEM;
+    memset(live, 0, ((size_t)Y / 64 + 1) * sizeof *live);
+    gs_pl_live_set(live, 0);
     uint64_t *dp64 = NULL, *key64 = NULL;
     if (row64) {
         /* The row in 64 bits, read as it is (gs_pl_dp_key). */
@@ -416,13 +421,13 @@ int gs_pl_dp(gpusched_placer *p, int32_t l, uint32_t d, uint32_t Y, gs_pl_dp_out
             for (uint32_t e = 0; e < fr[i].n; e++)
                 key64[e] = (uint64_t)fr[i].key[e];
             if (linear)
-                gs_pl_knap_linear64(dp64, Y, fr[i].n, key64, (uint64_t)w, pv, en, f, dq);
+                gs_pl_knap_linear64(dp64, Y, fr[i].n, key64, (uint64_t)w, pv, en, f, dq, live);
             else
-                gs_pl_knap_child64(dp64, Y, fr[i].n, fr[i].units, key64, (uint64_t)w, pv, en);
+                gs_pl_knap_child64(dp64, Y, fr[i].n, fr[i].units, key64, (uint64_t)w, pv, en, live);
         } else if (linear) {
-            gs_pl_knap_linear128(dp, Y, fr[i].n, fr[i].key, w, pv, en, f, dq);
+            gs_pl_knap_linear128(dp, Y, fr[i].n, fr[i].key, w, pv, en, f, dq, live);
         } else {
-            gs_pl_knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en);
+            gs_pl_knap_child128(dp, Y, fr[i].n, fr[i].units, fr[i].key, w, pv, en, live);
         }
     }
     o->dp = dp;

@@ -24,35 +24,43 @@
  * only moves forward, as t falls. */
 #define GS_KNAP_CHILD(NAME, KEY_T, INF)                                                              \
     void NAME(KEY_T *dp, uint32_t Y, uint32_t n, const uint32_t *units, const KEY_T *key, KEY_T w,   \
-              uint32_t *pv, uint32_t *en)                                                           \
+              uint32_t *pv, uint32_t *en, uint64_t *live)                                           \
     {                                                                                               \
         KEY_T above = INF; /* least key of the sources above t */                                   \
         uint32_t m = 0;    /* entries under Y - t units: grows as t falls */                          \
-        for (uint32_t t = Y + 1; t-- > 0;) {                                                        \
-            const KEY_T base = dp[t];                                                               \
-            if (base == INF || base > above)                                                        \
-                continue;                                                                           \
-            above = base;                                                                           \
-            const KEY_T bw = base + w;                                                              \
-            KEY_T *const dpt = dp + t;                                                              \
-            while (m < n && units[m] < Y - t)                                                       \
-                m++;                                                                                \
-            for (uint32_t e = 0; e < m; e++) {                                                      \
-                const KEY_T k = bw + key[e];                                                       \
-                KEY_T *d = dpt + units[e];                                                          \
-                if (k < *d) {                                                                       \
-                    *d = k;                                                                         \
-                    if (pv) {                                                                       \
-                        pv[t + units[e]] = t + 1;                                                   \
-                        en[t + units[e]] = e;                                                       \
+        for (uint32_t wi = Y / 64 + 1; wi-- > 0;) {                                                 \
+            /* The sources are the states live before this child: a word's                        \
+             * bits as they were when reached (this child writes above t). */                      \
+            for (uint64_t bits = live[wi]; bits;) {                                                 \
+                const uint32_t t = wi * 64 + 63 - (uint32_t)__builtin_clzll(bits);                  \
+                bits &= ~((uint64_t)1 << (t & 63));                                                 \
+                const KEY_T base = dp[t];                                                           \
+                if (base > above)                                                                   \
+                    continue;                                                                       \
+                above = base;                                                                       \
+                const KEY_T bw = base + w;                                                          \
+                KEY_T *const dpt = dp + t;                                                          \
+                while (m < n && units[m] < Y - t)                                                   \
+                    m++;                                                                            \
+                for (uint32_t e = 0; e < m; e++) {                                                  \
+                    const KEY_T k = bw + key[e];                                                   \
+                    KEY_T *d = dpt + units[e];                                                      \
+                    if (k < *d) {                                                                   \
+                        *d = k;                                                                     \
+                        gs_pl_live_set(live, t + units[e]);                                         \
+                        if (pv) {                                                                   \
+                            pv[t + units[e]] = t + 1;                                               \
+                            en[t + units[e]] = e;                                                   \
+                        }                                                                           \
                     }                                                                               \
                 }                                                                                   \
-            }                                                                                       \
-            if (m < n && bw + key[m] < dp[Y]) {                                                    \
-                dp[Y] = bw + key[m];                                                               \
-                if (pv) {                                                                           \
-                    pv[Y] = t + 1;                                                                  \
-                    en[Y] = m;                                                                      \
+                if (m < n && bw + key[m] < dp[Y]) {                                                \
+                    dp[Y] = bw + key[m];                                                           \
+                    gs_pl_live_set(live, Y);                                                        \
+                    if (pv) {                                                                       \
+                        pv[Y] = t + 1;                                                              \
+                        en[Y] = m;                                                                  \
+                    }                                                                               \
                 }                                                                                   \
             }                                                                                       \
         }                                                                                           \
@@ -75,7 +83,7 @@ GS_KNAP_CHILD(gs_pl_knap_child128, gs_key, GS_KEY_INF)
  * (the general kernel's work is about them times n). */
 #define GS_KNAP_LINEAR(NAME, KEY_T, INF)                                                             \
     void NAME(KEY_T *dp, uint32_t Y, uint32_t n, const KEY_T *key, KEY_T w, uint32_t *pv, uint32_t *en, \
-              KEY_T *f, uint32_t *dq)                                                              \
+              KEY_T *f, uint32_t *dq, uint64_t *live)                                              \
     {                                                                                               \
         const KEY_T c = n > 1 ? key[1] - key[0] : 0;                                                \
         KEY_T above = INF;                                                                          \
@@ -105,6 +113,7 @@ GS_KNAP_CHILD(gs_pl_knap_child128, gs_key, GS_KEY_INF)
             const KEY_T k = f[tb] - (KEY_T)(Y - s + 1) * c + key[0] + w;                            \
             if (k < dp[s]) {                                                                        \
                 dp[s] = k;                                                                          \
+                gs_pl_live_set(live, s);                                                            \
                 if (pv) {                                                                           \
                     pv[s] = tb + 1;                                                                 \
                     en[s] = s - tb - 1;                                                             \

@@ -654,13 +654,20 @@ static inline bool gs_pl_sort_pays(uint32_t n, uint64_t want, uint64_t total)
  * NULL. The window kernels give the same row and choices on a linear
  * frontier (gs_pl_knap_is_linear), in O(Y); f and dq hold Y + 1 each. */
 void gs_pl_knap_child64(uint64_t *dp, uint32_t Y, uint32_t n, const uint32_t *units, const uint64_t *key, uint64_t w,
-                        uint32_t *pv, uint32_t *en);
+                        uint32_t *pv, uint32_t *en, uint64_t *live);
 void gs_pl_knap_child128(gs_key *dp, uint32_t Y, uint32_t n, const uint32_t *units, const gs_key *key, gs_key w,
-                         uint32_t *pv, uint32_t *en);
+                         uint32_t *pv, uint32_t *en, uint64_t *live);
 void gs_pl_knap_linear64(uint64_t *dp, uint32_t Y, uint32_t n, const uint64_t *key, uint64_t w, uint32_t *pv,
-                         uint32_t *en, uint64_t *f, uint32_t *dq);
+                         uint32_t *en, uint64_t *f, uint32_t *dq, uint64_t *live);
 void gs_pl_knap_linear128(gs_key *dp, uint32_t Y, uint32_t n, const gs_key *key, gs_key w, uint32_t *pv,
-                          uint32_t *en, gs_key *f, uint32_t *dq);
+                          uint32_t *en, gs_key *f, uint32_t *dq, uint64_t *live);
+/* The row's live states, bit t of live[t / 64] for each state t < INF:
+ * the general kernel visits only them (a row over many units is mostly
+ * empty), and every kernel sets the bits of the states it writes. */
+static inline void gs_pl_live_set(uint64_t *live, uint32_t t)
+{
+    live[t / 64] |= (uint64_t)1 << (t % 64);
+}
 bool gs_pl_knap_is_linear(const uint32_t *units, const gs_key *key, uint32_t n, uint32_t Y, bool key64);
 /* Frontiers this long or longer take the window when linear (shorter
  * ones are cheaper by the general loop). */
