@@ -807,6 +807,18 @@ Test(place_property, stopped_knapsacks_skip_their_children)
     cr_assert_gt(stopped, rounds / 20);
 }
 
+/* Clusters of two to four levels in turn by round (blocks and racks,
+ * zones above them, or four levels); *block_gpus: a block's GPUs, *gpus:
+ * the cluster's, or four blocks' on four levels. */
+static gpusched_cluster *two_to_four_levels(pt_rng *r, uint32_t round, uint32_t *block_gpus, uint32_t *gpus)
+{
+    if (round % 3 != 2)
+        return random_blocks_and_racks(r, 2 + round % 3, block_gpus, gpus);
+    gpusched_cluster *c = random_four_level(r, 1 + pt_below(r, 2), 2 + pt_below(r, 3), block_gpus);
+    *gpus = *block_gpus * 4;
+    return c;
+}
+
 /* Locality down to nodes: the search counted down to racks defers its
  * nodes (counted from the racks' histograms, handed out only if kept).
  * On two to four levels, any split or pods, gangs from a rack to half
@@ -819,13 +831,7 @@ Test(place_property, deferred_nodes_are_the_nodes_handed_out)
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
     for (uint32_t round = 0; round < rounds; round++) {
         uint32_t block_gpus, gpus;
-        gpusched_cluster *c;
-        if (round % 3 == 2) {
-            c = random_four_level(&r, 1 + pt_below(&r, 2), 2 + pt_below(&r, 3), &block_gpus);
-            gpus = block_gpus * 4;
-        } else {
-            c = random_blocks_and_racks(&r, 2 + round % 3, &block_gpus, &gpus);
-        }
+        gpusched_cluster *c = two_to_four_levels(&r, round, &block_gpus, &gpus);
         wp_env e;
         wp_open(&e, c);
         e.po->witness_off = false;
@@ -905,13 +911,7 @@ Test(place_property, node_searches_past_their_budget_are_not_run)
     const uint32_t rounds = getenv("GPUSCHED_UNDER_VALGRIND") ? 30 : 300;
     for (uint32_t round = 0; round < rounds; round++) {
         uint32_t block_gpus, gpus;
-        gpusched_cluster *c;
-        if (round % 3 == 2) {
-            c = random_four_level(&r, 1 + pt_below(&r, 2), 2 + pt_below(&r, 3), &block_gpus);
-            gpus = block_gpus * 4;
-        } else {
-            c = random_blocks_and_racks(&r, 2 + round % 3, &block_gpus, &gpus);
-        }
+        gpusched_cluster *c = two_to_four_levels(&r, round, &block_gpus, &gpus);
         wp_env e;
         wp_open(&e, c);
         e.po->witness_off = false;

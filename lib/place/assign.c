@@ -34,25 +34,44 @@ static uint64_t take_gpus(uint64_t avail, uint32_t count, uint32_t have)
     return m;
 }
 
-static inline int emit_mask(gpusched_placer *p, uint32_t node, uint64_t mask)
+/* A node's usable GPUs, counted once for the units they give and for the
+ * mask of the units taken. */
+typedef struct node_gpus {
+    uint64_t avail;
+    uint32_t have;              /* avail's GPUs (0 for whole nodes: unused) */
+    uint32_t units;             /* the units they give */
+} node_gpus;
+
+static inline node_gpus count_node(const gpusched_placer *p, uint32_t n)
 {
+    const gs_pl_req *r = p->req;
+    node_gpus g = {gs_cluster_node_avail(p->c, n), 0, 0};
+    if (r->whole_w) {
+        g.units = gs_pl_units_of_mask(r, p->t, n, g.avail);
+    } else {
+        g.have = gs_popcount64(g.avail);
+        g.units = gs_pl_div_u0(r, g.have);
+    }
+    return g;
+}
+
+/* Appends node n, taking `units` of g's units. */
+static inline int emit_units(gpusched_placer *p, uint32_t n, node_gpus g, uint32_t units)
+{
+    const gs_pl_req *r = p->req;
     gpusched_place_result *res = p->res;
+    /* The mask before the stores, which could alias the request. */
+    const uint64_t mask = r->whole_w ? g.avail : take_gpus(g.avail, units * r->u0, g.have);
     if (p->nout == res->cap && grow_out(p))
         return GPUSCHED_ENOMEM;
-    res->nodes[p->nout] = node;
+    res->nodes[p->nout] = n;
     res->masks[p->nout++] = mask;
     return 0;
 }
 
-static inline int emit_node_avail(gpusched_placer *p, uint32_t node, uint32_t units, uint64_t avail)
-{
-    const gs_pl_req *r = p->req;
-    return emit_mask(p, node, r->whole_w ? avail : take_gpus(avail, units * r->u0, gs_popcount64(avail)));
-}
-
 static int emit_node(gpusched_placer *p, uint32_t node, uint32_t units)
 {
-    return emit_node_avail(p, node, units, gs_cluster_node_avail(p->c, node));
+    return emit_units(p, node, count_node(p, node), units);
 }
 
 /* A lowest-level domain handing over everything it can hold (every rack
@@ -72,13 +91,10 @@ static int take_all_nodes(gpusched_placer *p, int32_t l, uint32_t d, uint32_t y,
     if (total != want)
         return 0;
     for (uint32_t n = a; n < b; n++) {
-        /* Each node gives all its units: all of its GPUs the units hold. */
-        const uint64_t avail = gs_cluster_node_avail(p->c, n);
-        const uint32_t have = r->whole_w ? 0 : gs_popcount64(avail);
-        const uint32_t u = r->filtered && !gs_pl_node_eligible(p, n) ? 0
-                           : r->whole_w                             ? gs_pl_units_of_mask(r, p->t, n, avail)
-                                                                    : gs_pl_div_u0(r, have);
-        if (u && emit_mask(p, n, r->whole_w ? avail : take_gpus(avail, u * r->u0, have)))
+        /* Each node gives all its units. */
+        const node_gpus g = count_node(p, n);
+        const bool gives = g.units && !(r->filtered && !gs_pl_node_eligible(p, n));
+        if (gives && emit_units(p, n, g, g.units))
             return GPUSCHED_ENOMEM;
     }
     *done = true;
@@ -114,12 +130,9 @@ bool gs_pl_node_plan_make(gs_node_plan *plan, uint64_t *avail_of, uint32_t vmax,
 
 int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uint32_t b)
 {
-    const gs_pl_req *r = p->req;
     for (uint32_t n = a; n < b && plan->pending; n++) {
-        const uint64_t avail = gs_cluster_node_avail(p->c, n);
-        /* The GPUs counted once, for the units and for the mask. */
-        const uint32_t have = r->whole_w ? 0 : gs_popcount64(avail);
-        const uint32_t v = r->whole_w ? gs_pl_units_of_mask(r, p->t, n, avail) : gs_pl_div_u0(r, have);
+        const node_gpus g = count_node(p, n);
+        const uint32_t v = g.units;
         uint32_t take = 0;
         if (v && plan->full[v]) {
             plan->full[v]--;
@@ -130,7 +143,7 @@ int gs_pl_node_plan_take(gpusched_placer *p, gs_node_plan *plan, uint32_t a, uin
         }
         if (take) {
             plan->pending--;
-            if (emit_mask(p, n, r->whole_w ? avail : take_gpus(avail, take * r->u0, have)))
+            if (emit_units(p, n, g, take))
                 return GPUSCHED_ENOMEM;
         }
     }

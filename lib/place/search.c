@@ -767,7 +767,8 @@ static int nodes_after_racks(gpusched_placer *p, uint64_t refused)
         if (rc)
             return rc;
     }
-    if (p->nout <= fewest_nodes(p))
+    const uint64_t anywhere = fewest_nodes(p);
+    if (p->nout <= anywhere)
         return gs_pl_defer_flush(p);
     /* The same racks, the fewest of their nodes: optimal when that meets
      * the fewest nodes anywhere, or, when the search was exact (no
@@ -778,7 +779,7 @@ static int nodes_after_racks(gpusched_placer *p, uint64_t refused)
      * would be larger still: the same racks then. */
     gs_node_plan same;
     const uint64_t same_racks = gs_pl_racks_plan(p, &same);
-    if (same_racks <= fewest_nodes(p) || p->dp_refused != refused)
+    if (same_racks <= anywhere || p->dp_refused != refused)
         return same_racks_or_first(p, &same);
     const uint64_t bound = gs_pl_fewest_nodes_in(p, p->ndoms);
     if (same_racks <= bound)
@@ -791,7 +792,6 @@ static int nodes_after_racks(gpusched_placer *p, uint64_t refused)
         return rc;
     if ((rc = same_racks_or_first(p, &same)))
         return rc;
-    const uint64_t anywhere = fewest_nodes(p);
     return search_down_to_nodes(p, bound > anywhere ? bound : anywhere);
 }
 
